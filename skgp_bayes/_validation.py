@@ -1,0 +1,256 @@
+"""Checks and conversions shared by every estimator."""
+
+import numbers
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+
+from . import __version__
+from ._config import MAX_ABS_LOG_PARAM
+
+__all__ = [
+    "safe_mean_std",
+    "check_input_magnitude",
+    "check_finite_theta",
+    "log_noise_bounds",
+    "check_bounds",
+    "atomic_feature_state",
+    "VersionedStateMixin",
+]
+
+# Squared distances of inputs beyond this magnitude overflow float64.
+_MAX_ABS_INPUT = 1e150
+
+
+def safe_mean_std(values):
+    """Mean and standard deviation that neither overflow nor divide by zero.
+
+    Values are scaled by their largest magnitude before squaring, so inputs
+    near 1e300 stay finite; a zero or negligible spread gives a scale of 1.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+
+    Returns
+    -------
+    mean, std : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import safe_mean_std
+    >>> safe_mean_std(np.array([2.0, 2.0, 2.0]))
+    (2.0, 1.0)
+    """
+    scale = float(np.max(np.abs(values))) if values.size else 0.0
+    if scale == 0.0:
+        return 0.0, 1.0
+    unit = values / scale
+    mean = float(np.mean(unit)) * scale
+    std = float(np.std(unit)) * scale
+    if not np.isfinite(std) or std <= 10.0 * np.finfo(float).eps * max(
+        abs(mean), np.finfo(float).tiny
+    ):
+        std = 1.0
+    return mean, std
+
+
+def check_input_magnitude(X):
+    """Refuse inputs whose squared distances would overflow.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import check_input_magnitude
+    >>> check_input_magnitude(np.ones((2, 2)))
+    """
+    if X.size and float(np.max(np.abs(X))) > _MAX_ABS_INPUT:
+        raise ValueError(
+            f"X contains values of magnitude above {_MAX_ABS_INPUT:.0e}; squared "
+            "distances between such inputs overflow. Rescale X (for example "
+            "with sklearn.preprocessing.StandardScaler)."
+        )
+
+
+def check_finite_theta(theta, names):
+    """ValueError naming any hyperparameter that is not finite and positive.
+
+    Parameters
+    ----------
+    theta : ndarray
+        Log-scale values.
+    names : list of str
+        One name per entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import check_finite_theta
+    >>> check_finite_theta(np.zeros(2), ["a", "b"])
+    """
+    bad = [n for n, t in zip(names, theta) if not np.isfinite(t)]
+    big = [n for n, t in zip(names, theta) if np.isfinite(t)
+           and abs(t) > MAX_ABS_LOG_PARAM]
+    if bad or big:
+        raise ValueError(
+            "Kernel hyperparameters must be finite and positive; got "
+            f"non-finite or non-positive values for {bad + big}."
+        )
+
+
+def log_noise_bounds(bounds, initial):
+    """Log-scale bounds of the noise variance, or ``None`` when fixed.
+
+    Parameters
+    ----------
+    bounds : "fixed" or pair of float
+    initial : float
+        Initial noise variance (already validated positive).
+
+    Returns
+    -------
+    ndarray of shape (2,) or None
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import log_noise_bounds
+    >>> log_noise_bounds("fixed", 1.0) is None
+    True
+    """
+    if isinstance(bounds, str):
+        if bounds != "fixed":
+            raise ValueError(
+                f"noise_variance_bounds must be 'fixed' or a pair (low, high), "
+                f"got {bounds!r}."
+            )
+        return None
+    try:
+        low, high = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "noise_variance_bounds must be 'fixed' or a pair (low, high), got "
+            f"{bounds!r}."
+        ) from None
+    if not (np.isfinite(low) and np.isfinite(high) and 0 < low <= high):
+        raise ValueError(
+            "noise_variance_bounds must satisfy 0 < low <= high < inf, got "
+            f"{bounds!r}."
+        )
+    return np.log([low, high])
+
+
+def check_bounds(bounds, names):
+    """ValueError naming any parameter whose bounds are infinite or inverted.
+
+    Parameters
+    ----------
+    bounds : ndarray of shape (P, 2)
+    names : list of str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import check_bounds
+    >>> check_bounds(np.array([[0.0, 1.0]]), ["a"])
+    """
+    for name, (low, high) in zip(names, bounds):
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise ValueError(f"The bounds of {name!r} must be finite, got "
+                             f"({np.exp(low)}, {np.exp(high)}).")
+        if low > high:
+            raise ValueError(f"The bounds of {name!r} are inverted: "
+                             f"({np.exp(low)}, {np.exp(high)}).")
+
+
+@contextmanager
+def atomic_feature_state(estimator):
+    """Restore ``n_features_in_`` / ``feature_names_in_`` if ``fit`` fails.
+
+    ``validate_data`` records the input's features on the estimator before
+    the fit has succeeded; an interrupted or failed fit must leave the
+    estimator exactly as it was (unfitted, or with its earlier fit).
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> from skgp_bayes._validation import atomic_feature_state
+    >>> est = BaseEstimator()
+    >>> try:
+    ...     with atomic_feature_state(est):
+    ...         est.n_features_in_ = 3
+    ...         raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> hasattr(est, "n_features_in_")
+    False
+    """
+    keys = ("n_features_in_", "feature_names_in_")
+    saved = {k: getattr(estimator, k) for k in keys if hasattr(estimator, k)}
+    try:
+        yield
+    except BaseException:
+        for k in keys:
+            if k in saved:
+                setattr(estimator, k, saved[k])
+            elif hasattr(estimator, k):
+                delattr(estimator, k)
+        raise
+
+
+def positive_finite(name, value):
+    """ValueError unless ``value`` is a finite positive real number.
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import positive_finite
+    >>> positive_finite("noise_variance", 0.5)
+    0.5
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not np.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}.")
+    return float(value)
+
+
+class VersionedStateMixin:
+    """Pickle support: record the library version and warn on a mismatch.
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import VersionedStateMixin
+    >>> VersionedStateMixin().__getstate__()["_skgp_version"] == __import__(
+    ...     "skgp_bayes").__version__
+    True
+    """
+
+    def __getstate__(self):
+        getstate = getattr(super(), "__getstate__", None)
+        state = getstate() if getstate is not None else self.__dict__.copy()
+        state = dict(state)
+        state["_skgp_version"] = __version__
+        return state
+
+    def __setstate__(self, state):
+        version = state.get("_skgp_version", __version__)
+        if version != __version__:
+            warnings.warn(
+                f"Trying to unpickle {type(self).__name__} from skgp_bayes "
+                f"{version} with skgp_bayes {__version__}; results may differ.",
+                UserWarning,
+                stacklevel=2,
+            )
+        setstate = getattr(super(), "__setstate__", None)
+        if setstate is not None:
+            setstate(state)
+        else:
+            self.__dict__.update(state)

@@ -1,0 +1,162 @@
+"""Exact marginal posterior of GP hyperparameters under Gaussian noise.
+
+The parameter vector is ``[kernel.theta..., log noise_variance]`` (the noise
+entry is absent when the noise variance is fixed). The latent function is
+integrated out, so the target is
+
+``log p(y | theta) + log p(theta)`` with
+``log p(y | theta) = -1/2 y' K^-1 y - 1/2 log|K| - n/2 log(2 pi)``,
+``K = K_theta(X, X) + noise_variance * I``.
+
+Its gradient is ``1/2 sum_ab W_ab dK_ab/dtheta_j`` with ``W = a a' - K^-1``,
+``a = K^-1 y``; the kernel adapter contracts ``W`` against the kernel
+derivatives without building the ``(n, n, n_params)`` tensor.
+"""
+
+import numpy as np
+from scipy.linalg import lapack
+
+from ..exceptions import NotPSDError
+from ..linalg import cho_solve, cholesky
+from ..linalg._numba_ops import residual_weight_from_lower_inverse, trace
+
+__all__ = ["ExactMarginalTarget"]
+
+_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
+
+
+class ExactMarginalTarget:
+    """Log posterior of the hyperparameters of an exact GP regression model.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+        The kernel.
+    X : ndarray of shape (n, d)
+        Training inputs (float64, C order).
+    y : ndarray of shape (n,)
+        Training targets (already normalised if the caller normalises).
+    prior_set : PriorSet or None
+        Priors over the whole parameter vector; ``None`` gives the marginal
+        likelihood alone.
+    log_noise_variance : float or None
+        Fixed log noise variance; ``None`` makes it the last free parameter.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.targets import ExactMarginalTarget
+    >>> X = np.linspace(0, 1, 5)[:, None]
+    >>> target = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+    >>> value, grad = target.logp_and_grad(np.array([0.0, np.log(0.1)]))
+    >>> grad.shape
+    (2,)
+    """
+
+    def __init__(self, adapter, X, y, prior_set, log_noise_variance=None):
+        self.adapter = adapter
+        self.X = X
+        self.y = y
+        self.prior_set = prior_set
+        self.log_noise_variance = log_noise_variance
+        self.n_kernel_params = adapter.n_params
+        self.n_params = adapter.n_params + (log_noise_variance is None)
+        self.max_jitter = 0.0
+
+    @property
+    def param_names(self):
+        """Names of the parameter vector's entries."""
+        names = list(self.adapter.param_names)
+        if self.log_noise_variance is None:
+            names.append("noise_variance")
+        return names
+
+    def split(self, params):
+        """Kernel theta and log noise variance from a parameter vector."""
+        params = np.asarray(params, dtype=np.float64)
+        theta = params[: self.n_kernel_params]
+        if self.log_noise_variance is None:
+            return theta, float(params[self.n_kernel_params])
+        return theta, float(self.log_noise_variance)
+
+    def describe(self, params):
+        """Human-readable ``name=value`` list of natural-scale parameters."""
+        params = np.asarray(params, dtype=np.float64)
+        if self.log_noise_variance is not None:
+            params = np.append(params, self.log_noise_variance)
+        names = list(self.adapter.param_names) + ["noise_variance"]
+        return ", ".join(f"{n}={v:.4g}" for n, v in zip(names, np.exp(params)))
+
+    def factor(self, params):
+        """Cholesky factor of ``K + noise * I`` and ``a = (K + noise I)^-1 y``."""
+        theta, log_noise = self.split(params)
+        K = self.adapter.gram(theta, self.X)
+        K[np.diag_indices_from(K)] += np.exp(log_noise)
+        L, jitter = cholesky(K, warn=False, context=self._context(params))
+        self.max_jitter = max(self.max_jitter, jitter)
+        return L, cho_solve(L, self.y)
+
+    def _context(self, params):
+        return "hyperparameters " + self.describe(params)
+
+    def log_likelihood(self, params, eval_gradient=True):
+        """Log marginal likelihood and (optionally) its gradient.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+        eval_gradient : bool, default=True
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,), only if ``eval_gradient``
+
+        Raises
+        ------
+        NotPSDError
+            When the kernel matrix is not positive definite even with
+            jitter; the message names the hyperparameters.
+        """
+        L, alpha = self.factor(params)
+        n = self.y.shape[0]
+        value = (
+            -0.5 * float(self.y @ alpha)
+            - float(np.sum(np.log(np.diag(L))))
+            - n * _HALF_LOG_2PI
+        )
+        if not eval_gradient:
+            return value
+        inverse, info = lapack.dpotri(L, lower=1, overwrite_c=1)
+        if info != 0:
+            raise NotPSDError(f"dpotri failed ({self._context(params)}).")
+        W = residual_weight_from_lower_inverse(inverse, alpha)
+        theta, log_noise = self.split(params)
+        grad = np.empty(self.n_params)
+        grad[: self.n_kernel_params] = 0.5 * self.adapter.grad_contract(
+            theta, self.X, W
+        )
+        if self.log_noise_variance is None:
+            grad[-1] = 0.5 * np.exp(log_noise) * trace(W)
+        return value, grad
+
+    def logp_and_grad(self, params):
+        """Log posterior (up to a constant) and its gradient.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+        """
+        value, grad = self.log_likelihood(params, eval_gradient=True)
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(params)
+            value += prior_value
+            grad = grad + prior_grad
+        return value, grad

@@ -1,0 +1,66 @@
+import warnings
+
+import numpy as np
+import pytest
+
+from skgp_bayes.exceptions import NotPSDError, NumericalWarning
+from skgp_bayes.linalg import (
+    cho_inverse,
+    cho_solve,
+    cholesky,
+    log_det_from_cholesky,
+)
+from skgp_bayes.linalg._numba_ops import residual_weight_from_lower_inverse
+
+
+def _spd(n, seed=0):
+    A = np.random.default_rng(seed).normal(size=(n, n))
+    return A @ A.T + n * np.eye(n)
+
+
+def test_cholesky_solve_inverse_logdet():
+    K = _spd(30)
+    L, jitter = cholesky(K)
+    assert jitter == 0.0
+    np.testing.assert_allclose(L @ L.T, K, rtol=1e-12)
+    b = np.arange(30.0)
+    np.testing.assert_allclose(cho_solve(L, b), np.linalg.solve(K, b), rtol=1e-10)
+    np.testing.assert_allclose(cho_inverse(L), np.linalg.inv(K), rtol=1e-9, atol=1e-14)
+    assert log_det_from_cholesky(L) == pytest.approx(np.linalg.slogdet(K)[1])
+
+
+def test_jitter_ladder_warns_with_amount():
+    # rank-deficient Gram matrix of a linear kernel (scikit-learn's example)
+    x = np.arange(12.0)[:, None]
+    K = x @ x.T
+    with pytest.warns(NumericalWarning, match=r"added jitter .* to the diagonal"):
+        L, jitter = cholesky(K)
+    assert jitter > 0
+    np.testing.assert_allclose(L @ L.T, K + jitter * np.eye(12), rtol=1e-8, atol=1e-8)
+
+
+def test_quiet_mode_returns_jitter_without_warning():
+    x = np.arange(5.0)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, jitter = cholesky(x @ x.T, warn=False)
+    assert jitter > 0
+
+
+def test_not_psd_error_names_context():
+    with pytest.raises(NotPSDError, match="length_scale=3"):
+        cholesky(-np.eye(3), context="length_scale=3")
+    with pytest.raises(NotPSDError, match="non-finite"):
+        cholesky(np.full((2, 2), np.nan))
+
+
+def test_residual_weight_kernel():
+    K = _spd(25, seed=2)
+    L, _ = cholesky(K)
+    alpha = cho_solve(L, np.ones(25))
+    from scipy.linalg import lapack
+
+    inv_lower, _ = lapack.dpotri(L, lower=1)
+    W = residual_weight_from_lower_inverse(inv_lower.copy(), alpha)
+    np.testing.assert_allclose(W, np.outer(alpha, alpha) - np.linalg.inv(K),
+                               rtol=1e-9, atol=1e-12)

@@ -1,0 +1,382 @@
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skgp_bayes import SteinGPRegressor
+from skgp_bayes.priors import LogNormal
+
+FAST = dict(n_particles=5, max_iter=40, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (40, 2))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.randn(40)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    return SteinGPRegressor(**FAST).fit(*data)
+
+
+# ---------------------------------------------------------------- references
+@pytest.mark.parametrize("normalize_y", [False, True])
+@pytest.mark.parametrize(
+    "kernel",
+    [ConstantKernel(1.3, "fixed") * RBF([0.7, 2.0], "fixed"),
+     Matern(1.1, "fixed", nu=2.5) + WhiteKernel(0.01, "fixed")],
+)
+def test_fixed_hyperparameters_equal_scikit_learn(data, kernel, normalize_y):
+    X, y = data
+    Xq = np.random.RandomState(1).uniform(-3, 3, (15, 2))
+    ours = SteinGPRegressor(kernel, noise_variance=0.05, noise_variance_bounds="fixed",
+                            n_particles=1, normalize_y=normalize_y).fit(X, y)
+    assert ours.particles_.shape == (1, 0)
+    # sklearn's alpha is added on the normalised scale, as our noise is
+    ref = GaussianProcessRegressor(kernel, alpha=0.05, optimizer=None,
+                                   normalize_y=normalize_y).fit(X, y)
+    m1, s1 = ours.predict(Xq, return_std=True)
+    m2, s2 = ref.predict(Xq, return_std=True)
+    np.testing.assert_allclose(m1, m2, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(s1, s2, rtol=1e-8, atol=1e-10)
+    _, c1 = ours.predict(Xq, return_cov=True)
+    _, c2 = ref.predict(Xq, return_cov=True)
+    np.testing.assert_allclose(c1, c2, rtol=1e-8, atol=1e-10)
+
+
+def _grid_posterior_problem():
+    rng = np.random.RandomState(3)
+    X = np.sort(rng.uniform(0, 5, 10))[:, None]
+    y = np.sin(1.3 * X[:, 0]) + 0.2 * rng.randn(10)
+    kernel = ConstantKernel(1.0, "fixed") * RBF(1.0, (1e-3, 1e3))
+    return X, y, kernel
+
+
+@pytest.mark.slow
+def test_particles_match_grid_posterior():
+    # One free hyperparameter, the log length scale: its exact posterior on a
+    # 2,000-point grid is the reference. With 100 particles SVGD's Monte Carlo
+    # error of the mean is about sd/10, so we ask for 0.1 sd, and the spread
+    # within 20% (RELIABILITY, statistical test 1).
+    X, y, kernel = _grid_posterior_problem()
+    reg = SteinGPRegressor(kernel, noise_variance=0.04, noise_variance_bounds="fixed",
+                           n_particles=100, max_iter=1500, learning_rate=0.02,
+                           tol=1e-5, init="prior", normalize_y=False,
+                           random_state=0).fit(X, y)
+    target = reg._target
+    grid = np.linspace(np.log(1e-3), np.log(1e3), 2000)
+    logp = np.array([target.logp_and_grad(np.array([g]))[0] for g in grid])
+    w = np.exp(logp - logsumexp(logp))
+    mean = np.sum(w * grid)
+    sd = np.sqrt(np.sum(w * (grid - mean) ** 2))
+    particles = reg.particles_[:, 0]
+    assert abs(particles.mean() - mean) < 0.1 * sd
+    assert 0.8 < particles.std() / sd < 1.2
+    # the averaged predictive mean against the grid-weighted mixture
+    Xq = np.linspace(0, 5, 7)[:, None]
+    top = np.argsort(w)[-400:]
+    means = []
+    for g in grid[top]:
+        gp = GaussianProcessRegressor(kernel.clone_with_theta(np.array([g])),
+                                      alpha=0.04, optimizer=None).fit(X, y)
+        means.append(gp.predict(Xq))
+    ref = np.average(np.array(means), axis=0, weights=w[top])
+    np.testing.assert_allclose(reg.predict(Xq), ref, atol=0.05 * y.std())
+
+
+def test_one_particle_converges_to_the_map():
+    X, y, kernel = _grid_posterior_problem()
+    reg = SteinGPRegressor(kernel, n_particles=1, max_iter=3000, learning_rate=0.02,
+                           tol=1e-7, init="prior", random_state=0).fit(X, y)
+    target = reg._target
+    best = min(
+        (minimize(lambda p: tuple(-v for v in target.logp_and_grad(p)), x0,
+                  jac=True, method="L-BFGS-B", bounds=reg._bounds)
+         for x0 in ([0.0, -2.0], [1.0, -1.0], [-1.0, -3.0])),
+        key=lambda r: r.fun,
+    )
+    np.testing.assert_allclose(reg.particles_[0], best.x, atol=1e-3)
+
+
+# ------------------------------------------------------------ the estimator
+def test_fitted_attributes(fitted, data):
+    X, _ = data
+    J, P = fitted.particles_.shape
+    assert (J, P) == (5, 3)
+    assert fitted.param_names_ == ["k1__constant_value", "k2__length_scale",
+                                   "noise_variance"]
+    assert len(fitted.kernels_) == J
+    assert fitted.noise_variance_.shape == (J,)
+    assert np.all(fitted.noise_variance_ > 0)
+    assert fitted.log_posterior_.shape == (J,)
+    assert fitted.n_iter_ <= 40
+    assert len(fitted.history_["log_density"]) == fitted.n_iter_
+    assert np.isfinite(fitted.ksd_) and fitted.ksd_ >= 0
+    assert fitted.n_features_in_ == X.shape[1]
+
+
+def test_predict_shapes_and_consistency(fitted, data):
+    X, _ = data
+    mean = fitted.predict(X[:7])
+    m, std = fitted.predict(X[:7], return_std=True)
+    m2, cov = fitted.predict(X[:7], return_cov=True)
+    np.testing.assert_array_equal(mean, m)
+    np.testing.assert_allclose(m, m2, rtol=1e-12)
+    np.testing.assert_allclose(std, np.sqrt(np.diag(cov)), rtol=1e-5)
+    assert std.shape == (7,) and cov.shape == (7, 7)
+    with pytest.raises(RuntimeError, match="At most one"):
+        fitted.predict(X, return_std=True, return_cov=True)
+
+
+def test_sample_y_statistics_match_predict(fitted, data):
+    X, _ = data
+    draws = fitted.sample_y(X[:4], n_samples=20000, random_state=1)
+    assert draws.shape == (4, 20000)
+    m, cov = fitted.predict(X[:4], return_cov=True)
+    sd = np.sqrt(np.diag(cov))
+    np.testing.assert_allclose(draws.mean(1), m, atol=5 * sd.max() / np.sqrt(20000)
+                               + 1e-3)
+    np.testing.assert_allclose(np.cov(draws), cov, atol=0.05 * cov.max())
+    np.testing.assert_array_equal(fitted.sample_y(X[:4], 3),
+                                  fitted.sample_y(X[:4], 3))
+
+
+def test_log_predictive_density_is_the_mixture(fitted, data):
+    X, y = data
+    lpd = fitted.log_predictive_density(X[:5], y[:5])
+    means, var = fitted._draws.moments(fitted._validate_query(X[:5]))
+    var = (var + fitted._draws.noise_variances[:, None]) * fitted._y_std**2
+    means = means * fitted._y_std + fitted._y_mean
+    comp = -0.5 * (np.log(2 * np.pi * var) + (y[:5] - means) ** 2 / var)
+    ref = np.mean(logsumexp(comp, axis=0) - np.log(len(means)))
+    assert lpd == pytest.approx(ref, rel=1e-10)
+
+
+def test_log_marginal_likelihood(fitted):
+    values = fitted.log_marginal_likelihood()
+    assert values.shape == (5,)
+    v, g = fitted.log_marginal_likelihood(fitted.particles_[0], eval_gradient=True)
+    assert v == pytest.approx(values[0])
+    assert g.shape == (3,)
+    with pytest.raises(ValueError, match="shape"):
+        fitted.log_marginal_likelihood(np.zeros(2))
+
+
+def test_determinism_and_round_trips(fitted, data, tmp_path):
+    X, y = data
+    again = SteinGPRegressor(**FAST).fit(X, y)
+    np.testing.assert_array_equal(again.particles_, fitted.particles_)
+    expected = fitted.predict(X, return_std=True)
+    for loaded in (pickle.loads(pickle.dumps(fitted)),):
+        np.testing.assert_array_equal(loaded.predict(X, return_std=True)[1],
+                                      expected[1])
+    path = tmp_path / "model.joblib"
+    joblib.dump(fitted, path)
+    loaded = joblib.load(path)
+    np.testing.assert_array_equal(loaded.predict(X), expected[0])
+    loaded = joblib.load(path, mmap_mode="r")
+    np.testing.assert_array_equal(loaded.predict(X), expected[0])
+    cloned = clone(fitted)
+    assert not hasattr(cloned, "particles_")
+
+
+def test_unpickling_across_versions_warns(fitted):
+    state = fitted.__getstate__()
+    state["_skgp_version"] = "0.0.1"
+    est = SteinGPRegressor.__new__(SteinGPRegressor)
+    with pytest.warns(UserWarning, match="0.0.1"):
+        est.__setstate__(state)
+
+
+def test_warm_start_continues_the_run(data):
+    X, y = data
+    params = dict(n_particles=4, random_state=0, tol=0.0)
+    long = SteinGPRegressor(max_iter=30, **params).fit(X, y)
+    warm = SteinGPRegressor(max_iter=15, warm_start=True, **params)
+    with pytest.warns(Warning):
+        warm.fit(X, y)
+    warm.fit(X, y)
+    assert warm.n_iter_ == 30
+    np.testing.assert_array_equal(warm.particles_, long.particles_)
+    with pytest.raises(ValueError, match="features"):
+        warm.fit(X[:, :1], y)
+    warm.set_params(n_particles=3)
+    with pytest.raises(ValueError, match="warm_start"):
+        warm.fit(X, y)
+
+
+def test_interrupted_fit_leaves_earlier_state(fitted, data, monkeypatch):
+    import skgp_bayes.stein as stein
+
+    X, y = data
+    est = pickle.loads(pickle.dumps(fitted))
+    before = est.predict(X)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stein, "run_svgd", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X[:, :1], y)
+    np.testing.assert_array_equal(est.predict(X), before)
+    fresh = SteinGPRegressor(**FAST)
+    with pytest.raises(KeyboardInterrupt):
+        fresh.fit(X, y)
+    with pytest.raises(NotFittedError):
+        fresh.predict(X)
+
+
+def test_white_kernel_and_matern_work(data):
+    X, y = data
+    kernel = ConstantKernel() * Matern(length_scale=np.ones(2), nu=1.5) + WhiteKernel()
+    reg = SteinGPRegressor(kernel, **FAST).fit(X, y)
+    assert reg.particles_.shape == (5, 5)
+    assert reg.score(X, y) > 0.9
+
+
+def test_priors_by_name_shape_the_posterior(data):
+    X, y = data
+    tight = {"k2__length_scale": LogNormal(np.log(5.0), 0.01)}
+    reg = SteinGPRegressor(priors=tight, **FAST).fit(X, y)
+    col = reg.param_names_.index("k2__length_scale")
+    np.testing.assert_allclose(np.exp(reg.particles_[:, col]), 5.0, rtol=0.1)
+    with pytest.raises(ValueError, match="unknown hyperparameters"):
+        SteinGPRegressor(priors={"lengthscale": LogNormal()}, **FAST).fit(X, y)
+
+
+def test_prior_initialisation(data):
+    X, y = data
+    reg = SteinGPRegressor(init="prior", **FAST).fit(X, y)
+    assert reg.map_params_ is None
+    assert np.all(np.isfinite(reg.predict(X)))
+
+
+def test_pipeline_grid_search_and_cross_validation(data):
+    X, y = data
+    pipe = make_pipeline(StandardScaler(), SteinGPRegressor(max_iter=20,
+                                                            random_state=0))
+    grid = GridSearchCV(
+        pipe,
+        {"steingpregressor__n_particles": [2, 4],
+         "steingpregressor__kernel": [ConstantKernel() * RBF(),
+                                      ConstantKernel() * Matern(nu=2.5)]},
+        cv=3,
+    )
+    with pytest.warns(Warning):
+        grid.fit(X, y)
+    assert grid.best_score_ > 0.8
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,) and np.all(scores > 0.8)
+
+
+def test_dataframe_feature_names(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    df = pd.DataFrame(X, columns=["a", "b"])
+    reg = SteinGPRegressor(**FAST).fit(df, y)
+    np.testing.assert_array_equal(reg.feature_names_in_, ["a", "b"])
+    with pytest.warns(UserWarning, match="feature names"):
+        reg.predict(X)
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "X_bad,y_bad,match",
+    [
+        (lambda X: np.where(X == X[0, 0], np.nan, X), None, "NaN"),
+        (lambda X: np.where(X == X[0, 0], np.inf, X), None, "infinity"),
+        (None, lambda y: np.where(y == y[0], np.nan, y), "NaN"),
+        (None, lambda y: y[:-1], "inconsistent numbers of samples"),
+        (lambda X: X[:, :, None], None, "dim 3"),
+        (lambda X: X.astype(str).astype(object) + "x", None, "convert"),
+        (lambda X: X[:1], lambda y: y[:1], "1 sample"),
+        (lambda X: X * 1e200, None, "Rescale X"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(data, X_bad, y_bad, match):
+    X, y = data
+    X = X_bad(X) if X_bad else X
+    y = y_bad(y) if y_bad else y
+    with pytest.raises(ValueError, match=match):
+        SteinGPRegressor(**FAST).fit(X, y)
+
+
+def test_bad_input_at_predict(fitted, data):
+    X, _ = data
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict(np.where(X == X[0, 0], np.nan, X))
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(X[:, :1])
+    with pytest.raises(ValueError, match="n_samples"):
+        fitted.sample_y(X, n_samples=0)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        (dict(n_particles=0), "n_particles"),
+        (dict(max_iter=-1), "max_iter"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(noise_variance=np.nan), "noise_variance"),
+        (dict(noise_variance=np.inf), "noise_variance"),
+        (dict(noise_variance_bounds=(1.0, 0.1)), "noise_variance_bounds"),
+        (dict(noise_variance_bounds=(0.0, np.inf)), "noise_variance_bounds"),
+        (dict(init="median"), "init"),
+        (dict(kernel=RBF(length_scale=np.nan)), "finite"),
+        (dict(kernel=RBF(length_scale_bounds=(0.0, np.inf))), "bounds"),
+        (dict(kernel=RBF(length_scale_bounds=(10.0, 1.0))), "inverted"),
+    ],
+)
+def test_invalid_parameters(data, params, match):
+    X, y = data
+    est = SteinGPRegressor(**{**FAST, **params})  # never raises in __init__
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, y)
+
+
+def test_constant_target_gives_finite_predictions(data):
+    X, _ = data
+    reg = SteinGPRegressor(**FAST).fit(X, np.full(X.shape[0], 2.0))
+    mean, std = reg.predict(X, return_std=True)
+    np.testing.assert_allclose(mean, 2.0, atol=1e-6)
+    assert np.all(np.isfinite(std)) and np.all(std >= 0)
+
+
+def test_huge_target_scale_is_handled(data):
+    X, y = data
+    reg = SteinGPRegressor(**FAST).fit(X, y * 1e200)
+    small = SteinGPRegressor(**FAST).fit(X, y)
+    np.testing.assert_allclose(reg.predict(X) / 1e200, small.predict(X), rtol=1e-6)
+
+
+def test_duplicate_inputs_behave_like_near_duplicates(data):
+    X, y = data
+    Xd = np.vstack([X, X[:1]])
+    Xn = np.vstack([X, X[:1] + 1e-15])
+    yd = np.append(y, y[0])
+    a = SteinGPRegressor(**FAST).fit(Xd, yd).predict(X)
+    b = SteinGPRegressor(**FAST).fit(Xn, yd).predict(X)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_read_only_inputs_are_not_written(data):
+    X, y = data
+    X, y = X.copy(), y.copy()
+    X.flags.writeable = False
+    y.flags.writeable = False
+    reg = SteinGPRegressor(**FAST).fit(X, y)
+    reg.predict(X)
+    assert not X.flags.writeable

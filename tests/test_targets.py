@@ -1,0 +1,95 @@
+import numpy as np
+import pytest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from skgp_bayes.exceptions import NotPSDError
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.priors import Gamma, LogNormal, PriorSet
+from skgp_bayes.targets import ExactMarginalTarget
+
+KERNELS = [
+    ConstantKernel(1.5) * RBF(np.array([0.7, 1.3])),
+    Matern(0.8, nu=1.5) * ConstantKernel(0.5),
+    ConstantKernel(1.0) * Matern(np.array([1.0, 0.5]), nu=2.5) + WhiteKernel(0.1),
+    ConstantKernel(1.0) * Matern(0.9, nu=0.5),
+]
+
+
+def _data(n=25, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def _target(kernel, with_prior=True):
+    X, y = _data()
+    adapter = KernelAdapter(kernel)
+    slices = dict(adapter.hyperparameter_slices)
+    slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+    priors = PriorSet(slices, {"noise_variance": LogNormal(-2.0, 1.0)}) if (
+        with_prior) else None
+    return ExactMarginalTarget(adapter, X, y, priors)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: repr(k)[:40])
+def test_gradient_matches_finite_differences(kernel):
+    target = _target(kernel)
+    params = np.append(kernel.theta, np.log(0.05)) + 0.1
+    _, grad = target.logp_and_grad(params)
+    h = 1e-6
+    fd = np.empty_like(params)
+    for j in range(params.size):
+        e = np.zeros_like(params)
+        e[j] = h
+        fd[j] = (target.logp_and_grad(params + e)[0]
+                 - target.logp_and_grad(params - e)[0]) / (2 * h)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: repr(k)[:40])
+def test_likelihood_matches_scikit_learn(kernel):
+    # sklearn's lml with the noise as a WhiteKernel term equals ours
+    X, y = _data()
+    target = _target(kernel, with_prior=False)
+    noise = 0.05
+    params = np.append(kernel.theta, np.log(noise))
+    value, grad = target.log_likelihood(params)
+    full = kernel + WhiteKernel(noise)
+    gpr = GaussianProcessRegressor(full, alpha=0.0, optimizer=None).fit(X, y)
+    ref, ref_grad = gpr.log_marginal_likelihood(full.theta, eval_gradient=True)
+    assert value == pytest.approx(ref, rel=1e-10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-10)
+
+
+def test_prior_is_added():
+    kernel = ConstantKernel(1.0) * RBF(1.0)
+    with_prior, without = _target(kernel), _target(kernel, with_prior=False)
+    params = np.array([0.2, -0.1, np.log(0.1)])
+    expected = Gamma().log_prob_theta(params[:2])[0].sum() + LogNormal(
+        -2.0, 1.0).log_prob_theta(params[2:])[0].sum()
+    diff = with_prior.logp_and_grad(params)[0] - without.log_likelihood(
+        params, eval_gradient=False)
+    assert diff == pytest.approx(expected)
+
+
+def test_fixed_noise_drops_the_parameter():
+    X, y = _data()
+    target = ExactMarginalTarget(KernelAdapter(RBF(1.0)), X, y, None,
+                                 log_noise_variance=np.log(0.1))
+    assert target.n_params == 1
+    assert target.param_names == ["length_scale"]
+    value, grad = target.logp_and_grad(np.array([0.0]))
+    assert grad.shape == (1,) and np.isfinite(value)
+
+
+def test_not_psd_error_names_hyperparameters():
+    class Indefinite(KernelAdapter):
+        def gram(self, theta, X):
+            return -np.eye(X.shape[0])
+
+    X, y = _data()
+    target = ExactMarginalTarget(Indefinite(RBF(2.0)), X, y, None)
+    with pytest.raises(NotPSDError, match=r"length_scale=2.*noise_variance=0.5"):
+        target.log_likelihood(np.log([2.0, 0.5]))
