@@ -7,6 +7,7 @@ from .cholesky import (
     log_det_from_cholesky,
     triangular_solve,
 )
+from .reverse import cholesky_reverse
 
 __all__ = [
     "cholesky",
@@ -14,11 +15,5 @@ __all__ = [
     "cho_inverse",
     "log_det_from_cholesky",
     "triangular_solve",
+    "cholesky_reverse",
 ]
-
-try:  # reverse-mode Cholesky lives in its own module
-    from .reverse import cholesky_reverse  # noqa: F401
-
-    __all__.append("cholesky_reverse")
-except ImportError:  # pragma: no cover - module absent in partial checkouts
-    pass

@@ -1,0 +1,267 @@
+"""Compiled kernels for the stationary fast path (no fastmath).
+
+Every function takes inputs already divided by the length scales (``Xs =
+X / ell``), so the squared scaled distance is a plain squared Euclidean
+distance and the per-dimension gradient factor ``((x_d - y_d) / ell_d)^2`` is
+``(xs_d - ys_d)^2``. The radial part is written ``variance * k(r)`` and the
+length-scale derivatives use ``f(r) = -k'(r) / r``:
+
+* RBF: ``k = exp(-r^2 / 2)``, ``f = k``;
+* Matern 1/2: ``k = exp(-r)``, ``f = exp(-r) / r`` (0 at ``r = 0``, as
+  scikit-learn does);
+* Matern 3/2: ``k = (1 + sqrt3 r) exp(-sqrt3 r)``, ``f = 3 exp(-sqrt3 r)``;
+* Matern 5/2: ``k = (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r)``,
+  ``f = 5/3 (1 + sqrt5 r) exp(-sqrt5 r)``.
+
+Then ``dK/dlog ell_d = variance * f(r) * (xs_d - ys_d)^2`` and
+``dK/dy_d = variance * f(r) * (xs_d - ys_d) / ell_d``.
+
+Gradient contractions accumulate into one row of a per-row buffer per outer
+iteration and add the rows up serially at the end, so the result does not
+depend on how many threads ran the loop.
+
+The natural parameter layout of the gradients is
+``[log variance, log ell_0, ..., log ell_{L-1}, log noise]``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+# Must match the BASE_* codes in _lowering.
+_RBF = 0
+_MATERN12 = 1
+_MATERN32 = 2
+
+_SQRT3 = math.sqrt(3.0)
+_SQRT5 = math.sqrt(5.0)
+
+# Row block and column tile of the K @ V product: a tile of V (TILE x k)
+# stays in cache while ROWS rows of K are generated against it.
+_MATVEC_ROWS = 32
+_MATVEC_TILE = 512
+
+
+@njit(cache=True, inline="always")
+def _sqdist(A, i, B, j):
+    s = 0.0
+    for c in range(A.shape[1]):
+        t = A[i, c] - B[j, c]
+        s += t * t
+    return s
+
+
+@njit(cache=True, inline="always")
+def _value(base, r2):
+    """k(r) from the squared scaled distance."""
+    if base == _RBF:
+        return math.exp(-0.5 * r2)
+    r = math.sqrt(r2)
+    if base == _MATERN12:
+        return math.exp(-r)
+    if base == _MATERN32:
+        t = _SQRT3 * r
+        return (1.0 + t) * math.exp(-t)
+    t = _SQRT5 * r
+    return (1.0 + t + (5.0 / 3.0) * r2) * math.exp(-t)
+
+
+@njit(cache=True, inline="always")
+def _value_and_slope(base, r2):
+    """(k(r), f(r)) with f = -k'(r) / r."""
+    if base == _RBF:
+        k = math.exp(-0.5 * r2)
+        return k, k
+    r = math.sqrt(r2)
+    if base == _MATERN12:
+        k = math.exp(-r)
+        f = k / r if r > 0.0 else 0.0
+        return k, f
+    if base == _MATERN32:
+        t = _SQRT3 * r
+        e = math.exp(-t)
+        return (1.0 + t) * e, 3.0 * e
+    t = _SQRT5 * r
+    e = math.exp(-t)
+    return (1.0 + t + (5.0 / 3.0) * r2) * e, (5.0 / 3.0) * (1.0 + t) * e
+
+
+@njit(cache=True)
+def _gram_lower_row(Xs, i, variance, base, K):
+    for j in range(i):
+        K[i, j] = variance * _value(base, _sqdist(Xs, i, Xs, j))
+
+
+@njit(parallel=True, cache=True)
+def gram(Xs, variance, noise, base):
+    """Dense ``K(X, X)`` with ``noise`` added on the diagonal."""
+    n = Xs.shape[0]
+    K = np.empty((n, n))
+    # Pair row i with row n-1-i so every iteration does about n pair
+    # evaluations: static scheduling then balances the triangular loop.
+    for p in prange((n + 1) // 2):
+        i = n - n + p  # signed index, like n - 1 - i: one specialisation
+        _gram_lower_row(Xs, i, variance, base, K)
+        q = n - 1 - i
+        if q != i:
+            _gram_lower_row(Xs, q, variance, base, K)
+    for p in prange(n):
+        i = n - n + p
+        K[i, i] = variance + noise
+        for j in range(i + 1, n):
+            K[i, j] = K[j, i]
+    return K
+
+
+@njit(parallel=True, cache=True)
+def cross(Xs, Ys, variance, base):
+    """Dense ``K(X, Y)`` (no noise term)."""
+    n = Xs.shape[0]
+    m = Ys.shape[0]
+    K = np.empty((n, m))
+    for i in prange(n):
+        for j in range(m):
+            K[i, j] = variance * _value(base, _sqdist(Xs, i, Ys, j))
+    return K
+
+
+@njit(cache=True)
+def _grad_row(A, i, B, j_end, w_row, scale, base, ard, acc, sq):
+    """Add ``sum_{j < j_end} scale * w_row[j] * dK(a_i, b_j)/dphi`` to acc.
+
+    Without the variance factor and the noise entry. ``sq`` is scratch of
+    size d for the squared coordinate differences, so each is formed once.
+    """
+    d = A.shape[1]
+    total_k = 0.0
+    for j in range(j_end):
+        r2 = 0.0
+        for c in range(d):
+            t = A[i, c] - B[j, c]
+            t = t * t
+            sq[c] = t
+            r2 += t
+        k, f = _value_and_slope(base, r2)
+        w = scale * w_row[j]
+        total_k += w * k
+        wf = w * f
+        if ard:
+            for c in range(d):
+                acc[1 + c] += wf * sq[c]
+        else:
+            acc[1] += wf * r2
+    acc[0] += total_k
+
+
+@njit(cache=True)
+def _finish(rows, variance, noise_term):
+    """Add up the per-row accumulators in row order and apply the factors."""
+    n_phi = rows.shape[1]
+    g = np.zeros(n_phi)
+    for i in range(rows.shape[0]):
+        for c in range(n_phi - 1):
+            g[c] += rows[i, c]
+    for c in range(n_phi - 1):
+        g[c] *= variance
+    g[n_phi - 1] = noise_term
+    return g
+
+
+@njit(parallel=True, cache=True)
+def grad_contract(Xs, W, variance, noise, base, ard):
+    """``g_j = sum_ab W_ab dK(X, X)_ab / dphi_j`` for symmetric ``W``.
+
+    Only the lower triangle of ``W`` is read: the strict lower triangle
+    counts twice (scaling by 2 is exact) and the diagonal, where r = 0 and
+    k = 1, only feeds the variance and noise entries.
+    """
+    n, d = Xs.shape
+    rows = np.zeros((n, (d if ard else 1) + 2))
+    for p in prange((n + 1) // 2):
+        i = n - n + p
+        sq = np.empty(d)
+        _grad_row(Xs, i, Xs, i, W[i], 2.0, base, ard, rows[i], sq)
+        q = n - 1 - i
+        if q != i:
+            _grad_row(Xs, q, Xs, q, W[q], 2.0, base, ard, rows[q], sq)
+    trace = 0.0
+    for i in range(n):
+        trace += W[i, i]
+        rows[i, 0] += W[i, i]
+    return _finish(rows, variance, noise * trace)
+
+
+@njit(parallel=True, cache=True)
+def cross_grad_contract(Xs, Zs, W, variance, base, ard):
+    """``g_j = sum_ab W_ab dK(X, Z)_ab / dphi_j``; the noise entry is 0."""
+    n, d = Xs.shape
+    m = Zs.shape[0]
+    rows = np.zeros((n, (d if ard else 1) + 2))
+    for p in prange(n):
+        i = n - n + p
+        sq = np.empty(d)
+        _grad_row(Xs, i, Zs, m, W[i], 1.0, base, ard, rows[i], sq)
+    return _finish(rows, variance, 0.0)
+
+
+@njit(parallel=True, cache=True)
+def matvec(Xs, V, variance, noise, base):
+    """``K(X, X) @ V`` for 2-D ``V``, generating K tile by tile."""
+    n = Xs.shape[0]
+    k = V.shape[1]
+    out = np.zeros((n, k))
+    n_blocks = (n + _MATVEC_ROWS - 1) // _MATVEC_ROWS
+    for p in prange(n_blocks):
+        i0 = (n - n + p) * _MATVEC_ROWS
+        i1 = min(n, i0 + _MATVEC_ROWS)
+        for j0 in range(0, n, _MATVEC_TILE):
+            j1 = min(n, j0 + _MATVEC_TILE)
+            for i in range(i0, i1):
+                for j in range(j0, j1):
+                    kij = variance * _value(base, _sqdist(Xs, i, Xs, j))
+                    for c in range(k):
+                        out[i, c] += kij * V[j, c]
+        for i in range(i0, i1):
+            for c in range(k):
+                out[i, c] += noise * V[i, c]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def grad_inputs_cross(Xs, Zs, WT, variance, base):
+    """``sum_a WT_ba f(r_ab) (xs_a - zs_b)`` times variance, per row b of Z.
+
+    ``WT`` is ``W.T`` in C order so the inner loop reads it by rows. The
+    caller multiplies column d by ``1 / ell_d``.
+    """
+    n, d = Xs.shape
+    m = Zs.shape[0]
+    G = np.zeros((m, d))
+    for b in prange(m):
+        for a in range(n):
+            _, f = _value_and_slope(base, _sqdist(Xs, a, Zs, b))
+            wf = variance * WT[b, a] * f
+            for c in range(d):
+                G[b, c] += wf * (Xs[a, c] - Zs[b, c])
+    return G
+
+
+@njit(parallel=True, cache=True)
+def grad_inputs_gram(Zs, W, variance, base):
+    """``2 sum_b W_cb f(r_cb) (zs_b - zs_c)`` times variance, per row c.
+
+    ``W`` is symmetric, so each point's row and column contribute equally.
+    The caller multiplies column d by ``1 / ell_d``.
+    """
+    m, d = Zs.shape
+    G = np.zeros((m, d))
+    for i in prange(m):
+        for b in range(m):
+            if b == i:
+                continue
+            _, f = _value_and_slope(base, _sqdist(Zs, i, Zs, b))
+            wf = 2.0 * variance * W[i, b] * f
+            for c in range(d):
+                G[i, c] += wf * (Zs[b, c] - Zs[i, c])
+    return G

@@ -1,0 +1,270 @@
+"""Binary classification: Bernoulli with a logistic or probit link."""
+
+import numpy as np
+from scipy.special import expit, log_ndtr, ndtr
+
+from ._base import Likelihood
+from ._quadrature import gauss_laguerre
+
+__all__ = ["Bernoulli"]
+
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+
+# Where the adaptive Gauss-Hermite rule hands over to the folded rule for
+# E[sigmoid(f)]: latent variance at least _SPLIT_MIN_VAR and the mode of
+# sigmoid(f) N(f; m, v) no more than _SPLIT_MODE_SDS standard deviations below
+# zero. Chosen on a grid of m in [-40, 40] and v in [2, 300], where the
+# combination keeps the relative error below about 1e-7; the folded rule alone
+# fails for narrow Gaussians and far lower tails, and the adaptive rule alone
+# is off by up to 1e-1 at v = 100.
+_SPLIT_MIN_VAR = 2.5
+_SPLIT_MODE_SDS = 4.5
+_SPLIT_NODES = 32
+
+
+def _inverse_mills(z):
+    # phi(z) / Phi(z) in log space: both underflow for z << 0, their ratio
+    # (about -z) does not.
+    return np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
+
+
+def _log_mean_sigmoid_split(mu, sd, n_nodes):
+    """``log E[sigmoid(f)]``, ``f ~ N(mu, sd^2)``, accurate for wide ``sd``.
+
+    Folding the integral at zero with ``sigmoid(f) = 1 - sigmoid(-f)`` gives
+    ``Phi(mu / sd) + int_0^inf sigmoid(-t) [N(-t) - N(t)] dt``. The remaining
+    integrand is ``exp(-t)`` times a function that varies on the scale of
+    ``sd``, which Gauss-Laguerre resolves well when ``sd`` is large: just the
+    case where a Gauss-Hermite rule on ``f`` must resolve the unit-scale
+    sigmoid inside a wide Gaussian.
+    """
+    t, w = gauss_laguerre(n_nodes)
+    t = t[None, :]
+    mu, sd = mu[:, None], sd[:, None]
+    fold = np.exp(-0.5 * ((t + mu) / sd) ** 2) - np.exp(-0.5 * ((t - mu) / sd) ** 2)
+    # sigmoid(-t) = exp(-t) * sigmoid(t); the Laguerre weight carries exp(-t).
+    tail = (expit(t) * fold / (sd * np.sqrt(2.0 * np.pi))) @ w
+    total = ndtr(mu[:, 0] / sd[:, 0]) + tail
+    return np.log(np.maximum(total, np.finfo(float).tiny))
+
+
+class Bernoulli(Likelihood):
+    """Bernoulli likelihood ``p(y = 1 | f) = link(f)`` for ``y`` in {0, 1}.
+
+    Parameters
+    ----------
+    link : {"logit", "probit"}, default="logit"
+        ``"logit"``: the logistic sigmoid; ``"probit"``: the standard normal
+        CDF.
+    n_quadrature : int, default=20
+        Gauss-Hermite nodes for the expectations without a closed form
+        (:meth:`expected_log_prob` for both links, :meth:`predictive` and
+        :meth:`log_predictive_density` for the logit link). With twenty
+        nodes :meth:`expected_log_prob` is correct to about 1e-9 for latent
+        variances up to 1, 1e-6 at 4, 1e-4 at 10 and 1e-2 at 100; raise it
+        for very wide latent marginals. The logit predictive switches to a
+        folded Gauss-Laguerre rule for wide marginals and keeps a relative
+        error below about 1e-7 at any variance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> lik = Bernoulli(link="probit")
+    >>> np.round(lik.predictive(np.array([0.0, 1.0]), np.array([1.0, 0.0])), 4)
+    array([0.5   , 0.8413])
+    """
+
+    log_concave = True
+
+    def __init__(self, link="logit", n_quadrature=20):
+        self.link = link
+        self.n_quadrature = n_quadrature
+        self._validate()
+
+    def _validate(self):
+        if self.link not in ("logit", "probit"):
+            raise ValueError(f"link must be 'logit' or 'probit'; got {self.link!r}.")
+        super()._validate()
+
+    @staticmethod
+    def _sign(y):
+        return 2.0 * np.asarray(y, dtype=np.float64) - 1.0
+
+    def log_prob(self, y, f):
+        """Elementwise ``log p(y_i | f_i)``, stable for large ``|f|``.
+
+        Parameters
+        ----------
+        y : array-like
+            Labels in {0, 1}.
+        f : ndarray
+            Latent values, broadcasting against ``y``.
+
+        Returns
+        -------
+        ndarray
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> Bernoulli().log_prob(np.array([0.0]), np.array([40.0]))
+        array([-40.])
+        """
+        z = self._sign(y) * f
+        if self.link == "logit":
+            return -np.logaddexp(0.0, -z)
+        return log_ndtr(z)
+
+    def grad_log_prob(self, y, f):
+        """Derivative of :meth:`log_prob` in ``f``.
+
+        Parameters
+        ----------
+        y : array-like
+            Labels in {0, 1}.
+        f : ndarray
+            Latent values.
+
+        Returns
+        -------
+        ndarray
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> Bernoulli().grad_log_prob(np.array([1.0, 0.0]), np.array([0.0, 0.0]))
+        array([ 0.5, -0.5])
+        """
+        sign = self._sign(y)
+        z = sign * f
+        if self.link == "logit":
+            return sign * expit(-z)
+        return sign * _inverse_mills(z)
+
+    def hess_diag_log_prob(self, y, f):
+        """Second derivative of :meth:`log_prob` in ``f``.
+
+        Parameters
+        ----------
+        y : array-like
+            Labels in {0, 1}.
+        f : ndarray
+            Latent values.
+
+        Returns
+        -------
+        ndarray
+            Values in ``(-1, 0)`` for the probit link and ``[-1/4, 0)``
+            for the logit link.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> Bernoulli().hess_diag_log_prob(np.array([1.0]), np.array([0.0]))
+        array([-0.25])
+        """
+        z = self._sign(y) * f
+        if self.link == "logit":
+            return -expit(z) * expit(-z)
+        lam = _inverse_mills(z)
+        # The exact value lies in (-1, 0); clipping removes the rounding that
+        # the cancellation in z + lam leaves for z << 0.
+        return np.clip(-lam * (z + lam), -1.0, 0.0)
+
+    def predictive(self, mu, var):
+        """``P(y = 1)`` under ``f ~ N(mu, var)``.
+
+        Closed form ``Phi(mu / sqrt(1 + var))`` for the probit link; for
+        the logit link the rule of :meth:`log_predictive_density` with
+        ``y = 1``.
+
+        Parameters
+        ----------
+        mu : array-like
+            Latent means.
+        var : array-like
+            Latent variances, non-negative.
+
+        Returns
+        -------
+        ndarray
+            Probabilities in [0, 1].
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> p = Bernoulli().predictive(np.array([2.0]), np.array([4.0]))
+        >>> bool(0.5 < p[0] < 1 / (1 + np.exp(-2.0)))  # shrunk toward 1/2
+        True
+        """
+        _, mu, var = self._moments(0.0, mu, var)
+        if self.link == "probit":
+            return ndtr(mu / np.sqrt(1.0 + var))
+        return np.clip(np.exp(self._log_mean_sigmoid(mu, var)), 0.0, 1.0)
+
+    def log_predictive_density(self, y, mu, var):
+        """``log P(y_i)`` under ``f_i ~ N(mu_i, var_i)``.
+
+        Closed form ``log Phi((2 y - 1) mu / sqrt(1 + var))`` for the probit
+        link. For the logit link, adaptive Gauss-Hermite in log space (see
+        :meth:`Likelihood.log_predictive_density`) for narrow marginals and
+        a folded Gauss-Laguerre rule for wide ones (``var >= 2.5`` unless
+        the integrand's mode lies far in the lower tail); relative error
+        below about 1e-7 throughout.
+
+        Parameters
+        ----------
+        y : array-like
+            Labels in {0, 1}.
+        mu : array-like
+            Latent means.
+        var : array-like
+            Latent variances, non-negative.
+
+        Returns
+        -------
+        ndarray
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> lik = Bernoulli(link="probit")
+        >>> np.round(lik.log_predictive_density(
+        ...     np.array([1.0]), np.array([0.0]), np.array([3.0])), 6)
+        array([-0.693147])
+        """
+        y, mu, var = self._moments(y, mu, var)
+        if self.link == "logit":
+            # P(y | mu) under the logit link is E[sigmoid(f)] at mean sign * mu.
+            return self._log_mean_sigmoid(self._sign(y) * mu, var)
+        return log_ndtr(self._sign(y) * mu / np.sqrt(1.0 + var))
+
+    def _log_mean_sigmoid(self, mu, var):
+        """``log E[sigmoid(f)]``, choosing the rule that resolves it.
+
+        The adaptive Gauss-Hermite rule of the base class is accurate when
+        ``N(mu, var)`` is narrow or the integrand's mode sits in a tail of
+        the sigmoid; the folded Gauss-Laguerre rule is accurate when the
+        Gaussian is wide. Relative error stays below about 1e-7.
+        """
+        shape = np.shape(mu)
+        mu, var = np.ravel(mu), np.ravel(var)
+        ones = np.ones_like(mu)
+        split = var >= _SPLIT_MIN_VAR
+        if np.any(split):
+            centre, _ = self._laplace_approximation(ones[split], mu[split], var[split])
+            split[split] = centre >= -_SPLIT_MODE_SDS * np.sqrt(var[split])
+        out = np.empty(mu.shape)
+        keep = ~split
+        if np.any(keep):
+            out[keep] = super().log_predictive_density(ones[keep], mu[keep], var[keep])
+        if np.any(split):
+            nodes = max(_SPLIT_NODES, self.n_quadrature)
+            out[split] = _log_mean_sigmoid_split(mu[split], np.sqrt(var[split]), nodes)
+        return out.reshape(shape)
