@@ -123,7 +123,8 @@ def gaussian_joint_draws(mean, cov, n_samples, rng):
     --------
     >>> import numpy as np
     >>> from skgp_bayes._predictive import gaussian_joint_draws
-    >>> draws = gaussian_joint_draws(np.zeros(2), np.eye(2), 3, np.random.RandomState(0))
+    >>> rng = np.random.RandomState(0)
+    >>> draws = gaussian_joint_draws(np.zeros(2), np.eye(2), 3, rng)
     >>> draws.shape
     (2, 3)
     """

@@ -94,9 +94,12 @@ def check_finite_theta(theta, names):
     >>> from skgp_bayes._validation import check_finite_theta
     >>> check_finite_theta(np.zeros(2), ["a", "b"])
     """
-    bad = [n for n, t in zip(names, theta) if not np.isfinite(t)]
-    big = [n for n, t in zip(names, theta) if np.isfinite(t)
-           and abs(t) > MAX_ABS_LOG_PARAM]
+    bad = [n for n, t in zip(names, theta, strict=True) if not np.isfinite(t)]
+    big = [
+        n
+        for n, t in zip(names, theta, strict=True)
+        if np.isfinite(t) and abs(t) > MAX_ABS_LOG_PARAM
+    ]
     if bad or big:
         raise ValueError(
             "Kernel hyperparameters must be finite and positive; got "
@@ -139,8 +142,7 @@ def log_noise_bounds(bounds, initial):
         ) from None
     if not (np.isfinite(low) and np.isfinite(high) and 0 < low <= high):
         raise ValueError(
-            "noise_variance_bounds must satisfy 0 < low <= high < inf, got "
-            f"{bounds!r}."
+            f"noise_variance_bounds must satisfy 0 < low <= high < inf, got {bounds!r}."
         )
     return np.log([low, high])
 
@@ -159,13 +161,16 @@ def check_bounds(bounds, names):
     >>> from skgp_bayes._validation import check_bounds
     >>> check_bounds(np.array([[0.0, 1.0]]), ["a"])
     """
-    for name, (low, high) in zip(names, bounds):
+    for name, (low, high) in zip(names, bounds, strict=True):
         if not (np.isfinite(low) and np.isfinite(high)):
-            raise ValueError(f"The bounds of {name!r} must be finite, got "
-                             f"({np.exp(low)}, {np.exp(high)}).")
+            raise ValueError(
+                f"The bounds of {name!r} must be finite, got "
+                f"({np.exp(low)}, {np.exp(high)})."
+            )
         if low > high:
-            raise ValueError(f"The bounds of {name!r} are inverted: "
-                             f"({np.exp(low)}, {np.exp(high)}).")
+            raise ValueError(
+                f"The bounds of {name!r} are inverted: ({np.exp(low)}, {np.exp(high)})."
+            )
 
 
 @contextmanager

@@ -341,7 +341,12 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         continuing = self._continuing()
         with atomic_feature_state(self):
             X, y = validate_data(
-                self, X, y, dtype=np.float64, order="C", y_numeric=True,
+                self,
+                X,
+                y,
+                dtype=np.float64,
+                order="C",
+                y_numeric=True,
                 reset=not continuing,
             )
             fitted = self._fit(X, y, continuing)
@@ -366,8 +371,8 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
                     "overflow; set normalize_y=True or rescale y."
                 )
         y_model = (y - y_mean) / y_std
-        kernel, adapter, target, names, bounds, start, prior_set = (
-            self._build_target(X, y_model)
+        kernel, adapter, target, names, bounds, start, prior_set = self._build_target(
+            X, y_model
         )
         rng = check_random_state(self.random_state)
         state = None
@@ -402,8 +407,16 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
                 verbose=self.verbose,
                 print_fn=lambda msg: print(f"[SteinGPRegressor] {msg}"),
             )
-            particles, values, grads = result.particles, result.log_density, result.grads
-            result_state, n_iter, converged = result.state, result.n_iter, result.converged
+            particles, values, grads = (
+                result.particles,
+                result.log_density,
+                result.grads,
+            )
+            result_state, n_iter, converged = (
+                result.state,
+                result.n_iter,
+                result.converged,
+            )
             for key, trace in result.history.items():
                 history.setdefault(key, []).extend(trace)
             if not converged and self.max_iter > 0:
@@ -427,9 +440,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         else:
             noise_model = np.full(particles.shape[0], np.exp(target.log_noise_variance))
         draws = ExactGPDraws(adapter, X, y_model, kernel_thetas, noise_model)
-        ksd = (
-            kernel_stein_discrepancy(particles, grads) if len(names) else 0.0
-        )
+        ksd = kernel_stein_discrepancy(particles, grads) if len(names) else 0.0
         return {
             "particles_": particles,
             "param_names_": names,
@@ -522,7 +533,9 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         """
         X = self._validate_query(X)
         if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+            raise ValueError(
+                f"n_samples must be a positive integer, got {n_samples!r}."
+            )
         rng = check_random_state(random_state)
         which = rng.randint(self._draws.n_draws, size=n_samples)
         out = np.empty((X.shape[0], n_samples))
@@ -581,8 +594,10 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
             if eval_gradient:
                 raise ValueError("Gradient can only be evaluated for theta!=None")
             return np.array(
-                [self._target.log_likelihood(p, eval_gradient=False)
-                 for p in self.particles_]
+                [
+                    self._target.log_likelihood(p, eval_gradient=False)
+                    for p in self.particles_
+                ]
             )
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.particles_.shape[1],):

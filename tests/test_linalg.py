@@ -62,5 +62,6 @@ def test_residual_weight_kernel():
 
     inv_lower, _ = lapack.dpotri(L, lower=1)
     W = residual_weight_from_lower_inverse(inv_lower.copy(), alpha)
-    np.testing.assert_allclose(W, np.outer(alpha, alpha) - np.linalg.inv(K),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        W, np.outer(alpha, alpha) - np.linalg.inv(K), rtol=1e-9, atol=1e-12
+    )

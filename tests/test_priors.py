@@ -12,8 +12,13 @@ from skgp_bayes.priors import (
     as_prior,
 )
 
-ANALYTIC = [Gamma(1.5, 2.0), Gamma(1.0, 2.0), InverseGamma(3.0, 2.0),
-            LogNormal(0.3, 0.7), HalfNormal(1.3)]
+ANALYTIC = [
+    Gamma(1.5, 2.0),
+    Gamma(1.0, 2.0),
+    InverseGamma(3.0, 2.0),
+    LogNormal(0.3, 0.7),
+    HalfNormal(1.3),
+]
 SCIPY_TWINS = [
     (Gamma(1.5, 2.0), stats.gamma(a=1.5, scale=2.0)),
     (InverseGamma(3.0, 2.0), stats.invgamma(a=3.0, scale=2.0)),
@@ -56,14 +61,21 @@ def test_theta_density_integrates_to_one():
 
 
 def test_prior_set_names_and_entries():
-    slices = {"k1__constant_value": slice(0, 1), "k2__length_scale": slice(1, 3),
-              "noise_variance": slice(3, 4)}
-    ps = PriorSet(slices, {"k2__length_scale[1]": HalfNormal(1.0),
-                           "noise_variance": LogNormal(-2, 1)})
+    slices = {
+        "k1__constant_value": slice(0, 1),
+        "k2__length_scale": slice(1, 3),
+        "noise_variance": slice(3, 4),
+    }
+    ps = PriorSet(
+        slices,
+        {"k2__length_scale[1]": HalfNormal(1.0), "noise_variance": LogNormal(-2, 1)},
+    )
     theta = np.array([0.1, -0.3, 0.4, -1.0])
     value, grad = ps.log_prob(theta)
     parts = [Gamma(1, 2), Gamma(1, 2), HalfNormal(1.0), LogNormal(-2, 1)]
-    expected = [p.log_prob_theta(np.array([t])) for p, t in zip(parts, theta)]
+    expected = [
+        p.log_prob_theta(np.array([t])) for p, t in zip(parts, theta, strict=True)
+    ]
     assert value == pytest.approx(sum(float(e[0][0]) for e in expected))
     np.testing.assert_allclose(grad, [float(e[1][0]) for e in expected])
 
@@ -73,8 +85,9 @@ def test_prior_set_rejects_unknown_names():
         PriorSet({"a": slice(0, 1)}, {"length_scale": Gamma()})
 
 
-@pytest.mark.parametrize("bad", [dict(shape=0.0), dict(scale=-1.0),
-                                 dict(shape=np.inf), dict(scale=np.nan)])
+@pytest.mark.parametrize(
+    "bad", [dict(shape=0.0), dict(scale=-1.0), dict(shape=np.inf), dict(scale=np.nan)]
+)
 def test_invalid_prior_parameters(bad):
     with pytest.raises(ValueError, match="positive finite"):
         Gamma(**bad)

@@ -36,18 +36,26 @@ def fitted(data):
 @pytest.mark.parametrize("normalize_y", [False, True])
 @pytest.mark.parametrize(
     "kernel",
-    [ConstantKernel(1.3, "fixed") * RBF([0.7, 2.0], "fixed"),
-     Matern(1.1, "fixed", nu=2.5) + WhiteKernel(0.01, "fixed")],
+    [
+        ConstantKernel(1.3, "fixed") * RBF([0.7, 2.0], "fixed"),
+        Matern(1.1, "fixed", nu=2.5) + WhiteKernel(0.01, "fixed"),
+    ],
 )
 def test_fixed_hyperparameters_equal_scikit_learn(data, kernel, normalize_y):
     X, y = data
     Xq = np.random.RandomState(1).uniform(-3, 3, (15, 2))
-    ours = SteinGPRegressor(kernel, noise_variance=0.05, noise_variance_bounds="fixed",
-                            n_particles=1, normalize_y=normalize_y).fit(X, y)
+    ours = SteinGPRegressor(
+        kernel,
+        noise_variance=0.05,
+        noise_variance_bounds="fixed",
+        n_particles=1,
+        normalize_y=normalize_y,
+    ).fit(X, y)
     assert ours.particles_.shape == (1, 0)
     # sklearn's alpha is added on the normalised scale, as our noise is
-    ref = GaussianProcessRegressor(kernel, alpha=0.05, optimizer=None,
-                                   normalize_y=normalize_y).fit(X, y)
+    ref = GaussianProcessRegressor(
+        kernel, alpha=0.05, optimizer=None, normalize_y=normalize_y
+    ).fit(X, y)
     m1, s1 = ours.predict(Xq, return_std=True)
     m2, s2 = ref.predict(Xq, return_std=True)
     np.testing.assert_allclose(m1, m2, rtol=1e-8, atol=1e-10)
@@ -72,10 +80,18 @@ def test_particles_match_grid_posterior():
     # error of the mean is about sd/10, so we ask for 0.1 sd, and the spread
     # within 20% (RELIABILITY, statistical test 1).
     X, y, kernel = _grid_posterior_problem()
-    reg = SteinGPRegressor(kernel, noise_variance=0.04, noise_variance_bounds="fixed",
-                           n_particles=100, max_iter=1500, learning_rate=0.02,
-                           tol=1e-5, init="prior", normalize_y=False,
-                           random_state=0).fit(X, y)
+    reg = SteinGPRegressor(
+        kernel,
+        noise_variance=0.04,
+        noise_variance_bounds="fixed",
+        n_particles=100,
+        max_iter=1500,
+        learning_rate=0.02,
+        tol=1e-5,
+        init="prior",
+        normalize_y=False,
+        random_state=0,
+    ).fit(X, y)
     target = reg._target
     grid = np.linspace(np.log(1e-3), np.log(1e3), 2000)
     logp = np.array([target.logp_and_grad(np.array([g]))[0] for g in grid])
@@ -90,8 +106,9 @@ def test_particles_match_grid_posterior():
     top = np.argsort(w)[-400:]
     means = []
     for g in grid[top]:
-        gp = GaussianProcessRegressor(kernel.clone_with_theta(np.array([g])),
-                                      alpha=0.04, optimizer=None).fit(X, y)
+        gp = GaussianProcessRegressor(
+            kernel.clone_with_theta(np.array([g])), alpha=0.04, optimizer=None
+        ).fit(X, y)
         means.append(gp.predict(Xq))
     ref = np.average(np.array(means), axis=0, weights=w[top])
     np.testing.assert_allclose(reg.predict(Xq), ref, atol=0.05 * y.std())
@@ -99,13 +116,27 @@ def test_particles_match_grid_posterior():
 
 def test_one_particle_converges_to_the_map():
     X, y, kernel = _grid_posterior_problem()
-    reg = SteinGPRegressor(kernel, n_particles=1, max_iter=3000, learning_rate=0.02,
-                           tol=1e-7, init="prior", random_state=0).fit(X, y)
+    reg = SteinGPRegressor(
+        kernel,
+        n_particles=1,
+        max_iter=3000,
+        learning_rate=0.02,
+        tol=1e-7,
+        init="prior",
+        random_state=0,
+    ).fit(X, y)
     target = reg._target
     best = min(
-        (minimize(lambda p: tuple(-v for v in target.logp_and_grad(p)), x0,
-                  jac=True, method="L-BFGS-B", bounds=reg._bounds)
-         for x0 in ([0.0, -2.0], [1.0, -1.0], [-1.0, -3.0])),
+        (
+            minimize(
+                lambda p: tuple(-v for v in target.logp_and_grad(p)),
+                x0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=reg._bounds,
+            )
+            for x0 in ([0.0, -2.0], [1.0, -1.0], [-1.0, -3.0])
+        ),
         key=lambda r: r.fun,
     )
     np.testing.assert_allclose(reg.particles_[0], best.x, atol=1e-3)
@@ -116,8 +147,11 @@ def test_fitted_attributes(fitted, data):
     X, _ = data
     J, P = fitted.particles_.shape
     assert (J, P) == (5, 3)
-    assert fitted.param_names_ == ["k1__constant_value", "k2__length_scale",
-                                   "noise_variance"]
+    assert fitted.param_names_ == [
+        "k1__constant_value",
+        "k2__length_scale",
+        "noise_variance",
+    ]
     assert len(fitted.kernels_) == J
     assert fitted.noise_variance_.shape == (J,)
     assert np.all(fitted.noise_variance_ > 0)
@@ -147,11 +181,11 @@ def test_sample_y_statistics_match_predict(fitted, data):
     assert draws.shape == (4, 20000)
     m, cov = fitted.predict(X[:4], return_cov=True)
     sd = np.sqrt(np.diag(cov))
-    np.testing.assert_allclose(draws.mean(1), m, atol=5 * sd.max() / np.sqrt(20000)
-                               + 1e-3)
+    np.testing.assert_allclose(
+        draws.mean(1), m, atol=5 * sd.max() / np.sqrt(20000) + 1e-3
+    )
     np.testing.assert_allclose(np.cov(draws), cov, atol=0.05 * cov.max())
-    np.testing.assert_array_equal(fitted.sample_y(X[:4], 3),
-                                  fitted.sample_y(X[:4], 3))
+    np.testing.assert_array_equal(fitted.sample_y(X[:4], 3), fitted.sample_y(X[:4], 3))
 
 
 def test_log_predictive_density_is_the_mixture(fitted, data):
@@ -181,8 +215,9 @@ def test_determinism_and_round_trips(fitted, data, tmp_path):
     np.testing.assert_array_equal(again.particles_, fitted.particles_)
     expected = fitted.predict(X, return_std=True)
     for loaded in (pickle.loads(pickle.dumps(fitted)),):
-        np.testing.assert_array_equal(loaded.predict(X, return_std=True)[1],
-                                      expected[1])
+        np.testing.assert_array_equal(
+            loaded.predict(X, return_std=True)[1], expected[1]
+        )
     path = tmp_path / "model.joblib"
     joblib.dump(fitted, path)
     loaded = joblib.load(path)
@@ -266,13 +301,18 @@ def test_prior_initialisation(data):
 
 def test_pipeline_grid_search_and_cross_validation(data):
     X, y = data
-    pipe = make_pipeline(StandardScaler(), SteinGPRegressor(max_iter=20,
-                                                            random_state=0))
+    pipe = make_pipeline(
+        StandardScaler(), SteinGPRegressor(max_iter=20, random_state=0)
+    )
     grid = GridSearchCV(
         pipe,
-        {"steingpregressor__n_particles": [2, 4],
-         "steingpregressor__kernel": [ConstantKernel() * RBF(),
-                                      ConstantKernel() * Matern(nu=2.5)]},
+        {
+            "steingpregressor__n_particles": [2, 4],
+            "steingpregressor__kernel": [
+                ConstantKernel() * RBF(),
+                ConstantKernel() * Matern(nu=2.5),
+            ],
+        },
         cv=3,
     )
     with pytest.warns(Warning):

@@ -34,8 +34,9 @@ def test_recovers_correlated_gaussian():
     mean = np.array([1.0, -2.0])
     cov = np.array([[1.0, 0.6], [0.6, 0.5]])
     x0 = np.random.default_rng(1).normal(size=(100, 2))
-    res = run_svgd(_gaussian(mean, cov), x0, max_iter=2000, learning_rate=0.05,
-                   tol=1e-6)
+    res = run_svgd(
+        _gaussian(mean, cov), x0, max_iter=2000, learning_rate=0.05, tol=1e-6
+    )
     # SVGD with 100 particles in 2-D: mean error well below 0.05 sd and the
     # variance within 15% (SVGD slightly under-disperses in finite samples)
     sd = np.sqrt(np.diag(cov))
@@ -44,8 +45,13 @@ def test_recovers_correlated_gaussian():
 
 
 def test_one_particle_is_gradient_ascent_to_the_mode():
-    res = run_svgd(_gaussian(np.array([3.0]), np.eye(1)), np.zeros((1, 1)),
-                   max_iter=2000, learning_rate=0.05, tol=1e-7)
+    res = run_svgd(
+        _gaussian(np.array([3.0]), np.eye(1)),
+        np.zeros((1, 1)),
+        max_iter=2000,
+        learning_rate=0.05,
+        tol=1e-7,
+    )
     assert res.converged
     assert res.particles[0, 0] == pytest.approx(3.0, abs=1e-4)
 
@@ -55,8 +61,9 @@ def test_identical_particles_stay_finite_and_warn():
     # update finite and the collapse is reported
     x0 = np.full((10, 2), 0.3)
     with pytest.warns(SamplerWarning, match="collapsed"):
-        res = run_svgd(_gaussian(np.zeros(2), np.eye(2)), x0, max_iter=50,
-                       learning_rate=0.05)
+        res = run_svgd(
+            _gaussian(np.zeros(2), np.eye(2)), x0, max_iter=50, learning_rate=0.05
+        )
     assert np.all(np.isfinite(res.particles))
     assert median_bandwidth(np.zeros((10, 10)), 10) > 0
 
@@ -98,8 +105,9 @@ def test_huge_learning_rate_warns_but_stays_finite():
     x0 = np.random.default_rng(0).normal(size=(5, 1))
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        res = run_svgd(steep, x0, max_iter=100, learning_rate=1e3,
-                       bounds=np.array([[-50.0, 50.0]]))
+        res = run_svgd(
+            steep, x0, max_iter=100, learning_rate=1e3, bounds=np.array([[-50.0, 50.0]])
+        )
     assert np.all(np.isfinite(res.particles))
     assert any(issubclass(w.category, SamplerWarning) for w in rec)
 
@@ -109,8 +117,9 @@ def test_continuing_from_state_equals_one_long_run():
     x0 = np.random.default_rng(2).normal(size=(6, 1))
     long = run_svgd(logp, x0, max_iter=60, learning_rate=0.05, tol=0)
     first = run_svgd(logp, x0, max_iter=30, learning_rate=0.05, tol=0)
-    second = run_svgd(logp, first.particles, max_iter=30, learning_rate=0.05,
-                      tol=0, state=first.state)
+    second = run_svgd(
+        logp, first.particles, max_iter=30, learning_rate=0.05, tol=0, state=first.state
+    )
     np.testing.assert_array_equal(long.particles, second.particles)
 
 
@@ -120,5 +129,10 @@ def test_callback_can_interrupt():
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_svgd(_gaussian(np.zeros(1), np.eye(1)), np.ones((2, 1)), max_iter=10,
-                 learning_rate=0.1, callback=stop)
+        run_svgd(
+            _gaussian(np.zeros(1), np.eye(1)),
+            np.ones((2, 1)),
+            max_iter=10,
+            learning_rate=0.1,
+            callback=stop,
+        )

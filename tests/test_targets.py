@@ -28,8 +28,11 @@ def _target(kernel, with_prior=True):
     adapter = KernelAdapter(kernel)
     slices = dict(adapter.hyperparameter_slices)
     slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-    priors = PriorSet(slices, {"noise_variance": LogNormal(-2.0, 1.0)}) if (
-        with_prior) else None
+    priors = (
+        PriorSet(slices, {"noise_variance": LogNormal(-2.0, 1.0)})
+        if (with_prior)
+        else None
+    )
     return ExactMarginalTarget(adapter, X, y, priors)
 
 
@@ -43,8 +46,9 @@ def test_gradient_matches_finite_differences(kernel):
     for j in range(params.size):
         e = np.zeros_like(params)
         e[j] = h
-        fd[j] = (target.logp_and_grad(params + e)[0]
-                 - target.logp_and_grad(params - e)[0]) / (2 * h)
+        fd[j] = (
+            target.logp_and_grad(params + e)[0] - target.logp_and_grad(params - e)[0]
+        ) / (2 * h)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
 
 
@@ -67,17 +71,21 @@ def test_prior_is_added():
     kernel = ConstantKernel(1.0) * RBF(1.0)
     with_prior, without = _target(kernel), _target(kernel, with_prior=False)
     params = np.array([0.2, -0.1, np.log(0.1)])
-    expected = Gamma().log_prob_theta(params[:2])[0].sum() + LogNormal(
-        -2.0, 1.0).log_prob_theta(params[2:])[0].sum()
+    expected = (
+        Gamma().log_prob_theta(params[:2])[0].sum()
+        + LogNormal(-2.0, 1.0).log_prob_theta(params[2:])[0].sum()
+    )
     diff = with_prior.logp_and_grad(params)[0] - without.log_likelihood(
-        params, eval_gradient=False)
+        params, eval_gradient=False
+    )
     assert diff == pytest.approx(expected)
 
 
 def test_fixed_noise_drops_the_parameter():
     X, y = _data()
-    target = ExactMarginalTarget(KernelAdapter(RBF(1.0)), X, y, None,
-                                 log_noise_variance=np.log(0.1))
+    target = ExactMarginalTarget(
+        KernelAdapter(RBF(1.0)), X, y, None, log_noise_variance=np.log(0.1)
+    )
     assert target.n_params == 1
     assert target.param_names == ["length_scale"]
     value, grad = target.logp_and_grad(np.array([0.0]))

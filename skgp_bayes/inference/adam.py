@@ -30,9 +30,7 @@ class AdamState:
 
     def copy(self):
         """Independent copy of the state."""
-        return AdamState(
-            self.first_moment.copy(), self.second_moment.copy(), self.step
-        )
+        return AdamState(self.first_moment.copy(), self.second_moment.copy(), self.step)
 
 
 def adam_init(params):
@@ -57,8 +55,9 @@ def adam_init(params):
     return AdamState(np.zeros_like(params), np.zeros_like(params), 0)
 
 
-def adam_update(state, direction, learning_rate, *, beta1=0.9, beta2=0.999,
-                eps=1e-8, max_step=None):
+def adam_update(
+    state, direction, learning_rate, *, beta1=0.9, beta2=0.999, eps=1e-8, max_step=None
+):
     """One Adam step along an ascent ``direction``.
 
     Parameters

@@ -116,8 +116,9 @@ class SVGDResult:
     'SVGDResult'
     """
 
-    def __init__(self, particles, log_density, grads, n_iter, converged, history,
-                 state):
+    def __init__(
+        self, particles, log_density, grads, n_iter, converged, history, state
+    ):
         self.particles = particles
         self.log_density = log_density
         self.grads = grads
@@ -131,9 +132,20 @@ def _finite(values, grads):
     return bool(np.all(np.isfinite(values)) and np.all(np.isfinite(grads)))
 
 
-def run_svgd(logp_and_grad, particles, *, max_iter, learning_rate, tol=1e-4,
-             bounds=None, state=None, max_step=1.0, callback=None, verbose=0,
-             print_fn=print):
+def run_svgd(
+    logp_and_grad,
+    particles,
+    *,
+    max_iter,
+    learning_rate,
+    tol=1e-4,
+    bounds=None,
+    state=None,
+    max_step=1.0,
+    callback=None,
+    verbose=0,
+    print_fn=print,
+):
     """Move particles by SVGD with Adam steps until they stop moving.
 
     Parameters
@@ -186,13 +198,13 @@ def run_svgd(logp_and_grad, particles, *, max_iter, learning_rate, tol=1e-4,
     else:
         adam = state["adam"].copy()
         lr = float(state["learning_rate"])
-    history = {k: [] for k in ("log_density", "learning_rate", "max_move",
-                               "bandwidth", "time")}
+    history = {
+        k: [] for k in ("log_density", "learning_rate", "max_move", "bandwidth", "time")
+    }
     values, grads = logp_and_grad(particles)
     if not _finite(values, grads):
         raise FloatingPointError(
-            "The log density or its gradient is not finite at the initial "
-            "particles."
+            "The log density or its gradient is not finite at the initial particles."
         )
     quiet_iters = 0
     failures = 0
@@ -260,6 +272,11 @@ def run_svgd(logp_and_grad, particles, *, max_iter, learning_rate, tol=1e-4,
             stacklevel=2,
         )
     return SVGDResult(
-        particles, values, grads, n_iter, converged, history,
+        particles,
+        values,
+        grads,
+        n_iter,
+        converged,
+        history,
         {"adam": adam, "learning_rate": lr},
     )

@@ -3,7 +3,7 @@
 import numba as nb
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(cache=True)
 def residual_weight_from_lower_inverse(inverse_lower, alpha):
     """Overwrite ``inverse_lower`` with ``W = alpha alpha' - K^-1`` (full).
 
@@ -12,12 +12,12 @@ def residual_weight_from_lower_inverse(inverse_lower, alpha):
     the rank-one update in one pass avoids three n x n temporaries.
     """
     n = inverse_lower.shape[0]
-    for i in nb.prange(n):
+    for i in range(n):
         ai = alpha[i]
         for j in range(i + 1):
             w = ai * alpha[j] - inverse_lower[i, j]
             inverse_lower[i, j] = w
-    for i in nb.prange(n):
+    for i in range(n):
         for j in range(i + 1, n):
             inverse_lower[i, j] = inverse_lower[j, i]
     return inverse_lower
@@ -30,4 +30,3 @@ def trace(matrix):
     for i in range(matrix.shape[0]):
         total += matrix[i, i]
     return total
-

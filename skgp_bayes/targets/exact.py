@@ -87,7 +87,9 @@ class ExactMarginalTarget:
         if self.log_noise_variance is not None:
             params = np.append(params, self.log_noise_variance)
         names = list(self.adapter.param_names) + ["noise_variance"]
-        return ", ".join(f"{n}={v:.4g}" for n, v in zip(names, np.exp(params)))
+        return ", ".join(
+            f"{n}={v:.4g}" for n, v in zip(names, np.exp(params), strict=True)
+        )
 
     def factor(self, params):
         """Cholesky factor of ``K + noise * I`` and ``a = (K + noise I)^-1 y``."""

@@ -1,0 +1,275 @@
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.signal import lfilter
+
+from skgp_bayes.diagnostics import (
+    effective_sample_size,
+    kernel_stein_discrepancy,
+    split_rhat,
+)
+
+
+def _ar1(rng, rho, n_chains, n_draws):
+    """Stationary AR(1) chains x_t = rho x_{t-1} + e_t, e_t ~ N(0, 1)."""
+    e = rng.standard_normal((n_chains, n_draws))
+    e[:, 0] /= np.sqrt(1 - rho**2)
+    return lfilter([1.0], [1.0, -rho], e, axis=1)
+
+
+# --------------------------------------------------------------------- R-hat
+
+
+def _rhat_reference(chains, split=True):
+    """Classic split-R-hat with explicit loops (BDA3, section 11.4)."""
+    chains = np.asarray(chains, dtype=float)
+    half = chains.shape[1] // 2
+    pieces = []
+    for c in chains:
+        if split:
+            pieces.append(c[:half])
+            pieces.append(c[len(c) - half :])
+        else:
+            pieces.append(c)
+            half = len(c)
+    m, n = len(pieces), half
+    means = [sum(p) / n for p in pieces]
+    grand = sum(means) / m
+    B = n / (m - 1) * sum((mu - grand) ** 2 for mu in means)
+    W = sum(np.var(p, ddof=1) for p in pieces) / m
+    var_plus = (n - 1) / n * W + B / n
+    return np.sqrt(var_plus / W)
+
+
+def test_split_rhat_hand_value():
+    # Halves [1, 2], [3, 4], [2, 4], [6, 8]: means 1.5, 3.5, 3, 7 and
+    # variances 0.5, 0.5, 2, 2, so W = 5/4 and B/n = var(means) = 65/12.
+    # var+ = (1/2)(5/4) + 65/12 = 145/24 and R-hat = sqrt(var+/W) = sqrt(29/6).
+    chains = np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]])
+    assert split_rhat(chains) == pytest.approx(np.sqrt(29 / 6), rel=1e-12)
+
+
+def test_split_rhat_matches_loop_reference_odd_draws():
+    rng = np.random.default_rng(0)
+    chains = rng.standard_normal((3, 9)) + np.arange(9) / 5.0
+    # An odd number of draws drops the middle one.
+    assert split_rhat(chains) == pytest.approx(_rhat_reference(chains), rel=1e-12)
+
+
+def test_split_rhat_rank_normalized_matches_scipy_reference():
+    rng = np.random.default_rng(1)
+    chains = np.round(rng.standard_normal((3, 10)), 1)  # rounding makes ties
+    half = 5
+    split = np.concatenate([chains[:, :half], chains[:, -half:]])
+
+    def z(values):
+        r = stats.rankdata(values.ravel()).reshape(values.shape)
+        return stats.norm.ppf((r - 0.375) / (values.size + 0.25))
+
+    bulk = _rhat_reference(z(split), split=False)
+    tail = _rhat_reference(z(np.abs(split - np.median(split))), split=False)
+    expected = max(bulk, tail)
+    assert split_rhat(chains, rank_normalized=True) == pytest.approx(
+        expected, rel=1e-10
+    )
+
+
+@pytest.mark.parametrize("rank_normalized", [False, True])
+def test_split_rhat_iid_near_one(rank_normalized):
+    rng = np.random.default_rng(2)
+    draws = rng.standard_normal((4, 1000, 3))
+    rhat = split_rhat(draws, rank_normalized=rank_normalized)
+    assert rhat.shape == (3,)
+    # Over 100 seeds the largest value seen was 1.002.
+    assert np.all(np.abs(rhat - 1) < 0.01)
+
+
+@pytest.mark.parametrize("rank_normalized", [False, True])
+def test_split_rhat_shifted_chains(rank_normalized):
+    rng = np.random.default_rng(3)
+    draws = rng.standard_normal((4, 500)) + np.array([[0.0], [0.0], [1.0], [2.0]])
+    assert split_rhat(draws, rank_normalized=rank_normalized) > 1.1
+
+
+def test_split_rhat_detects_drift_in_single_chain():
+    rng = np.random.default_rng(4)
+    chain = rng.standard_normal((1, 1000)) + np.linspace(0, 3, 1000)
+    assert split_rhat(chain) > 1.1
+
+
+def test_rank_normalized_rhat_detects_scale_difference():
+    # Same mean, one chain four times wider: the classic R-hat misses it, the
+    # folded (tail) R-hat does not.
+    rng = np.random.default_rng(5)
+    draws = rng.standard_normal((4, 1000)) * np.array([[1.0], [1.0], [1.0], [4.0]])
+    assert split_rhat(draws) < 1.05
+    assert split_rhat(draws, rank_normalized=True) > 1.1
+
+
+def test_split_rhat_constant_and_bad_input():
+    with np.errstate(all="raise"):
+        assert np.isnan(split_rhat(np.ones((2, 10))))
+    with pytest.raises(ValueError):
+        split_rhat(np.ones(10))
+    with pytest.raises(ValueError):
+        split_rhat(np.ones((2, 3)))
+
+
+# ----------------------------------------------------------------------- ESS
+
+
+def _ess_reference(chains):
+    """Multi-chain ESS with explicit loops: direct autocovariance sums,
+    Geyer's positive pairs truncated at the first negative one and made
+    monotone, then tau floored at 1/log10(total draws)."""
+    chains = np.asarray(chains, dtype=float)
+    m, n = chains.shape
+    means = chains.mean(axis=1)
+    acov = np.zeros((m, n))
+    for c in range(m):
+        d = chains[c] - means[c]
+        for t in range(n):
+            acov[c, t] = sum(d[i] * d[i + t] for i in range(n - t)) / n
+    W = np.mean([np.var(c, ddof=1) for c in chains])
+    var_plus = (n - 1) / n * W + (np.var(means, ddof=1) if m > 1 else 0.0)
+    rho = [1.0] + [1 - (W - acov[:, t].mean()) / var_plus for t in range(1, n)]
+    pairs = [rho[0] + rho[1]]
+    for t in range(1, n // 2):
+        p = rho[2 * t] + rho[2 * t + 1]
+        if p < 0:
+            break
+        pairs.append(min(p, pairs[-1]) if t > 1 else p)
+    tau = max(-1 + 2 * sum(pairs), 1 / np.log10(m * n))
+    return m * n / tau
+
+
+def test_ess_hand_value_with_floor():
+    # One chain [1, 2, 3, 4]: centred draws -1.5, -0.5, 0.5, 1.5 give biased
+    # autocovariances 5/4 and 5/16 at lags 0 and 1, so rho_1 = 1/4 - 1/3 =
+    # -1/12 (the -1/(n-1) comes from W using ddof=1), and the second pair is
+    # negative. tau = -1 + 2 (1 - 1/12) = 5/6 is below the floor 1/log10(4),
+    # so ESS = 4 log10(4).
+    chain = np.array([[1.0, 2.0, 3.0, 4.0]])
+    assert effective_sample_size(chain) == pytest.approx(4 * np.log10(4))
+
+
+@pytest.mark.parametrize("shape", [(3, 12), (2, 15), (1, 20)])
+def test_ess_matches_loop_reference(shape):
+    rng = np.random.default_rng(sum(shape))
+    chains = _ar1(rng, 0.6, *shape)
+    assert effective_sample_size(chains) == pytest.approx(
+        _ess_reference(chains), rel=1e-10
+    )
+
+
+def test_ess_iid():
+    rng = np.random.default_rng(6)
+    draws = rng.standard_normal((4, 2000, 2))
+    ess = effective_sample_size(draws)
+    assert ess.shape == (2,)
+    # Over 100 seeds at 4 x 1000 draws the ratio ESS / (4 n) had mean 0.98
+    # and sd 0.05; at 4 x 2000 the sd is about 0.035, so 20% is > 5 sd.
+    np.testing.assert_allclose(ess, 8000, rtol=0.2)
+
+
+def test_ess_ar1_theory():
+    # For AR(1) the integrated autocorrelation time is (1 + rho) / (1 - rho),
+    # so ESS -> N (1 - rho) / (1 + rho) = 8889 here. The relative sd of the
+    # estimator is about sqrt(2 (2M + 1) / N) for a summation window M of a
+    # few times tau (Sokal); over 100 seeds at a quarter of this length it
+    # was 0.06, so about 0.03 here and 15% is 5 sd.
+    rho, n_chains, n_draws = 0.8, 4, 20_000
+    chains = _ar1(np.random.default_rng(7), rho, n_chains, n_draws)
+    expected = n_chains * n_draws * (1 - rho) / (1 + rho)
+    assert effective_sample_size(chains) == pytest.approx(expected, rel=0.15)
+
+
+def test_ess_antithetic_is_finite_and_large():
+    rng = np.random.default_rng(8)
+    chains = _ar1(rng, -0.7, 2, 1000)
+    ess = effective_sample_size(chains)
+    assert np.isfinite(ess) and ess > 2000
+
+
+def test_ess_constant_and_bad_input():
+    with np.errstate(all="raise"):
+        assert np.isnan(effective_sample_size(np.ones((2, 10))))
+    with pytest.raises(ValueError):
+        effective_sample_size(np.ones((2, 1)))
+
+
+# ----------------------------------------------------------------------- KSD
+
+
+def _ksd_brute_force(x, s, h):
+    n, d = x.shape
+    total = 0.0
+    for i in range(n):
+        for j in range(n):
+            diff = x[i] - x[j]
+            r2 = diff @ diff
+            k = np.exp(-r2 / h)
+            grad_x_k = -2.0 * diff / h * k
+            grad_y_k = 2.0 * diff / h * k
+            # d^2 k / dx_l dy_l = k (2 / h - 4 diff_l^2 / h^2), summed over l.
+            trace = sum(k * (2.0 / h - 4.0 * diff[l] ** 2 / h**2) for l in range(d))
+            total += s[i] @ s[j] * k + s[i] @ grad_y_k + grad_x_k @ s[j] + trace
+    return np.sqrt(total / n**2)
+
+
+def test_ksd_matches_brute_force():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((5, 2))
+    s = rng.standard_normal((5, 2))
+    for h in (0.3, 1.0, 4.0):
+        assert kernel_stein_discrepancy(x, s, bandwidth=h) == pytest.approx(
+            _ksd_brute_force(x, s, h), rel=1e-12
+        )
+    # Median rule over the 10 distinct pairs.
+    dists = [np.linalg.norm(x[i] - x[j]) for i in range(5) for j in range(i + 1, 5)]
+    h = np.median(dists) ** 2 / np.log(6)
+    assert kernel_stein_discrepancy(x, s) == pytest.approx(
+        _ksd_brute_force(x, s, h), rel=1e-12
+    )
+
+
+def test_ksd_true_score_smaller_than_shifted():
+    x = np.random.default_rng(10).standard_normal((300, 1))
+    true = kernel_stein_discrepancy(x, -x)
+    shifted = kernel_stein_discrepancy(x, -(x - 1.0))  # score of N(1, 1)
+    assert true < shifted
+    for h in (0.5, 1.0, 2.0):
+        assert kernel_stein_discrepancy(x, -x, bandwidth=h) < (
+            kernel_stein_discrepancy(x, -(x - 1.0), bandwidth=h)
+        )
+
+
+def test_ksd_shrinks_with_more_exact_samples():
+    # With a fixed kernel the V-statistic of exact samples is O(1/sqrt(n))
+    # (its diagonal alone contributes about sqrt(E[s^2 + 2/h] / n)).
+    x = np.random.default_rng(12).standard_normal((2000, 1))
+    small = kernel_stein_discrepancy(x[:100], -x[:100], bandwidth=1.0)
+    large = kernel_stein_discrepancy(x, -x, bandwidth=1.0)
+    assert large < small
+    assert large < 0.1
+
+
+def test_ksd_one_dimensional_input_and_coincident_particles():
+    x = np.random.default_rng(11).standard_normal(50)
+    assert kernel_stein_discrepancy(x, -x) == pytest.approx(
+        kernel_stein_discrepancy(x[:, None], -x[:, None])
+    )
+    # Collapsed particles are a poor sample: finite but large.
+    same = np.zeros((10, 2))
+    value = kernel_stein_discrepancy(same, -same)
+    assert np.isfinite(value) and value > 100
+    assert np.isfinite(kernel_stein_discrepancy(np.ones((1, 2)), np.ones((1, 2))))
+
+
+def test_ksd_bad_input():
+    with pytest.raises(ValueError):
+        kernel_stein_discrepancy(np.zeros((3, 2)), np.zeros((3, 1)))
+    with pytest.raises(ValueError):
+        kernel_stein_discrepancy(np.zeros((3, 2)), np.zeros((3, 2)), bandwidth=0.0)
+    with pytest.raises(ValueError):
+        kernel_stein_discrepancy(np.full((3, 1), np.nan), np.zeros((3, 1)))

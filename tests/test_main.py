@@ -1,0 +1,144 @@
+"""Tests of ``python -m skgp_bayes``; they need skgp_bayes.stein."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from skgp_bayes.__main__ import (
+    build_parser,
+    format_table,
+    gaussian_log_density,
+    load_data,
+    main,
+)
+
+# Five iterations cannot converge; the warning saying so is expected.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+FAST = ["--max-iter", "5", "--n-particles", "2", "--n-restarts", "0", "--quiet"]
+
+
+def test_help_runs_as_module():
+    result = subprocess.run(
+        [sys.executable, "-m", "skgp_bayes", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--n-particles" in result.stdout
+    assert "--no-sklearn" in result.stdout
+
+
+def test_main_mcycle_prints_both_rows(capsys):
+    assert main(["--data", "mcycle", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "SteinGPRegressor" in out
+    assert "GaussianProcessRegressor" in out
+    assert "test RMSE" in out and "test LPD" in out
+    # --quiet prints the table only: header, rule and two rows.
+    assert len(out.strip().splitlines()) == 4
+    for line in out.strip().splitlines()[2:]:
+        rmse, lpd, seconds = (float(v) for v in line.split()[-3:])
+        assert np.isfinite(rmse) and rmse > 0
+        assert np.isfinite(lpd)
+        assert seconds >= 0
+
+
+def test_main_csv_path(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(40, 2))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(40)
+    path = tmp_path / "toy.csv"
+    # The target is not the last column, so --target is needed.
+    np.savetxt(
+        path,
+        np.column_stack([X[:, 0], y, X[:, 1]]),
+        delimiter=",",
+        header="a,response,b",
+        comments="",
+    )
+    assert main(["--data", str(path), "--target", "response", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "SteinGPRegressor" in out and "GaussianProcessRegressor" in out
+
+
+def test_main_no_sklearn_and_progress(capsys):
+    argv = ["--data", "mcycle", "--max-iter", "5", "--n-particles", "2"]
+    assert main([*argv, "--no-sklearn", "--init", "prior"]) == 0
+    out = capsys.readouterr().out
+    assert "SteinGPRegressor" in out
+    assert "GaussianProcessRegressor" not in out
+    assert "mcycle: 133 rows" in out  # progress lines without --quiet
+
+
+# The helpers below do not need the estimator.
+
+
+def test_parser_defaults():
+    args = build_parser().parse_args([])
+    assert args.data == "concrete"
+    assert args.test_size == 0.3
+    assert args.n_particles == 10
+    assert args.n_restarts == 9
+    assert args.init == "map"
+    assert args.max_iter is None
+    assert not args.no_sklearn and not args.quiet
+
+
+def test_load_data_builtin_and_csv(tmp_path):
+    X, y, description = load_data("concrete")
+    assert X.shape == (1030, 8) and y.shape == (1030,)
+    assert "compressive_strength" in description
+
+    path = tmp_path / "d.csv"
+    path.write_text("x1,x2,t\n1,2,3\n4,5,6\n7,8,9\n")
+    X, y, _ = load_data(str(path))
+    np.testing.assert_array_equal(y, [3, 6, 9])
+    X, y, _ = load_data(str(path), target="x1")
+    np.testing.assert_array_equal(X, [[2, 3], [5, 6], [8, 9]])
+
+
+@pytest.mark.parametrize(
+    "content, target",
+    [
+        ("x,t\n1,2\n3,4\n", "missing"),
+        ("x,t\n1,a\n3,4\n", None),
+        ("x,t\n1,\n3,4\n", None),
+        ("t\n1\n2\n", None),
+    ],
+)
+def test_load_data_bad_csv(tmp_path, content, target):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError):
+        load_data(str(path), target=target)
+
+
+def test_bad_options_exit_with_usage_error(tmp_path):
+    for argv in (
+        ["--data", str(tmp_path / "nope.csv")],
+        ["--data", "mcycle", "--target", "accel"],
+        ["--test-size", "1.5"],
+        ["--n-particles", "0"],
+        ["--init", "random"],
+    ):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+
+
+def test_gaussian_log_density_and_table():
+    lpd = gaussian_log_density([1.0, -1.0], [0.0, 0.0], [2.0, 2.0])
+    assert lpd == pytest.approx(-0.5 * np.log(2 * np.pi * 4) - 1 / 8)
+    table = format_table(
+        [
+            {"name": "a", "rmse": 1.0, "lpd": -1.0, "fit_time": 0.1},
+            {"name": "longer name", "rmse": 2.0, "lpd": -2.0, "fit_time": 0.2},
+        ]
+    )
+    lines = table.splitlines()
+    assert len(lines) == 4
+    assert len({len(line) for line in lines}) == 1
