@@ -7,9 +7,12 @@ weighted mixture over draws. The mixture algebra lives in free functions so
 that other per-draw posteriors (sparse, latent) plug into the same path.
 """
 
+import warnings
+
 import numpy as np
 from scipy.special import logsumexp
 
+from .exceptions import NumericalWarning
 from .linalg import cho_solve, cholesky, triangular_solve
 
 __all__ = [
@@ -138,6 +141,22 @@ def gaussian_joint_draws(mean, cov, n_samples, rng):
         return mean[:, None] + root @ z
 
 
+def _clamp_variances(variances):
+    """Set negative variances to zero, warning when they are not round-off."""
+    lowest = float(np.min(variances)) if variances.size else 0.0
+    if lowest < 0.0:
+        scale = max(float(np.max(np.abs(variances))), np.finfo(float).tiny)
+        if lowest < -1e-6 * scale:
+            warnings.warn(
+                f"Predictive variances as low as {lowest:.3g} were computed "
+                "(loss of precision in an ill-conditioned kernel matrix); "
+                "they were set to 0.",
+                NumericalWarning,
+                stacklevel=4,
+            )
+        np.maximum(variances, 0.0, out=variances)
+
+
 def _row_chunks(n_rows, n_cols):
     size = max(1, _CHUNK_BYTES // (8 * max(n_cols, 1)))
     for start in range(0, n_rows, size):
@@ -240,5 +259,5 @@ class ExactGPDraws:
                 prior_var = self.adapter.diag(theta, X_query[rows])
                 spread[out, rows] = prior_var - np.einsum("ij,ij->j", V, V)
         if not full_cov:
-            np.maximum(spread, 0.0, out=spread)
+            _clamp_variances(spread)
         return means, spread

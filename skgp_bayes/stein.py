@@ -13,6 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import _config
 from ._predictive import (
     ExactGPDraws,
     gaussian_joint_draws,
@@ -43,30 +44,83 @@ __all__ = ["SteinGPRegressor"]
 # log units: beyond it the quadratic approximation is meaningless.
 _MAX_INIT_STD = 1.0
 _LAPLACE_STEP = 1e-4
+# Query sets above this size make exact joint sampling slow enough to say so.
+_EXACT_SAMPLE_WARN = 5000
 
 
 def _default_kernel():
     return ConstantKernel(1.0) * RBF(1.0)
 
 
-def _batch_evaluator(target):
+class _BatchEvaluator:
     """Evaluate ``target.logp_and_grad`` at every particle.
 
     A particle whose kernel matrix is not positive definite gets a log
-    density of -inf, which makes the engine reject the step.
+    density of -inf, which makes the engine reject the step; the error is
+    kept so that a set where every particle fails can be reported with the
+    hyperparameters that caused it.
     """
 
-    def evaluate(particles):
+    def __init__(self, target):
+        self.target = target
+        self.last_error = None
+
+    def __call__(self, particles):
         values = np.empty(particles.shape[0])
         grads = np.empty_like(particles)
         for j, params in enumerate(particles):
             try:
-                values[j], grads[j] = target.logp_and_grad(params)
-            except NotPSDError:
+                values[j], grads[j] = self.target.logp_and_grad(params)
+            except NotPSDError as err:
                 values[j], grads[j] = -np.inf, np.nan
+                self.last_error = err
         return values, grads
 
-    return evaluate
+    def check_initial(self, particles):
+        """Raise the kernel's error if no starting particle can be evaluated."""
+        values, _ = self(particles)
+        if particles.shape[0] and not np.any(np.isfinite(values)):
+            if self.last_error is not None:
+                raise self.last_error
+            raise FloatingPointError(
+                "The log posterior is not finite at any initial particle."
+            )
+
+
+def _batch_evaluator(target):
+    """A :class:`_BatchEvaluator` over ``target``."""
+    return _BatchEvaluator(target)
+
+
+def _warn_at_bounds(particles, bounds, names):
+    """ConvergenceWarning naming parameters that most particles pin to a bound."""
+    if particles.shape[0] == 0:
+        return
+    for j, name in enumerate(names):
+        for side, label in ((0, "lower"), (1, "upper")):
+            pinned = np.abs(particles[:, j] - bounds[j, side]) < 1e-6
+            if np.mean(pinned) >= 0.5:
+                warnings.warn(
+                    f"The parameter {name} is at its {label} bound "
+                    f"{np.exp(bounds[j, side]):.3g} for {int(pinned.sum())} of "
+                    f"{particles.shape[0]} particles. Increasing the bound and "
+                    "fitting again might find a better posterior.",
+                    ConvergenceWarning,
+                    stacklevel=5,
+                )
+
+
+def _check_dense_memory(n_samples, estimator_name):
+    """MemoryError before allocating kernel matrices that cannot fit."""
+    needed = 4 * 8 * n_samples**2  # K, its factor, the inverse and one copy
+    if needed > _config.MAX_DENSE_BYTES:
+        raise MemoryError(
+            f"{estimator_name} with {n_samples} samples needs about "
+            f"{needed / 1024**3:.1f} GiB for dense kernel matrices, above the "
+            f"limit of {_config.MAX_DENSE_BYTES / 1024**3:.1f} GiB "
+            "(skgp_bayes._config.MAX_DENSE_BYTES). Subsample the data or use a "
+            "sparse (inducing-point) model."
+        )
 
 
 def _find_map(target, start, bounds):
@@ -361,6 +415,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
                 f"hyperparameters; got {X.shape[0]} sample."
             )
         check_input_magnitude(X)
+        _check_dense_memory(X.shape[0], type(self).__name__)
         if self.normalize_y:
             y_mean, y_std = safe_mean_std(y)
         else:
@@ -396,8 +451,10 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
             values = np.array([target.logp_and_grad(p)[0] for p in particles])
             result_state, n_iter, converged, grads = state, 0, True, particles
         else:
+            evaluator = _batch_evaluator(target)
+            evaluator.check_initial(particles)
             result = run_svgd(
-                _batch_evaluator(target),
+                evaluator,
                 particles,
                 max_iter=self.max_iter,
                 learning_rate=self.learning_rate,
@@ -427,6 +484,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
                     ConvergenceWarning,
                     stacklevel=4,
                 )
+        _warn_at_bounds(particles, bounds, names)
         if target.max_jitter > 0:
             warnings.warn(
                 f"Kernel matrices were not positive definite for some particles; "
@@ -535,6 +593,14 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(
                 f"n_samples must be a positive integer, got {n_samples!r}."
+            )
+        if X.shape[0] > _EXACT_SAMPLE_WARN:
+            warnings.warn(
+                f"sample_y at {X.shape[0]} points builds a dense "
+                f"{X.shape[0]} x {X.shape[0]} covariance and factorises it for "
+                "each particle drawn; this costs O(n^3) time and O(n^2) memory.",
+                UserWarning,
+                stacklevel=2,
             )
         rng = check_random_state(random_state)
         which = rng.randint(self._draws.n_draws, size=n_samples)

@@ -6,7 +6,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -420,3 +420,68 @@ def test_read_only_inputs_are_not_written(data):
     reg = SteinGPRegressor(**FAST).fit(X, y)
     reg.predict(X)
     assert not X.flags.writeable
+
+
+# ------------------------------------------------------------ safeguards
+class _IndefiniteRBF(RBF):
+    """An RBF whose Gram matrix is shifted to be indefinite."""
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        out = super().__call__(X, Y, eval_gradient)
+        if Y is not None:
+            return out
+        if eval_gradient:
+            return out[0] - 2.0 * np.eye(len(X)), out[1]
+        return out - 2.0 * np.eye(len(X))
+
+
+@pytest.mark.parametrize("init", ["map", "prior"])
+def test_non_psd_kernel_error_names_the_hyperparameters(data, init):
+    from skgp_bayes.exceptions import NotPSDError
+
+    X, y = data
+    est = SteinGPRegressor(
+        _IndefiniteRBF(1.5),
+        noise_variance=1e-6,
+        noise_variance_bounds="fixed",
+        init=init,
+        **FAST,
+    )
+    with pytest.raises(NotPSDError, match=r"length_scale=.*noise_variance=1e-06"):
+        est.fit(X, y)
+
+
+def test_parameter_pinned_at_a_bound_warns(data):
+    X, y = data
+    kernel = ConstantKernel() * RBF(0.05, (0.01, 0.1))  # the data want ~2
+    with pytest.warns(ConvergenceWarning, match="k2__length_scale is at its upper"):
+        SteinGPRegressor(kernel, **FAST).fit(X, y)
+
+
+def test_memory_guard(data, monkeypatch):
+    import skgp_bayes._config as config
+
+    monkeypatch.setattr(config, "MAX_DENSE_BYTES", 1000)
+    with pytest.raises(MemoryError, match="MAX_DENSE_BYTES"):
+        SteinGPRegressor(**FAST).fit(*data)
+
+
+def test_negative_variances_are_clamped_with_a_warning():
+    from skgp_bayes._predictive import _clamp_variances
+    from skgp_bayes.exceptions import NumericalWarning
+
+    v = np.array([[1.0, -1e-18, 0.5]])
+    _clamp_variances(v)  # round-off: silent
+    assert v.min() == 0.0
+    v = np.array([[1.0, -0.1, 0.5]])
+    with pytest.warns(NumericalWarning, match="set to 0"):
+        _clamp_variances(v)
+    assert v.min() == 0.0
+
+
+def test_large_exact_sample_y_warns(fitted, data, monkeypatch):
+    import skgp_bayes.stein as stein
+
+    monkeypatch.setattr(stein, "_EXACT_SAMPLE_WARN", 3)
+    with pytest.warns(UserWarning, match="O\\(n\\^3\\)"):
+        fitted.sample_y(data[0][:4], n_samples=1)

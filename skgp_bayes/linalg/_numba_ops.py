@@ -5,22 +5,30 @@ import numba as nb
 
 @nb.njit(cache=True)
 def residual_weight_from_lower_inverse(inverse_lower, alpha):
-    """Overwrite ``inverse_lower`` with ``W = alpha alpha' - K^-1`` (full).
+    """Overwrite the lower triangle of ``inverse_lower`` with ``a a' - K^-1``.
 
     ``inverse_lower`` holds ``K^-1`` in its lower triangle as ``dpotri``
-    leaves it; the upper triangle is garbage on entry. Doing the mirror and
-    the rank-one update in one pass avoids three n x n temporaries.
+    leaves it. Only the lower triangle is written: the fast kernel
+    contraction reads nothing else, and skipping the mirror saves a
+    cache-unfriendly pass over ``n^2`` entries. Call :func:`mirror_lower`
+    where a full matrix is needed.
     """
     n = inverse_lower.shape[0]
     for i in range(n):
         ai = alpha[i]
         for j in range(i + 1):
-            w = ai * alpha[j] - inverse_lower[i, j]
-            inverse_lower[i, j] = w
+            inverse_lower[i, j] = ai * alpha[j] - inverse_lower[i, j]
+    return inverse_lower
+
+
+@nb.njit(cache=True)
+def mirror_lower(matrix):
+    """Copy the strict lower triangle onto the upper one, in place."""
+    n = matrix.shape[0]
     for i in range(n):
         for j in range(i + 1, n):
-            inverse_lower[i, j] = inverse_lower[j, i]
-    return inverse_lower
+            matrix[i, j] = matrix[j, i]
+    return matrix
 
 
 @nb.njit(cache=True)

@@ -18,7 +18,11 @@ from scipy.linalg import lapack
 
 from ..exceptions import NotPSDError
 from ..linalg import cho_solve, cholesky
-from ..linalg._numba_ops import residual_weight_from_lower_inverse, trace
+from ..linalg._numba_ops import (
+    mirror_lower,
+    residual_weight_from_lower_inverse,
+    trace,
+)
 
 __all__ = ["ExactMarginalTarget"]
 
@@ -135,6 +139,8 @@ class ExactMarginalTarget:
         if info != 0:
             raise NotPSDError(f"dpotri failed ({self._context(params)}).")
         W = residual_weight_from_lower_inverse(inverse, alpha)
+        if not self.adapter.is_fast:  # the generic contraction reads all of W
+            W = mirror_lower(W)
         theta, log_noise = self.split(params)
         grad = np.empty(self.n_params)
         grad[: self.n_kernel_params] = 0.5 * self.adapter.grad_contract(

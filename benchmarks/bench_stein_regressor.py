@@ -1,0 +1,151 @@
+"""Speed and quality of SteinGPRegressor against its peers, in one run.
+
+Peers: one LAPACK Cholesky of the same kernel matrix (the cost floor that
+every exact-GP step pays) and scikit-learn's ``GaussianProcessRegressor``.
+
+    python benchmarks/bench_stein_regressor.py            # everything
+    python benchmarks/bench_stein_regressor.py --quick    # smaller sizes
+
+Prints Markdown tables; benchmarks/RESULTS.md records a run.
+"""
+
+import argparse
+import platform
+import time
+import warnings
+
+import numpy as np
+from scipy.linalg import lapack
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+from sklearn.model_selection import train_test_split
+
+from skgp_bayes.__main__ import fit_sklearn, fit_stein
+from skgp_bayes.datasets import load_concrete
+from skgp_bayes.inference import svgd_direction
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.priors import PriorSet
+from skgp_bayes.stein import _batch_evaluator
+from skgp_bayes.targets import ExactMarginalTarget
+
+
+def best_time(func, repeats):
+    """Smallest wall time of ``repeats`` calls (robust to other load)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _problem(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n)
+    kernel = ConstantKernel(1.0) * RBF(np.full(d, 2.0))
+    adapter = KernelAdapter(kernel)
+    slices = dict(adapter.hyperparameter_slices)
+    slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+    target = ExactMarginalTarget(adapter, X, y, PriorSet(slices))
+    params = np.append(kernel.theta, np.log(0.1))
+    K = adapter.gram(kernel.theta, X)
+    K[np.diag_indices_from(K)] += 0.1
+    return X, y, kernel, target, params, K
+
+
+def bench_gradient(n, d, repeats):
+    X, y, kernel, target, params, K = _problem(n, d)
+    target.logp_and_grad(params)  # compile
+    t_chol = best_time(lambda: lapack.dpotrf(K, lower=1), repeats)
+    t_ours = best_time(lambda: target.logp_and_grad(params), repeats)
+    full = kernel + WhiteKernel(0.1)
+    gpr = GaussianProcessRegressor(full, optimizer=None).fit(X, y)
+    t_skl = best_time(
+        lambda: gpr.log_marginal_likelihood(full.theta, eval_gradient=True),
+        max(1, repeats // 3),
+    )
+    print(f"\n### One log posterior + gradient, n={n}, d={d}, ARD RBF\n")
+    print("| what | seconds | ratio |")
+    print("| --- | ---: | ---: |")
+    print(f"| LAPACK dpotrf (floor) | {t_chol:.4f} | 1.00 |")
+    print(f"| skgp_bayes target | {t_ours:.4f} | {t_ours / t_chol:.2f} x Cholesky |")
+    print(
+        f"| sklearn log_marginal_likelihood(eval_gradient=True) | {t_skl:.4f} | "
+        f"{t_skl / t_ours:.1f} x skgp_bayes |"
+    )
+    return t_chol
+
+
+def bench_svgd_iteration(n, d, particle_counts, repeats):
+    X, y, kernel, target, params, K = _problem(n, d)
+    evaluate = _batch_evaluator(target)
+    t_chol = best_time(lambda: lapack.dpotrf(K, lower=1), repeats)
+    rng = np.random.default_rng(1)
+    print(f"\n### One SVGD iteration, n={n}, d={d}\n")
+    print("| J | seconds | J x Cholesky | ratio |")
+    print("| ---: | ---: | ---: | ---: |")
+    for J in particle_counts:
+        particles = params + 0.1 * rng.normal(size=(J, params.size))
+
+        def iteration(particles=particles):
+            _, grads = evaluate(particles)
+            svgd_direction(particles, grads)
+
+        t = best_time(iteration, max(1, repeats // J))
+        print(f"| {J} | {t:.3f} | {J * t_chol:.3f} | {t / (J * t_chol):.2f} |")
+
+
+def bench_concrete(seeds, n_particles, n_restarts):
+    data = load_concrete()
+    print(
+        f"\n### Concrete (n=1030, d=8), 70/30 split, ARD; SteinGP with "
+        f"{n_particles} particles, sklearn with {n_restarts} restarts\n"
+    )
+    print("| seed | model | test RMSE | test LPD | fit time (s) | time ratio |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: |")
+    for seed in seeds:
+        X_tr, X_te, y_tr, y_te = train_test_split(
+            data.data, data.target, test_size=0.3, random_state=seed
+        )
+        ref = fit_sklearn(X_tr, y_tr, X_te, y_te, n_restarts=n_restarts, seed=seed)
+        rows = [ref]
+        for init in ("map", "prior"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                res = fit_stein(
+                    X_tr,
+                    y_tr,
+                    X_te,
+                    y_te,
+                    n_particles=n_particles,
+                    init=init,
+                    seed=seed,
+                )
+            res["name"] = f"SteinGPRegressor init={init} ({res['n_iter']} iter)"
+            rows.append(res)
+        for r in rows:
+            print(
+                f"| {seed} | {r['name']} | {r['rmse']:.3f} | {r['lpd']:.4f} | "
+                f"{r['fit_time']:.1f} | {r['fit_time'] / ref['fit_time']:.2f} |"
+            )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    print(
+        f"machine: {platform.machine()}, {platform.processor() or ''} "
+        f"numpy {np.__version__}"
+    )
+    n = 500 if args.quick else 2000
+    repeats = 3 if args.quick else 7
+    bench_gradient(n, 8, repeats)
+    bench_svgd_iteration(n, 8, (1, 10, 20), repeats * 3)
+    bench_concrete((0,) if args.quick else (0, 1, 2), 10, 9)
+
+
+if __name__ == "__main__":
+    main()
