@@ -111,7 +111,7 @@ def bench_concrete(seeds, n_particles, n_restarts):
         )
         ref = fit_sklearn(X_tr, y_tr, X_te, y_te, n_restarts=n_restarts, seed=seed)
         rows = [ref]
-        for init in ("map", "prior"):
+        for init, restarts in (("map", 4), ("map", 0), ("prior", None)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 res = fit_stein(
@@ -121,9 +121,11 @@ def bench_concrete(seeds, n_particles, n_restarts):
                     y_te,
                     n_particles=n_particles,
                     init=init,
+                    map_restarts=restarts,
                     seed=seed,
                 )
-            res["name"] = f"SteinGPRegressor init={init} ({res['n_iter']} iter)"
+            label = init if restarts is None else f"{init}, n_restarts={restarts}"
+            res["name"] = f"SteinGPRegressor init={label} ({res['n_iter']} iter)"
             rows.append(res)
         for r in rows:
             print(

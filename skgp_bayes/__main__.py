@@ -251,6 +251,7 @@ def fit_stein(
     n_particles=10,
     max_iter=None,
     init="map",
+    map_restarts=None,
     seed=0,
     verbose=0,
 ):
@@ -266,6 +267,9 @@ def fit_stein(
         SVGD iterations; None keeps the estimator's default.
     init : {"map", "prior"}, default="map"
         Particle initialisation.
+    map_restarts : int, default=None
+        ``n_restarts`` of the estimator (extra MAP searches from prior
+        draws); None keeps its default.
     seed : int, default=0
         ``random_state`` of the estimator.
     verbose : int, default=0
@@ -300,6 +304,8 @@ def fit_stein(
     }
     if max_iter is not None:
         params["max_iter"] = max_iter
+    if map_restarts is not None:
+        params["n_restarts"] = map_restarts
     model = Pipeline([("scale", StandardScaler()), ("gp", SteinGPRegressor(**params))])
     start = time.perf_counter()
     model.fit(X_train, y_train)

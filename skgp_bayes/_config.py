@@ -12,3 +12,11 @@ MAX_DENSE_BYTES = 8 * 1024**3
 
 # Largest |theta| (log scale) accepted before exp overflows in float64.
 MAX_ABS_LOG_PARAM = 700.0
+
+# BLAS work up to this many matrix entries (n * n for a dense kernel matrix,
+# n * m for a sparse model's cross-covariance) runs on one BLAS thread: below
+# it, waking OpenBLAS's thread pool costs more than it saves, and on a busy
+# machine a two-thread dpotri at n = 40 was measured 500 times slower, and a
+# 900 x 900 factorisation 25-50 times slower, than a serial one (threads
+# spinning while they wait for a core).
+SERIAL_BLAS_MAX_WORK = 2000 * 2000

@@ -241,7 +241,8 @@ class VersionedStateMixin:
     def __getstate__(self):
         getstate = getattr(super(), "__getstate__", None)
         state = getstate() if getstate is not None else self.__dict__.copy()
-        state = dict(state)
+        # object.__getstate__ returns None for an instance with an empty dict
+        state = dict(state or {})
         state["_skgp_version"] = __version__
         return state
 

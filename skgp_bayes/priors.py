@@ -43,12 +43,72 @@ class Prior:
     """
 
     def logpdf(self, x):  # pragma: no cover - abstract
+        """Log density at positive natural-scale values ``x``.
+
+        Parameters
+        ----------
+        x : ndarray
+            Positive parameter values.
+
+        Returns
+        -------
+        ndarray
+            Elementwise log density.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.priors import HalfNormal
+        >>> bool(HalfNormal(1.0).logpdf(np.array([0.5]))[0] < 0)
+        True
+        """
         raise NotImplementedError
 
     def dlogpdf(self, x):  # pragma: no cover - abstract
+        """Derivative of :meth:`logpdf` in the natural-scale value ``x``.
+
+        Parameters
+        ----------
+        x : ndarray
+            Positive parameter values.
+
+        Returns
+        -------
+        ndarray
+            Elementwise ``d log p(x) / dx``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.priors import Gamma
+        >>> float(Gamma(shape=3.0, scale=1.0).dlogpdf(np.array([2.0]))[0])
+        0.0
+        """
         raise NotImplementedError
 
     def sample(self, rng, size):  # pragma: no cover - abstract
+        """Draw natural-scale values.
+
+        Parameters
+        ----------
+        rng : numpy.random.RandomState or numpy.random.Generator
+            Source of randomness.
+        size : int or tuple of int
+            Output shape.
+
+        Returns
+        -------
+        ndarray
+            Positive draws.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.priors import LogNormal
+        >>> draws = LogNormal(0.0, 1.0).sample(np.random.RandomState(0), 5)
+        >>> draws.shape, bool(np.all(draws > 0))
+        ((5,), True)
+        """
         raise NotImplementedError
 
     def log_prob_theta(self, theta):
@@ -69,8 +129,8 @@ class Prior:
         >>> import numpy as np
         >>> from skgp_bayes.priors import LogNormal
         >>> v, g = LogNormal(0.0, 1.0).log_prob_theta(np.array([0.0]))
-        >>> float(g[0])
-        -0.0
+        >>> abs(float(g[0])) < 1e-12  # the mode of LogNormal(0, 1) in theta
+        True
         """
         theta = np.asarray(theta, dtype=np.float64)
         x = np.exp(theta)
@@ -107,8 +167,8 @@ class Gamma(Prior):
     --------
     >>> import numpy as np
     >>> from skgp_bayes.priors import Gamma
-    >>> float(np.exp(Gamma(1.0, 2.0).logpdf(np.array([1.0]))[0]))  # exp(-1/2)/2
-    0.3032653298563167
+    >>> round(float(np.exp(Gamma(1.0, 2.0).logpdf(np.array([1.0]))[0])), 6)  # e^-0.5/2
+    0.303265
     """
 
     def __init__(self, shape=1.0, scale=2.0):
@@ -240,8 +300,8 @@ class ScipyPrior(Prior):
     >>> from scipy import stats
     >>> from skgp_bayes.priors import ScipyPrior
     >>> prior = ScipyPrior(stats.gamma(a=2.0, scale=1.0))
-    >>> round(float(prior.dlogpdf(np.array([1.0]))[0]), 6)  # (a - 1)/x - 1/scale
-    0.0
+    >>> abs(float(prior.dlogpdf(np.array([1.0]))[0])) < 1e-6  # (a - 1)/x - 1/scale
+    True
     """
 
     _STEP = 1e-5

@@ -21,6 +21,7 @@ from ._predictive import (
     mixture_mean_cov,
     mixture_mean_var,
 )
+from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -34,8 +35,10 @@ from ._validation import (
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NotPSDError, NumericalWarning
 from .inference import run_svgd
-from .kernels import KernelAdapter
+from .kernels import KernelAdapter, lower_kernel
+from .kernels.spectral import spectral_parameters
 from .priors import PriorSet
+from .sampling import DEFAULT_N_FEATURES, exact_conditioner, pathwise_functions
 from .targets import ExactMarginalTarget
 
 __all__ = ["SteinGPRegressor"]
@@ -44,8 +47,16 @@ __all__ = ["SteinGPRegressor"]
 # log units: beyond it the quadratic approximation is meaningless.
 _MAX_INIT_STD = 1.0
 _LAPLACE_STEP = 1e-4
+# Two L-BFGS optima closer than this in every log coordinate are one mode.
+_SAME_MODE = 0.3
 # Query sets above this size make exact joint sampling slow enough to say so.
 _EXACT_SAMPLE_WARN = 5000
+# From this many query points on, sample_y(method="auto") samples pathwise.
+# benchmarks/bench_sample_y.py (mcycle, 20 particles, 2 cores) measured the
+# exact draw slower from about 25 points with 100 samples and at every size
+# with 1 sample, but under 0.15 s below 100 points: there the exact draw, free
+# of random-feature error, costs little; at 100 it was 8-50x slower.
+_PATHWISE_MIN_POINTS = 100
 
 
 def _default_kernel():
@@ -137,9 +148,14 @@ def _find_map(target, start, bounds):
     return np.clip(result.x, bounds[:, 0], bounds[:, 1]), result
 
 
-def _laplace_cov(target, centre, bounds):
+def _laplace_cov(target, centre, bounds, return_log_volume=False):
     """Inverse negative Hessian at ``centre`` by central differences of the
-    exact gradient; a diagonal fallback where it is not positive definite."""
+    exact gradient; a diagonal fallback where it is not positive definite.
+
+    The returned covariance has its standard deviations capped at
+    ``_MAX_INIT_STD``; ``return_log_volume`` also gives half the
+    log-determinant of the uncapped one, the Laplace estimate of the log
+    volume of the mode."""
     n = centre.shape[0]
     hess = np.empty((n, n))
     for i in range(n):
@@ -160,7 +176,41 @@ def _laplace_cov(target, centre, bounds):
         cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
     std = np.sqrt(np.diag(cov))
     shrink = np.minimum(1.0, _MAX_INIT_STD / np.maximum(std, 1e-300))
-    return cov * np.outer(shrink, shrink)
+    capped = cov * np.outer(shrink, shrink)
+    if return_log_volume:
+        return capped, 0.5 * float(np.linalg.slogdet(cov)[1])
+    return capped
+
+
+def _laplace_modes(target, starts, bounds):
+    """Distinct local maxima of ``target`` found by L-BFGS-B from ``starts``.
+
+    Returns a list of ``(mode, capped_cov, log_mass)`` sorted by decreasing
+    ``log_mass``, the Laplace estimate ``log p(mode) + log volume``. Optima
+    closer than ``_SAME_MODE`` log units in every coordinate are one mode.
+    """
+    modes = []
+    for start in starts:
+        mode, _ = _find_map(target, start, bounds)
+        if any(np.max(np.abs(mode - m)) < _SAME_MODE for m, _, _ in modes):
+            continue
+        try:
+            value = target.logp_and_grad(mode)[0]
+        except NotPSDError:
+            continue
+        cov, log_volume = _laplace_cov(target, mode, bounds, return_log_volume=True)
+        modes.append((mode, cov, value + log_volume))
+    modes.sort(key=lambda entry: -entry[2])
+    return modes
+
+
+def _allocate(weights, total):
+    """Split ``total`` items by ``weights`` with the largest-remainder rule."""
+    exact = weights * total
+    counts = np.floor(exact).astype(int)
+    order = np.argsort(-(exact - counts), kind="stable")
+    counts[order[: total - counts.sum()]] += 1
+    return counts
 
 
 class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
@@ -207,6 +257,15 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         ``"map"``: find the maximum a posteriori point by L-BFGS-B and spread
         the particles by its Laplace approximation (with standard deviations
         capped at one log unit). ``"prior"``: draw particles from the prior.
+    n_restarts : int, default=4
+        With ``init="map"``, further L-BFGS-B searches started from prior
+        draws. Every distinct local maximum found becomes a component of the
+        initial particle set, with a share of the particles proportional to
+        its Laplace estimate of posterior mass, so that a posterior with
+        several modes starts with particles in each (SVGD rarely moves
+        particles across the valley between modes). ``0`` starts every
+        particle around the single maximum reached from the kernel's
+        hyperparameters.
     normalize_y : bool, default=True
         Standardise the target before fitting; priors and noise bounds then
         refer to the standardised scale.
@@ -251,7 +310,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         Training targets on the model's (normalised) scale.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of features seen during ``fit`` (string column names only).
 
     See Also
@@ -291,6 +350,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "init": [StrOptions({"map", "prior"})],
+        "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "normalize_y": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -309,6 +369,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         learning_rate=0.05,
         tol=1e-4,
         init="map",
+        n_restarts=4,
         normalize_y=True,
         random_state=None,
         verbose=0,
@@ -323,6 +384,7 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.tol = tol
         self.init = init
+        self.n_restarts = n_restarts
         self.normalize_y = normalize_y
         self.random_state = random_state
         self.verbose = verbose
@@ -363,6 +425,8 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         if self.init == "prior":
             particles = prior_set.sample(rng, self.n_particles)
             return np.clip(particles, bounds[:, 0], bounds[:, 1]), None
+        if self.n_restarts > 0:
+            return self._multimodal_particles(target, start, bounds, prior_set, rng)
         map_params, result = _find_map(target, start, bounds)
         if self.verbose:
             print(
@@ -375,6 +439,38 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         noise = rng.standard_normal((self.n_particles, map_params.shape[0]))
         particles = map_params + noise @ np.linalg.cholesky(cov).T
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params
+
+    def _multimodal_particles(self, target, start, bounds, prior_set, rng):
+        """Particles spread over every mode that L-BFGS finds from restarts.
+
+        SVGD moves particles within a basin but rarely across a valley, so
+        the share of particles per mode is set here, in proportion to each
+        mode's Laplace estimate of its posterior mass.
+        """
+        restarts = prior_set.sample(rng, self.n_restarts)
+        starts = np.vstack([start, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
+        modes = _laplace_modes(target, starts, bounds)
+        if not modes:  # every optimum failed: let the caller report the error
+            return np.clip(starts[: self.n_particles], *bounds.T), None
+        best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
+        log_mass = np.array([entry[2] for entry in modes])
+        weights = np.exp(log_mass - log_mass.max())
+        weights /= weights.sum()
+        if self.verbose:
+            for (mode, _, _), weight in zip(modes, weights, strict=True):
+                print(
+                    f"[SteinGPRegressor] mode with Laplace mass {weight:.3f}: "
+                    f"{target.describe(mode)}"
+                )
+        if self.n_particles == 1:
+            return best[None, :], best
+        counts = _allocate(weights, self.n_particles)
+        blocks = []
+        for (mode, cov, _), count in zip(modes, counts, strict=True):
+            noise = rng.standard_normal((count, mode.shape[0]))
+            blocks.append(mode + noise @ np.linalg.cholesky(cov).T)
+        particles = np.vstack(blocks)
+        return np.clip(particles, bounds[:, 0], bounds[:, 1]), best
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -391,6 +487,18 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         -------
         self : SteinGPRegressor
             The fitted estimator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
+        ...                        random_state=0).fit(X, y)
+        >>> reg.particles_.shape  # log amplitude, log length scale, log noise
+        (4, 3)
         """
         continuing = self._continuing()
         with atomic_feature_state(self):
@@ -403,7 +511,8 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
                 y_numeric=True,
                 reset=not continuing,
             )
-            fitted = self._fit(X, y, continuing)
+            with blas_threads_for(X.shape[0]):
+                fitted = self._fit(X, y, continuing)
         self.__dict__.update(fitted)
         return self
 
@@ -555,6 +664,19 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         As in scikit-learn, the spread is that of the latent function; a
         ``WhiteKernel`` in the kernel adds its noise, ``noise_variance`` does
         not. Use :meth:`log_predictive_density` for noisy observations.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
+        ...                        random_state=0).fit(X, y)
+        >>> mean, std = reg.predict(np.array([[0.0], [1.0]]), return_std=True)
+        >>> mean.shape, bool(np.all(std > 0))
+        ((2,), True)
         """
         if return_std and return_cov:
             raise RuntimeError(
@@ -573,35 +695,79 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
     def _to_y(self, values):
         return values * self._y_std + self._y_mean
 
-    def sample_y(self, X, n_samples=1, random_state=0):
+    def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
         """Draw functions from the predictive mixture at ``X``.
 
         Each sample first picks a particle uniformly at random, then draws
-        jointly from that particle's Gaussian posterior at ``X``.
+        from that particle's Gaussian posterior at ``X``: jointly from the
+        dense posterior covariance (``"exact"``), or as a pathwise sample,
+        a random-Fourier-feature prior draw updated by Matheron's rule
+        (``"pathwise"``, see :meth:`sample_functions`).
 
         Parameters
         ----------
         X : array-like of shape (n_samples_X, n_features)
         n_samples : int, default=1
         random_state : int, RandomState instance or None, default=0
+        method : {"auto", "exact", "pathwise"}, default="auto"
+            ``"exact"`` costs ``O(n_samples_X^3)`` time and
+            ``O(n_samples_X^2)`` memory per particle drawn; ``"pathwise"``
+            costs ``O(n_samples_X (n_features + n_train))`` per sample and
+            approximates the prior covariance with ``n_features`` Fourier
+            features. ``"auto"`` uses ``"pathwise"`` from
+            ``skgp_bayes.stein._PATHWISE_MIN_POINTS`` query points on (where
+            it is faster) and ``"exact"`` below. Kernels without a spectral
+            density (anything but RBF and Matern 1/2, 3/2, 5/2, times a
+            ConstantKernel, plus a WhiteKernel) are always sampled exactly.
+        n_features : int, default=None
+            Fourier features per particle for ``"pathwise"``; None uses
+            ``skgp_bayes.sampling.DEFAULT_N_FEATURES`` (1024).
 
         Returns
         -------
         y_samples : ndarray of shape (n_samples_X, n_samples)
+            As in scikit-learn, samples of the latent function (plus the
+            noise of a ``WhiteKernel`` in the kernel, not ``noise_variance``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=20, random_state=0)
+        >>> reg = reg.fit(X, y)
+        >>> grid = np.linspace(-3, 3, 5000)[:, None]
+        >>> reg.sample_y(grid, n_samples=10, method="pathwise").shape
+        (5000, 10)
+        >>> reg.sample_y(grid[:50], n_samples=10, method="exact").shape
+        (50, 10)
         """
         X = self._validate_query(X)
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(
                 f"n_samples must be a positive integer, got {n_samples!r}."
             )
-        if X.shape[0] > _EXACT_SAMPLE_WARN:
+        if method not in ("auto", "exact", "pathwise"):
+            raise ValueError(
+                f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
+            )
+        spec = lower_kernel(self._draws.adapter.kernel)
+        if spec is None and method == "pathwise":
             warnings.warn(
-                f"sample_y at {X.shape[0]} points builds a dense "
-                f"{X.shape[0]} x {X.shape[0]} covariance and factorises it for "
-                "each particle drawn; this costs O(n^3) time and O(n^2) memory.",
+                f"The kernel {self._draws.adapter.kernel!r} has no spectral "
+                "density for random Fourier features; sampling exactly instead.",
                 UserWarning,
                 stacklevel=2,
             )
+        pathwise = spec is not None and (
+            method == "pathwise"
+            or (method == "auto" and X.shape[0] >= _PATHWISE_MIN_POINTS)
+        )
+        if pathwise:
+            return self._sample_y_pathwise(X, spec, n_samples, random_state, n_features)
+        self._check_exact_sampling(X.shape[0], spec is None)
         rng = check_random_state(random_state)
         which = rng.randint(self._draws.n_draws, size=n_samples)
         out = np.empty((X.shape[0], n_samples))
@@ -610,6 +776,127 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
             means, covs = self._draws.moments(X, full_cov=True, draws=[j])
             out[:, cols] = gaussian_joint_draws(means[0], covs[0], cols.size, rng)
         return self._to_y(out)
+
+    def _check_exact_sampling(self, n_points, no_spectral):
+        reason = (
+            " (the kernel has no spectral density, so the pathwise sampler "
+            "cannot be used)"
+            if no_spectral
+            else "; method='pathwise' costs O(n) instead"
+        )
+        needed = 3 * 8 * n_points**2
+        if needed > _config.MAX_DENSE_BYTES:
+            raise MemoryError(
+                f"Exact sample_y at {n_points} points needs about "
+                f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
+                f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
+                "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
+            )
+        if n_points > _EXACT_SAMPLE_WARN:
+            warnings.warn(
+                f"sample_y at {n_points} points builds a dense "
+                f"{n_points} x {n_points} covariance and factorises it for "
+                "each particle drawn; this costs O(n^3) time and O(n^2) memory"
+                f"{reason}.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _pathwise(self, spec, n_samples, random_state, n_features):
+        draws = self._draws
+        n_dims = draws.X.shape[1]
+        white = np.array(
+            [spectral_parameters(spec, t, n_dims)[2] for t in draws.kernel_thetas]
+        )
+        conditioner = exact_conditioner(
+            draws.X, draws.y, draws.factor, draws.noise_variances + white
+        )
+        functions = pathwise_functions(
+            spec,
+            draws.kernel_thetas,
+            n_samples,
+            conditioner,
+            n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+            random_state=random_state,
+            offset=self._y_mean,
+            scale=self._y_std,
+        )
+        return functions, white
+
+    def _sample_y_pathwise(self, X, spec, n_samples, random_state, n_features):
+        rng = check_random_state(random_state)
+        functions, white = self._pathwise(spec, n_samples, rng, n_features)
+        out = functions(X)
+        noise_sd = np.sqrt(white[functions.draws]) * self._y_std
+        if np.any(noise_sd > 0):
+            # A WhiteKernel adds independent noise at each query point.
+            out += rng.standard_normal(out.shape) * noise_sd
+        return out
+
+    def sample_functions(self, n_samples=1, random_state=0, n_features=None):
+        """Posterior function samples that can be evaluated anywhere.
+
+        Each function picks a particle uniformly at random and is a pathwise
+        sample of that particle's GP posterior: a random-Fourier-feature
+        prior draw plus Matheron's update ``k(x, X) (K + s2 I)^-1 (y -
+        f_prior(X) - eps)``. The returned object returns the same functions
+        on every call, has an analytic input gradient (for Thompson sampling
+        and optimisation) and pickles. Evaluation costs
+        ``O(n_points (n_features + n_train))`` per function.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        n_features : int, default=None
+            Fourier features per particle; None uses 1024. The error of the
+            prior covariance falls as ``1 / sqrt(n_features)``.
+
+        Returns
+        -------
+        functions : skgp_bayes.sampling.FunctionSamples
+            ``functions(X)`` has shape ``(n_points, n_samples)``,
+            ``functions.gradient(X)`` shape ``(n_points, n_samples,
+            n_features_in_)``, and ``functions[i]`` is the ``i``-th function
+            alone. Values are latent functions in the units of ``y``; the
+            noise of a ``WhiteKernel`` is not part of them.
+
+        Raises
+        ------
+        ValueError
+            If the kernel has no spectral density (use ``sample_y`` with
+            ``method="exact"`` instead).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=20, random_state=0)
+        >>> reg = reg.fit(X, y)
+        >>> f = reg.sample_functions(n_samples=3, random_state=0)
+        >>> grid = np.linspace(-3, 3, 7)[:, None]
+        >>> f(grid).shape, f.gradient(grid).shape
+        ((7, 3), (7, 3, 1))
+        >>> np.array_equal(f(grid), f(grid))
+        True
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(
+                f"n_samples must be a positive integer, got {n_samples!r}."
+            )
+        spec = lower_kernel(self._draws.adapter.kernel)
+        if spec is None:
+            raise ValueError(
+                f"The kernel {self._draws.adapter.kernel!r} has no spectral "
+                "density, so function samples cannot be built; use "
+                "sample_y(X, method='exact') at fixed query points."
+            )
+        rng = check_random_state(random_state)
+        return self._pathwise(spec, n_samples, rng, n_features)[0]
 
     def log_predictive_density(self, X, y):
         """Mean log density of noisy observations under the predictive mixture.
@@ -623,6 +910,18 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         -------
         float
             ``mean_i log(1/J sum_j N(y_i; m_ij, v_ij + noise_j))``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
+        ...                        random_state=0).fit(X, y)
+        >>> bool(reg.log_predictive_density(X, y) > 0)  # noise sd is 0.1
+        True
         """
         X = self._validate_query(X)
         y = np.asarray(y, dtype=np.float64).ravel()
@@ -654,6 +953,22 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         -------
         float or ndarray of shape (n_particles,)
         gradient : ndarray of shape (n_params,), only if ``eval_gradient``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
+        ...                        random_state=0).fit(X, y)
+        >>> reg.log_marginal_likelihood().shape  # one value per particle
+        (4,)
+        >>> value, grad = reg.log_marginal_likelihood(
+        ...     reg.particles_[0], eval_gradient=True)
+        >>> grad.shape
+        (3,)
         """
         check_is_fitted(self)
         if theta is None:

@@ -1,4 +1,5 @@
 import pickle
+import warnings
 
 import joblib
 import numpy as np
@@ -485,3 +486,51 @@ def test_large_exact_sample_y_warns(fitted, data, monkeypatch):
     monkeypatch.setattr(stein, "_EXACT_SAMPLE_WARN", 3)
     with pytest.warns(UserWarning, match="O\\(n\\^3\\)"):
         fitted.sample_y(data[0][:4], n_samples=1)
+
+
+# ------------------------------------------------------------ multimodality
+@pytest.mark.slow
+def test_particles_share_out_over_two_modes_like_quadrature():
+    """Neal's data (40 points) have two modes of the length scale.
+
+    The reference is the marginal posterior of the log length scale by
+    quadrature on a 3-D grid (log amplitude, log length scale, log noise).
+    With 20 particles the share of particles in a mode can be off by a
+    particle or two (1/20 each) plus the error of the Laplace mass estimate
+    that sets the initial shares, so the mass of the short-length-scale mode
+    must match within 0.15, the posterior mean within 0.25 log units (about
+    a third of the posterior sd) and the sd within 30%.
+    """
+    from skgp_bayes.datasets import make_neal_multimodal
+
+    X, y = make_neal_multimodal(200, random_state=0)
+    X, y = X[:40], y[:40]
+    reg = SteinGPRegressor(
+        ConstantKernel() * RBF(), n_particles=20, max_iter=300, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg.fit(X, y)
+    target = reg._target
+    log_amp = np.linspace(-4, 4, 17)
+    log_ell = np.linspace(-4, 2, 31)
+    log_noise = np.linspace(-8, 1, 31)
+    grid = np.full((17, 31, 31), -np.inf)
+    for i, a in enumerate(log_amp):
+        for j, b in enumerate(log_ell):
+            for k, c in enumerate(log_noise):
+                p = np.array([a, b, c])
+                grid[i, j, k] = (
+                    target.log_likelihood(p, eval_gradient=False)
+                    + target.prior_set.log_prob(p)[0]
+                )
+    marginal = logsumexp(grid, axis=(0, 2))
+    weights = np.exp(marginal - logsumexp(marginal))
+    mass_short = weights[log_ell < -1.4].sum()
+    mean = np.sum(weights * log_ell)
+    sd = np.sqrt(np.sum(weights * log_ell**2) - mean**2)
+    assert 0.2 < mass_short < 0.8  # the reference really is bimodal
+    ell = reg.particles_[:, 1]
+    assert abs(np.mean(ell < -1.4) - mass_short) < 0.15
+    assert abs(ell.mean() - mean) < 0.25
+    assert 0.7 < ell.std() / sd < 1.3

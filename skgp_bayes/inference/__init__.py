@@ -1,12 +1,28 @@
 """Inference engines over flat parameter vectors; no GP knowledge here."""
 
 from .adam import AdamState, adam_init, adam_update
+from .hmc import HMCResult, run_hmc, run_hmc_chains
+from .score_function import (
+    DecayingBaseline,
+    bernoulli_score_gradient,
+    estimate_bernoulli_gradient,
+)
+from .sgld import SGLDResult, run_sgld, sgld_schedule
 from .svgd import SVGDResult, median_bandwidth, run_svgd, svgd_direction
 
 __all__ = [
     "AdamState",
     "adam_init",
     "adam_update",
+    "HMCResult",
+    "run_hmc",
+    "run_hmc_chains",
+    "DecayingBaseline",
+    "bernoulli_score_gradient",
+    "estimate_bernoulli_gradient",
+    "SGLDResult",
+    "run_sgld",
+    "sgld_schedule",
     "SVGDResult",
     "median_bandwidth",
     "run_svgd",

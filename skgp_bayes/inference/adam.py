@@ -29,7 +29,18 @@ class AdamState:
         self.step = step
 
     def copy(self):
-        """Independent copy of the state."""
+        """Independent copy of the state.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference import adam_init
+        >>> state = adam_init(np.zeros(2))
+        >>> clone = state.copy()
+        >>> clone.first_moment[0] = 1.0
+        >>> float(state.first_moment[0])
+        0.0
+        """
         return AdamState(self.first_moment.copy(), self.second_moment.copy(), self.step)
 
 

@@ -40,7 +40,7 @@ def median_bandwidth(sq_dists, n_particles):
     >>> import numpy as np
     >>> from skgp_bayes.inference.svgd import median_bandwidth
     >>> d2 = np.array([[0.0, 4.0], [4.0, 0.0]])
-    >>> round(median_bandwidth(d2, 2), 4)  # median of [0, 4, 4, 0] is 2
+    >>> round(float(median_bandwidth(d2, 2)), 4)  # median of [0, 4, 4, 0] is 2
     1.8205
     """
     if n_particles < 2:

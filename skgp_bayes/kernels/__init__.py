@@ -10,11 +10,19 @@ everything else goes through the kernel's own ``__call__``.
 
 from ._adapter import KernelAdapter, force_generic
 from ._lowering import KernelSpec, lower_kernel, natural_parameters
+from .spectral import (
+    has_spectral_density,
+    random_fourier_features,
+    sample_spectral_frequencies,
+)
 
 __all__ = [
     "KernelAdapter",
     "KernelSpec",
     "force_generic",
+    "has_spectral_density",
     "lower_kernel",
     "natural_parameters",
+    "random_fourier_features",
+    "sample_spectral_frequencies",
 ]

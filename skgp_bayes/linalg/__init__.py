@@ -1,5 +1,7 @@
-"""Dense linear algebra: Cholesky with a jitter ladder, solves, reverse mode."""
+"""Dense linear algebra: Cholesky with a jitter ladder, solves, reverse mode;
+iterative solves: batched CG and ULISSE."""
 
+from .cg import CGResult, batched_cg, kernel_operator
 from .cholesky import (
     cho_inverse,
     cho_solve,
@@ -8,6 +10,13 @@ from .cholesky import (
     triangular_solve,
 )
 from .reverse import cholesky_reverse
+from .ulisse import (
+    StochasticMarginalGradient,
+    ULISSEResult,
+    lowrank_grad_contract,
+    rademacher_probes,
+    ulisse_solve,
+)
 
 __all__ = [
     "cholesky",
@@ -16,4 +25,12 @@ __all__ = [
     "log_det_from_cholesky",
     "triangular_solve",
     "cholesky_reverse",
+    "CGResult",
+    "batched_cg",
+    "kernel_operator",
+    "ULISSEResult",
+    "ulisse_solve",
+    "rademacher_probes",
+    "lowrank_grad_contract",
+    "StochasticMarginalGradient",
 ]

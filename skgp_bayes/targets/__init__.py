@@ -1,5 +1,7 @@
 """Log densities over flat parameter vectors, with exact gradients."""
 
 from .exact import ExactMarginalTarget
+from .sparse import SparseWhitenedTarget
+from .svgp import SVGPBound
 
-__all__ = ["ExactMarginalTarget"]
+__all__ = ["ExactMarginalTarget", "SparseWhitenedTarget", "SVGPBound"]

@@ -71,14 +71,39 @@ class ExactMarginalTarget:
 
     @property
     def param_names(self):
-        """Names of the parameter vector's entries."""
+        """Names of the parameter vector's entries.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> t.param_names
+        ['length_scale', 'noise_variance']
+        """
         names = list(self.adapter.param_names)
         if self.log_noise_variance is None:
             names.append("noise_variance")
         return names
 
     def split(self, params):
-        """Kernel theta and log noise variance from a parameter vector."""
+        """Kernel theta and log noise variance from a parameter vector.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> theta, log_noise = t.split(np.array([0.5, -2.0]))
+        >>> theta.tolist(), log_noise
+        ([0.5], -2.0)
+        """
         params = np.asarray(params, dtype=np.float64)
         theta = params[: self.n_kernel_params]
         if self.log_noise_variance is None:
@@ -86,7 +111,19 @@ class ExactMarginalTarget:
         return theta, float(self.log_noise_variance)
 
     def describe(self, params):
-        """Human-readable ``name=value`` list of natural-scale parameters."""
+        """Human-readable ``name=value`` list of natural-scale parameters.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> t.describe(np.log([2.0, 0.1]))
+        'length_scale=2, noise_variance=0.1'
+        """
         params = np.asarray(params, dtype=np.float64)
         if self.log_noise_variance is not None:
             params = np.append(params, self.log_noise_variance)
@@ -96,7 +133,20 @@ class ExactMarginalTarget:
         )
 
     def factor(self, params):
-        """Cholesky factor of ``K + noise * I`` and ``a = (K + noise I)^-1 y``."""
+        """Cholesky factor of ``K + noise * I`` and ``a = (K + noise I)^-1 y``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> L, alpha = t.factor(np.log([1.0, 0.1]))
+        >>> L.shape, alpha.shape
+        ((5, 5), (5,))
+        """
         theta, log_noise = self.split(params)
         K = self.adapter.gram(theta, self.X)
         K[np.diag_indices_from(K)] += np.exp(log_noise)
@@ -125,6 +175,18 @@ class ExactMarginalTarget:
         NotPSDError
             When the kernel matrix is not positive definite even with
             jitter; the message names the hyperparameters.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> value, grad = t.log_likelihood(np.log([1.0, 0.1]))
+        >>> bool(np.isfinite(value)), grad.shape
+        (True, (2,))
         """
         L, alpha = self.factor(params)
         n = self.y.shape[0]
@@ -161,6 +223,18 @@ class ExactMarginalTarget:
         -------
         value : float
         grad : ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> value, grad = t.logp_and_grad(np.log([1.0, 0.1]))
+        >>> grad.shape
+        (2,)
         """
         value, grad = self.log_likelihood(params, eval_gradient=True)
         if self.prior_set is not None:

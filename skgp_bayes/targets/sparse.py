@@ -153,6 +153,17 @@ def _check_jitter(jitter):
     return jitter
 
 
+def _check_offset(offset, n):
+    if offset is None:
+        return None
+    offset = np.asarray(offset, dtype=np.float64).reshape(-1)
+    if offset.shape != (n,):
+        raise ValueError(f"offset must have shape ({n},); got {offset.shape}.")
+    if not np.all(np.isfinite(offset)):
+        raise ValueError("offset must be finite.")
+    return offset
+
+
 def _batch_indices(batch, n):
     """Index array and the unbiasedness factor ``n / |B|``."""
     if batch is None:
@@ -310,6 +321,11 @@ class SparseWhitenedTarget:
         keeps ``likelihood.noise_variance`` fixed.
     jitter : float, default=1e-6
         Relative diagonal jitter on ``K(Z, Z)`` (times its mean diagonal).
+    offset : array-like of shape (n,), optional
+        Known per-point shift of every latent mean, ``mu_i = a_i' v +
+        offset_i``: the log exposure of a Poisson count (the rate is then
+        ``exposure_i * exp(f_i)``). A constant, so it adds nothing to the
+        gradient.
 
     Attributes
     ----------
@@ -356,8 +372,10 @@ class SparseWhitenedTarget:
         *,
         learn_noise=None,
         jitter=JITTER,
+        offset=None,
     ):
         X, y, Z, n_latent = _check_inputs(adapter, X, y, Z, likelihood)
+        self.offset = _check_offset(offset, X.shape[0])
         self.adapter = adapter
         self.X = X
         self.y = y
@@ -377,7 +395,27 @@ class SparseWhitenedTarget:
     # ------------------------------------------------------------ plumbing
     @property
     def param_names(self):
-        """Names of the parameter vector's entries."""
+        """Names of the parameter vector's entries.
+
+        The kernel's hyperparameter names (their entries are on log scale),
+        ``"noise_variance"`` for the log noise variance when it is free,
+        then ``v[j]`` (one latent) or ``v[j,c]`` (several).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Gaussian
+        >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> target = SparseWhitenedTarget(  # noise free: it is a parameter
+        ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::2], Gaussian(0.1))
+        >>> target.param_names
+        ['length_scale', 'noise_variance', 'v[0]', 'v[1]', 'v[2]', 'v[3]']
+        >>> len(target.param_names) == target.n_params
+        True
+        """
         names = list(self.adapter.param_names)
         if self.learn_noise:
             names.append("noise_variance")
@@ -397,14 +435,31 @@ class SparseWhitenedTarget:
         Parameters
         ----------
         params : ndarray of shape (n_params,)
+            ``[theta, (log noise), v]``, as laid out in the class notes.
 
         Returns
         -------
         theta : ndarray of shape (n_kernel_params,)
+            Kernel hyperparameters (log scale).
         log_noise : float or None
             The free log noise variance, or the fixed one of a Gaussian
             likelihood, or None for other likelihoods.
         v : ndarray of shape (m, C)
+            Whitened inducing values, one column per latent function.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Gaussian
+        >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> target = SparseWhitenedTarget(  # noise free: it is a parameter
+        ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::2], Gaussian(0.1))
+        >>> theta, log_noise, v = target.split(np.arange(target.n_params, dtype=float))
+        >>> theta, log_noise, v.ravel()
+        (array([0.]), 1.0, array([2., 3., 4., 5.]))
         """
         params = np.asarray(params, dtype=np.float64)
         if params.shape != (self.n_params,):
@@ -434,6 +489,22 @@ class SparseWhitenedTarget:
         Returns
         -------
         params : ndarray of shape (n_params,)
+            The flat parameter vector ``[theta, (log noise), v]``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Gaussian
+        >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> target = SparseWhitenedTarget(  # noise free: it is a parameter
+        ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::2], Gaussian(0.1))
+        >>> params = np.random.default_rng(0).normal(size=target.n_params)
+        >>> theta, log_noise, v = target.split(params)
+        >>> np.array_equal(target.join(theta, v, log_noise), params)
+        True
         """
         theta = np.asarray(theta, dtype=np.float64).reshape(-1)
         v = np.asarray(v, dtype=np.float64).reshape(-1)
@@ -464,8 +535,9 @@ class SparseWhitenedTarget:
     def _data(self, batch):
         idx, scale = _batch_indices(batch, self.n)
         if idx is None:
-            return self.X, self.y, scale
-        return self.X[idx], self.y[idx], scale
+            return self.X, self.y, self.offset, scale
+        offset = None if self.offset is None else self.offset[idx]
+        return self.X[idx], self.y[idx], offset, scale
 
     # ------------------------------------------------------------ target
     def predict_f(self, params, Xnew):
@@ -509,12 +581,32 @@ class SparseWhitenedTarget:
         Parameters
         ----------
         params : ndarray of shape (n_params,)
+            ``[theta, (log noise), v]``, as laid out in the class notes.
         batch : array-like of int, optional
             Indices of a minibatch; the data term is scaled by ``n / |B|``.
 
         Returns
         -------
         float
+            The same value as :meth:`logp_and_grad`; ``-inf`` where it is
+            not finite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Gaussian
+        >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> target = SparseWhitenedTarget(  # noise free: it is a parameter
+        ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::2], Gaussian(0.1))
+        >>> params = np.random.default_rng(0).normal(size=target.n_params)
+        >>> full = target.log_prob(params)
+        >>> bool(np.isclose(full, target.log_prob(params, batch=np.arange(8))))
+        True
+        >>> bool(np.isclose(full, target.logp_and_grad(params)[0]))
+        True
         """
         return self._evaluate(params, batch, grad=False)
 
@@ -524,6 +616,7 @@ class SparseWhitenedTarget:
         Parameters
         ----------
         params : ndarray of shape (n_params,)
+            ``[theta, (log noise), v]``, as laid out in the class notes.
         batch : array-like of int, optional
             Indices of a minibatch. The data term and its gradient are
             scaled by ``n / |B|``, an unbiased estimate of the full sum.
@@ -531,23 +624,46 @@ class SparseWhitenedTarget:
         Returns
         -------
         value : float
+            ``-inf`` where the value is not finite.
         grad : ndarray of shape (n_params,)
+            Gradient in the parameter vector, laid out as ``params``.
 
         Raises
         ------
         NotPSDError
             When the jittered ``K(Z, Z)`` is not positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Gaussian
+        >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> target = SparseWhitenedTarget(  # noise free: it is a parameter
+        ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::2], Gaussian(0.1))
+        >>> params = np.random.default_rng(0).normal(size=target.n_params)
+        >>> value, grad = target.logp_and_grad(params)
+        >>> grad.shape
+        (6,)
+        >>> h = 1e-6 * np.eye(target.n_params)[1]  # d/d log noise variance
+        >>> fd = (target.log_prob(params + h) - target.log_prob(params - h)) / 2e-6
+        >>> bool(np.isclose(fd, grad[1], rtol=1e-5, atol=1e-8))
+        True
         """
         return self._evaluate(params, batch, grad=True)
 
     def _evaluate(self, params, batch, grad):
         theta, log_noise, v = self.split(params)
-        X, y, scale = self._data(batch)
+        X, y, offset, scale = self._data(batch)
         R = _inducing_factor(
             self.adapter, theta, self.Z, self.jitter, self._context(theta)
         )
         A, gamma, free = _project(self.adapter, theta, self.Z, X, R)
         mu = A.T @ v
+        if offset is not None:
+            mu += offset[:, None]
         var = np.repeat(gamma[:, None], self.n_latent, axis=1)
         likelihood = self._likelihood_at(log_noise)
 

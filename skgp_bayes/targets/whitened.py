@@ -211,7 +211,37 @@ class WhitenedLatentTarget:
 
     # ------------------------------------------------------------ plumbing
     def block_of_latent(self, c):
-        """Index of the hyperparameter block that latent ``c`` uses."""
+        """Index of the hyperparameter block that latent ``c`` uses.
+
+        Parameters
+        ----------
+        c : int
+            Latent index, in ``0..n_latent-1``.
+
+        Returns
+        -------
+        int
+            0 when the kernel is shared, else ``c``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Softmax
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = np.array([0, 1, 2, 0, 1, 2])
+        >>> shared = WhitenedLatentTarget(
+        ...     KernelAdapter(RBF()), X, y, Softmax(n_classes=3), None, n_latent=3)
+        >>> [shared.block_of_latent(c) for c in range(3)]
+        [0, 0, 0]
+        >>> own = WhitenedLatentTarget(
+        ...     KernelAdapter(RBF()), X, y, Softmax(n_classes=3), None, n_latent=3,
+        ...     shared_kernel=False)
+        >>> [own.block_of_latent(c) for c in range(3)]
+        [0, 1, 2]
+        """
         return 0 if self.n_blocks == 1 else c
 
     def split(self, params):
@@ -220,11 +250,30 @@ class WhitenedLatentTarget:
         Parameters
         ----------
         params : ndarray of shape (n_params,)
+            Hyperparameter block(s) (log scale), then the whitened latents.
 
         Returns
         -------
         thetas : ndarray of shape (n_blocks, n_kernel_params)
+            The hyperparameter blocks, one per row.
         nu : ndarray of shape (n_latent, n)
+            The whitened latents, one row per latent function.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> thetas, nu = target.split(np.arange(target.n_params, dtype=float))
+        >>> thetas
+        array([[0.]])
+        >>> nu
+        array([[1., 2., 3., 4., 5., 6.]])
         """
         params = np.asarray(params, dtype=np.float64)
         if params.shape != (self.n_params,):
@@ -241,11 +290,29 @@ class WhitenedLatentTarget:
         Parameters
         ----------
         thetas : array-like of shape (n_blocks, n_kernel_params)
+            Hyperparameter blocks (log scale); any shape with
+            ``n_theta`` entries in block order.
         nu : array-like of shape (n_latent, n)
+            Whitened latents; any shape with ``n_latent * n`` entries.
 
         Returns
         -------
         params : ndarray of shape (n_params,)
+            The flat parameter vector ``[theta block(s), nu]``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> params = np.random.default_rng(0).normal(size=target.n_params)
+        >>> np.array_equal(target.join(*target.split(params)), params)
+        True
         """
         thetas = np.asarray(thetas, dtype=np.float64).reshape(-1)
         nu = np.asarray(nu, dtype=np.float64).reshape(-1)
@@ -254,7 +321,32 @@ class WhitenedLatentTarget:
         return np.concatenate([thetas, nu])
 
     def describe(self, theta):
-        """``name=value`` list of one block's natural-scale hyperparameters."""
+        """``name=value`` list of one block's natural-scale hyperparameters.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,)
+            One hyperparameter block (log scale).
+
+        Returns
+        -------
+        str
+            Comma-separated ``name=value`` pairs, values as ``exp(theta)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(
+        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
+        >>> target.describe(np.log([2.0, 0.5]))
+        'k1__constant_value=2, k2__length_scale=0.5'
+        """
         theta = np.asarray(theta, dtype=np.float64)
         return ", ".join(
             f"{n}={v:.4g}"
@@ -267,12 +359,32 @@ class WhitenedLatentTarget:
         Parameters
         ----------
         theta : ndarray of shape (n_kernel_params,)
+            One hyperparameter block (log scale).
 
         Returns
         -------
         K : ndarray of shape (n, n)
+            The jittered Gram matrix.
         delta : float
             The jitter added to the diagonal.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> K, delta = target.gram(np.zeros(1))
+        >>> K.shape
+        (6, 6)
+        >>> bool(delta == target.jitter)  # RBF has unit diagonal
+        True
+        >>> bool(np.allclose(np.diag(K), 1.0 + delta))
+        True
         """
         K = self.adapter.gram(theta, self.X)
         # Subnormal entries (distances far beyond the length scale) slow
@@ -289,16 +401,33 @@ class WhitenedLatentTarget:
         Parameters
         ----------
         theta : ndarray of shape (n_kernel_params,)
+            One hyperparameter block (log scale).
 
         Returns
         -------
         L : ndarray of shape (n, n)
+            Lower triangular, ``L L' = K_theta(X, X) + delta I``.
 
         Raises
         ------
         NotPSDError
             When the jittered matrix is not positive definite; no further
             jitter is tried, so the target stays a fixed smooth function.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> L = target.factor(np.zeros(1))
+        >>> K, _ = target.gram(np.zeros(1))
+        >>> bool(np.allclose(L @ L.T, K)), bool(np.allclose(L, np.tril(L)))
+        (True, True)
         """
         K, _ = self.gram(theta)
         L, _ = cholesky(
@@ -310,7 +439,36 @@ class WhitenedLatentTarget:
         return L
 
     def factors(self, thetas):
-        """One Cholesky factor per hyperparameter block."""
+        """One Cholesky factor per hyperparameter block.
+
+        Parameters
+        ----------
+        thetas : ndarray of shape (n_blocks, n_kernel_params)
+            Hyperparameter blocks, as returned by :meth:`split`.
+
+        Returns
+        -------
+        list of ndarray of shape (n, n)
+            :meth:`factor` of each block, in block order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Softmax
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> target = WhitenedLatentTarget(
+        ...     KernelAdapter(RBF()), X, np.array([0, 1, 2, 0, 1, 2]),
+        ...     Softmax(n_classes=3), None, n_latent=3, shared_kernel=False)
+        >>> thetas = np.log([[0.5], [1.0], [2.0]])  # one length scale per class
+        >>> factors = target.factors(thetas)
+        >>> len(factors), factors[0].shape
+        (3, (6, 6))
+        >>> bool(np.allclose(factors[2], target.factor(thetas[2])))
+        True
+        """
         return [self.factor(t) for t in thetas]
 
     def latent(self, params, factors=None):
@@ -320,11 +478,31 @@ class WhitenedLatentTarget:
         ----------
         params : ndarray of shape (n_params,)
         factors : list of ndarray, optional
-            Output of :meth:`factors` for these hyperparameters.
+            Output of :meth:`factors` for these hyperparameters; computed
+            when omitted.
 
         Returns
         -------
         F : ndarray of shape (n, n_latent)
+            Column ``c`` is latent function ``c`` at the training inputs.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> params = np.random.default_rng(0).normal(size=target.n_params)
+        >>> F = target.latent(params)
+        >>> F.shape
+        (6, 1)
+        >>> thetas, nu = target.split(params)
+        >>> bool(np.allclose(F[:, 0], target.factor(thetas[0]) @ nu[0]))
+        True
         """
         thetas, nu = self.split(params)
         if factors is None:
@@ -341,7 +519,32 @@ class WhitenedLatentTarget:
         return F[:, 0] if self.n_latent == 1 else F
 
     def log_likelihood(self, F):
-        """``sum_i log p(y_i | F_i)`` for latent values of shape (n, n_latent)."""
+        """Log likelihood of the training labels at given latent values.
+
+        Parameters
+        ----------
+        F : ndarray of shape (n, n_latent)
+            Latent values at the training inputs, as from :meth:`latent`.
+
+        Returns
+        -------
+        float
+            ``sum_i log p(y_i | F_i)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> ll = target.log_likelihood(np.zeros((6, 1)))  # p(y_i | 0) = 1/2
+        >>> bool(np.isclose(ll, 6 * np.log(0.5)))
+        True
+        """
         return float(np.sum(self.likelihood.log_prob(self.y, self._lik_args(F))))
 
     def _log_prior(self, thetas):
@@ -362,10 +565,27 @@ class WhitenedLatentTarget:
         Parameters
         ----------
         params : ndarray of shape (n_params,)
+            Hyperparameter block(s) (log scale), then the whitened latents.
 
         Returns
         -------
         float
+            ``log p(y | f) - 1/2 nu'nu + log p(theta)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> # nu = 0 gives f = 0, p(y_i | 0) = 1/2, and the prior here is flat
+        >>> value = target.log_prob(np.zeros(target.n_params))
+        >>> bool(np.isclose(value, 6 * np.log(0.5)))
+        True
         """
         thetas, nu = self.split(params)
         F = self.latent(params)
@@ -378,16 +598,39 @@ class WhitenedLatentTarget:
         Parameters
         ----------
         params : ndarray of shape (n_params,)
+            Hyperparameter block(s) (log scale), then the whitened latents.
 
         Returns
         -------
         value : float
+            The same value as :meth:`log_prob`; ``-inf`` where it is not
+            finite.
         grad : ndarray of shape (n_params,)
+            Gradient in the parameter vector, laid out as ``params``.
 
         Raises
         ------
         NotPSDError
             When a jittered kernel matrix is not positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X = np.linspace(-2, 2, 6)[:, None]
+        >>> y = (X[:, 0] > 0).astype(float)
+        >>> target = WhitenedLatentTarget(KernelAdapter(RBF()), X, y, Bernoulli(), None)
+        >>> params = np.random.default_rng(0).normal(size=target.n_params)
+        >>> value, grad = target.logp_and_grad(params)
+        >>> bool(np.isclose(value, target.log_prob(params)))
+        True
+        >>> h = 1e-6 * np.eye(target.n_params)[0]  # d/d log length_scale
+        >>> fd = (target.log_prob(params + h) - target.log_prob(params - h)) / 2e-6
+        >>> bool(np.isclose(fd, grad[0], rtol=1e-5, atol=1e-8))
+        True
         """
         thetas, nu = self.split(params)
         factors = self.factors(thetas)

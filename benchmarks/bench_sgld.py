@@ -1,0 +1,315 @@
+"""Quality and speed of SGLDGPRegressor (SGLD + ULISSE), in one run.
+
+Peers measured in the same run: a random-walk Metropolis chain on the exact
+(Cholesky) marginal likelihood, CG run to full tolerance, the dense BLAS
+product ``K @ V`` and one LAPACK Cholesky of the same matrix.
+
+    python benchmarks/bench_sgld.py            # everything (about 20 minutes)
+    python benchmarks/bench_sgld.py --quick    # smaller sizes
+
+Prints Markdown tables.
+"""
+
+import argparse
+import os
+import platform
+import time
+import warnings
+
+import numpy as np
+from scipy.linalg import lapack
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from skgp_bayes import SGLDGPRegressor
+from skgp_bayes.datasets import load_concrete
+from skgp_bayes.diagnostics import effective_sample_size
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.linalg import StochasticMarginalGradient
+from skgp_bayes.priors import Gamma, PriorSet
+from skgp_bayes.stein import _find_map, _laplace_cov
+from skgp_bayes.targets import ExactMarginalTarget
+
+NAMES = ["sigma (constant_value)", "length_scale", "lambda (noise_variance)"]
+
+
+def kernel():
+    # sigma exp(-tau |x - x'|^2) with tau = 1 / (2 length_scale^2); lambda
+    # delta is the estimator's noise_variance.
+    return ConstantKernel(1.0, (1e-3, 1e3)) * RBF(1.0, (1e-2, 1e3))
+
+
+PRIORS = {
+    "k1__constant_value": Gamma(2.0, 1.0),
+    "k2__length_scale": Gamma(2.0, 2.0),
+    "noise_variance": Gamma(1.0, 1.0),
+}
+
+
+def best_time(func, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def concrete(n_max):
+    data = load_concrete()
+    X, y = np.asarray(data.data, float), np.asarray(data.target, float)
+    if n_max < X.shape[0]:
+        idx = np.random.default_rng(0).choice(X.shape[0], n_max, replace=False)
+        X, y = X[idx], y[idx]
+    X = (X - X.mean(0)) / X.std(0)
+    return X, (y - y.mean()) / y.std()
+
+
+def exact_target(X, y):
+    adapter = KernelAdapter(kernel())
+    slices = dict(adapter.hyperparameter_slices)
+    slices["noise_variance"] = slice(2, 3)
+    prior = PriorSet(slices, PRIORS)
+    return adapter, prior, ExactMarginalTarget(adapter, X, y, prior)
+
+
+def metropolis(target, prior, start, cov, n_iter, rng):
+    """Random-walk Metropolis on the exact log posterior (Cholesky each step)."""
+    root = np.linalg.cholesky(cov * 2.38**2 / start.size)
+
+    def logp(p):
+        try:
+            return target.log_likelihood(p, eval_gradient=False) + prior.log_prob(p)[0]
+        except np.linalg.LinAlgError:
+            return -np.inf
+
+    x, lx = start.copy(), logp(start)
+    out = np.empty((n_iter, start.size))
+    accepted = 0
+    for t in range(n_iter):
+        prop = x + root @ rng.standard_normal(start.size)
+        lp = logp(prop)
+        if np.log(rng.random()) < lp - lx:
+            x, lx = prop, lp
+            accepted += 1
+        out[t] = x
+    return out, accepted / n_iter
+
+
+def quality(quick, n=None):
+    n = n or (300 if quick else 1030)
+    X, y = concrete(n)
+    adapter, prior, target = exact_target(X, y)
+    bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
+    map_params, _ = _find_map(target, np.zeros(3), bounds)
+    cov = _laplace_cov(target, map_params, bounds)
+    n_ref = 3000 if quick else 6000
+    t0 = time.perf_counter()
+    ref, acc = metropolis(
+        target, prior, map_params, cov, n_ref, np.random.default_rng(0)
+    )
+    ref_time = time.perf_counter() - t0
+    ref = ref[n_ref // 10 :]
+    ref_ess = effective_sample_size(ref[None])
+
+    # The gradient noise, whitened by the preconditioner, has a largest
+    # eigenvalue of about 40 at the MAP (q = 0.1, 4 probes): a step of 0.02
+    # keeps seed 002's ratio eps / 4 lambda_max near 0.2, which inflates the
+    # variance by about 20% (sd by 10%); the paper's freezing rule (ratio
+    # 0.002) would need 100 times more iterations for the same ESS.
+    n_iter = 1500 if quick else 3000
+    reg = SGLDGPRegressor(
+        kernel(),
+        priors=PRIORS,
+        n_iter=n_iter,
+        n_chains=2,
+        n_jobs=2,
+        step_size_start=0.02,
+        step_size_end=0.02,
+        step_size_gamma=0.0,
+        burn_in=n_iter // 10,
+        thin=1,
+        normalize_y=False,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg.fit(X, y)
+    fit_time = reg.diagnostics_["fit_time"]
+    draws = reg.samples_.reshape(-1, 3)
+    ess = effective_sample_size(reg.samples_)
+    print(f"\n### Concrete (n = {n}, d = 8): posterior of log parameters\n")
+    print(
+        f"Reference: random-walk Metropolis on the Cholesky marginal, {n_ref} "
+        f"iterations (acceptance {acc:.2f}), first 10% dropped. SGLD: 2 chains x "
+        f"{n_iter} iterations, constant step 0.02, q = 0.1, beta = 0.1, 4 probes, "
+        f"first 10% dropped.\n"
+    )
+    print("| parameter | ref mean | SGLD mean | ref sd | SGLD sd | |diff| / ref sd |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    rm, rs = ref.mean(0), ref.std(0)
+    sm, ss = draws.mean(0), draws.std(0)
+    for j, name in enumerate(NAMES):
+        print(
+            f"| log {name} | {rm[j]:.3f} | {sm[j]:.3f} | {rs[j]:.3f} | {ss[j]:.3f} "
+            f"| {abs(sm[j] - rm[j]) / rs[j]:.2f} |"
+        )
+    print("\n| sampler | wall time (s) | min ESS | s per independent sample |")
+    print("| --- | --- | --- | --- |")
+    print(
+        f"| Metropolis (Cholesky) | {ref_time:.1f} | {ref_ess.min():.0f} | "
+        f"{ref_time / ref_ess.min():.2f} |"
+    )
+    print(
+        f"| SGLD + ULISSE (2 chains, 2 processes) | {fit_time:.1f} | {ess.min():.0f} "
+        f"| {fit_time / ess.min():.2f} |"
+    )
+    print(
+        f"\nSGLD: mean block-CG iterations per gradient "
+        f"{reg.diagnostics_['cg_iterations_mean']:.1f}; ESS per iteration "
+        f"{ess.min() / (2 * n_iter):.4f}."
+    )
+
+    # ULISSE against CG to full tolerance, along the SGLD chain (warm starts).
+    path = reg.chains_[0, n_iter // 10 :: max(1, n_iter // 100)]
+    counts = {}
+    for solver in ("ulisse", "cg"):
+        grad = StochasticMarginalGradient(
+            adapter,
+            X,
+            y,
+            prior,
+            rng=np.random.default_rng(1),
+            q=0.1,
+            beta=0.1,
+            solver=solver,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            for p in path:
+                grad(p)
+        counts[solver] = (np.mean(grad.cg_iterations), time.perf_counter() - t0)
+    # Gradient noise at the MAP, whitened by M: seed 002's eq. 7 is
+    # eps / 4 times its largest eigenvalue.
+    root = np.linalg.cholesky(reg.preconditioner_)
+    noise = {}
+    for solver in ("ulisse", "cg"):
+        grad = StochasticMarginalGradient(
+            adapter,
+            X,
+            y,
+            prior,
+            rng=np.random.default_rng(2),
+            q=0.1,
+            beta=0.1,
+            solver=solver,
+            probe_refresh=1,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            G = np.array([grad(reg.map_params_)[1] for _ in range(100)])
+        noise[solver] = np.linalg.eigvalsh(root.T @ np.cov(G.T) @ root).max()
+    print(
+        "\n| solver | block CG iterations per gradient | s per gradient | "
+        "lambda_max(M^1/2 V M^1/2) at the MAP |"
+    )
+    print("| --- | --- | --- | --- |")
+    for solver, (its, secs) in counts.items():
+        label = "ULISSE (q = 0.1, beta = 0.1)" if solver == "ulisse" else "CG to 1e-8"
+        print(f"| {label} | {its:.1f} | {secs / len(path):.4f} | {noise[solver]:.1f} |")
+    print(
+        f"\nULISSE / CG iterations: {counts['ulisse'][0] / counts['cg'][0]:.2f} "
+        f"(over {len(path)} gradients along the chain)."
+    )
+    return ess.min() / (2 * n_iter)
+
+
+def census(quick, ess_per_iter, n=None):
+    n = n or (4000 if quick else 22784)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 8))
+    y = np.sin(X @ np.full(8, 0.4)) + 0.3 * rng.standard_normal(n)
+    y = (y - y.mean()) / y.std()
+    adapter, prior, _ = exact_target(X, y)
+    params = np.log([1.0, 2.0, 0.1])
+    grad = StochasticMarginalGradient(
+        adapter, X, y, prior, rng=rng, q=0.1, beta=0.1, storage="dense"
+    )
+    t0 = time.perf_counter()
+    grad(params)
+    cold = time.perf_counter() - t0
+    times = []
+    for step in range(2):
+        t0 = time.perf_counter()
+        grad(params + 0.01 * (step + 1))  # a nearby point, warm started
+        times.append(time.perf_counter() - t0)
+    warm = min(times)
+    per_hour = 3600.0 / warm
+    print(f"\n### Census-sized synthetic data (n = {n}, d = 8), 2 cores\n")
+    print("| quantity | value |")
+    print("| --- | --- |")
+    print(f"| first gradient (cold CG start, new probes) | {cold:.1f} s |")
+    print(f"| SGLD iteration (warm start, stored K) | {warm:.1f} s |")
+    print(f"| block CG iterations (cold, warm) | {grad.cg_iterations} |")
+    print(f"| iterations per hour | {per_hour:.0f} |")
+    print(
+        f"| independent samples per day (x ESS/iteration {ess_per_iter:.4f} "
+        f"from Concrete) | {24 * per_hour * ess_per_iter:.0f} |"
+    )
+
+
+def products(quick):
+    n = 2000 if quick else 4000
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 8))
+    adapter = KernelAdapter(kernel())
+    theta = np.log([1.0, 2.0])
+    V = rng.standard_normal((n, 5))
+    adapter.matvec(theta, X, V)  # compile
+    K = adapter.gram(theta, X) + 0.1 * np.eye(n)
+    t_free = best_time(lambda: adapter.matvec(theta, X, V), 3)
+    t_dense = best_time(lambda: K @ V, 5)
+    t_gram = best_time(lambda: adapter.gram(theta, X), 2)
+    t_chol = best_time(lambda: lapack.dpotrf(K, lower=1, clean=0), 2)
+    print(f"\n### K @ V with 5 columns, n = {n}, d = 8 (RBF)\n")
+    print("| operation | seconds | ratio to matrix-free K @ V |")
+    print("| --- | --- | --- |")
+    for label, t in (
+        ("matrix-free K @ V (Numba, tiled, parallel)", t_free),
+        ("dense K @ V (BLAS, K stored)", t_dense),
+        ("build K (adapter.gram)", t_gram),
+        ("one LAPACK Cholesky (dpotrf)", t_chol),
+    ):
+        print(f"| {label} | {t:.4f} | {t / t_free:.2f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument("--n-concrete", type=int, help="Concrete subset size")
+    parser.add_argument("--n-census", type=int, help="size of the synthetic set")
+    parser.add_argument(
+        "--skip-quality", action="store_true", help="only the timing sections"
+    )
+    parser.add_argument(
+        "--ess-per-iter",
+        type=float,
+        default=None,
+        help="ESS per iteration to extrapolate with when --skip-quality is given",
+    )
+    args = parser.parse_args()
+    print(
+        f"# SGLDGPRegressor benchmark ({'quick' if args.quick else 'full'})\n\n"
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"NumPy {np.__version__}"
+    )
+    if args.skip_quality:
+        ess_per_iter = args.ess_per_iter or float("nan")
+    else:
+        ess_per_iter = quality(args.quick, args.n_concrete)
+    products(args.quick)
+    census(args.quick, ess_per_iter, args.n_census)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Thread-count policy for BLAS and LAPACK calls on small matrices."""
+
+import contextlib
+
+from threadpoolctl import threadpool_limits
+
+from . import _config
+
+
+def blas_threads_for(n_rows, n_cols=None):
+    """Context limiting BLAS to one thread for small problems.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the largest matrix worked on inside the context (training
+        points).
+    n_cols : int, optional
+        Its columns; defaults to ``n_rows`` (a dense kernel matrix). Pass the
+        number of inducing points for a sparse model.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        ``threadpool_limits(1, "blas")`` when ``n_rows * n_cols`` is at most
+        ``skgp_bayes._config.SERIAL_BLAS_MAX_WORK``, otherwise a no-op.
+
+    Examples
+    --------
+    >>> from skgp_bayes._threads import blas_threads_for
+    >>> with blas_threads_for(50):
+    ...     pass
+    >>> with blas_threads_for(10**6, 100):  # large: BLAS keeps its threads
+    ...     pass
+    """
+    n_cols = n_rows if n_cols is None else n_cols
+    if n_rows * n_cols <= _config.SERIAL_BLAS_MAX_WORK:
+        return threadpool_limits(limits=1, user_api="blas")
+    return contextlib.nullcontext()

@@ -1,0 +1,532 @@
+"""Hamiltonian Monte Carlo over flat parameter vectors.
+
+The engine knows nothing about Gaussian processes: it samples any density
+given as ``logp_and_grad(x) -> (log density, gradient)``.
+
+* Leapfrog integration with a diagonal mass matrix ``M``; the momentum is
+  ``p ~ N(0, M)`` and the kinetic energy ``1/2 p' M^-1 p``.
+* The number of leapfrog steps of every transition is drawn uniformly from
+  ``1..max_leapfrog``, which breaks the periodicities a fixed path length
+  can lock into (Neal, 2011, section 3.2; the seed paper's scheme).
+* Warm-up: the step size follows dual averaging (Hoffman and Gelman, 2014,
+  algorithm 5) toward a target mean acceptance probability; the inverse
+  mass matrix is the regularised variance of the draws of windows of
+  doubling length (Stan's schedule: a fast initial buffer, slow windows,
+  a fast terminal buffer), with dual averaging restarted after each.
+* A transition whose energy error exceeds ``max_energy_error``, or whose
+  trajectory meets a non-finite log density or gradient, is divergent:
+  it is rejected and counted.
+
+All random numbers come from one NumPy ``Generator``; a seed gives the same
+chain bit for bit.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from joblib import Parallel, delayed
+
+__all__ = [
+    "DualAveraging",
+    "HMCResult",
+    "mass_adaptation_windows",
+    "run_hmc",
+    "run_hmc_chains",
+]
+
+# Regularisation of the windowed variance estimate toward this value (Stan's
+# choice): it keeps a short window from producing a degenerate mass matrix.
+_MASS_SHRINK_TARGET = 1e-3
+_MASS_SHRINK_WEIGHT = 5.0
+# Step-size search for the initial step (Hoffman and Gelman, algorithm 4).
+_MAX_STEP_SEARCH = 100
+
+
+class DualAveraging:
+    """Dual-averaging step-size adaptation (Hoffman and Gelman, 2014).
+
+    Parameters
+    ----------
+    step_size : float
+        Initial step size; the iterates shrink toward ``mu = log(10 *
+        step_size)``.
+    target_accept : float, default=0.8
+        Target mean acceptance probability.
+    gamma, t0, kappa : float
+        The algorithm's constants, defaults from the paper.
+
+    Examples
+    --------
+    >>> da = DualAveraging(0.1, target_accept=0.8)
+    >>> da.update(1.0) > 0.1  # accepted everything: grow the step
+    True
+    """
+
+    def __init__(self, step_size, target_accept=0.8, gamma=0.05, t0=10.0, kappa=0.75):
+        self.mu = float(np.log(10.0 * step_size))
+        self.target_accept = float(target_accept)
+        self.gamma = gamma
+        self.t0 = t0
+        self.kappa = kappa
+        self.t = 0
+        self.h_bar = 0.0
+        self.log_step = float(np.log(step_size))
+        self.log_step_bar = 0.0
+
+    def update(self, accept_prob):
+        """Feed one transition's acceptance probability; return the next step.
+
+        Parameters
+        ----------
+        accept_prob : float
+            In ``[0, 1]``; a divergence counts as 0.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> da = DualAveraging(1.0)
+        >>> steps = [da.update(0.0) for _ in range(5)]  # all rejected
+        >>> steps[-1] < 1.0  # the step shrinks
+        True
+        """
+        self.t += 1
+        t = self.t
+        w = 1.0 / (t + self.t0)
+        self.h_bar = (1.0 - w) * self.h_bar + w * (self.target_accept - accept_prob)
+        self.log_step = self.mu - np.sqrt(t) / self.gamma * self.h_bar
+        eta = t ** (-self.kappa)
+        self.log_step_bar = eta * self.log_step + (1.0 - eta) * self.log_step_bar
+        return float(np.exp(self.log_step))
+
+    @property
+    def final_step_size(self):
+        """The averaged step size used after warm-up.
+
+        Before any :meth:`update` it is the initial step size.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> da = DualAveraging(0.1, target_accept=0.8)
+        >>> round(da.final_step_size, 12)  # no update yet: the initial step
+        0.1
+        >>> for _ in range(50):
+        ...     _ = da.update(0.8)  # always on target: h_bar stays 0
+        >>> round(da.final_step_size, 12)  # settles at exp(mu) = 10 * 0.1
+        1.0
+        """
+        return (
+            float(np.exp(self.log_step_bar)) if self.t else float(np.exp(self.log_step))
+        )
+
+
+def mass_adaptation_windows(n_warmup):
+    """The slow windows that estimate the mass matrix in warm-up.
+
+    Stan's schedule: an initial buffer of 75 iterations (step size only),
+    windows of 25, 50, 100, ... iterations, the last stretched to meet a
+    terminal buffer of 50. Short warm-ups scale the buffers to 15% and 10%.
+    Fewer than 20 warm-up iterations adapt no mass matrix.
+
+    Parameters
+    ----------
+    n_warmup : int
+
+    Returns
+    -------
+    list of (int, int)
+        ``(start, end)`` iteration ranges (end exclusive) of the windows.
+
+    Examples
+    --------
+    >>> mass_adaptation_windows(1000)
+    [(75, 100), (100, 150), (150, 250), (250, 450), (450, 950)]
+    >>> mass_adaptation_windows(100)
+    [(15, 90)]
+    """
+    if n_warmup < 20:
+        return []
+    init, term, base = 75, 50, 25
+    if init + term + base > n_warmup:
+        init = int(0.15 * n_warmup)
+        term = int(0.1 * n_warmup)
+        base = n_warmup - init - term
+    last = n_warmup - term
+    windows = []
+    start, size = init, base
+    while start < last:
+        end = start + size
+        # A window that would leave less than a doubled window before the
+        # terminal buffer absorbs the rest.
+        if end + 2 * size > last:
+            end = last
+        windows.append((start, end))
+        start, size = end, 2 * size
+    return windows
+
+
+@dataclass
+class HMCResult:
+    """The output of one chain of :func:`run_hmc`.
+
+    Attributes
+    ----------
+    samples : ndarray of shape (n_kept, n_params)
+        Kept draws (every ``thin``-th sampling iteration).
+    log_density : ndarray of shape (n_kept,)
+        Log density at the kept draws.
+    accept_prob : ndarray of shape (n_warmup + n_samples,)
+        Metropolis acceptance probability of every transition.
+    accepted : ndarray of bool of shape (n_warmup + n_samples,)
+    divergent : ndarray of bool of shape (n_warmup + n_samples,)
+    n_leapfrog : ndarray of int of shape (n_warmup + n_samples,)
+    step_sizes : ndarray of shape (n_warmup + n_samples,)
+        Step size of every transition.
+    step_size : float
+        Step size used after warm-up.
+    inv_mass : ndarray of shape (n_params,)
+        Diagonal inverse mass matrix used after warm-up.
+    n_warmup : int
+    acceptance_rate : float
+        Mean acceptance probability over the sampling iterations.
+    n_divergent : int
+        Divergent transitions after warm-up.
+    elapsed : float
+        Seconds spent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import run_hmc
+    >>> res = run_hmc(lambda x: (-0.5 * x @ x, -x), np.zeros(1), n_warmup=20,
+    ...               n_samples=10, random_state=0)
+    >>> res.samples.shape, res.accept_prob.shape
+    ((10, 1), (30,))
+    """
+
+    samples: np.ndarray
+    log_density: np.ndarray
+    accept_prob: np.ndarray
+    accepted: np.ndarray
+    divergent: np.ndarray
+    n_leapfrog: np.ndarray
+    step_sizes: np.ndarray
+    step_size: float
+    inv_mass: np.ndarray
+    n_warmup: int
+    acceptance_rate: float
+    n_divergent: int
+    elapsed: float
+
+
+def _finite(value, grad):
+    return np.isfinite(value) and np.all(np.isfinite(grad))
+
+
+def _evaluate(logp_and_grad, x):
+    value, grad = logp_and_grad(x)
+    value = float(value)
+    if np.isnan(value):
+        value = -np.inf
+    return value, np.asarray(grad, dtype=np.float64)
+
+
+def _transition(logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit):
+    """One HMC transition; returns the new state and its statistics."""
+    p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
+    log_u = np.log(rng.random())
+    h0 = -logp + 0.5 * float(np.sum(inv_mass * p * p))
+    xn, pn, gn, ln = x.copy(), p.copy(), grad, logp
+    divergent = False
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(n_steps):
+            pn = pn + 0.5 * step * gn
+            xn = xn + step * inv_mass * pn
+            if not np.all(np.isfinite(xn)):
+                divergent = True
+                break
+            ln, gn = _evaluate(logp_and_grad, xn)
+            if not _finite(ln, gn):
+                divergent = True
+                break
+            pn = pn + 0.5 * step * gn
+        if not divergent:
+            h1 = -ln + 0.5 * float(np.sum(inv_mass * pn * pn))
+            error = h1 - h0
+            if not np.isfinite(error) or error > limit:
+                divergent = True
+    if divergent:
+        return x, logp, grad, 0.0, False, True
+    accept_prob = float(min(1.0, np.exp(-error)))
+    if log_u < -error:
+        return xn, ln, gn, accept_prob, True, False
+    return x, logp, grad, accept_prob, False, False
+
+
+def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
+    """Heuristic first step size: double or halve until acceptance crosses 1/2."""
+    step = 1.0
+
+    def accept(step):
+        _, _, _, a, _, div = _transition(
+            logp_and_grad, x, logp, grad, step, inv_mass, 1, rng, limit
+        )
+        return 0.0 if div else a
+
+    a = accept(step)
+    direction = 1.0 if a > 0.5 else -1.0
+    for _ in range(_MAX_STEP_SEARCH):
+        if (direction > 0 and a <= 0.5) or (direction < 0 and a > 0.5):
+            break
+        step *= 2.0**direction
+        a = accept(step)
+    return step
+
+
+def _check_counts(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__}.")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}; got {value}.")
+    return int(value)
+
+
+def run_hmc(
+    logp_and_grad,
+    x0,
+    *,
+    n_warmup=500,
+    n_samples=500,
+    thin=1,
+    step_size=None,
+    max_leapfrog=20,
+    target_accept=0.8,
+    adapt_step_size=True,
+    adapt_mass=True,
+    inv_mass=None,
+    max_energy_error=1000.0,
+    random_state=None,
+    verbose=0,
+    print_fn=print,
+):
+    """Sample a density by HMC with warm-up adaptation.
+
+    Parameters
+    ----------
+    logp_and_grad : callable
+        ``x -> (log density, gradient)`` over flat arrays. A non-finite
+        value or gradient makes the transition divergent.
+    x0 : array-like of shape (n_params,)
+        Starting point; its log density must be finite.
+    n_warmup : int, default=500
+        Adaptation iterations, discarded.
+    n_samples : int, default=500
+        Sampling iterations after warm-up.
+    thin : int, default=1
+        Keep every ``thin``-th sampling iteration.
+    step_size : float, optional
+        Initial step size; by default found by doubling/halving until the
+        one-step acceptance crosses 1/2.
+    max_leapfrog : int, default=20
+        Each transition takes ``U{1..max_leapfrog}`` leapfrog steps.
+    target_accept : float, default=0.8
+        Target of dual averaging.
+    adapt_step_size, adapt_mass : bool, default=True
+        Adapt the step size and the diagonal mass matrix in warm-up.
+    inv_mass : array-like of shape (n_params,), optional
+        Initial diagonal inverse mass matrix (variance scale); ones by
+        default. A good guess, such as the variances of a Gaussian
+        approximation, shortens warm-up.
+    max_energy_error : float, default=1000
+        Energy error beyond which a transition is divergent.
+    random_state : int, SeedSequence or numpy.random.Generator, optional
+        Source of all random numbers.
+    verbose : int, default=0
+        Print progress about ten times when positive.
+    print_fn : callable, default=print
+
+    Returns
+    -------
+    HMCResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import run_hmc
+    >>> def logp(x):
+    ...     return -0.5 * x @ x, -x
+    >>> res = run_hmc(logp, np.zeros(2), n_warmup=100, n_samples=200,
+    ...               random_state=0)
+    >>> res.samples.shape, res.n_divergent
+    ((200, 2), 0)
+    """
+    t_start = time.perf_counter()
+    n_warmup = _check_counts("n_warmup", n_warmup, 0)
+    n_samples = _check_counts("n_samples", n_samples, 1)
+    thin = _check_counts("thin", thin, 1)
+    max_leapfrog = _check_counts("max_leapfrog", max_leapfrog, 1)
+    if not 0.0 < float(target_accept) < 1.0:
+        raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
+    rng = (
+        random_state
+        if isinstance(random_state, np.random.Generator)
+        else np.random.default_rng(random_state)
+    )
+    x = np.array(x0, dtype=np.float64).reshape(-1)
+    d = x.size
+    if inv_mass is None:
+        inv_mass = np.ones(d)
+    inv_mass = np.array(inv_mass, dtype=np.float64).reshape(-1)
+    if (
+        inv_mass.shape != (d,)
+        or not np.all(inv_mass > 0)
+        or not np.all(np.isfinite(inv_mass))
+    ):
+        raise ValueError("inv_mass must hold one positive finite entry per parameter.")
+    logp, grad = _evaluate(logp_and_grad, x)
+    if not _finite(logp, grad):
+        raise ValueError("The log density or its gradient is not finite at x0.")
+
+    limit = float(max_energy_error)
+    if step_size is None:
+        step = _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit)
+    else:
+        step = float(step_size)
+        if not np.isfinite(step) or step <= 0:
+            raise ValueError(f"step_size must be positive; got {step_size}.")
+    dual = DualAveraging(step, target_accept)
+    windows = mass_adaptation_windows(n_warmup) if adapt_mass else []
+    w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros(d)
+
+    total = n_warmup + n_samples
+    accept_prob = np.empty(total)
+    accepted = np.zeros(total, dtype=bool)
+    divergent = np.zeros(total, dtype=bool)
+    n_leapfrog = np.empty(total, dtype=np.int64)
+    step_sizes = np.empty(total)
+    n_kept = n_samples // thin
+    samples = np.empty((n_kept, d))
+    log_density = np.empty(n_kept)
+    kept = 0
+    report = max(1, total // 10)
+
+    for it in range(total):
+        if it == n_warmup and adapt_step_size and n_warmup > 0:
+            step = dual.final_step_size
+        n_steps = int(rng.integers(1, max_leapfrog + 1))
+        x, logp, grad, a, acc, div = _transition(
+            logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit
+        )
+        accept_prob[it], accepted[it], divergent[it] = a, acc, div
+        n_leapfrog[it], step_sizes[it] = n_steps, step
+        if it < n_warmup:
+            if adapt_step_size:
+                step = dual.update(a)
+            if windows and it >= windows[0][0]:
+                # Welford's running variance over the current window.
+                w_count += 1
+                delta = x - w_mean
+                w_mean += delta / w_count
+                w_m2 += delta * (x - w_mean)
+                if it + 1 == windows[0][1]:
+                    var = w_m2 / max(w_count - 1, 1)
+                    shrink = w_count / (w_count + _MASS_SHRINK_WEIGHT)
+                    inv_mass = shrink * var + (1.0 - shrink) * _MASS_SHRINK_TARGET
+                    windows.pop(0)
+                    w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros(d)
+                    if adapt_step_size:
+                        dual = DualAveraging(step, target_accept)
+        else:
+            j = it - n_warmup + 1
+            if j % thin == 0 and kept < n_kept:
+                samples[kept], log_density[kept] = x, logp
+                kept += 1
+        if verbose and (it + 1) % report == 0:
+            phase = "warm-up" if it < n_warmup else "sampling"
+            print_fn(
+                f"HMC {it + 1}/{total} ({phase}): step {step:.3g}, mean accept "
+                f"{np.mean(accept_prob[: it + 1]):.2f}, divergences "
+                f"{int(divergent[: it + 1].sum())}"
+            )
+
+    sampling = slice(n_warmup, total)
+    return HMCResult(
+        samples=samples,
+        log_density=log_density,
+        accept_prob=accept_prob,
+        accepted=accepted,
+        divergent=divergent,
+        n_leapfrog=n_leapfrog,
+        step_sizes=step_sizes,
+        step_size=float(step),
+        inv_mass=inv_mass,
+        n_warmup=n_warmup,
+        acceptance_rate=float(np.mean(accept_prob[sampling])),
+        n_divergent=int(divergent[sampling].sum()),
+        elapsed=time.perf_counter() - t_start,
+    )
+
+
+def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kwargs):
+    """Several independent :func:`run_hmc` chains, optionally in parallel.
+
+    One child seed per chain is spawned up front from ``random_state``, so
+    the chains are the same whatever ``n_jobs`` is.
+
+    Parameters
+    ----------
+    logp_and_grad : callable
+        As in :func:`run_hmc`; must be picklable when ``n_jobs`` is not 1.
+    inits : array-like of shape (n_chains, n_params)
+        One starting point per chain.
+    random_state : int or None
+        Seed of the :class:`numpy.random.SeedSequence` the chain seeds are
+        spawned from.
+    n_jobs : int or None
+        joblib's ``n_jobs``.
+    **kwargs
+        Passed to :func:`run_hmc` (the same for every chain, except
+        ``inv_mass``, which may be an array of shape ``(n_chains,
+        n_params)``).
+
+    Returns
+    -------
+    list of HMCResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import run_hmc_chains
+    >>> def logp(x):
+    ...     return -0.5 * x @ x, -x
+    >>> results = run_hmc_chains(logp, np.zeros((2, 3)), random_state=0,
+    ...                          n_warmup=50, n_samples=50)
+    >>> [r.samples.shape for r in results]
+    [(50, 3), (50, 3)]
+    """
+    inits = np.atleast_2d(np.asarray(inits, dtype=np.float64))
+    n_chains = inits.shape[0]
+    seeds = np.random.SeedSequence(random_state).spawn(n_chains)
+    inv_mass = kwargs.pop("inv_mass", None)
+    if inv_mass is not None and np.ndim(inv_mass) == 2:
+        masses = list(np.asarray(inv_mass, dtype=np.float64))
+    else:
+        masses = [inv_mass] * n_chains
+    jobs = (
+        delayed(run_hmc)(
+            logp_and_grad,
+            inits[c],
+            random_state=np.random.default_rng(seeds[c]),
+            inv_mass=masses[c],
+            **kwargs,
+        )
+        for c in range(n_chains)
+    )
+    return Parallel(n_jobs=n_jobs)(jobs)

@@ -1,0 +1,347 @@
+"""Batched conjugate gradients for symmetric positive definite systems.
+
+One run solves ``A X = B`` for several right-hand sides at once (the targets
+and the trace probes of a stochastic gradient): every iteration costs one
+product ``A @ P`` with a block ``P`` of columns, which a kernel matrix-vector
+routine computes in a single pass over ``A``. Each column keeps its own step
+lengths, so the result equals running CG on every column alone.
+
+The code uses only operations common to NumPy and CuPy, through an array
+module ``xp``; no ``fastmath`` and no reduced precision are involved.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._config import MAX_DENSE_BYTES
+
+__all__ = ["CGResult", "CGIteration", "batched_cg", "kernel_operator"]
+
+
+class CGIteration:
+    """State of batched CG, advanced one iteration at a time.
+
+    Used directly by solvers that need every increment (ULISSE); most callers
+    want :func:`batched_cg`.
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(V)`` returns ``A @ V`` for a block ``V`` of shape (n, j).
+    B : array of shape (n, k)
+        Right-hand sides.
+    x0 : array of shape (n, k), optional
+        Starting point (warm start); zeros by default.
+    xp : module, default=numpy
+        Array module of ``B``.
+
+    Attributes
+    ----------
+    x : array of shape (n, k)
+        Current iterate.
+    residual_norm : ndarray of shape (k,)
+        Norm of ``B - A x`` per column (recursively updated), on the host.
+    n_iter : int
+        Iterations taken.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg.cg import CGIteration
+    >>> A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    >>> state = CGIteration(lambda V: A @ V, np.eye(2))
+    >>> for _ in range(2):
+    ...     _ = state.step()
+    >>> np.allclose(state.x, np.linalg.inv(A))
+    True
+    """
+
+    def __init__(self, matvec, B, x0=None, xp=np):
+        self.matvec = matvec
+        self.xp = xp
+        self.x = xp.zeros_like(B) if x0 is None else xp.array(x0, dtype=B.dtype)
+        self.r = B - self._apply(self.x) if x0 is not None else B.copy()
+        self.p = self.r.copy()
+        self.rr = _host(xp.sum(self.r * self.r, axis=0))
+        self.n_iter = 0
+
+    @property
+    def residual_norm(self):
+        """Norm of the (recursively updated) residual of every column.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.linalg.cg import CGIteration
+        >>> CGIteration(lambda V: V, np.full((4, 1), 0.5)).residual_norm
+        array([1.])
+        """
+        return np.sqrt(np.maximum(self.rr, 0.0))
+
+    def _apply(self, V):
+        out = self.matvec(V)
+        if not bool(self.xp.all(self.xp.isfinite(out))):
+            raise FloatingPointError(
+                "The matrix-vector product returned NaN or infinite values; "
+                "check the kernel hyperparameters and the inputs."
+            )
+        return out
+
+    def step(self, active=None):
+        """One CG iteration on the ``active`` columns (all by default).
+
+        Parameters
+        ----------
+        active : ndarray of bool of shape (k,), optional
+            Columns to advance; the others keep their iterate.
+
+        Returns
+        -------
+        delta : array of shape (n, k)
+            The change of the iterate; zero in inactive columns.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.linalg.cg import CGIteration
+        >>> state = CGIteration(lambda V: 2.0 * V, np.ones((3, 2)))
+        >>> state.step(np.array([True, False]))[:, 1]  # second column waits
+        array([0., 0., 0.])
+        """
+        xp = self.xp
+        k = self.rr.shape[0]
+        active = np.ones(k, dtype=bool) if active is None else np.asarray(active)
+        # A column whose residual is exactly zero is solved; stepping it
+        # would divide 0 by 0.
+        active = active & (self.rr > 0.0)
+        delta = xp.zeros_like(self.x)
+        if not active.any():
+            return delta
+        idx = np.flatnonzero(active)
+        full = idx.size == k
+        P = self.p if full else self.p[:, xp.asarray(idx)]
+        AP = self._apply(P)
+        pap = _host(xp.sum(P * AP, axis=0))
+        rr = self.rr[idx]
+        if np.any(pap <= 0.0):
+            raise np.linalg.LinAlgError(
+                "Conjugate gradients met a direction of non-positive curvature: "
+                "the matrix is not positive definite to working precision."
+            )
+        alpha = rr / pap
+        step = P * xp.asarray(alpha)
+        R = (self.r if full else self.r[:, xp.asarray(idx)]) - AP * xp.asarray(alpha)
+        rr_new = _host(xp.sum(R * R, axis=0))
+        beta = rr_new / rr
+        P_new = R + P * xp.asarray(beta)
+        if full:
+            delta = step
+            self.r, self.p = R, P_new
+        else:
+            cols = xp.asarray(idx)
+            delta[:, cols] = step
+            self.r[:, cols] = R
+            self.p[:, cols] = P_new
+        self.x = self.x + delta
+        self.rr = self.rr.copy()
+        self.rr[idx] = rr_new
+        self.n_iter += 1
+        return delta
+
+
+def _host(values):
+    get = getattr(values, "get", None)
+    if callable(get) and not isinstance(values, np.ndarray):
+        values = get()
+    return np.asarray(values, dtype=np.float64)
+
+
+class CGResult:
+    """Outcome of :func:`batched_cg`.
+
+    Attributes
+    ----------
+    x : array of shape (n, k) or (n,)
+        Solutions, in the shape of the right-hand side.
+    n_iter : int
+        Iterations run.
+    residual : ndarray of shape (k,)
+        Final relative residual ``|b - A x| / |b|`` per column (0 for a zero
+        right-hand side).
+    converged : ndarray of bool of shape (k,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg import batched_cg
+    >>> batched_cg(lambda V: 2.0 * V, np.ones(3)).converged
+    array([ True])
+    """
+
+    def __init__(self, x, n_iter, residual, converged):
+        self.x = x
+        self.n_iter = n_iter
+        self.residual = residual
+        self.converged = converged
+
+    def __repr__(self):
+        return (
+            f"CGResult(n_iter={self.n_iter}, "
+            f"max_residual={float(np.max(self.residual, initial=0.0)):.3g})"
+        )
+
+
+def batched_cg(matvec, B, x0=None, *, tol=1e-8, max_iter=None, xp=np, warn=True):
+    """Solve ``A X = B`` by conjugate gradients, all columns at once.
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(V)`` returns ``A @ V`` for ``V`` of shape (n, j); ``A`` must
+        be symmetric positive definite.
+    B : array of shape (n,) or (n, k)
+        Right-hand sides.
+    x0 : array of the shape of ``B``, optional
+        Warm start (for example the solutions at nearby hyperparameters).
+    tol : float, default=1e-8
+        Stop a column when ``|b - A x| <= tol * |b|``.
+    max_iter : int, optional
+        Iteration budget; ``n`` by default.
+    xp : module, default=numpy
+        Array module (``numpy`` or ``cupy``) of ``B`` and of ``matvec``'s
+        output.
+    warn : bool, default=True
+        Issue a ``ConvergenceWarning`` when a column misses ``tol``.
+
+    Returns
+    -------
+    CGResult
+
+    Raises
+    ------
+    FloatingPointError
+        When ``matvec`` returns NaN or infinity.
+    numpy.linalg.LinAlgError
+        When ``A`` shows non-positive curvature.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the budget runs out; the message gives the relative residual
+        reached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg import batched_cg
+    >>> A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    >>> res = batched_cg(lambda V: A @ V, np.array([[1.0, 0.0], [2.0, 0.0]]))
+    >>> np.allclose(A @ res.x, [[1.0, 0.0], [2.0, 0.0]]), res.converged
+    (True, array([ True,  True]))
+    """
+    vector = B.ndim == 1
+    B2 = B[:, None] if vector else B
+    if x0 is not None:
+        x0 = x0[:, None] if x0.ndim == 1 else x0
+        if x0.shape != B2.shape:
+            raise ValueError(f"x0 must have shape {B.shape}, got {x0.shape}.")
+    n, k = B2.shape
+    max_iter = n if max_iter is None else int(max_iter)
+    b_norm = np.sqrt(_host(xp.sum(B2 * B2, axis=0)))
+    zero = b_norm == 0.0
+    if x0 is not None and zero.any():
+        # The solution of a zero right-hand side is exactly 0 whatever the start.
+        x0 = x0.copy()
+        x0[:, xp.asarray(np.flatnonzero(zero))] = 0.0
+    state = CGIteration(matvec, B2, x0, xp)
+    threshold = tol * b_norm
+    while state.n_iter < max_iter:
+        active = state.residual_norm > threshold
+        if not active.any():
+            break
+        state.step(active)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        residual = np.where(zero, 0.0, state.residual_norm / b_norm)
+    converged = state.residual_norm <= threshold
+    if warn and not converged.all():
+        warnings.warn(
+            f"Conjugate gradients reached a relative residual of "
+            f"{float(np.max(residual)):.3g} (tolerance {tol:.3g}) after "
+            f"{state.n_iter} iterations for {int((~converged).sum())} of {k} "
+            "right-hand sides; increase max_iter, or the noise variance if the "
+            "kernel matrix is ill-conditioned.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    x = state.x[:, 0] if vector else state.x
+    return CGResult(x, state.n_iter, residual, converged)
+
+
+def kernel_operator(
+    adapter, theta, X, noise_variance, *, storage="auto", xp=np, max_bytes=None
+):
+    """``V -> (K_theta(X, X) + noise_variance I) @ V`` for CG.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+        The kernel.
+    theta : ndarray
+        Log-scale kernel hyperparameters.
+    X : ndarray of shape (n, d)
+        Inputs.
+    noise_variance : float
+        Added to the diagonal.
+    storage : {"auto", "dense", "matrix_free"}, default="auto"
+        ``"dense"`` builds ``K`` once and multiplies by it (fast when it fits
+        in memory); ``"matrix_free"`` regenerates ``K`` tile by tile in every
+        product through ``adapter.matvec`` (``O(n)`` memory); ``"auto"``
+        stores ``K`` when ``8 n^2`` bytes fit in ``max_bytes``. The CuPy
+        backend always stores ``K`` on the device.
+    xp : module, default=numpy
+        Array module for the products.
+    max_bytes : int, optional
+        Memory allowed for a stored ``K``; ``_config.MAX_DENSE_BYTES / 4`` by
+        default.
+
+    Returns
+    -------
+    matvec : callable
+        Takes and returns arrays of module ``xp``.
+    stored : bool
+        Whether ``K`` was stored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.linalg import kernel_operator
+    >>> adapter = KernelAdapter(RBF())
+    >>> X = np.linspace(0, 1, 4)[:, None]
+    >>> op, stored = kernel_operator(adapter, np.zeros(1), X, 0.1, storage="dense")
+    >>> K = adapter.gram(np.zeros(1), X) + 0.1 * np.eye(4)
+    >>> np.allclose(op(np.eye(4)), K), stored
+    (True, True)
+    """
+    if storage not in ("auto", "dense", "matrix_free"):
+        raise ValueError(
+            f"storage must be 'auto', 'dense' or 'matrix_free', got {storage!r}."
+        )
+    n = X.shape[0]
+    max_bytes = MAX_DENSE_BYTES // 4 if max_bytes is None else max_bytes
+    dense = storage == "dense" or xp is not np
+    if storage == "auto":
+        dense = dense or 8 * n * n <= max_bytes
+    if dense:
+        K = adapter.gram(theta, X)
+        K[np.diag_indices_from(K)] += noise_variance
+        K = xp.asarray(K)
+        return (lambda V: K @ V), True
+
+    def matvec(V):
+        return adapter.matvec(theta, X, V) + noise_variance * V
+
+    return matvec, False

@@ -1,0 +1,507 @@
+"""ULISSE: conjugate gradients stopped early without bias (seed 002, section 4).
+
+CG writes the solution as a sum of increments, ``s = s_0 + delta_1 + delta_2
++ ...``. ULISSE adds the increments plainly until the residual norm falls to
+the early-stop threshold ``q * sqrt(n)``; after that, before the ``j``-th
+further increment, it continues with probability ``1 / w_j``,
+``w_j = exp(beta j)``, and adds the increment multiplied by
+``w_1 ... w_j``. Increment ``j`` is therefore kept with probability
+``1 / (w_1 ... w_j)`` and weighted by its inverse, so the expectation of the
+estimate is the CG solution: the estimate is unbiased, at the price of
+variance that grows as ``q`` grows and ``beta`` falls.
+
+:class:`StochasticMarginalGradient` uses it for the gradient of the log
+marginal likelihood of a GP (seed 002, eq. 9) with Rademacher (Hutchinson)
+probes for the trace term and two independent stopping draws on one CG run
+for the quadratic term, whose two factors must be independent for the
+product to be unbiased.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .cg import CGIteration, _host, batched_cg, kernel_operator
+
+__all__ = [
+    "ULISSEResult",
+    "ulisse_solve",
+    "rademacher_probes",
+    "lowrank_grad_contract",
+    "StochasticMarginalGradient",
+]
+
+# Rows of X per block in the low-rank gradient contraction: a block of the
+# weight matrix (rows x n) stays below a few tens of MB for n ~ 25,000.
+_CONTRACT_ROWS = 256
+
+
+def rademacher_probes(rng, n, k, xp=np):
+    """Probe vectors with independent entries ``+1`` or ``-1``.
+
+    ``E[r r'] = I``, so ``r' A r`` estimates ``trace(A)`` without bias
+    (Hutchinson), with a smaller variance than Gaussian probes.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or RandomState
+        Draws happen in NumPy whatever the backend.
+    n, k : int
+        Length and number of probes.
+    xp : module, default=numpy
+        Array module of the result.
+
+    Returns
+    -------
+    array of shape (n, k)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg import rademacher_probes
+    >>> r = rademacher_probes(np.random.default_rng(0), 4, 2)
+    >>> sorted(set(r.ravel().tolist()))
+    [-1.0, 1.0]
+    """
+    bits = rng.integers(0, 2, size=(n, k)) if hasattr(rng, "integers") else None
+    if bits is None:
+        bits = rng.randint(0, 2, size=(n, k))
+    return xp.asarray(2.0 * bits - 1.0)
+
+
+class ULISSEResult:
+    """Outcome of :func:`ulisse_solve`.
+
+    Attributes
+    ----------
+    estimates : array of shape (n, m)
+        Unbiased estimates of the solutions; column ``e`` solves the system
+        of right-hand side ``owner[e]``.
+    owner : ndarray of int of shape (m,)
+    x : array of shape (n, k)
+        Plain CG iterate of every column when it stopped, a good warm start
+        for a nearby system.
+    n_iter : int
+        CG iterations (block matrix-vector products) run.
+    n_iter_early : ndarray of shape (k,)
+        Iteration at which each column reached the early-stop threshold
+        (``-1`` if it never did).
+    residual : ndarray of shape (k,)
+        Final relative residual ``|b - A x| / |b|`` of each column's plain
+        iterate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg import ulisse_solve
+    >>> rng = np.random.default_rng(0)
+    >>> res = ulisse_solve(lambda V: 2.0 * V, np.ones((3, 1)), rng=rng)
+    >>> res.estimates.shape
+    (3, 1)
+    """
+
+    def __init__(self, estimates, owner, x, n_iter, n_iter_early, residual):
+        self.estimates = estimates
+        self.owner = owner
+        self.x = x
+        self.n_iter = n_iter
+        self.n_iter_early = n_iter_early
+        self.residual = residual
+
+
+def ulisse_solve(
+    matvec,
+    B,
+    *,
+    copies=1,
+    x0=None,
+    q=1.0,
+    beta=1.0,
+    tol=1e-10,
+    max_iter=None,
+    rng,
+    xp=np,
+    warn=True,
+):
+    """Unbiased early-stopped CG solves of ``A X = B`` (ULISSE).
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(V)`` returns ``A @ V``; ``A`` symmetric positive definite.
+    B : array of shape (n, k)
+        Right-hand sides.
+    copies : int or array-like of int of shape (k,), default=1
+        Independent stopping draws per column, all from one CG run.
+    x0 : array of shape (n, k), optional
+        Warm start.
+    q : float, default=1.0
+        Early-stop threshold ``q * sqrt(n)`` on the residual norm. ``q=0``
+        gives plain CG to ``tol``.
+    beta : float, default=1.0
+        Rate of ``w_j = exp(beta j)``; larger values stop sooner after the
+        threshold (fewer iterations, more variance).
+    tol : float, default=1e-10
+        Relative residual at which a column counts as solved exactly and the
+        randomised continuation ends (later increments are negligible).
+    max_iter : int, optional
+        Budget of CG iterations; ``n`` by default. Running out while an
+        estimate is still drawing makes it biased, so a warning says so.
+    rng : numpy.random.Generator or RandomState
+        Source of the stopping draws.
+    xp : module, default=numpy
+    warn : bool, default=True
+
+    Returns
+    -------
+    ULISSEResult
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the budget runs out before every randomised continuation ended;
+        the message gives the residual reached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg import ulisse_solve
+    >>> A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    >>> b = np.array([[1.0], [2.0]])
+    >>> rng = np.random.default_rng(0)
+    >>> draws = [ulisse_solve(lambda V: A @ V, b, q=1.0, rng=rng).estimates[:, 0]
+    ...          for _ in range(4000)]
+    >>> bool(np.allclose(np.mean(draws, axis=0), np.linalg.solve(A, b)[:, 0],
+    ...                  atol=0.05))
+    True
+    """
+    n, k = B.shape
+    copies = np.broadcast_to(np.asarray(copies, dtype=int), (k,))
+    owner = np.repeat(np.arange(k), copies)
+    m = owner.size
+    max_iter = n if max_iter is None else int(max_iter)
+    state = CGIteration(matvec, B, x0, xp)
+    b_norm = np.sqrt(_host(xp.sum(B * B, axis=0)))
+    solved_at = tol * b_norm
+    early_at = q * np.sqrt(n)
+    owner_dev = xp.asarray(owner)
+    estimates = state.x[:, owner_dev].copy()
+    n_iter_early = np.where(state.residual_norm <= early_at, 0, -1)
+    # Per estimate: steps taken past the threshold (-1 before it), current
+    # weight w_1 ... w_j, and whether it still draws.
+    steps = np.where(n_iter_early[owner] == 0, 0, -1)
+    weight = np.ones(m)
+    alive = state.residual_norm[owner] > solved_at[owner]
+    while alive.any() and state.n_iter < max_iter:
+        columns = np.zeros(k, dtype=bool)
+        columns[owner[alive]] = True
+        delta = state.step(columns)
+        # One uniform per estimate per iteration, used or not, keeps the
+        # stream of draws the same whatever the stopping pattern.
+        u = rng.random(m) if hasattr(rng, "random") else rng.random_sample(m)
+        past = alive & (steps >= 0)
+        steps[past] += 1
+        with np.errstate(over="ignore"):
+            keep_prob = np.exp(-beta * steps[past])
+            kept = u[past] < keep_prob
+            new_weight = weight[past] * np.where(kept, 1.0 / keep_prob, 1.0)
+        weight[past] = new_weight
+        still = alive.copy()
+        still[np.flatnonzero(past)[~kept]] = False
+        coef = np.where(still, weight, 0.0)
+        estimates += delta[:, owner_dev] * xp.asarray(coef)
+        residual = state.residual_norm
+        reached = (n_iter_early < 0) & (residual <= early_at)
+        n_iter_early[reached] = state.n_iter
+        steps[(steps < 0) & reached[owner]] = 0
+        alive = still & (residual[owner] > solved_at[owner]) & np.isfinite(weight)
+    if warn and alive.any():
+        worst = float(np.max(state.residual_norm[owner[alive]] / b_norm[owner[alive]]))
+        warnings.warn(
+            f"ULISSE ran out of its budget of {max_iter} CG iterations with "
+            f"{int(alive.sum())} randomised continuations unfinished (relative "
+            f"residual {worst:.3g}, tolerance {tol:.3g}); those estimates are "
+            "biased. Increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(b_norm > 0, state.residual_norm / b_norm, 0.0)
+    return ULISSEResult(estimates, owner, state.x, state.n_iter, n_iter_early, relative)
+
+
+def lowrank_grad_contract(adapter, theta, X, U, V):
+    """``g_j = sum_ab (U V')_ab dK(X, X)_ab / dtheta_j`` without forming ``U V'``.
+
+    ``K(X, X)`` is the Gram matrix, WhiteKernel noise included. The weights
+    are built one block of rows at a time and contracted by the adapter's
+    cross-gradient routine; the cross kernel lacks the WhiteKernel term on
+    the diagonal, which the diagonal gradient puts back. Memory is
+    ``O(rows * n)``.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    theta : ndarray of shape (n_params,)
+    X : ndarray of shape (n, d)
+    U, V : ndarray of shape (n, r)
+
+    Returns
+    -------
+    g : ndarray of shape (n_params,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.linalg import lowrank_grad_contract
+    >>> adapter = KernelAdapter(RBF() + WhiteKernel(0.1))
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(5, 1))
+    >>> U, V = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
+    >>> theta = adapter.kernel.theta
+    >>> W = U @ V.T
+    >>> np.allclose(lowrank_grad_contract(adapter, theta, X, U, V),
+    ...             adapter.grad_contract(theta, X, 0.5 * (W + W.T)))
+    True
+    """
+    n = X.shape[0]
+    if n <= _CONTRACT_ROWS:
+        # One block: the symmetric Gram contraction is a single call.
+        W = U @ V.T
+        return adapter.grad_contract(theta, X, 0.5 * (W + W.T))
+    g = np.zeros(adapter.n_params)
+    w_diag = np.einsum("ij,ij->i", U, V)
+    for i0 in range(0, n, _CONTRACT_ROWS):
+        rows = slice(i0, min(n, i0 + _CONTRACT_ROWS))
+        g += adapter.cross_grad_contract(theta, X[rows], X, U[rows] @ V.T)
+        g -= adapter.cross_grad_contract(theta, X[rows], X[rows], np.diag(w_diag[rows]))
+    g += adapter.diag_grad(theta, X).T @ w_diag
+    return g
+
+
+class StochasticMarginalGradient:
+    """Unbiased stochastic gradient of an exact GP's log posterior (seed 002).
+
+    With ``K = K_theta(X, X) + s2 I``,
+    ``g~_j = 1/2 a1' dK_j a2 - 1/(2 N_r) sum_r (K^-1 r)' dK_j r``, where ``a1``
+    and ``a2`` are two independent unbiased estimates of ``K^-1 y`` (two
+    stopping draws of one ULISSE run) and ``r`` are Rademacher probes; every
+    solve is one column of a single batched CG run. Probes are kept for
+    ``probe_refresh`` calls so that each solve can start from the previous
+    call's solution. The prior's exact gradient is added.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    prior_set : PriorSet or None
+    log_noise_variance : float or None
+        Fixed log noise variance; ``None`` makes it the last parameter, as in
+        :class:`~skgp_bayes.targets.ExactMarginalTarget`.
+    rng : numpy.random.Generator
+        Probes and stopping draws.
+    n_probes : int, default=4
+    probe_refresh : int, default=20
+        Calls between redraws of the probes.
+    q : float, default=1.0
+        Early-stop threshold ``q * sqrt(n)`` (ULISSE); ignored for
+        ``solver="cg"``.
+    beta : float, default=1.0
+    solver : {"ulisse", "cg"}, default="ulisse"
+        ``"cg"`` runs every solve to ``tol`` (the exact-solve reference).
+    tol : float, default=1e-8
+    max_iter : int, optional
+        CG budget per call; ``n`` by default.
+    storage : {"auto", "dense", "matrix_free"}, default="auto"
+        See :func:`~skgp_bayes.linalg.kernel_operator`.
+    xp : module, default=numpy
+
+    Attributes
+    ----------
+    n_calls : int
+    cg_iterations : list of int
+        Block CG iterations of every call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.linalg import StochasticMarginalGradient
+    >>> X = np.linspace(0, 1, 20)[:, None]
+    >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
+    ...                                   None, rng=np.random.default_rng(0))
+    >>> value, g = grad(np.array([0.0, np.log(0.1)]))
+    >>> g.shape
+    (2,)
+    """
+
+    def __init__(
+        self,
+        adapter,
+        X,
+        y,
+        prior_set,
+        log_noise_variance=None,
+        *,
+        rng,
+        n_probes=4,
+        probe_refresh=20,
+        q=1.0,
+        beta=1.0,
+        solver="ulisse",
+        tol=1e-8,
+        max_iter=None,
+        storage="auto",
+        xp=np,
+    ):
+        if solver not in ("ulisse", "cg"):
+            raise ValueError(f"solver must be 'ulisse' or 'cg', got {solver!r}.")
+        self.adapter = adapter
+        self.X = X
+        self.y = y
+        self.prior_set = prior_set
+        self.log_noise_variance = log_noise_variance
+        self.rng = rng
+        self.n_probes = int(n_probes)
+        self.probe_refresh = int(probe_refresh)
+        self.q = q
+        self.beta = beta
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.storage = storage
+        self.xp = xp
+        self.n_kernel_params = adapter.n_params
+        self.n_params = adapter.n_params + (log_noise_variance is None)
+        self.n_calls = 0
+        self.cg_iterations = []
+        self.max_residual = 0.0
+        self._probes = None
+        self._x_prev = None
+
+    def split(self, params):
+        """Kernel theta and log noise variance from a parameter vector.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.linalg import StochasticMarginalGradient
+        >>> X = np.zeros((3, 1))
+        >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.ones(3),
+        ...                                   None, rng=np.random.default_rng(0))
+        >>> theta, log_noise = grad.split(np.array([0.5, -2.0]))
+        >>> theta.tolist(), log_noise
+        ([0.5], -2.0)
+        """
+        params = np.asarray(params, dtype=np.float64)
+        theta = params[: self.n_kernel_params]
+        if self.log_noise_variance is None:
+            return theta, float(params[self.n_kernel_params])
+        return theta, float(self.log_noise_variance)
+
+    def _right_hand_sides(self):
+        xp = self.xp
+        n = self.X.shape[0]
+        fresh = self._probes is None or self.n_calls % self.probe_refresh == 0
+        if fresh:
+            self._probes = rademacher_probes(self.rng, n, self.n_probes, xp)
+        B = xp.concatenate([xp.asarray(self.y)[:, None], self._probes], axis=1)
+        x0 = None
+        if self._x_prev is not None:
+            x0 = self._x_prev.copy()
+            if fresh:
+                # Solutions for old probes are no start for new ones.
+                x0[:, 1:] = 0.0
+        return B, x0
+
+    def log_likelihood_gradient(self, params):
+        """Stochastic gradient of the log marginal likelihood alone.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.linalg import StochasticMarginalGradient
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
+        ...                                   None, rng=np.random.default_rng(0))
+        >>> grad.log_likelihood_gradient(np.array([0.0, -2.0])).shape
+        (2,)
+        """
+        xp = self.xp
+        theta, log_noise = self.split(params)
+        noise = float(np.exp(log_noise))
+        matvec, _ = kernel_operator(
+            self.adapter, theta, self.X, noise, storage=self.storage, xp=xp
+        )
+        B, x0 = self._right_hand_sides()
+        k = B.shape[1]
+        if self.solver == "ulisse":
+            copies = np.ones(k, dtype=int)
+            copies[0] = 2
+            res = ulisse_solve(
+                matvec,
+                B,
+                copies=copies,
+                x0=x0,
+                q=self.q,
+                beta=self.beta,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                rng=self.rng,
+                xp=xp,
+            )
+            sol = res.estimates
+            a1, a2, S = sol[:, 0], sol[:, 1], sol[:, 2:]
+            self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
+        else:
+            res = batched_cg(matvec, B, x0, tol=self.tol, max_iter=self.max_iter, xp=xp)
+            a1 = a2 = res.x[:, 0]
+            S = res.x[:, 1:]
+            self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
+        self.n_calls += 1
+        self.cg_iterations.append(int(n_iter))
+        self.max_residual = max(self.max_residual, float(np.max(resid)))
+        U = np.column_stack([0.5 * _host(a1), -_host(S) / (2.0 * self.n_probes)])
+        V = np.column_stack([_host(a2), _host(self._probes)])
+        grad = np.empty(self.n_params)
+        grad[: self.n_kernel_params] = lowrank_grad_contract(
+            self.adapter, theta, self.X, U, V
+        )
+        if self.log_noise_variance is None:
+            grad[-1] = noise * float(np.sum(U * V))
+        return grad
+
+    def __call__(self, params):
+        """``(nan, gradient)`` of the log posterior; the value is not computed.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        value : float
+            Always NaN: the method never evaluates the marginal likelihood.
+        grad : ndarray of shape (n_params,)
+        """
+        grad = self.log_likelihood_gradient(params)
+        if self.prior_set is not None:
+            grad = grad + self.prior_set.log_prob(params)[1]
+        return float("nan"), grad

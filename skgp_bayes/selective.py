@@ -1,0 +1,1240 @@
+"""Sparse GP regression that learns which inducing points to keep.
+
+Uhrenholt, Charvet and Jensen, *Probabilistic selection of inducing points
+in sparse Gaussian processes*. A Bernoulli point process ``q_lambda`` over
+``K`` candidate inducing inputs is fitted together with the GP, under a
+prior ``p(Z)`` proportional to ``exp(-alpha |Z|^2)`` that prefers fewer
+points. The objective is
+
+``E_q[L(Z)] - KL(q_lambda || p)``,
+
+with ``L(Z)`` the SVGP bound of the subset ``Z`` and the divergence in
+closed form (:class:`~skgp_bayes.targets.selective.BernoulliPointProcess`).
+
+``fit`` runs the seed paper's three phases (its appendix C.2):
+
+1. **Pre-training**: the hyperparameters (kernel and noise) maximise the
+   bound with *all* candidates (L-BFGS-B, at most ``n_pre_iter``
+   iterations).
+2. **Selection**: ``n_select_iter`` steps of Adam on the logits of the
+   inclusion probabilities, with the score-function gradient of
+   ``E_q[L(Z)]`` from ``n_score_samples`` draws (and a decaying-average
+   baseline, :mod:`skgp_bayes.inference.score_function`) minus the exact
+   gradient of the divergence; in the same steps Adam moves the
+   hyperparameters along the average gradient of the sampled subsets'
+   bounds, an unbiased gradient of ``E_q[L(Z)]``.
+3. **Keep and post-train**: the kept set is the candidates with
+   ``lambda_k > 1/2`` (``keep="threshold"``, the default: deterministic and
+   the mode of ``q_lambda``) or one draw from ``q_lambda``
+   (``keep="sample"``, the seed paper's choice); at least one point is kept.
+   The hyperparameters are then refitted on the kept set (L-BFGS-B, at most
+   ``n_post_iter`` iterations).
+
+With the Gaussian likelihood the variational ``q(u | Z)`` of every subset
+is the optimal one, in closed form (Titsias' collapsed bound, the seed's
+"collapsed" case; see :class:`~skgp_bayes.targets.selective.SubsetBound`).
+That removes the variational parameters from the optimisation and makes the
+hyperparameter gradients exact; each bound evaluation uses all training
+points, ``O(n m^2 + m^3)`` for ``m`` kept points. With ``batch_size`` set,
+the uncollapsed bound on minibatches is used instead, with one whitened
+``q(v*)`` over all candidates shared by the subsets
+(:class:`~skgp_bayes.targets.selective.SharedSubsetBound`), as in the
+classifier, :class:`SelectiveSVGPClassifier` (Bernoulli likelihood).
+"""
+
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logit
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    _fit_context,
+    clone,
+)
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from ._predictive import gaussian_joint_draws
+from ._validation import (
+    VersionedStateMixin,
+    atomic_feature_state,
+    check_bounds,
+    check_finite_theta,
+    check_input_magnitude,
+    safe_mean_std,
+)
+from .exceptions import NotPSDError
+from .inference import (
+    DecayingBaseline,
+    adam_init,
+    adam_update,
+    estimate_bernoulli_gradient,
+)
+from .kernels import KernelAdapter
+from .likelihoods import Bernoulli, Gaussian
+from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetBound
+from .targets.sparse import _inducing_factor, _project
+from .variational_mcmc import (
+    _check_n_samples,
+    _function_spec,
+    _sample_y_spec,
+    _sparse_function_samples,
+)
+
+__all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
+
+# Probability every candidate starts with: near one, so that the selection
+# starts from the pre-trained model on all candidates and prunes from there.
+_INITIAL_INCLUSION = 0.9
+# Log noise variance bounds (standardised targets), as the other regressors.
+_LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
+# Decay of the score-function baseline: an average over roughly the last
+# ten steps follows the bound as the hyperparameters move.
+_BASELINE_DECAY = 0.9
+# Below this many kernel entries per evaluation (n * m) BLAS runs on one
+# thread: thread start-up dominates the small solves, and on a busy 2-core
+# machine an 80 x 1000 triangular solve was measured 20x slower threaded.
+_SERIAL_BLAS_WORK = 2_000_000
+# Query rows per block in prediction, bounding memory at O(rows * m).
+_PREDICT_ROWS = 4096
+
+
+def _default_kernel(X):
+    # sqrt(d) times the median feature spread gives O(1) squared distances
+    spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
+    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
+
+
+def _blas_limit(n_rows, n_cols):
+    if n_rows * n_cols <= _SERIAL_BLAS_WORK:
+        return threadpool_limits(limits=1, user_api="blas")
+    return threadpool_limits(limits=None)
+
+
+def _maximise(bound, idx, start, bounds, max_iter):
+    """L-BFGS-B on the bound of one subset; returns the optimum and a trace."""
+    n = bound.X.shape[0]
+    seen = {}
+
+    def objective(hyper):
+        try:
+            value, grad = bound.value_and_grad(hyper, idx)
+        except (NotPSDError, np.linalg.LinAlgError):
+            return np.inf, np.zeros_like(hyper)
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(hyper)
+        seen[hyper.tobytes()] = value
+        # per-point scale keeps L-BFGS's tolerances independent of n
+        return -value / n, -grad / n
+
+    trace = []
+    if max_iter == 0:
+        return start.copy(), trace, True
+    result = minimize(
+        objective,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": int(max_iter)},
+        callback=lambda xk: trace.append(seen.get(xk.tobytes(), np.nan)),
+    )
+    hyper = np.clip(result.x, bounds[:, 0], bounds[:, 1])
+    converged = bool(result.success) or result.nit < max_iter
+    return hyper, trace, converged
+
+
+def _sparse_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
+    """Moments of ``q(f)`` at ``X`` for whitened ``q(v) = N(q_mean, q_L q_L')``."""
+    with _blas_limit(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
+        R = _inducing_factor(adapter, theta, Z, jitter)
+        if full_cov:
+            A, _, _ = _project(adapter, theta, Z, X, R)
+            B = q_L.T @ A
+            cov = adapter.gram(theta, X) - A.T @ A + B.T @ B
+            return A.T @ q_mean, 0.5 * (cov + cov.T)
+        mean = np.empty(X.shape[0])
+        var = np.empty(X.shape[0])
+        for i0 in range(0, X.shape[0], _PREDICT_ROWS):
+            rows = slice(i0, i0 + _PREDICT_ROWS)
+            A, gamma, _ = _project(adapter, theta, Z, X[rows], R)
+            B = q_L.T @ A
+            mean[rows] = A.T @ q_mean
+            var[rows] = gamma + np.einsum("ij,ij->j", B, B)
+    return mean, np.maximum(var, 0.0)
+
+
+def _random_candidates(X, n_candidates, rng):
+    K = min(int(n_candidates), X.shape[0])
+    idx = np.sort(rng.choice(X.shape[0], size=K, replace=False))
+    return np.ascontiguousarray(X[idx])
+
+
+def _check_candidates(candidates, n_features):
+    Z = np.asarray(candidates, dtype=np.float64)
+    if Z.ndim != 2 or Z.shape[1] != n_features or Z.shape[0] < 1:
+        raise ValueError(
+            f"candidates must have shape (K, {n_features}) with K >= 1; got {Z.shape}."
+        )
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("candidates must be finite.")
+    return np.ascontiguousarray(Z)
+
+
+def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, n):
+    """Phase 2: Adam on the inclusion logits and on ``params`` together.
+
+    ``value_and_grad(params, idx, rows)`` is the bound of the candidates
+    ``idx`` on the data rows ``rows`` (None: all). The logits follow the
+    score-function estimate of ``d E_q[L] / d logits`` minus the exact
+    gradient of the divergence; ``params`` follow the average gradient of
+    the sampled subsets' bounds, an unbiased gradient of ``E_q[L]``.
+    """
+    batch = getattr(est, "batch_size", None)
+    param_state, logit_state = adam_init(params), adam_init(logits)
+    baseline = DecayingBaseline(_BASELINE_DECAY)
+    trace = []
+    n_iter = int(est.n_select_iter)
+    report = max(1, n_iter // 10)
+    for it in range(n_iter):
+        rows = None
+        if batch is not None and batch < n:
+            rows = rng.choice(n, size=batch, replace=False)
+        try:
+            # the baseline comes from earlier steps only (updated after use),
+            # so the score-function estimate stays unbiased
+            score_grad, values, _, grads = estimate_bernoulli_gradient(
+                lambda m, p=params, r=rows: value_and_grad(p, np.flatnonzero(m), r),
+                logits,
+                est.n_score_samples,
+                rng,
+                baseline,
+            )
+        except (NotPSDError, np.linalg.LinAlgError):
+            continue
+        grads = np.asarray(grads)
+        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(grads))):
+            continue
+        kl, kl_grad = process.kl_and_grad(logits)
+        logits = logits + adam_update(
+            logit_state, score_grad - kl_grad, est.selection_learning_rate
+        )
+        # the bound is a sum over n points; 1/n keeps Adam's scale fixed
+        step = adam_update(param_state, grads.mean(axis=0) / n, est.learning_rate)
+        params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
+        trace.append(float(values.mean()) - kl)
+        if est.verbose and (it + 1) % report == 0:
+            mean_count, _ = process.cardinality_moments(logits)
+            print(
+                f"[{type(est).__name__}] selection step {it + 1}/{n_iter}: "
+                f"objective {trace[-1]:.4g}, E|Z| = {mean_count:.1f}"
+            )
+    return params, logits, trace
+
+
+def _ascend(fn, start, bounds, max_iter, batch_size, learning_rate, rng, n):
+    """Maximise ``fn(params, batch) -> (value, grad)``.
+
+    Full batch: L-BFGS-B (deterministic, few passes). Minibatches: Adam on
+    ``max_iter`` batches, with the gradient scaled by ``1 / n`` so that the
+    step does not depend on the data size.
+    """
+    trace = []
+    if max_iter == 0:
+        return start.copy(), trace, True
+    if batch_size is None or batch_size >= n:
+        seen = {}
+
+        def objective(params):
+            try:
+                value, grad = fn(params, None)
+            except (NotPSDError, np.linalg.LinAlgError):
+                return np.inf, np.zeros_like(params)
+            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+                return np.inf, np.zeros_like(params)
+            seen[params.tobytes()] = value
+            return -value / n, -grad / n
+
+        result = minimize(
+            objective,
+            start,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": int(max_iter)},
+            callback=lambda xk: trace.append(seen.get(xk.tobytes(), np.nan)),
+        )
+        params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
+        return params, trace, bool(result.success) or result.nit < max_iter
+    params = start.copy()
+    state = adam_init(params)
+    for _ in range(int(max_iter)):
+        batch = rng.choice(n, size=batch_size, replace=False)
+        try:
+            value, grad = fn(params, batch)
+        except (NotPSDError, np.linalg.LinAlgError):
+            continue
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            continue
+        params = params + adam_update(state, grad / n, learning_rate)
+        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
+        trace.append(float(value))
+    return params, trace, True
+
+
+def _kernel_bounds(kernel, adapter):
+    check_finite_theta(kernel.theta, adapter.param_names)
+    kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+    check_bounds(kernel_bounds, adapter.param_names)
+    return kernel_bounds
+
+
+def _keep(est, process, logits, seed):
+    """The kept set: ``lambda > 1/2`` or one draw; never empty."""
+    lam = process.probabilities(logits)
+    if est.keep == "threshold":
+        support = lam > 0.5
+    else:
+        support = process.sample(logits, 1, np.random.default_rng(seed))[0]
+    if not np.any(support):
+        # an empty set would predict the prior everywhere
+        support[int(np.argmax(lam))] = True
+    return support
+
+
+def _selection_attributes(Zc, out):
+    process, logits, support = out["process"], out["logits"], out["support"]
+    mean_count, var_count = process.cardinality_moments(logits)
+    return {
+        "candidates_": Zc,
+        "inclusion_probabilities_": process.probabilities(logits),
+        "support_": support,
+        "inducing_points_": Zc[support].copy(),
+        "n_inducing_": int(support.sum()),
+        "expected_n_inducing_": mean_count,
+        "var_n_inducing_": var_count,
+        "elbo_history_": {
+            key: np.asarray(out["traces"][key], dtype=np.float64)
+            for key in ("pre", "select", "post")
+        },
+        "fit_time_": out["times"],
+    }
+
+
+def _fit_shared_phases(est, bound, params, bounds, seeds):
+    """The three phases on a :class:`SharedSubsetBound` (shared ``q``).
+
+    Returns a dict with the kept set's bound ``sub`` and its post-trained
+    parameters ``sub_params``, the process and its logits, the traces and
+    the phase times.
+    """
+    t0 = time.perf_counter()
+    n, K = bound.full.n, bound.full.n_inducing
+    rng = np.random.default_rng(int(seeds[1]))
+    batch = est.batch_size
+    everything = np.arange(K)
+
+    # 1. pre-training on all candidates
+    params, pre_trace, _ = _ascend(
+        lambda p, b: bound.value_and_grad(p, everything, b),
+        params,
+        bounds,
+        est.n_pre_iter,
+        batch,
+        est.learning_rate,
+        rng,
+        n,
+    )
+    t1 = time.perf_counter()
+
+    # 2. selection: the shared q and theta move along the average gradient
+    # of the sampled subsets' bounds
+    process = BernoulliPointProcess(K, est.alpha)
+    logits = np.full(K, logit(_INITIAL_INCLUSION))
+    params, logits, select_trace = _selection_phase(
+        est, bound.value_and_grad, params, logits, bounds, process, rng, n
+    )
+    t2 = time.perf_counter()
+
+    # 3. keep a set, post-train its own bound from the shared q
+    support = _keep(est, process, logits, int(seeds[2]))
+    kept = np.flatnonzero(support)
+    sub = bound.subset_bound(kept)
+    where = bound.subset_index(kept)
+    sub_params, post_trace, converged = _ascend(
+        sub.elbo_and_grad,
+        params[where],
+        bounds[where],
+        est.n_post_iter,
+        batch,
+        est.learning_rate,
+        rng,
+        n,
+    )
+    if not converged:
+        warnings.warn(
+            f"Post-training did not converge in {est.n_post_iter} L-BFGS-B "
+            "iterations; increase n_post_iter.",
+            ConvergenceWarning,
+            stacklevel=5,
+        )
+    t3 = time.perf_counter()
+    return {
+        "sub": sub,
+        "sub_params": sub_params,
+        "kept": kept,
+        "support": support,
+        "lam": process.probabilities(logits),
+        "process": process,
+        "logits": logits,
+        "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+        "times": {"pre": t1 - t0, "select": t2 - t1, "post": t3 - t2, "total": t3 - t0},
+    }
+
+
+class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
+    """Sparse variational GP regression with a learned set of inducing points.
+
+    A Bernoulli point process over candidate inducing inputs, with a prior
+    that penalises the squared number of points, decides which points the
+    model keeps and so how many: the user sets the prior strength ``alpha``
+    instead of the number of inducing points. See the module notes for the
+    three training phases.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel, default=None
+        Prior covariance of the latent function; its hyperparameters are
+        the starting point and are fitted. None uses
+        ``ConstantKernel(1.0) * RBF(sqrt(d) * median feature std)``.
+    n_candidates : int, default=80
+        Number of candidates drawn at random (without replacement) from the
+        training inputs when ``candidates`` is None (the seed paper's
+        initialisation); capped at the number of training points.
+    candidates : array-like of shape (K, n_features), default=None
+        Explicit candidate inducing inputs; overrides ``n_candidates``.
+    alpha : float, default=0.01
+        Prior strength: ``p(Z)`` is proportional to ``exp(-alpha |Z|^2)``.
+        Larger values keep fewer points; more data outweighs the prior, so
+        the useful value grows with the data size (the seed paper uses 0.01
+        for 1030 points, 0.2 for 45730).
+    n_score_samples : int, default=4
+        Draws from the point process per selection step.
+    n_pre_iter : int, default=200
+        Maximum L-BFGS-B iterations of the pre-training on all candidates.
+    n_select_iter : int, default=600
+        Adam steps of the selection phase.
+    n_post_iter : int, default=200
+        Maximum L-BFGS-B iterations of the post-training on the kept set.
+    batch_size : int, default=None
+        None (the default) evaluates every bound on all points, with the
+        optimal ``q(u)`` of each subset. An integer below the number of
+        points switches to minibatches of that size: the uncollapsed bound
+        with one ``q(v*)`` shared by the subsets (as in
+        :class:`SelectiveSVGPClassifier`), Adam in all three phases
+        (``n_pre_iter`` and ``n_post_iter`` then count Adam steps); the
+        kept set's ``q(u)`` is replaced by the optimal one at the end (one
+        pass over the data).
+    learning_rate : float, default=0.01
+        Adam step size of the hyperparameters in the selection phase.
+    selection_learning_rate : float, default=0.2
+        Adam step size of the inclusion logits.
+    keep : {"threshold", "sample"}, default="threshold"
+        Kept set: candidates with inclusion probability above one half, or
+        one draw from the fitted point process (seeded by ``random_state``).
+    noise_variance : float, default=1.0
+        Initial Gaussian noise variance, in units of the standardised
+        targets (the seed paper initialises every hyperparameter to 1).
+    jitter : float, default=1e-6
+        Relative diagonal jitter on ``K(Z, Z)``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the candidates, the point-process draws and ``keep="sample"``.
+    verbose : int, default=0
+        Print progress every tenth of the selection phase.
+
+    Attributes
+    ----------
+    candidates_ : ndarray of shape (K, n_features)
+    inclusion_probabilities_ : ndarray of shape (K,)
+        ``lambda_k`` of the fitted point process.
+    support_ : ndarray of bool, shape (K,)
+        Which candidates were kept.
+    inducing_points_ : ndarray of shape (n_kept, n_features)
+        The kept candidates; prediction costs ``O(n_kept^2)`` per point.
+    n_inducing_ : int
+    expected_n_inducing_ : float
+        ``E|Z| = sum_k lambda_k`` under the fitted process.
+    var_n_inducing_ : float
+        ``Var|Z| = sum_k lambda_k (1 - lambda_k)``.
+    elbo_history_ : dict of ndarray
+        ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
+        ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
+        selection step. Standardised-target units.
+    elbo_ : float
+        The bound of the kept set after post-training.
+    kernel_ : sklearn kernel
+        The kernel with the fitted hyperparameters.
+    noise_variance_ : float
+        Fitted noise variance, in the units of ``y``.
+    y_mean_, y_std_ : float
+        Standardisation of ``y``.
+    fit_time_ : dict
+        Seconds spent in each phase.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string feature names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SelectiveSVGP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 10, (200, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(200)
+    >>> reg = SelectiveSVGP(n_candidates=30, alpha=0.05, n_select_iter=100,
+    ...                     random_state=0).fit(X, y)
+    >>> reg.n_inducing_ < 30
+    True
+    >>> mean, std = reg.predict(X[:3], return_std=True)
+    >>> mean.shape, std.shape
+    ((3,), (3,))
+    """
+
+    _parameter_constraints = {
+        "kernel": [None, Kernel],
+        "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "candidates": [None, "array-like"],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "n_score_samples": [Interval(Integral, 1, None, closed="left")],
+        "n_pre_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_select_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_post_iter": [Interval(Integral, 0, None, closed="left")],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "selection_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "keep": [StrOptions({"threshold", "sample"})],
+        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "jitter": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        n_candidates=80,
+        candidates=None,
+        alpha=0.01,
+        n_score_samples=4,
+        n_pre_iter=200,
+        n_select_iter=600,
+        n_post_iter=200,
+        batch_size=None,
+        learning_rate=0.01,
+        selection_learning_rate=0.2,
+        keep="threshold",
+        noise_variance=1.0,
+        jitter=1e-6,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.n_candidates = n_candidates
+        self.candidates = candidates
+        self.alpha = alpha
+        self.n_score_samples = n_score_samples
+        self.n_pre_iter = n_pre_iter
+        self.n_select_iter = n_select_iter
+        self.n_post_iter = n_post_iter
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.selection_learning_rate = selection_learning_rate
+        self.keep = keep
+        self.noise_variance = noise_variance
+        self.jitter = jitter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ fitting
+    def _log(self, msg):
+        print(f"[{type(self).__name__}] {msg}")
+
+    def _candidates(self, X, rng):
+        if self.candidates is None:
+            return _random_candidates(X, self.n_candidates, rng)
+        return _check_candidates(self.candidates, X.shape[1])
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Pre-train, select the inducing points, post-train.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : SelectiveSVGP
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = reg.fit(X, np.cos(X[:, 0]))
+        >>> reg.inclusion_probabilities_.shape
+        (10,)
+        """
+        with atomic_feature_state(self):
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, order="C", y_numeric=True
+            )
+            check_input_magnitude(X)
+            y_mean, y_std = safe_mean_std(y)
+            y_std_units = (y - y_mean) / y_std
+            rng = check_random_state(self.random_state)
+            seeds = rng.randint(0, 2**31 - 1, size=3)
+            Zc = self._candidates(X, np.random.default_rng(int(seeds[0])))
+            with _blas_limit(X.shape[0], Zc.shape[0]):
+                fitted = self._fit_phases(X, y_std_units, Zc, seeds)
+        fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
+        fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
+        self.__dict__.update(fitted)
+        return self
+
+    def _fit_phases(self, X, y, Zc, seeds):
+        t0 = time.perf_counter()
+        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        adapter = KernelAdapter(kernel)
+        kernel_bounds = _kernel_bounds(kernel, adapter)
+        bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
+        theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
+        log_noise0 = np.clip(np.log(self.noise_variance), *_LOG_NOISE_BOUNDS)
+        hyper = np.append(theta0, log_noise0)
+        bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter)
+        if self.batch_size is not None and self.batch_size < X.shape[0]:
+            out = self._minibatch_phases(adapter, X, y, Zc, hyper, bounds, seeds)
+        else:
+            out = self._collapsed_phases(bound, hyper, bounds, seeds, t0)
+        hyper, kept = out["hyper"], out["kept"]
+        # whatever trained the hyperparameters, q(u) of the kept set is the
+        # optimal one, and the bound reported is its collapsed bound
+        elbo = bound.value(hyper, kept)
+        q_mean, q_L = bound.optimal_q(hyper, kept)
+        if self.verbose:
+            self._log(
+                f"kept {kept.size} of {Zc.shape[0]} candidates "
+                f"(E|Z| = {out['lam'].sum():.1f}); bound {elbo:.4g} "
+                f"({time.perf_counter() - t0:.2f} s)"
+            )
+        fitted = _selection_attributes(Zc, out)
+        theta = hyper[:-1].copy()
+        fitted.update(
+            {
+                "elbo_": float(elbo),
+                "kernel_": kernel.clone_with_theta(theta),
+                "_noise_std_units": float(np.exp(hyper[-1])),
+                "_adapter": adapter,
+                "_theta": theta,
+                "_q": (q_mean, q_L),
+            }
+        )
+        return fitted
+
+    def _collapsed_phases(self, bound, hyper, bounds, seeds, t0):
+        K = bound.candidates.shape[0]
+        everything = np.arange(K)
+
+        # 1. pre-training on all candidates
+        hyper, pre_trace, _ = _maximise(
+            bound, everything, hyper, bounds, self.n_pre_iter
+        )
+        t1 = time.perf_counter()
+        if self.verbose:
+            self._log(
+                f"pre-training: bound {bound.value(hyper, everything):.4g} with "
+                f"{K} candidates ({t1 - t0:.2f} s)"
+            )
+
+        # 2. selection
+        process = BernoulliPointProcess(K, self.alpha)
+        logits = np.full(K, logit(_INITIAL_INCLUSION))
+        hyper, logits, select_trace = _selection_phase(
+            self,
+            lambda h, idx, rows: bound.value_and_grad(h, idx),
+            hyper,
+            logits,
+            bounds,
+            process,
+            np.random.default_rng(int(seeds[1])),
+            bound.X.shape[0],
+        )
+        t2 = time.perf_counter()
+
+        # 3. keep a set, post-train
+        support = _keep(self, process, logits, int(seeds[2]))
+        kept = np.flatnonzero(support)
+        hyper, post_trace, converged = _maximise(
+            bound, kept, hyper, bounds, self.n_post_iter
+        )
+        if not converged:
+            warnings.warn(
+                f"Post-training did not converge in {self.n_post_iter} L-BFGS-B "
+                "iterations; increase n_post_iter.",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+        t3 = time.perf_counter()
+        return {
+            "hyper": hyper,
+            "kept": kept,
+            "support": support,
+            "lam": process.probabilities(logits),
+            "process": process,
+            "logits": logits,
+            "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+            "times": {
+                "pre": t1 - t0,
+                "select": t2 - t1,
+                "post": t3 - t2,
+                "total": t3 - t0,
+            },
+        }
+
+    def _minibatch_phases(self, adapter, X, y, Zc, hyper, bounds, seeds):
+        # minibatches need the uncollapsed bound, with q(v*) learned and
+        # shared by the subsets (as in the classifier)
+        shared = SharedSubsetBound(
+            adapter,
+            X,
+            y,
+            Zc,
+            Gaussian(float(np.exp(hyper[-1]))),
+            jitter=self.jitter,
+            learn_noise=True,
+        )
+        shared_bounds = np.tile([-np.inf, np.inf], (shared.n_params, 1))
+        shared_bounds[: shared.n_hyper] = bounds
+        start = shared.full.initial_params(hyper[:-1], hyper[-1])
+        out = _fit_shared_phases(self, shared, start, shared_bounds, seeds)
+        out["hyper"] = np.array(out["sub_params"][: shared.n_hyper])
+        return out
+
+    # ---------------------------------------------------------- prediction
+    def _validate_query(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        check_input_magnitude(X)
+        return X
+
+    def _latent(self, X, full_cov=False):
+        """Latent mean and variance (or covariance) in standardised units."""
+        q_mean, q_L = self._q
+        return _sparse_moments(
+            self._adapter,
+            self._theta,
+            self.inducing_points_,
+            self.jitter,
+            q_mean,
+            q_L,
+            X,
+            full_cov,
+        )
+
+    def predict(self, X, return_std=False):
+        """Predictive mean (and standard deviation) of the latent function.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation of the latent function (as
+            in scikit-learn, without the observation noise; add
+            ``noise_variance_`` for that of ``y``).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_queries,)
+        std : ndarray of shape (n_queries,), only if ``return_std``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = reg.fit(X, np.cos(X[:, 0]))
+        >>> mean, std = reg.predict(X[:2], return_std=True)
+        >>> bool(np.all(std > 0))
+        True
+        """
+        X = self._validate_query(X)
+        mean, var = self._latent(X)
+        mean = mean * self.y_std_ + self.y_mean_
+        if return_std:
+            return mean, np.sqrt(var) * self.y_std_
+        return mean
+
+    def _functions(self, n_samples, random_state, n_features, **kw):
+        check_is_fitted(self)
+        _check_n_samples(n_samples)
+        q_mean, q_L = self._q
+        return _sparse_function_samples(
+            self._adapter,
+            self.inducing_points_,
+            self.jitter,
+            np.asarray(self._theta)[None, :],
+            np.asarray(q_mean)[None, :, None],
+            np.asarray(q_L)[None],
+            n_samples,
+            check_random_state(random_state),
+            n_features,
+            **kw,
+        )
+
+    def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
+        """Joint draws of the latent function at ``X``.
+
+        Draws from ``q(f)`` of the kept inducing points and their optimal
+        ``q(u)``: exactly from the dense covariance (``"exact"``), or as
+        pathwise samples (``"pathwise"``, see :meth:`sample_functions`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        method : {"auto", "exact", "pathwise"}, default="auto"
+            ``"exact"`` costs ``O(n_queries^3)`` time and
+            ``O(n_queries^2)`` memory; ``"pathwise"`` costs
+            ``O(n_queries (n_features + n_inducing_))`` per sample and
+            approximates the prior covariance with ``n_features`` Fourier
+            features. ``"auto"`` samples pathwise from 100 query points on
+            and exactly below; kernels without a spectral density are
+            always sampled exactly.
+        n_features : int, default=None
+            Fourier features for ``"pathwise"``; None uses 1024.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_samples)
+            As in scikit-learn: draws of the latent function (plus a
+            ``WhiteKernel``'s noise), without the observation noise.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = reg.fit(X, np.cos(X[:, 0]))
+        >>> reg.sample_y(X[:4], n_samples=3).shape
+        (4, 3)
+        >>> grid = np.linspace(0, 10, 1000)[:, None]
+        >>> reg.sample_y(grid, n_samples=3, method="pathwise").shape
+        (1000, 3)
+        """
+        X = self._validate_query(X)
+        _check_n_samples(n_samples)
+        spec = _sample_y_spec(self._adapter.kernel, method, X.shape[0])
+        rng = check_random_state(random_state)
+        if spec is not None:
+            (functions,), white = self._functions(
+                n_samples, rng, n_features, offset=self.y_mean_, scale=self.y_std_
+            )
+            out = functions(X)
+            if white[0] > 0:
+                # A WhiteKernel adds independent noise at each query point.
+                out += rng.standard_normal(out.shape) * np.sqrt(white[0]) * self.y_std_
+            return out
+        mean, cov = self._latent(X, full_cov=True)
+        draws = gaussian_joint_draws(mean, cov, int(n_samples), rng)
+        return draws * self.y_std_ + self.y_mean_
+
+    def sample_functions(self, n_samples=1, random_state=0, n_features=None):
+        """Posterior function samples that can be evaluated anywhere.
+
+        Pathwise samples of ``q(f)``: a random-Fourier-feature prior draw
+        plus Matheron's update ``k(x, Z) K(Z, Z)^-1 (u - f_prior(Z))`` with
+        ``u`` drawn from the optimal ``q(u)`` of the kept inducing points
+        ``Z``. The functions are frozen (every call returns the same
+        values), have analytic input gradients and pickle; evaluation costs
+        ``O(n_points (n_features + n_inducing_))`` per function.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        n_features : int, default=None
+            Fourier features; None uses 1024. The error of the prior
+            covariance falls as ``1 / sqrt(n_features)``.
+
+        Returns
+        -------
+        functions : skgp_bayes.sampling.FunctionSamples
+            ``functions(X)`` has shape ``(n_points, n_samples)``, in the
+            units of ``y``; ``functions.gradient(X)`` has shape
+            ``(n_points, n_samples, n_features_in_)``. A ``WhiteKernel``'s
+            noise is not part of them.
+
+        Raises
+        ------
+        ValueError
+            If the kernel has no spectral density (use :meth:`sample_y` with
+            ``method="exact"`` instead).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> f = reg.fit(X, np.cos(X[:, 0])).sample_functions(3, random_state=0)
+        >>> f(X[:4]).shape, f.gradient(X[:4]).shape
+        ((4, 3), (4, 3, 1))
+        >>> bool(np.array_equal(f(X[:4]), f(X[:4])))
+        True
+        """
+        check_is_fitted(self)
+        _function_spec(self._adapter.kernel, "sample_y(X, method='exact')")
+        functions, _ = self._functions(
+            n_samples, random_state, n_features, offset=self.y_mean_, scale=self.y_std_
+        )
+        return functions[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags
+
+
+# ==========================================================================
+
+
+class SelectiveSVGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
+    """Binary sparse GP classification with a learned set of inducing points.
+
+    The counterpart of :class:`SelectiveSVGP` for a Bernoulli likelihood
+    (logit or probit link, Gauss-Hermite expectations). Without a
+    closed-form optimal ``q(u)``, one whitened ``q(v*) = N(m*, S*)`` over all
+    candidates is learned and shared by the subsets (each uses its
+    sub-vector and the sub-block of the factor of ``S*``; see
+    :class:`~skgp_bayes.targets.selective.SharedSubsetBound`). The three
+    phases are those of :class:`SelectiveSVGP`; ``q`` and the kernel
+    hyperparameters are trained in all of them, by L-BFGS-B in pre- and
+    post-training on the full data, or by Adam on minibatches when
+    ``batch_size`` is set.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel, default=None
+        As in :class:`SelectiveSVGP`.
+    n_candidates, candidates, alpha, n_score_samples, n_pre_iter, \
+n_select_iter, n_post_iter, learning_rate, selection_learning_rate, keep, \
+jitter, random_state, verbose
+        As in :class:`SelectiveSVGP`; ``n_pre_iter`` and ``n_post_iter`` are
+        Adam steps when ``batch_size`` is set.
+    batch_size : int, default=None
+        Minibatch size of every phase; None uses all points.
+    link : {"logit", "probit"}, default="logit"
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    candidates_, inclusion_probabilities_, support_, inducing_points_, \
+n_inducing_, expected_n_inducing_, var_n_inducing_, elbo_history_, elbo_, \
+kernel_, fit_time_, n_features_in_, feature_names_in_
+        As in :class:`SelectiveSVGP`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SelectiveSVGPClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, (150, 1))
+    >>> y = (np.sin(2 * X[:, 0]) + 0.5 * rng.standard_normal(150) > 0).astype(int)
+    >>> clf = SelectiveSVGPClassifier(n_candidates=20, n_select_iter=50,
+    ...                               random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    _parameter_constraints = {
+        **{
+            k: v
+            for k, v in SelectiveSVGP._parameter_constraints.items()
+            if k != "noise_variance"
+        },
+        "link": [StrOptions({"logit", "probit"})],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        n_candidates=80,
+        candidates=None,
+        alpha=0.01,
+        n_score_samples=4,
+        n_pre_iter=200,
+        n_select_iter=600,
+        n_post_iter=200,
+        batch_size=None,
+        learning_rate=0.01,
+        selection_learning_rate=0.2,
+        keep="threshold",
+        link="logit",
+        jitter=1e-6,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.n_candidates = n_candidates
+        self.candidates = candidates
+        self.alpha = alpha
+        self.n_score_samples = n_score_samples
+        self.n_pre_iter = n_pre_iter
+        self.n_select_iter = n_select_iter
+        self.n_post_iter = n_post_iter
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.selection_learning_rate = selection_learning_rate
+        self.keep = keep
+        self.link = link
+        self.jitter = jitter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _log(self, msg):
+        print(f"[{type(self).__name__}] {msg}")
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Pre-train, select the inducing points, post-train.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Two class labels.
+
+        Returns
+        -------
+        self : SelectiveSVGPClassifier
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0)
+        >>> clf.fit(X, X[:, 0] > 0).classes_
+        array([False,  True])
+        """
+        with atomic_feature_state(self):
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+            check_input_magnitude(X)
+            check_classification_targets(y)
+            classes, y_enc = np.unique(y, return_inverse=True)
+            if classes.size > 2:
+                raise ValueError(
+                    "Only binary classification is supported; "
+                    f"{type(self).__name__} got {classes.size} classes."
+                )
+            if classes.size < 2:
+                raise ValueError(
+                    f"{type(self).__name__} requires 2 classes; got 1 class "
+                    f"(label {classes[0]!r})."
+                )
+            rng = check_random_state(self.random_state)
+            seeds = rng.randint(0, 2**31 - 1, size=4)
+            if self.candidates is None:
+                Zc = _random_candidates(
+                    X, self.n_candidates, np.random.default_rng(int(seeds[0]))
+                )
+            else:
+                Zc = _check_candidates(self.candidates, X.shape[1])
+            with _blas_limit(X.shape[0], Zc.shape[0]):
+                fitted = self._fit_phases(X, y_enc.astype(np.float64), Zc, seeds)
+        fitted["classes_"] = classes
+        self.__dict__.update(fitted)
+        return self
+
+    def _fit_phases(self, X, y, Zc, seeds):
+        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        adapter = KernelAdapter(kernel)
+        kernel_bounds = _kernel_bounds(kernel, adapter)
+        likelihood = Bernoulli(link=self.link)
+        bound = SharedSubsetBound(adapter, X, y, Zc, likelihood, jitter=self.jitter)
+        bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
+        bounds[: bound.n_hyper] = kernel_bounds
+        theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
+        out = _fit_shared_phases(
+            self, bound, bound.full.initial_params(theta0), bounds, seeds
+        )
+        theta, _, q_mean, q_L, _ = out["sub"].split(out["sub_params"])
+        elbo = out["sub"].elbo(out["sub_params"])
+        if self.verbose:
+            self._log(
+                f"kept {out['kept'].size} of {Zc.shape[0]} candidates "
+                f"(E|Z| = {out['lam'].sum():.1f}); bound {elbo:.4g}"
+            )
+        fitted = _selection_attributes(Zc, out)
+        fitted.update(
+            {
+                "elbo_": float(elbo),
+                "kernel_": kernel.clone_with_theta(np.array(theta)),
+                "_adapter": adapter,
+                "_likelihood": likelihood,
+                "_theta": np.array(theta),
+                "_q": (np.array(q_mean[:, 0]), np.array(q_L[0])),
+            }
+        )
+        return fitted
+
+    def _latent(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        check_input_magnitude(X)
+        q_mean, q_L = self._q
+        return _sparse_moments(
+            self._adapter,
+            self._theta,
+            self.inducing_points_,
+            self.jitter,
+            q_mean,
+            q_L,
+            X,
+        )
+
+    def predict_proba(self, X):
+        """Class probabilities, ``E[p(y = 1 | f)]`` under ``q(f)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, 2)
+            Columns in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> proba = clf.predict_proba([[-1.5], [1.5]])
+        >>> bool(proba[0, 0] > 0.5 and proba[1, 1] > 0.5)
+        True
+        """
+        mu, var = self._latent(X)
+        p1 = np.clip(self._likelihood.predictive(mu, var), 0.0, 1.0)
+        return np.stack([1.0 - p1, p1], axis=1)
+
+    def predict(self, X):
+        """The more probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf.predict([[-1.5], [1.5]])
+        array([False,  True])
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[(proba[:, 1] > 0.5).astype(int)]
+
+    def sample_functions(self, n_samples=1, random_state=0, n_features=None):
+        """Latent function samples from ``q(f)``, callable anywhere.
+
+        Pathwise samples: a random-Fourier-feature prior draw plus
+        Matheron's update ``k(x, Z) K(Z, Z)^-1 (u - f_prior(Z))`` with ``u``
+        drawn from the learned ``q(u)`` of the kept inducing points ``Z``.
+        The functions are frozen (every call returns the same values), have
+        analytic input gradients and pickle. Apply the link (sigmoid or
+        probit) for the probability of ``classes_[1]``.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        n_features : int, default=None
+            Fourier features; None uses 1024.
+
+        Returns
+        -------
+        functions : skgp_bayes.sampling.FunctionSamples
+            The latent of ``classes_[1]``: ``functions(X)`` has shape
+            ``(n_points, n_samples)``. A ``WhiteKernel``'s noise is not part
+            of them.
+
+        Raises
+        ------
+        ValueError
+            If the kernel has no spectral density (use
+            :meth:`predict_proba` at fixed points instead).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> f = clf.sample_functions(4, random_state=0)
+        >>> f([[-1.5], [1.5]]).shape
+        (2, 4)
+        """
+        check_is_fitted(self)
+        _function_spec(self._adapter.kernel, "predict_proba(X)")
+        _check_n_samples(n_samples)
+        q_mean, q_L = self._q
+        functions, _ = _sparse_function_samples(
+            self._adapter,
+            self.inducing_points_,
+            self.jitter,
+            np.asarray(self._theta)[None, :],
+            np.asarray(q_mean)[None, :, None],
+            np.asarray(q_L)[None],
+            n_samples,
+            check_random_state(random_state),
+            n_features,
+        )
+        return functions[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        tags.classifier_tags.multi_class = False
+        return tags

@@ -1,0 +1,746 @@
+"""Bernoulli point process over candidate inducing inputs (Uhrenholt et al.).
+
+Variational process
+-------------------
+Each of ``K`` candidate inducing inputs is kept independently:
+``q_lambda(b) = prod_k lambda_k^b_k (1 - lambda_k)^(1 - b_k)`` with
+``lambda_k = sigmoid(l_k)``. The logits ``l`` are unconstrained, so an
+optimiser needs no bounds; ``d log q / d l_k = b_k - lambda_k``.
+
+Prior
+-----
+``p(b) = C exp(-alpha |b|^power)`` with ``|b| = sum_k b_k``. The seed paper
+uses the squared cardinality (``power=2``) because prediction costs
+``O(|Z|^2)``; ``power=1`` (a Poisson-type penalty on the count) is the other
+choice offered. The normaliser sums over *every* subset, the empty one
+included: ``1 / C = sum_{j=0}^K binom(K, j) exp(-alpha j^power)``. (The seed
+paper writes the sum from ``j = 1``; but ``q`` gives the empty set positive
+mass, so a prior without it would make the divergence infinite.)
+
+Divergence (seed 004, section 3.2)
+----------------------------------
+``|b|`` under ``q`` is Poisson-binomial with ``E = sum lambda_k`` and
+``V = sum lambda_k (1 - lambda_k)``, hence ``E|b|^2 = V + E^2`` and
+
+``KL(q || p) = sum_k [lambda_k log lambda_k + (1 - lambda_k) log(1 - lambda_k)]
++ alpha E|b|^power + log(1 / C)``.
+
+(The seed's entropy has ``log lambda_k`` twice, a misprint.) In the logits,
+with ``dlambda_k / dl_k = lambda_k (1 - lambda_k)``:
+
+``dKL/dl_k = lambda_k (1 - lambda_k) [l_k + alpha (1 - 2 lambda_k + 2 E)]``
+for ``power=2`` and ``lambda_k (1 - lambda_k) (l_k + alpha)`` for
+``power=1``.
+
+The SVGP bound of one subset (Gaussian likelihood)
+--------------------------------------------------
+For a kept subset ``Z`` of the candidates, ``L(Z)`` is the SVGP bound
+(:class:`~skgp_bayes.targets.svgp.SVGPBound`) at the *optimal* whitened
+``q(v) = N(m, S)``: with ``A = R^-1 K(Z, X)`` and noise variance ``s2``,
+
+``S^-1 = I + A A' / s2``, ``m = S A y / s2``
+
+(Titsias' collapsed bound; the seed paper's "collapsed" case). Because
+``q`` maximises the bound, the envelope theorem makes the bound's own
+gradient in ``[theta, log s2]`` at that ``q`` the exact gradient of
+``L(Z)``: no further derivation is needed. The empty subset leaves
+``q(f)`` at the prior: ``L = sum_i -1/2 log(2 pi s2) - (y_i^2 + k_ii) / (2 s2)``.
+
+Non-Gaussian likelihoods: shared variational parameters
+-------------------------------------------------------
+Without a closed-form optimum, one whitened ``q(v*) = N(m*, L* L*')`` over
+all ``K`` candidates is learned, and a subset ``I`` uses
+``q(v_I) = N(m*_I, L*_II L*_II')`` (the sub-vector and the sub-block of the
+lower-triangular factor, itself lower triangular with a positive
+diagonal). Any ``q`` per subset gives a valid bound ``L(Z)``, so the
+objective stays a lower bound; the gradient of ``L(Z)`` in the shared
+parameters is the subset bound's gradient scattered back to the entries
+it read.
+"""
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from scipy.special import expit, gammaln, logsumexp
+
+from ..likelihoods import Gaussian
+from .sparse import (
+    JITTER,
+    _batch_indices,
+    _gaussian_with_noise,
+    _inducing_factor,
+    _likelihood_terms,
+    _project,
+)
+from .svgp import SVGPBound
+
+__all__ = [
+    "BernoulliPointProcess",
+    "SharedSubsetBound",
+    "SubsetBound",
+    "log_prior_normaliser",
+]
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def log_prior_normaliser(n_candidates, alpha, power=2):
+    """``log sum_{j=0}^K binom(K, j) exp(-alpha j^power)``, i.e. ``-log C``.
+
+    Parameters
+    ----------
+    n_candidates : int
+        ``K``, the number of candidates.
+    alpha : float
+        Strength of the prior (non-negative).
+    power : {1, 2}, default=2
+        Exponent of the cardinality in the prior.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets.selective import log_prior_normaliser
+    >>> bool(np.isclose(log_prior_normaliser(3, 0.0), np.log(8.0)))  # 2^K subsets
+    True
+    """
+    j = np.arange(int(n_candidates) + 1, dtype=np.float64)
+    log_binom = (
+        gammaln(n_candidates + 1.0) - gammaln(j + 1.0) - gammaln(n_candidates - j + 1.0)
+    )
+    return float(logsumexp(log_binom - alpha * j**power))
+
+
+class BernoulliPointProcess:
+    """Independent inclusion of each candidate, and its prior over counts.
+
+    See the module notes for ``q``, the prior and the closed-form
+    divergence. All methods take the logits ``l`` (shape ``(K,)``), never
+    the probabilities, so gradients stay finite when ``lambda`` saturates.
+
+    Parameters
+    ----------
+    n_candidates : int
+        ``K``, the number of candidate inducing inputs.
+    alpha : float
+        Prior strength: ``p(b)`` is proportional to ``exp(-alpha |b|^power)``.
+    power : {1, 2}, default=2
+        ``2`` is the seed paper's squared cardinality.
+
+    Attributes
+    ----------
+    log_normaliser : float
+        ``log(1 / C)``, a constant of the divergence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+    >>> process = BernoulliPointProcess(4, alpha=0.1)
+    >>> logits = np.zeros(4)
+    >>> process.cardinality_moments(logits)  # E|b| and Var|b| at lambda = 1/2
+    (2.0, 1.0)
+    >>> kl, grad = process.kl_and_grad(logits)
+    >>> grad.shape
+    (4,)
+    """
+
+    def __init__(self, n_candidates, alpha, power=2):
+        n_candidates = int(n_candidates)
+        if n_candidates < 1:
+            raise ValueError(f"n_candidates must be at least 1; got {n_candidates}.")
+        alpha = float(alpha)
+        if not np.isfinite(alpha) or alpha < 0:
+            raise ValueError(
+                f"alpha must be a finite non-negative number; got {alpha}."
+            )
+        if power not in (1, 2):
+            raise ValueError(f"power must be 1 or 2; got {power!r}.")
+        self.n_candidates = n_candidates
+        self.alpha = alpha
+        self.power = int(power)
+        self.log_normaliser = log_prior_normaliser(n_candidates, alpha, power)
+
+    def _check(self, logits):
+        logits = np.asarray(logits, dtype=np.float64)
+        if logits.shape != (self.n_candidates,):
+            raise ValueError(
+                f"logits must have shape ({self.n_candidates},); got {logits.shape}."
+            )
+        return logits
+
+    def probabilities(self, logits):
+        """Inclusion probabilities ``lambda = sigmoid(logits)``.
+
+        Parameters
+        ----------
+        logits : ndarray of shape (K,)
+
+        Returns
+        -------
+        ndarray of shape (K,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> BernoulliPointProcess(2, 0.1).probabilities(np.zeros(2))
+        array([0.5, 0.5])
+        """
+        return expit(self._check(logits))
+
+    def sample(self, logits, n_samples, rng):
+        """Draws of the inclusion mask ``b``.
+
+        Parameters
+        ----------
+        logits : ndarray of shape (K,)
+        n_samples : int
+        rng : numpy.random.Generator or RandomState
+
+        Returns
+        -------
+        ndarray of bool, shape (n_samples, K)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> rng = np.random.default_rng(0)
+        >>> BernoulliPointProcess(3, 0.1).sample(np.full(3, 50.0), 2, rng)
+        array([[ True,  True,  True],
+               [ True,  True,  True]])
+        """
+        lam = self.probabilities(logits)
+        return rng.random((int(n_samples), self.n_candidates)) < lam
+
+    def log_prob(self, b, logits):
+        """``log q_lambda(b)`` for one mask or a stack of masks.
+
+        Parameters
+        ----------
+        b : array-like of shape (K,) or (S, K)
+            0/1 (or boolean) inclusion masks.
+        logits : ndarray of shape (K,)
+
+        Returns
+        -------
+        float or ndarray of shape (S,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> float(BernoulliPointProcess(2, 0.1).log_prob([1, 0], np.zeros(2)))
+        -1.3862943611198906
+        """
+        logits = self._check(logits)
+        b = np.asarray(b, dtype=np.float64)
+        # log sigmoid(l) = -softplus(-l); log(1 - sigmoid(l)) = -softplus(l)
+        return np.sum(b * logits - _softplus(logits), axis=-1)
+
+    def score(self, b, logits):
+        """``d log q_lambda(b) / d logits = b - lambda``.
+
+        Parameters
+        ----------
+        b : array-like of shape (K,) or (S, K)
+        logits : ndarray of shape (K,)
+
+        Returns
+        -------
+        ndarray, the shape of ``b``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> BernoulliPointProcess(2, 0.1).score([1, 0], np.zeros(2))
+        array([ 0.5, -0.5])
+        """
+        return np.asarray(b, dtype=np.float64) - self.probabilities(logits)
+
+    def log_prior(self, b):
+        """``log p(b) = -alpha |b|^power - log(1 / C)``.
+
+        Parameters
+        ----------
+        b : array-like of shape (K,) or (S, K)
+
+        Returns
+        -------
+        float or ndarray of shape (S,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> bool(np.isclose(BernoulliPointProcess(1, 0.0).log_prior([1]), np.log(0.5)))
+        True
+        """
+        count = np.sum(np.asarray(b, dtype=np.float64), axis=-1)
+        return -self.alpha * count**self.power - self.log_normaliser
+
+    def cardinality_moments(self, logits):
+        """Mean and variance of ``|b|`` (Poisson-binomial).
+
+        Parameters
+        ----------
+        logits : ndarray of shape (K,)
+
+        Returns
+        -------
+        mean, variance : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> BernoulliPointProcess(2, 0.1).cardinality_moments(np.zeros(2))
+        (1.0, 0.5)
+        """
+        lam = self.probabilities(logits)
+        return float(np.sum(lam)), float(np.sum(lam * (1.0 - lam)))
+
+    def kl_and_grad(self, logits):
+        """Closed-form ``KL(q_lambda || p)`` and its gradient in the logits.
+
+        Parameters
+        ----------
+        logits : ndarray of shape (K,)
+
+        Returns
+        -------
+        kl : float
+        grad : ndarray of shape (K,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.selective import BernoulliPointProcess
+        >>> kl, grad = BernoulliPointProcess(1, 0.0).kl_and_grad(np.zeros(1))
+        >>> round(kl, 12), grad  # q equals the flat prior over {}, {z}
+        (0.0, array([0.]))
+        """
+        logits = self._check(logits)
+        lam = expit(logits)
+        log_lam = -_softplus(-logits)
+        log_one_minus = -_softplus(logits)
+        neg_entropy = float(np.sum(lam * log_lam + (1.0 - lam) * log_one_minus))
+        mean = float(np.sum(lam))
+        dlam = lam * (1.0 - lam)
+        if self.power == 2:
+            moment = float(np.sum(dlam)) + mean**2
+            dmoment = 1.0 - 2.0 * lam + 2.0 * mean
+        else:
+            moment = mean
+            dmoment = np.ones_like(lam)
+        kl = neg_entropy + self.alpha * moment + self.log_normaliser
+        # d(neg_entropy)/dlambda_k = log(lambda_k / (1 - lambda_k)) = l_k
+        grad = dlam * (logits + self.alpha * dmoment)
+        return kl, grad
+
+    def __repr__(self):
+        return (
+            f"BernoulliPointProcess(n_candidates={self.n_candidates}, "
+            f"alpha={self.alpha}, power={self.power})"
+        )
+
+
+class SubsetBound:
+    """SVGP bound of a Gaussian-likelihood GP on a subset of candidates.
+
+    See the module notes: the bound of each subset is evaluated at its
+    optimal ``q(v)``, which makes the value Titsias' collapsed bound and the
+    gradient in the hyperparameters exact.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    candidates : ndarray of shape (K, d)
+        Candidate inducing inputs; a subset is an index array into them.
+    jitter : float, default=1e-6
+        Relative diagonal jitter on ``K(Z, Z)``.
+
+    Attributes
+    ----------
+    n_hyper : int
+        Length of the hyperparameter vector ``[kernel theta, log s2]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.targets.selective import SubsetBound
+    >>> X = np.linspace(0, 5, 30)[:, None]
+    >>> bound = SubsetBound(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::3])
+    >>> hyper = np.array([0.0, np.log(0.1)])
+    >>> value, grad = bound.value_and_grad(hyper, np.arange(4))
+    >>> grad.shape
+    (2,)
+    """
+
+    def __init__(self, adapter, X, y, candidates, jitter=JITTER):
+        self.adapter = adapter
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.candidates = np.ascontiguousarray(candidates, dtype=np.float64)
+        self.jitter = float(jitter)
+        self.n_kernel_params = adapter.n_params
+        self.n_hyper = self.n_kernel_params + 1
+
+    def _split(self, hyper):
+        hyper = np.asarray(hyper, dtype=np.float64)
+        if hyper.shape != (self.n_hyper,):
+            raise ValueError(
+                f"hyper must have shape ({self.n_hyper},); got {hyper.shape}."
+            )
+        return hyper[: self.n_kernel_params], float(hyper[-1])
+
+    def optimal_q(self, hyper, idx):
+        """Optimal whitened ``q(v) = N(mean, L L')`` for the subset ``idx``.
+
+        Parameters
+        ----------
+        hyper : ndarray of shape (n_hyper,)
+            ``[kernel theta, log noise variance]``.
+        idx : array-like of int
+            Indices of the kept candidates (at least one).
+
+        Returns
+        -------
+        mean : ndarray of shape (m,)
+        L : ndarray of shape (m, m)
+            Lower-triangular factor of the covariance.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.selective import SubsetBound
+        >>> X = np.linspace(0, 5, 30)[:, None]
+        >>> bound = SubsetBound(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::3])
+        >>> mean, L = bound.optimal_q(np.array([0.0, -2.0]), [0, 2, 5])
+        >>> mean.shape, L.shape
+        ((3,), (3, 3))
+        """
+        theta, log_noise = self._split(hyper)
+        Z = self.candidates[np.asarray(idx, dtype=np.intp)]
+        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, _, _ = _project(self.adapter, theta, Z, self.X, R)
+        return self._optimal_from_A(A, np.exp(log_noise))
+
+    def _optimal_from_A(self, A, noise):
+        m = A.shape[0]
+        precision = A @ A.T / noise
+        precision[np.diag_indices(m)] += 1.0
+        factor = cho_factor(precision, lower=True, check_finite=False)
+        mean = cho_solve(factor, A @ self.y / noise, check_finite=False)
+        cov = cho_solve(factor, np.eye(m), check_finite=False)
+        # the eigenvalues of cov lie in (0, 1]: its Cholesky needs no jitter
+        L = np.linalg.cholesky(0.5 * (cov + cov.T))
+        return mean, L
+
+    def _packed(self, hyper, mean, L):
+        rows, cols = np.tril_indices(L.shape[0])
+        tri = L[rows, cols]
+        on_diag = rows == cols
+        tri[on_diag] = np.log(tri[on_diag])
+        return np.concatenate([hyper, mean, tri])
+
+    def _empty(self, hyper):
+        theta, log_noise = self._split(hyper)
+        noise = np.exp(log_noise)
+        kdiag = self.adapter.diag(theta, self.X)
+        sq = self.y**2 + kdiag
+        value = float(np.sum(-0.5 * (_LOG_2PI + log_noise) - sq / (2.0 * noise)))
+        grad = np.empty(self.n_hyper)
+        grad[:-1] = -self.adapter.diag_grad(theta, self.X).sum(axis=0) / (2.0 * noise)
+        grad[-1] = float(np.sum(-0.5 + sq / (2.0 * noise)))
+        return value, grad
+
+    def value_and_grad(self, hyper, idx):
+        """``L(Z)`` and its gradient in ``[kernel theta, log noise variance]``.
+
+        Parameters
+        ----------
+        hyper : ndarray of shape (n_hyper,)
+        idx : array-like of int
+            Indices of the kept candidates; empty means no inducing points.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_hyper,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.selective import SubsetBound
+        >>> X = np.linspace(0, 5, 30)[:, None]
+        >>> bound = SubsetBound(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::3])
+        >>> hyper = np.array([0.0, np.log(0.1)])
+        >>> few = bound.value_and_grad(hyper, [0])[0]
+        >>> more = bound.value_and_grad(hyper, np.arange(10))[0]
+        >>> bool(more > few)  # more inducing points, a tighter bound
+        True
+        """
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        if idx.size == 0:
+            return self._empty(hyper)
+        theta, log_noise = self._split(hyper)
+        Z = self.candidates[idx]
+        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, _, _ = _project(self.adapter, theta, Z, self.X, R)
+        mean, L = self._optimal_from_A(A, np.exp(log_noise))
+        bound = SVGPBound(
+            self.adapter,
+            self.X,
+            self.y,
+            Z,
+            Gaussian(float(np.exp(log_noise))),
+            learn_noise=True,
+            learn_inducing=False,
+            jitter=self.jitter,
+        )
+        value, grad = bound.elbo_and_grad(self._packed(hyper, mean, L))
+        return float(value), grad[: self.n_hyper].copy()
+
+    def value(self, hyper, idx):
+        """``L(Z)`` alone (see :meth:`value_and_grad`).
+
+        Parameters
+        ----------
+        hyper : ndarray of shape (n_hyper,)
+        idx : array-like of int
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.selective import SubsetBound
+        >>> X = np.linspace(0, 5, 30)[:, None]
+        >>> bound = SubsetBound(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::3])
+        >>> bool(np.isfinite(bound.value(np.array([0.0, -2.0]), [])))
+        True
+        """
+        return self.value_and_grad(hyper, idx)[0]
+
+
+class SharedSubsetBound:
+    """SVGP bound of a subset of candidates, with ``q`` shared by all subsets.
+
+    See the module notes. The parameter vector is that of
+    :class:`~skgp_bayes.targets.svgp.SVGPBound` on all candidates with fixed
+    inducing inputs: ``[theta, m* (K,), packed L*]``.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    candidates : ndarray of shape (K, d)
+    likelihood : Likelihood
+        A single-latent likelihood (Bernoulli, or Gaussian).
+    jitter : float, default=1e-6
+    learn_noise : bool or None, default=None
+        Make a Gaussian likelihood's log noise variance a parameter, after
+        ``theta``; None does so exactly when the likelihood is Gaussian.
+
+    Attributes
+    ----------
+    full : SVGPBound
+        The bound on all candidates; defines the parameter layout.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.targets.selective import SharedSubsetBound
+    >>> X = np.linspace(-2, 2, 30)[:, None]
+    >>> y = (X[:, 0] > 0).astype(float)
+    >>> bound = SharedSubsetBound(KernelAdapter(RBF()), X, y, X[::3], Bernoulli())
+    >>> params = bound.full.initial_params()
+    >>> value, grad = bound.value_and_grad(params, [0, 4, 7])
+    >>> grad.shape == params.shape
+    True
+    """
+
+    def __init__(
+        self, adapter, X, y, candidates, likelihood, jitter=JITTER, learn_noise=None
+    ):
+        self.full = SVGPBound(
+            adapter,
+            X,
+            y,
+            candidates,
+            likelihood,
+            learn_noise=learn_noise,
+            learn_inducing=False,
+            jitter=jitter,
+        )
+        if self.full.n_latent != 1:
+            raise ValueError("SharedSubsetBound needs a single-latent likelihood.")
+        self.adapter = adapter
+        self.likelihood = likelihood
+        self.learn_noise = self.full.learn_noise
+        self.jitter = float(jitter)
+        self.n_params = self.full.n_params
+        self.n_hyper = self.full.n_hyper
+        self.blocks = self.full.blocks
+
+    def subset_index(self, idx):
+        """Positions in the full vector of the subset bound's parameters.
+
+        Parameters
+        ----------
+        idx : array-like of int
+            Sorted, distinct candidate indices.
+
+        Returns
+        -------
+        ndarray of int
+            ``full_params[index]`` is the subset bound's parameter vector.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.selective import SharedSubsetBound
+        >>> X = np.linspace(-2, 2, 10)[:, None]
+        >>> bound = SharedSubsetBound(KernelAdapter(RBF()), X, X[:, 0] > 0, X[:3],
+        ...                           Bernoulli())
+        >>> bound.subset_index([0, 2])  # theta, m_0, m_2, L_00, L_20, L_22
+        array([0, 1, 3, 4, 7, 9])
+        """
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        rows, cols = np.tril_indices(idx.size)
+        i, j = idx[rows], idx[cols]
+        return np.concatenate(
+            [
+                np.arange(self.n_hyper),
+                self.blocks["m"].start + idx,
+                self.blocks["L"].start + i * (i + 1) // 2 + j,
+            ]
+        )
+
+    def subset_bound(self, idx):
+        """The :class:`SVGPBound` of the candidates ``idx`` (at least one).
+
+        Parameters
+        ----------
+        idx : array-like of int
+
+        Returns
+        -------
+        SVGPBound
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.selective import SharedSubsetBound
+        >>> X = np.linspace(-2, 2, 10)[:, None]
+        >>> bound = SharedSubsetBound(KernelAdapter(RBF()), X, X[:, 0] > 0, X[:3],
+        ...                           Bernoulli())
+        >>> bound.subset_bound([0, 2]).n_inducing
+        2
+        """
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        return SVGPBound(
+            self.adapter,
+            self.full.X,
+            self.full.y,
+            self.full.Z[idx],
+            self.likelihood,
+            learn_noise=self.learn_noise,
+            learn_inducing=False,
+            jitter=self.jitter,
+        )
+
+    def _empty(self, params, batch):
+        n_kernel = self.full.n_kernel_params
+        theta = params[:n_kernel]
+        idx, scale = _batch_indices(batch, self.full.n)
+        X = self.full.X if idx is None else self.full.X[idx]
+        y = self.full.y if idx is None else self.full.y[idx]
+        kdiag = self.adapter.diag(theta, X)
+        likelihood = self.likelihood
+        if self.learn_noise:
+            likelihood = _gaussian_with_noise(likelihood, params[n_kernel])
+        elp, _, d_var, d_noise = _likelihood_terms(
+            likelihood,
+            y,
+            np.zeros((kdiag.size, 1)),
+            kdiag[:, None],
+            1,
+            self.learn_noise,
+        )
+        grad = np.zeros(self.n_params)
+        grad[:n_kernel] = scale * (d_var[:, 0] @ self.adapter.diag_grad(theta, X))
+        if self.learn_noise:
+            grad[n_kernel] = scale * float(np.sum(d_noise))
+        return scale * float(np.sum(elp)), grad
+
+    def value_and_grad(self, params, idx, batch=None):
+        """``L(Z)`` of the subset ``idx`` and its gradient in the shared vector.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+        idx : array-like of int
+            Sorted, distinct candidate indices; empty means no inducing points.
+        batch : array-like of int, optional
+            Minibatch; the data term is scaled by ``n / |B|``.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.selective import SharedSubsetBound
+        >>> X = np.linspace(-2, 2, 10)[:, None]
+        >>> bound = SharedSubsetBound(KernelAdapter(RBF()), X, X[:, 0] > 0, X[:3],
+        ...                           Bernoulli())
+        >>> value, grad = bound.value_and_grad(bound.full.initial_params(), [])
+        >>> bool(np.all(grad[1:] == 0))  # no inducing point reads q
+        True
+        """
+        params = np.asarray(params, dtype=np.float64)
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        if idx.size == 0:
+            return self._empty(params, batch)
+        where = self.subset_index(idx)
+        value, sub_grad = self.subset_bound(idx).elbo_and_grad(params[where], batch)
+        grad = np.zeros(self.n_params)
+        grad[where] = sub_grad
+        return float(value), grad

@@ -1,0 +1,504 @@
+"""Sparse variational Gaussian-process bound (SVGP) in whitened coordinates.
+
+Model
+-----
+Inducing inputs ``Z`` (``m`` of them) and whitened inducing values ``v``
+with ``u = R v``, ``R R' = K_uu`` (jittered as in
+:mod:`skgp_bayes.targets.sparse`). The variational distribution is
+``q(v_c) = N(m_c, S_c)`` for each latent ``c``, with ``S_c = L_c L_c'`` and
+``L_c`` lower triangular. Then ``q(f_ic) = N(mu_ic, s_ic)`` with
+
+``mu_ic = a_i' m_c (+ offset_i)``, ``s_ic = gamma_i + |L_c' a_i|^2``,
+
+``A = R^-1 K_uf`` and ``gamma = diag(K_ff) - colsum(A * A)`` (the same
+``A`` and clamped ``gamma`` as the sparse whitened target), and the bound is
+
+``ELBO = sum_i E_q[log p(y_i | f_i)] - sum_c KL(N(m_c, S_c) || N(0, I))
+(+ log p(theta))``,
+
+``KL = 1/2 (|L_c|_F^2 + |m_c|^2 - m - 2 sum log diag L_c)``. The log prior
+over the hyperparameters makes the maximiser a MAP-type estimate of
+``theta``, the starting point the seed paper uses for its sampler.
+
+Parametrisation
+---------------
+``[theta, (log noise), m, packed L, (Z)]``: ``m`` of shape ``(m, C)``
+flattened in C order as ``v`` in the sparse target; for each latent the
+lower triangle of ``L_c`` in ``numpy.tril_indices`` order, with the
+diagonal entries stored as ``log L_jj`` (so ``S_c`` stays positive
+definite without constraints); then ``Z`` flattened in C order when the
+inducing inputs are learned.
+
+Gradient
+--------
+With ``g_mu = dF/dmu`` and ``g_s = dF/ds`` (``(b, C)``) for the
+minibatch-scaled data term ``F`` and ``B_c = L_c' A``:
+
+* ``dF/dm = A g_mu``;
+* ``dF/dL_c = tril(2 (A diag(g_s[:, c])) B_c')``; a log-diagonal entry
+  gets the chain factor ``L_jj``;
+* ``dF/dA = m g_mu' - 2 A diag(gbar) + 2 sum_c L_c B_c diag(g_s[:, c])``
+  with ``gbar_i = sum_c g_s[i, c]`` (zero where the clamp on ``gamma`` is
+  active), and ``dF/d diag(K_ff) = gbar``; this ``Abar`` goes through the
+  shared pull-back of :mod:`skgp_bayes.targets.sparse` to ``theta`` and,
+  with input gradients, to ``Z``;
+* ``-KL`` adds ``-m`` to the ``m`` block, ``-L_ij`` to an off-diagonal
+  entry and ``1 - L_jj^2`` to a log-diagonal entry.
+
+The data term is a sum over points: a minibatch ``B`` scaled by
+``n / |B|`` estimates it and its gradient without bias; the KL and the
+prior are not scaled.
+"""
+
+import numpy as np
+
+from ..likelihoods import Gaussian
+from .sparse import (
+    JITTER,
+    _batch_indices,
+    _check_inputs,
+    _check_jitter,
+    _check_offset,
+    _check_prior,
+    _gaussian_with_noise,
+    _inducing_factor,
+    _likelihood_terms,
+    _noise_is_free,
+    _project,
+    _pullback,
+)
+
+__all__ = ["SVGPBound"]
+
+
+class SVGPBound:
+    """Evidence lower bound of a sparse variational GP, with its gradient.
+
+    See the module notes for the bound, the parametrisation and the
+    gradient. ``q(v) = N(m, L L')`` is in whitened coordinates, so the
+    same ``v`` is the state of :class:`~skgp_bayes.targets.sparse.
+    SparseWhitenedTarget`: a fitted bound hands its inducing inputs,
+    hyperparameters and ``q(v)`` to a sampler unchanged.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+        The kernel, shared by all latent functions.
+    X : ndarray of shape (n, d)
+        Training inputs.
+    y : ndarray of shape (n,)
+        Observations in the likelihood's encoding.
+    Z : ndarray of shape (m, d)
+        Inducing inputs: the starting value when they are learned, the
+        fixed value otherwise.
+    likelihood : Likelihood
+        Observation model with ``expected_log_prob(..., grad=True)``.
+    prior_set : PriorSet or None, default=None
+        Prior over ``[theta, (log noise)]``, added to the bound.
+    learn_noise : bool or None, default=None
+        Make a Gaussian likelihood's log noise variance a parameter;
+        ``None`` does so exactly when the likelihood is Gaussian.
+    learn_inducing : bool or None, default=None
+        Make ``Z`` a parameter. Needs the kernel's input gradients (the
+        compiled fast path); ``None`` learns ``Z`` exactly when they exist.
+    jitter : float, default=1e-6
+        Relative diagonal jitter on ``K(Z, Z)``.
+    offset : array-like of shape (n,), optional
+        Known shift of each latent mean (log exposure for counts).
+
+    Attributes
+    ----------
+    n_params, n_hyper, n_latent, n_inducing : int
+        Sizes of the parameter vector and its parts.
+    learn_noise, learn_inducing : bool
+        Which optional blocks are parameters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.targets.svgp import SVGPBound
+    >>> X = np.linspace(-2, 2, 20)[:, None]
+    >>> y = (X[:, 0] > 0).astype(float)
+    >>> bound = SVGPBound(KernelAdapter(RBF()), X, y, X[::5], Bernoulli())
+    >>> params = bound.initial_params()
+    >>> value, grad = bound.elbo_and_grad(params)
+    >>> bound.n_params, grad.shape  # theta, m, packed L, Z
+    (19, (19,))
+    """
+
+    def __init__(
+        self,
+        adapter,
+        X,
+        y,
+        Z,
+        likelihood,
+        prior_set=None,
+        *,
+        learn_noise=None,
+        learn_inducing=None,
+        jitter=JITTER,
+        offset=None,
+    ):
+        X, y, Z, n_latent = _check_inputs(adapter, X, y, Z, likelihood)
+        if learn_inducing is None:
+            learn_inducing = adapter.supports_input_gradients
+        if learn_inducing and not adapter.supports_input_gradients:
+            raise ValueError(
+                "learn_inducing=True needs input gradients, which this kernel "
+                f"lacks ({adapter.kernel!r}); keep the inducing inputs fixed."
+            )
+        self.adapter = adapter
+        self.X = X
+        self.y = y
+        self.Z = Z
+        self.likelihood = likelihood
+        self.prior_set = prior_set
+        self.learn_noise = _noise_is_free(likelihood, learn_noise)
+        self.learn_inducing = bool(learn_inducing)
+        self.jitter = _check_jitter(jitter)
+        self.offset = _check_offset(offset, X.shape[0])
+        self.n = X.shape[0]
+        self.n_latent = n_latent
+        self.n_inducing = m = Z.shape[0]
+        self.n_kernel_params = adapter.n_params
+        self.n_hyper = self.n_kernel_params + int(self.learn_noise)
+        self._rows, self._cols = np.tril_indices(m)
+        self._on_diag = self._rows == self._cols
+        self._n_tri = self._rows.size
+        self._m_slice = slice(self.n_hyper, self.n_hyper + m * n_latent)
+        start = self._m_slice.stop
+        self._L_slice = slice(start, start + n_latent * self._n_tri)
+        start = self._L_slice.stop
+        n_z = Z.size if self.learn_inducing else 0
+        self._Z_slice = slice(start, start + n_z)
+        self.n_params = start + n_z
+        _check_prior(prior_set, self.n_hyper)
+
+    # ------------------------------------------------------------ plumbing
+    @property
+    def blocks(self):
+        """Slices of the parameter vector by block name.
+
+        Returns
+        -------
+        dict of str to slice
+            ``"theta"``, ``"log_noise"`` (if learned), ``"m"``, ``"L"`` and
+            ``"Z"`` (if learned).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> bound = SVGPBound(KernelAdapter(RBF()), X, np.ones(10), X[::3], Poisson())
+        >>> sorted(bound.blocks)
+        ['L', 'Z', 'm', 'theta']
+        """
+        out = {"theta": slice(0, self.n_kernel_params)}
+        if self.learn_noise:
+            out["log_noise"] = slice(self.n_kernel_params, self.n_hyper)
+        out["m"] = self._m_slice
+        out["L"] = self._L_slice
+        if self.learn_inducing:
+            out["Z"] = self._Z_slice
+        return out
+
+    def _unpack_L(self, packed):
+        m, C = self.n_inducing, self.n_latent
+        Ls = np.zeros((C, m, m))
+        packed = packed.reshape(C, self._n_tri)
+        values = np.where(self._on_diag, np.exp(packed), packed)
+        Ls[:, self._rows, self._cols] = values
+        return Ls
+
+    def split(self, params):
+        """The parts of a parameter vector.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        theta : ndarray of shape (n_kernel_params,)
+        log_noise : float or None
+        mean : ndarray of shape (m, C)
+            Whitened variational mean.
+        Ls : ndarray of shape (C, m, m)
+            Lower-triangular factors of the whitened covariances.
+        Z : ndarray of shape (m, d)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> bound = SVGPBound(KernelAdapter(RBF()), X, np.ones(10), X[::3], Poisson())
+        >>> theta, log_noise, mean, Ls, Z = bound.split(bound.initial_params())
+        >>> mean.shape, Ls.shape, log_noise is None
+        ((4, 1), (1, 4, 4), True)
+        """
+        params = np.asarray(params, dtype=np.float64)
+        if params.shape != (self.n_params,):
+            raise ValueError(
+                f"params must have shape ({self.n_params},); got {params.shape}."
+            )
+        theta = params[: self.n_kernel_params]
+        if self.learn_noise:
+            log_noise = float(params[self.n_kernel_params])
+        elif isinstance(self.likelihood, Gaussian):
+            log_noise = float(np.log(self.likelihood.noise_variance))
+        else:
+            log_noise = None
+        mean = params[self._m_slice].reshape(self.n_inducing, self.n_latent)
+        Ls = self._unpack_L(params[self._L_slice])
+        if self.learn_inducing:
+            Z = params[self._Z_slice].reshape(self.Z.shape)
+        else:
+            Z = self.Z
+        return theta, log_noise, mean, Ls, Z
+
+    def initial_params(self, theta=None, log_noise=None, scale=1.0):
+        """A starting vector: ``m = 0``, ``L = scale * I``, ``Z`` as given.
+
+        Parameters
+        ----------
+        theta : array-like, optional
+            Kernel theta; the template kernel's by default.
+        log_noise : float, optional
+            Log noise variance (when learned); the likelihood's by default.
+        scale : float, default=1.0
+            Diagonal of the initial ``L``; ``1`` is the whitened prior.
+
+        Returns
+        -------
+        params : ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> bound = SVGPBound(KernelAdapter(RBF()), X, np.ones(10), X[::3], Poisson())
+        >>> bound.initial_params().shape  # theta, m, packed L, Z
+        (19,)
+        """
+        if theta is None:
+            theta = self.adapter.kernel.theta
+        parts = [np.asarray(theta, dtype=np.float64).reshape(-1)]
+        if self.learn_noise:
+            if log_noise is None:
+                log_noise = np.log(self.likelihood.noise_variance)
+            parts.append([float(log_noise)])
+        parts.append(np.zeros(self.n_inducing * self.n_latent))
+        tri = np.where(self._on_diag, np.log(scale), 0.0)
+        parts.append(np.tile(tri, self.n_latent))
+        if self.learn_inducing:
+            parts.append(self.Z.reshape(-1))
+        return np.concatenate(parts)
+
+    def _likelihood_at(self, log_noise):
+        if self.learn_noise:
+            return _gaussian_with_noise(self.likelihood, log_noise)
+        return self.likelihood
+
+    # ------------------------------------------------------------ bound
+    def predict_f(self, params, Xnew):
+        """Moments of ``q(f)`` at new inputs.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+        Xnew : ndarray of shape (k, d)
+
+        Returns
+        -------
+        mean : ndarray of shape (k, C)
+        var : ndarray of shape (k, C)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Gaussian
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 6)[:, None]
+        >>> bound = SVGPBound(KernelAdapter(RBF()), X, X[:, 0], X[::2], Gaussian())
+        >>> mean, var = bound.predict_f(bound.initial_params(), X)
+        >>> np.allclose(var, 1.0)  # q(v) = N(0, I) is the prior
+        True
+        """
+        theta, _, mean, Ls, Z = self.split(params)
+        Xnew = np.ascontiguousarray(Xnew, dtype=np.float64)
+        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, gamma, _ = _project(self.adapter, theta, Z, Xnew, R)
+        B = np.einsum("cji,jk->cik", Ls, A)
+        var = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
+        return A.T @ mean, var
+
+    def elbo(self, params, batch=None):
+        """The bound (plus the log prior), without the gradient.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+        batch : array-like of int, optional
+            Minibatch indices; the data term is scaled by ``n / |B|``.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> bound = SVGPBound(KernelAdapter(RBF()), X, np.ones(10), X[::3], Poisson())
+        >>> bool(np.isfinite(bound.elbo(bound.initial_params(), batch=[0, 5])))
+        True
+        """
+        return self._evaluate(params, batch, grad=False)
+
+    def elbo_and_grad(self, params, batch=None):
+        """The bound (plus the log prior) and its exact gradient.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+        batch : array-like of int, optional
+            Minibatch indices; value and gradient of the data term are
+            scaled by ``n / |B|``, an unbiased estimate of the full sum.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> bound = SVGPBound(KernelAdapter(RBF()), X, np.ones(10), X[::3], Poisson())
+        >>> value, grad = bound.elbo_and_grad(bound.initial_params())
+        >>> grad.shape
+        (19,)
+        """
+        return self._evaluate(params, batch, grad=True)
+
+    # Engines maximise ``logp_and_grad``; the bound plays that role.
+    logp_and_grad = elbo_and_grad
+
+    def _evaluate(self, params, batch, grad):
+        theta, log_noise, mean, Ls, Z = self.split(params)
+        idx, scale = _batch_indices(batch, self.n)
+        if idx is None:
+            X, y, offset = self.X, self.y, self.offset
+        else:
+            X, y = self.X[idx], self.y[idx]
+            offset = None if self.offset is None else self.offset[idx]
+        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, gamma, free = _project(self.adapter, theta, Z, X, R)
+        B = np.einsum("cji,jk->cik", Ls, A)  # L_c' A
+        mu = A.T @ mean
+        if offset is not None:
+            mu += offset[:, None]
+        var = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
+        likelihood = self._likelihood_at(log_noise)
+
+        diag_L = np.diagonal(Ls, axis1=1, axis2=2)
+        kl = 0.5 * (
+            float(np.sum(Ls * Ls))
+            + float(np.vdot(mean, mean))
+            - self.n_inducing * self.n_latent
+            - 2.0 * float(np.sum(np.log(diag_L)))
+        )
+        value = -kl
+        prior_grad = None
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(params[: self.n_hyper])
+            value += prior_value
+        if not grad:
+            if self.n_latent == 1:
+                elp = likelihood.expected_log_prob(y, mu[:, 0], var[:, 0])
+            else:
+                elp = likelihood.expected_log_prob(y, mu, var)
+            value += scale * float(np.sum(elp))
+            return value if np.isfinite(value) else -np.inf
+
+        elp, d_mu, d_var, d_noise = _likelihood_terms(
+            likelihood, y, mu, var, self.n_latent, self.learn_noise
+        )
+        value += scale * float(np.sum(elp))
+        g_mu = scale * d_mu
+        g_s = scale * d_var
+        gbar = np.sum(g_s, axis=1) * free
+
+        out = np.empty(self.n_params)
+        out[self._m_slice] = (A @ g_mu - mean).reshape(-1)
+        Abar = mean @ g_mu.T - 2.0 * A * gbar
+        packed = np.empty((self.n_latent, self._n_tri))
+        for c in range(self.n_latent):
+            Ag = A * g_s[:, c]
+            Lbar = 2.0 * Ag @ B[c].T - Ls[c]  # data term, then -KL off-diagonal
+            Abar += 2.0 * Ls[c] @ (B[c] * g_s[:, c])
+            tri = Lbar[self._rows, self._cols]
+            d = diag_L[c]
+            # log-diagonal: chain factor L_jj on the data part, and -KL gives
+            # 1 - L_jj^2 in total (the -L_jj above already holds -L_jj * L_jj
+            # once multiplied by the chain factor).
+            tri[self._on_diag] = tri[self._on_diag] * d + 1.0
+            packed[c] = tri
+        out[self._L_slice] = packed.reshape(-1)
+
+        pulled = _pullback(
+            self.adapter,
+            theta,
+            Z,
+            X,
+            R,
+            A,
+            Abar,
+            gbar,
+            self.jitter,
+            inputs=self.learn_inducing,
+        )
+        if self.learn_inducing:
+            out[: self.n_kernel_params], grad_Z = pulled
+            out[self._Z_slice] = grad_Z.reshape(-1)
+        else:
+            out[: self.n_kernel_params] = pulled
+        if self.learn_noise:
+            out[self.n_kernel_params] = scale * float(np.sum(d_noise))
+        if prior_grad is not None:
+            out[: self.n_hyper] += prior_grad
+        if not np.isfinite(value):
+            value = -np.inf
+        return value, out
+
+    def __repr__(self):
+        return (
+            f"SVGPBound(n={self.n}, m={self.n_inducing}, n_latent={self.n_latent}, "
+            f"n_params={self.n_params}, learn_inducing={self.learn_inducing})"
+        )

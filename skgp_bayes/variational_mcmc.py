@@ -1,0 +1,1643 @@
+"""Variational MCMC for Gaussian processes (Hensman, Filippone, Matthews and
+Ghahramani, 2015).
+
+``fit`` runs three stages:
+
+1. **Gaussian approximation.** An SVGP bound
+   (:class:`~skgp_bayes.targets.svgp.SVGPBound`) with inducing inputs
+   initialised by k-means is maximised jointly in the whitened ``q(v)``, the
+   hyperparameters (with their log prior, so a MAP-type estimate) and, when
+   the kernel has input gradients, the inducing inputs. L-BFGS-B on the full
+   data for small problems; Adam on minibatches for large ones.
+2. **HMC** jointly over ``(theta, v)`` on the sparse whitened target
+   (:class:`~skgp_bayes.targets.sparse.SparseWhitenedTarget`, the seed
+   paper's eq. 7-8) with the inducing inputs fixed at the SVGP's. Every chain
+   starts at the SVGP hyperparameters with ``v`` drawn from ``q(v)``; the
+   step size (dual averaging) and a diagonal mass matrix (starting from the
+   variances of ``q(v)``) are adapted in warm-up; the number of leapfrog
+   steps is uniform on ``1..max_leapfrog``. Chains run in parallel with
+   joblib; their seeds are spawned up front, so ``n_jobs`` never changes the
+   result.
+3. **Diagnostics.** Split R-hat and effective sample size per parameter,
+   acceptance rate, final step size and divergences; a
+   :class:`~skgp_bayes.exceptions.SamplerWarning` names the worst parameter
+   when R-hat exceeds 1.01 or the effective sample size is low.
+
+Hyperparameters outside the kernel's ``bounds`` have zero density for the
+sampler (the bounds act as hard walls; a leapfrog step beyond them counts as
+a divergent, rejected transition).
+
+``sample_functions`` (and ``sample_y`` with ``method="pathwise"``) builds
+pathwise posterior samples (:mod:`skgp_bayes.sampling`): each picks a kept
+draw ``(theta, v)``, maps it to inducing values ``u = R_theta v`` and updates
+a random-Fourier-feature prior draw by Matheron's rule at the inducing
+inputs, so the samples mix over hyperparameters and inducing values.
+"""
+
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    _fit_context,
+    clone,
+)
+from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _config
+from ._predictive import gaussian_joint_draws
+from ._threads import blas_threads_for
+from ._validation import (
+    VersionedStateMixin,
+    atomic_feature_state,
+    check_bounds,
+    check_finite_theta,
+    check_input_magnitude,
+    safe_mean_std,
+)
+from .diagnostics import effective_sample_size, split_rhat
+from .exceptions import NotPSDError, SamplerWarning
+from .inference import adam_init, adam_update, run_hmc_chains
+from .kernels import KernelAdapter, lower_kernel
+from .kernels.spectral import spectral_parameters
+from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
+from .priors import PriorSet
+from .sampling import (
+    DEFAULT_N_FEATURES,
+    pathwise_functions,
+    sparse_conditioner,
+    with_prior_noise,
+)
+from .stein import _EXACT_SAMPLE_WARN, _PATHWISE_MIN_POINTS
+from .targets.sparse import (
+    SparseWhitenedTarget,
+    _inducing_factor,
+    _project,
+)
+from .targets.svgp import SVGPBound
+
+__all__ = ["VariationalMCMCClassifier", "VariationalMCMCRegressor"]
+
+# Above this many training points the SVGP is fitted by minibatch Adam
+# (unless batch_size says otherwise); below, full-batch L-BFGS-B converges
+# in far fewer passes over the data.
+_LBFGS_MAX_N = 5000
+_DEFAULT_BATCH = 512
+# k-means on more points than this uses MiniBatchKMeans.
+_MINIBATCH_KMEANS_N = 10000
+# Initial inverse mass of a hyperparameter (log scale): posterior standard
+# deviations of log hyperparameters are typically a few tenths.
+_HYPER_INV_MASS = 0.1
+# R-hat threshold of Vehtari et al. (2021) and the effective sample size
+# per chain below which the draws are reported as too few.
+_RHAT_MAX = 1.01
+_ESS_PER_CHAIN_MIN = 100
+# Log noise variance bounds of a Gaussian likelihood (standardised targets).
+_LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
+# Query rows per block in prediction, bounding memory at O(rows * m).
+_PREDICT_ROWS = 4096
+
+
+def _default_kernel(X):
+    # Length scale: sqrt(d) times the median feature spread, so that unscaled
+    # inputs start with O(1) squared distances (seed 000's initialisation
+    # for standardised inputs).
+    spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
+    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
+
+
+class _GuardedTarget:
+    """The sampler's view of the target: zero density outside the bounds.
+
+    Hyperparameters beyond the kernel's bounds, or a ``K(Z, Z)`` that is
+    not positive definite, give ``-inf``, which the HMC engine rejects as a
+    divergence. Picklable, for joblib workers.
+    """
+
+    def __init__(self, target, lower, upper):
+        self.target = target
+        self.lower = lower
+        self.upper = upper
+
+    def __call__(self, params):
+        h = params[: self.lower.size]
+        if np.any(h < self.lower) or np.any(h > self.upper):
+            return -np.inf, np.full(params.size, np.nan)
+        try:
+            return self.target.logp_and_grad(params)
+        except NotPSDError:
+            return -np.inf, np.full(params.size, np.nan)
+
+
+def _initial_inducing(X, n_inducing, seed):
+    """k-means centres (or the distinct inputs when there are few)."""
+    unique = np.unique(X, axis=0)
+    m = min(int(n_inducing), unique.shape[0])
+    if m == unique.shape[0]:
+        return unique.copy()
+    if X.shape[0] > _MINIBATCH_KMEANS_N:
+        km = MiniBatchKMeans(n_clusters=m, random_state=seed, n_init=3)
+    else:
+        km = KMeans(n_clusters=m, random_state=seed, n_init=1)
+    with warnings.catch_warnings():
+        # Duplicated inputs can leave k-means with fewer distinct clusters;
+        # the jitter on K(Z, Z) copes with coincident inducing inputs.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km.fit(X)
+    return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64)
+
+
+def _fit_svgp_lbfgs(bound, start, bounds, max_iter):
+    scale = 1.0 / bound.n
+
+    def objective(params):
+        try:
+            value, grad = bound.elbo_and_grad(params)
+        except NotPSDError:
+            return np.inf, np.zeros_like(params)
+        if not np.isfinite(value):
+            return np.inf, np.zeros_like(params)
+        return -value * scale, -grad * scale
+
+    trace = []
+    result = minimize(
+        objective,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": int(max_iter)},
+        callback=lambda xk: trace.append(float(bound.elbo(xk))),
+    )
+    params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
+    converged = bool(result.success) or result.nit < max_iter
+    return params, trace, converged, int(result.nit)
+
+
+def _fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rng):
+    params = start.copy()
+    state = adam_init(params)
+    n = bound.n
+    order = rng.permutation(n)
+    pos = 0
+    trace = []
+    for _ in range(int(max_iter)):
+        if pos + batch_size > n:
+            order = rng.permutation(n)
+            pos = 0
+        batch = order[pos : pos + batch_size]
+        pos += batch_size
+        try:
+            value, grad = bound.elbo_and_grad(params, batch)
+        except NotPSDError:
+            continue
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            continue
+        # The bound is a sum over n points: scaling by 1/n keeps Adam's
+        # effective step independent of the data size.
+        params += adam_update(state, grad / n, learning_rate)
+        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
+        trace.append(float(value))
+    return params, trace, True, int(max_iter)
+
+
+def _check_n_samples(n_samples):
+    if isinstance(n_samples, bool) or not isinstance(n_samples, Integral):
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+
+
+def _function_spec(kernel, fallback):
+    """The lowered kernel, or a ValueError naming what to use instead."""
+    spec = lower_kernel(kernel)
+    if spec is None:
+        raise ValueError(
+            f"The kernel {kernel!r} has no spectral density, so function samples "
+            f"cannot be built; use {fallback} at fixed query points."
+        )
+    return spec
+
+
+def _sample_y_spec(kernel, method, n_points):
+    """The lowered kernel when ``sample_y`` samples pathwise, else None.
+
+    ``"auto"`` samples pathwise from ``skgp_bayes.stein._PATHWISE_MIN_POINTS``
+    query points on, as :meth:`SteinGPRegressor.sample_y`; exact sampling of
+    a sparse model costs the same ``O(n^3)`` in the query points.
+    """
+    if method not in ("auto", "exact", "pathwise"):
+        raise ValueError(
+            f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
+        )
+    spec = lower_kernel(kernel)
+    if spec is None and method == "pathwise":
+        warnings.warn(
+            f"The kernel {kernel!r} has no spectral density for random Fourier "
+            "features; sampling exactly instead.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if spec is not None and (
+        method == "pathwise" or (method == "auto" and n_points >= _PATHWISE_MIN_POINTS)
+    ):
+        return spec
+    reason = (
+        " (the kernel has no spectral density, so the pathwise sampler cannot be used)"
+        if spec is None
+        else "; method='pathwise' costs O(n) instead"
+    )
+    needed = 3 * 8 * n_points**2
+    if needed > _config.MAX_DENSE_BYTES:
+        raise MemoryError(
+            f"Exact sample_y at {n_points} points needs about "
+            f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
+            f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
+            "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
+        )
+    if n_points > _EXACT_SAMPLE_WARN:
+        warnings.warn(
+            f"sample_y at {n_points} points builds a dense {n_points} x "
+            f"{n_points} covariance and factorises it for each draw used; this "
+            f"costs O(n^3) time and O(n^2) memory{reason}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def _sparse_function_samples(
+    adapter,
+    Z,
+    jitter,
+    thetas,
+    v,
+    v_cov_factors,
+    n_samples,
+    rng,
+    n_features,
+    offset=0.0,
+    scale=1.0,
+):
+    """Pathwise samples of a whitened sparse model, one set per latent.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    Z : ndarray of shape (m, d)
+    jitter : float
+        Relative jitter of ``K(Z, Z)``, as in ``_inducing_factor``.
+    thetas : ndarray of shape (S, p)
+        Kernel hyperparameters of each draw.
+    v : ndarray of shape (S, m, C)
+        Whitened inducing values of each draw, or the mean of ``q(v)``.
+    v_cov_factors : ndarray of shape (C, m, m) or None
+        Lower factor of the covariance of ``q(v)`` per latent (then
+        ``S == 1``); None for point draws of ``v`` (MCMC).
+    n_samples, rng, n_features, offset, scale
+        As in :func:`~skgp_bayes.sampling.pathwise_functions`.
+
+    Returns
+    -------
+    functions : list of FunctionSamples
+        One per latent, all on the same draws.
+    white : ndarray of shape (S,)
+        WhiteKernel noise of each draw (zero for draws not used).
+    """
+    spec = lower_kernel(adapter.kernel)
+    S, m, C = v.shape
+    d = Z.shape[1]
+    which = rng.randint(S, size=n_samples)
+    used = [int(j) for j in np.unique(which)]
+    factors, white, extra = {}, np.zeros(S), np.zeros(S)
+    with blas_threads_for(m, m):
+        for j in used:
+            factors[j] = _inducing_factor(adapter, thetas[j], Z, jitter)
+            s2, _, white[j] = spectral_parameters(spec, thetas[j], d)
+            extra[j] = white[j] + jitter * (s2 + white[j])
+    functions = []
+    for c in range(C):
+        u = np.zeros((S, m))
+        for j in used:
+            # u = R v: the whitened draw mapped back to inducing values
+            u[j] = factors[j] @ v[j, :, c]
+        cov = None if v_cov_factors is None else [factors[0] @ v_cov_factors[c]]
+        conditioner = with_prior_noise(
+            sparse_conditioner(Z, factors.__getitem__, u, cov), extra
+        )
+        functions.append(
+            pathwise_functions(
+                spec,
+                thetas,
+                n_samples,
+                conditioner,
+                n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+                random_state=rng,
+                offset=offset,
+                scale=scale,
+                draws=which,
+            )
+        )
+    return functions, white
+
+
+def _sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
+    """Exact joint draws of latent 0 at ``X``: shape (len(X), n).
+
+    Each draw picks ``j`` uniformly and samples ``N(A'v_j, K(X, X) - A'A
+    [+ A'SA])`` with ``A = R_j^-1 K(Z, X)``; ``v_cov_factor`` is the factor
+    of the covariance of ``q(v)`` (then ``len(thetas) == 1``) or None.
+    """
+    which = rng.randint(thetas.shape[0], size=n)
+    out = np.empty((X.shape[0], n))
+    with blas_threads_for(X.shape[0], Z.shape[0]):
+        for j in np.unique(which):
+            cols = np.flatnonzero(which == j)
+            R = _inducing_factor(adapter, thetas[j], Z, jitter)
+            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            cov = adapter.gram(thetas[j], X) - A.T @ A
+            if v_cov_factor is not None:
+                B = v_cov_factor.T @ A
+                cov += B.T @ B
+            cov = 0.5 * (cov + cov.T)
+            out[:, cols] = gaussian_joint_draws(A.T @ v[j, :, 0], cov, cols.size, rng)
+    return out
+
+
+class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
+    """Shared fit and prediction machinery; see the two public classes."""
+
+    _common_constraints = {
+        "kernel": [None, Kernel],
+        "n_inducing": [Interval(Integral, 1, None, closed="left")],
+        "inducing_points": [None, "array-like"],
+        "optimize_inducing": ["boolean"],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "n_warmup": [Interval(Integral, 0, None, closed="left")],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "max_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "target_accept": [Interval(Real, 0, 1, closed="neither")],
+        "priors": [None, dict],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "svgp_max_iter": [Interval(Integral, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+    }
+
+    # ------------------------------------------------------------ helpers
+    def _log(self, msg):
+        print(f"[{type(self).__name__}] {msg}")
+
+    def _inducing(self, X, seed):
+        if self.inducing_points is None:
+            return _initial_inducing(X, self.n_inducing, seed)
+        Z = np.asarray(self.inducing_points, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[1] != X.shape[1] or Z.shape[0] < 1:
+            raise ValueError(
+                f"inducing_points must have shape (m, {X.shape[1]}); got {Z.shape}."
+            )
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("inducing_points must be finite.")
+        return np.ascontiguousarray(Z)
+
+    def _blas_limit(self, n_rows, n_inducing):
+        # Small triangular solves are dominated by BLAS thread start-up (and
+        # by threads fighting for the cores on a busy machine): measured at
+        # n=60, m=8 on 2 cores, one target gradient took 48 ms with threaded
+        # BLAS and 1.1 ms serial.
+        return blas_threads_for(n_rows, n_inducing)
+
+    def _fit_pipeline(self, X, y_lik, likelihood, offset):
+        """All three stages; returns the fitted attributes as a dict."""
+        m = (
+            self.n_inducing
+            if self.inducing_points is None
+            else len(self.inducing_points)
+        )
+        with self._blas_limit(X.shape[0], m):
+            return self._fit_stages(X, y_lik, likelihood, offset)
+
+    def _fit_stages(self, X, y_lik, likelihood, offset):
+        t_start = time.perf_counter()
+        if self.thin > self.n_samples:
+            raise ValueError(
+                f"thin={self.thin} keeps no draw of n_samples={self.n_samples}."
+            )
+        check_input_magnitude(X)
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(0, 2**31 - 1, size=4)
+        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        adapter = KernelAdapter(kernel)
+        check_finite_theta(kernel.theta, adapter.param_names)
+        kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+        check_bounds(kernel_bounds, adapter.param_names)
+        is_gaussian = isinstance(likelihood, Gaussian)
+        slices = dict(adapter.hyperparameter_slices)
+        hyper_bounds = kernel_bounds
+        if is_gaussian:
+            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+            hyper_bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
+        prior_set = PriorSet(slices, self.priors)
+
+        # 1. Gaussian approximation
+        Z0 = self._inducing(X, int(seeds[0]))
+        bound = SVGPBound(
+            adapter,
+            X,
+            y_lik,
+            Z0,
+            likelihood,
+            prior_set,
+            learn_inducing=None if self.optimize_inducing else False,
+            offset=offset,
+        )
+        theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
+        start = bound.initial_params(theta0)
+        opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
+        opt_bounds[: bound.n_hyper] = hyper_bounds
+        n = X.shape[0]
+        batch = self.batch_size
+        use_adam = (batch is not None and batch < n) or (
+            batch is None and n > _LBFGS_MAX_N
+        )
+        if self.svgp_max_iter == 0:
+            svgp_params, svgp_trace, converged, n_iter = start, [], True, 0
+        elif use_adam:
+            svgp_params, svgp_trace, converged, n_iter = _fit_svgp_adam(
+                bound,
+                start,
+                opt_bounds,
+                self.svgp_max_iter,
+                batch or _DEFAULT_BATCH,
+                self.learning_rate,
+                np.random.default_rng(int(seeds[1])),
+            )
+        else:
+            svgp_params, svgp_trace, converged, n_iter = _fit_svgp_lbfgs(
+                bound, start, opt_bounds, self.svgp_max_iter
+            )
+        if not converged:
+            warnings.warn(
+                f"The Gaussian approximation did not converge in "
+                f"{self.svgp_max_iter} L-BFGS iterations; increase svgp_max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        theta, log_noise, q_mean, q_L, Z = bound.split(svgp_params)
+        Z = np.array(Z)
+        svgp_elbo = float(bound.elbo(svgp_params))
+        if self.verbose:
+            self._log(
+                f"Gaussian approximation: ELBO {svgp_elbo:.4g} after {n_iter} "
+                f"{'Adam' if use_adam else 'L-BFGS'} iterations "
+                f"({time.perf_counter() - t_start:.2f} s)"
+            )
+
+        # 2. HMC over (theta, v) with Z fixed
+        target = SparseWhitenedTarget(
+            adapter, X, y_lik, Z, likelihood, prior_set, offset=offset
+        )
+        hyper = np.append(theta, log_noise) if is_gaussian else np.array(theta)
+        init_rng = np.random.default_rng(int(seeds[2]))
+        C = target.n_latent
+        inits = np.empty((self.n_chains, target.n_params))
+        for c in range(self.n_chains):
+            z = init_rng.standard_normal((C, target.n_inducing))
+            v = q_mean + np.einsum("cjk,ck->jc", q_L, z)
+            inits[c, : target.n_hyper] = hyper
+            inits[c, target.n_hyper :] = v.reshape(-1)
+        q_var = np.einsum("cjk,cjk->jc", q_L, q_L).reshape(-1)
+        inv_mass = np.concatenate(
+            [np.full(target.n_hyper, _HYPER_INV_MASS), np.maximum(q_var, 1e-4)]
+        )
+        guarded = _GuardedTarget(target, hyper_bounds[:, 0], hyper_bounds[:, 1])
+        t_hmc = time.perf_counter()
+        results = run_hmc_chains(
+            guarded,
+            inits,
+            random_state=int(seeds[3]),
+            n_jobs=self.n_jobs,
+            n_warmup=self.n_warmup,
+            n_samples=self.n_samples,
+            thin=self.thin,
+            max_leapfrog=self.max_leapfrog,
+            target_accept=self.target_accept,
+            inv_mass=inv_mass,
+            verbose=max(0, int(self.verbose) - 1),
+        )
+        hmc_time = time.perf_counter() - t_hmc
+        chains = np.stack([r.samples for r in results])
+        names = target.param_names
+
+        # 3. diagnostics
+        n_kept = chains.shape[1]
+        rhat = split_rhat(chains) if n_kept >= 4 else np.full(len(names), np.nan)
+        ess = (
+            effective_sample_size(chains)
+            if n_kept >= 2
+            else np.full(len(names), np.nan)
+        )
+        rhat = np.atleast_1d(np.asarray(rhat, dtype=np.float64))
+        ess = np.atleast_1d(np.asarray(ess, dtype=np.float64))
+        n_div = int(sum(r.n_divergent for r in results))
+        self._warn_diagnostics(names, rhat, ess, n_div)
+        if self.verbose:
+            self._log(
+                f"HMC: {self.n_chains} chains x {self.n_warmup} + {self.n_samples} "
+                f"iterations in {hmc_time:.2f} s; max R-hat {np.nanmax(rhat):.3f}, "
+                f"min ESS {np.nanmin(ess):.0f}, {n_div} divergences"
+            )
+        fitted_kernel = kernel.clone_with_theta(theta)
+        return {
+            "samples_": chains.reshape(-1, chains.shape[2]),
+            "param_names_": names,
+            "inducing_points_": Z,
+            "kernel_": fitted_kernel,
+            "rhat_": rhat,
+            "ess_": ess,
+            "acceptance_rate_": float(np.mean([r.acceptance_rate for r in results])),
+            "n_divergences_": n_div,
+            "step_size_": np.array([r.step_size for r in results]),
+            "inv_mass_": np.stack([r.inv_mass for r in results]),
+            "svgp_params_": svgp_params,
+            "svgp_elbo_": svgp_elbo,
+            "trace_": {
+                "svgp_elbo": np.asarray(svgp_trace),
+                "accept_prob": np.stack([r.accept_prob for r in results]),
+                "step_sizes": np.stack([r.step_sizes for r in results]),
+                "divergent": np.stack([r.divergent for r in results]),
+                "n_leapfrog": np.stack([r.n_leapfrog for r in results]),
+                "log_density": np.stack([r.log_density for r in results]),
+            },
+            "fit_time_": {
+                "svgp": t_hmc - t_start,
+                "hmc": hmc_time,
+                "total": time.perf_counter() - t_start,
+            },
+            "_adapter": adapter,
+            "_likelihood": likelihood,
+            "_jitter": target.jitter,
+            "_n_hyper": target.n_hyper,
+            "_n_latent": C,
+            "_q": (np.array(theta), log_noise, np.array(q_mean), np.array(q_L)),
+        }
+
+    def _warn_diagnostics(self, names, rhat, ess, n_div):
+        if n_div:
+            warnings.warn(
+                f"{n_div} divergent HMC transitions after warm-up; raise "
+                "target_accept (smaller steps) or check the priors.",
+                SamplerWarning,
+                stacklevel=5,
+            )
+        if np.any(np.isfinite(rhat)) and np.nanmax(rhat) > _RHAT_MAX:
+            j = int(np.nanargmax(rhat))
+            warnings.warn(
+                f"Split R-hat is {rhat[j]:.3f} > {_RHAT_MAX} for {names[j]} (the "
+                "worst parameter): the chains have not converged; increase "
+                "n_warmup and n_samples.",
+                SamplerWarning,
+                stacklevel=5,
+            )
+        threshold = _ESS_PER_CHAIN_MIN * self.n_chains
+        if np.any(np.isfinite(ess)) and np.nanmin(ess) < threshold:
+            j = int(np.nanargmin(ess))
+            warnings.warn(
+                f"Effective sample size is {ess[j]:.0f} < {threshold} for "
+                f"{names[j]} (the worst parameter); increase n_samples.",
+                SamplerWarning,
+                stacklevel=5,
+            )
+
+    # ---------------------------------------------------------- prediction
+    def _validate_query(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        check_input_magnitude(X)
+        return X
+
+    def _draw_moments(self, X):
+        """Per-draw latent moments: means (S, k, C) and variances (S, k)."""
+        Z, C = self.inducing_points_, self._n_latent
+        S = self.samples_.shape[0]
+        means = np.empty((S, X.shape[0], C))
+        variances = np.empty((S, X.shape[0]))
+        with self._blas_limit(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
+            self._fill_draw_moments(X, means, variances)
+        return means, variances
+
+    def _fill_draw_moments(self, X, means, variances):
+        adapter, Z, C = self._adapter, self.inducing_points_, self._n_latent
+        p = adapter.n_params
+        for s, params in enumerate(self.samples_):
+            theta = params[:p]
+            v = params[self._n_hyper :].reshape(-1, C)
+            R = _inducing_factor(adapter, theta, Z, self._jitter)
+            for i0 in range(0, X.shape[0], _PREDICT_ROWS):
+                rows = slice(i0, i0 + _PREDICT_ROWS)
+                A, gamma, _ = _project(adapter, theta, Z, X[rows], R)
+                means[s, rows] = A.T @ v
+                variances[s, rows] = gamma
+
+    def _gaussian_moments(self, X):
+        """Moments of the Gaussian approximation ``q(f)``: (k, C) each."""
+        theta, _, q_mean, q_L = self._q
+        Z = self.inducing_points_
+        R = _inducing_factor(self._adapter, theta, Z, self._jitter)
+        means = np.empty((X.shape[0], self._n_latent))
+        variances = np.empty((X.shape[0], self._n_latent))
+        for i0 in range(0, X.shape[0], _PREDICT_ROWS):
+            rows = slice(i0, i0 + _PREDICT_ROWS)
+            A, gamma, _ = _project(self._adapter, theta, Z, X[rows], R)
+            B = np.einsum("cji,jk->cik", q_L, A)
+            means[rows] = A.T @ q_mean
+            variances[rows] = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
+        return means, variances
+
+    def _noise_draws(self):
+        return np.exp(self.samples_[:, self._adapter.n_params])
+
+    def _posterior_draws(self, posterior):
+        """Kernel thetas (S, p), whitened ``v`` (S, m, C), ``q(v)`` factors.
+
+        ``"mcmc"``: the kept HMC draws, factors None. ``"gaussian"``: the
+        SVGP's ``q(v) = N(m, S)`` as one draw, with the lower factors of
+        ``S`` per latent, shape (C, m, m).
+        """
+        if posterior == "gaussian":
+            theta, _, q_mean, q_L = self._q
+            return np.asarray(theta)[None, :], np.asarray(q_mean)[None], q_L
+        if posterior != "mcmc":
+            raise ValueError(
+                f"posterior must be 'mcmc' or 'gaussian'; got {posterior!r}."
+            )
+        S, C = self.samples_.shape[0], self._n_latent
+        thetas = self.samples_[:, : self._adapter.n_params]
+        return thetas, self.samples_[:, self._n_hyper :].reshape(S, -1, C), None
+
+    def _functions(self, n_samples, random_state, n_features, posterior, **kw):
+        check_is_fitted(self)
+        _check_n_samples(n_samples)
+        thetas, v, factors = self._posterior_draws(posterior)
+        rng = check_random_state(random_state)
+        return _sparse_function_samples(
+            self._adapter,
+            self.inducing_points_,
+            self._jitter,
+            thetas,
+            v,
+            factors,
+            n_samples,
+            rng,
+            n_features,
+            **kw,
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags
+
+
+# ==========================================================================
+
+
+class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
+    """Gaussian-process classification by variational MCMC.
+
+    A sparse variational (SVGP) fit places the inducing inputs and gives a
+    Gaussian approximation; HMC then samples the hyperparameters and the
+    whitened inducing values jointly from the sparse whitened posterior of
+    Hensman et al. (2015), so predictions carry both the hyperparameter and
+    the non-Gaussian latent uncertainty. See the module notes for the
+    pipeline.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel, default=None
+        Prior covariance, shared by all latent functions; its ``theta``
+        starts the fit and its ``bounds`` bound the hyperparameters. The
+        default is ``ConstantKernel(1.0) * RBF(sqrt(d) * median feature
+        standard deviation)``.
+    n_inducing : int, default=50
+        Number of inducing inputs placed by k-means (fewer if ``X`` has
+        fewer distinct rows). Ignored when ``inducing_points`` is given.
+    inducing_points : array-like of shape (m, n_features), default=None
+        Initial inducing inputs, instead of k-means. They are optimised
+        with the SVGP when the kernel has input gradients (RBF or Matern,
+        optionally times a constant plus a white kernel) and
+        ``optimize_inducing`` is true.
+    optimize_inducing : bool, default=True
+        Optimise the inducing inputs with the Gaussian approximation (only
+        possible for kernels with input gradients; others keep them where
+        they start). They are fixed during sampling either way.
+    link : {"logit", "probit"}, default="logit"
+        Link of the Bernoulli likelihood for two classes.
+    multiclass : {"robustmax", "softmax"}, default="robustmax"
+        Likelihood for more than two classes: robust-max with
+        ``epsilon = 1e-3`` (the seed paper's section 4.4) or softmax with
+        fixed Monte Carlo draws for its expectation. Robust-max is almost a
+        step function of the latent values where their conditional variance
+        is small, and HMC then mixes slowly between class regions; adding a
+        fixed ``WhiteKernel`` nugget to the kernel smooths it (as the seed
+        paper suggests), and softmax mixes better still.
+    n_chains : int, default=4
+        Independent HMC chains.
+    n_warmup : int, default=500
+        Warm-up (adaptation) iterations per chain, discarded.
+    n_samples : int, default=500
+        Sampling iterations per chain after warm-up.
+    thin : int, default=1
+        Keep every ``thin``-th sampling iteration.
+    max_leapfrog : int, default=20
+        Each transition takes a number of leapfrog steps drawn uniformly
+        from ``1..max_leapfrog``.
+    target_accept : float, default=0.8
+        Target acceptance probability of the step-size adaptation.
+    priors : dict, default=None
+        Priors on the natural scale by hyperparameter name; missing names
+        get Gamma(1, 2).
+    batch_size : int, default=None
+        Minibatch size of the Adam fit of the Gaussian approximation. None
+        uses full-batch L-BFGS-B up to 5000 points and minibatches of 512
+        beyond; a ``batch_size`` below ``n_samples`` selects Adam.
+    svgp_max_iter : int, default=1000
+        L-BFGS-B iterations, or Adam steps, of the Gaussian approximation.
+    learning_rate : float, default=0.01
+        Adam's learning rate (minibatch fits only).
+    random_state : int, RandomState instance or None, default=None
+        Seeds k-means, the minibatches, the chain starts and the chains.
+    n_jobs : int, default=None
+        Chains run in parallel with joblib; the result does not depend on
+        it.
+    verbose : int, default=0
+        1 prints a line per stage; 2 also prints HMC progress.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    samples_ : ndarray of shape (n_chains * n_kept, n_params)
+        Kept draws, chain after chain: ``[kernel theta (log scale), v]``
+        with ``v`` of shape ``(m, C)`` flattened in C order.
+    param_names_ : list of str
+    inducing_points_ : ndarray of shape (m, n_features)
+        Inducing inputs (from the SVGP), fixed during sampling.
+    kernel_ : kernel
+        The kernel at the Gaussian approximation's hyperparameters.
+    rhat_, ess_ : ndarray of shape (n_params,)
+        Split R-hat and effective sample size per parameter (NaN when too
+        few draws are kept to compute them).
+    acceptance_rate_ : float
+        Mean acceptance probability after warm-up, over chains.
+    n_divergences_ : int
+        Divergent transitions after warm-up, over chains.
+    step_size_ : ndarray of shape (n_chains,)
+        Step size of each chain after warm-up.
+    inv_mass_ : ndarray of shape (n_chains, n_params)
+        Diagonal inverse mass matrix of each chain after warm-up.
+    svgp_params_ : ndarray
+        Parameters of the fitted SVGP bound.
+    svgp_elbo_ : float
+        Its value (the ELBO plus the log prior).
+    trace_ : dict of ndarray
+        ``svgp_elbo`` per optimiser iteration; per chain and iteration
+        ``accept_prob``, ``step_sizes``, ``divergent``, ``n_leapfrog``; the
+        log density of the kept draws.
+    fit_time_ : dict
+        Seconds spent in the SVGP, in HMC and in total.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features,)
+        Only when ``X`` has string feature names.
+
+    See Also
+    --------
+    VariationalMCMCRegressor : the same for counts and real targets.
+    skgp_bayes.SteinGPClassifier : particle posterior over the exact GP.
+
+    References
+    ----------
+    J. Hensman, A. G. de G. Matthews, M. Filippone and Z. Ghahramani,
+    "MCMC for variationally sparse Gaussian processes", NeurIPS 2015.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import VariationalMCMCClassifier
+    >>> X = np.linspace(-3, 3, 40)[:, None]
+    >>> y = (np.sin(2 * X[:, 0]) > 0).astype(int)
+    >>> clf = VariationalMCMCClassifier(
+    ...     n_inducing=8, n_chains=2, n_warmup=100, n_samples=100,
+    ...     max_leapfrog=10, random_state=0)
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     _ = clf.fit(X, y)
+    >>> clf.predict_proba(X[:3]).shape, clf.samples_.shape
+    ((3, 2), (200, 10))
+    """
+
+    _parameter_constraints = {
+        **_VariationalMCMCBase._common_constraints,
+        "link": [StrOptions({"logit", "probit"})],
+        "multiclass": [StrOptions({"robustmax", "softmax"})],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        n_inducing=50,
+        inducing_points=None,
+        optimize_inducing=True,
+        link="logit",
+        multiclass="robustmax",
+        n_chains=4,
+        n_warmup=500,
+        n_samples=500,
+        thin=1,
+        max_leapfrog=20,
+        target_accept=0.8,
+        priors=None,
+        batch_size=None,
+        svgp_max_iter=1000,
+        learning_rate=0.01,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.optimize_inducing = optimize_inducing
+        self.link = link
+        self.multiclass = multiclass
+        self.n_chains = n_chains
+        self.n_warmup = n_warmup
+        self.n_samples = n_samples
+        self.thin = thin
+        self.max_leapfrog = max_leapfrog
+        self.target_accept = target_accept
+        self.priors = priors
+        self.batch_size = batch_size
+        self.svgp_max_iter = svgp_max_iter
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the Gaussian approximation, then sample by HMC.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : VariationalMCMCClassifier
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, y)
+        >>> clf.classes_
+        array([0, 1])
+        """
+        with atomic_feature_state(self):
+            X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+            check_classification_targets(y)
+            classes, y_enc = np.unique(y, return_inverse=True)
+            if classes.size < 2:
+                raise ValueError(
+                    f"{type(self).__name__} requires 2 classes; got 1 class "
+                    f"(label {classes[0]!r})."
+                )
+            if classes.size == 2:
+                likelihood = Bernoulli(link=self.link)
+                y_lik = y_enc.astype(np.float64)
+            elif self.multiclass == "robustmax":
+                likelihood = RobustMax(classes.size, epsilon=1e-3)
+                y_lik = y_enc
+            else:
+                likelihood = Softmax(classes.size, random_state=0)
+                y_lik = y_enc
+            fitted = self._fit_pipeline(X, y_lik, likelihood, None)
+        fitted["classes_"] = classes
+        self.__dict__.update(fitted)
+        return self
+
+    def _proba_from_moments(self, mu, var):
+        """Class probabilities ``(..., k, n_classes)`` from latent moments."""
+        lik = self._likelihood
+        if self._n_latent == 1:
+            p1 = lik.predictive(mu[..., 0], var[..., 0])
+            return np.stack([1.0 - p1, p1], axis=-1)
+        var = np.maximum(var, 1e-12)
+        shape = mu.shape
+        proba = lik.predictive(mu.reshape(-1, shape[-1]), var.reshape(-1, shape[-1]))
+        return proba.reshape(shape)
+
+    def predict_proba(self, X, method="mcmc"):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        method : {"mcmc", "gaussian"}, default="mcmc"
+            ``"mcmc"`` averages ``E[p(y | f)]`` over the kept draws, each
+            with its latent ``f | v, theta ~ N(A' v, gamma)``;
+            ``"gaussian"`` uses the SVGP approximation alone, for
+            comparison.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_classes)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, y)
+        >>> clf.predict_proba(X[:2]).shape
+        (2, 2)
+        >>> clf.predict_proba(X[:2], method="gaussian").shape
+        (2, 2)
+        """
+        X = self._validate_query(X)
+        if method == "gaussian":
+            mu, var = self._gaussian_moments(X)
+            return self._proba_from_moments(mu, var)
+        if method != "mcmc":
+            raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
+        means, variances = self._draw_moments(X)
+        C = self._n_latent
+        var = np.repeat(variances[..., None], C, axis=-1)
+        total = np.zeros((X.shape[0], self.classes_.size))
+        for s in range(means.shape[0]):
+            total += self._proba_from_moments(means[s], var[s])
+        proba = total / means.shape[0]
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict(self, X, method="mcmc"):
+        """Most probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        method : {"mcmc", "gaussian"}, default="mcmc"
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, y)
+        >>> clf.predict([[-2.0], [2.0]])
+        array([0, 1])
+        """
+        proba = self.predict_proba(X, method=method)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def sample_functions(
+        self, n_samples=1, random_state=0, n_features=None, posterior="mcmc"
+    ):
+        """Latent function samples from the posterior, callable anywhere.
+
+        Each sample picks a kept HMC draw ``(theta, v)`` uniformly at random
+        and is a pathwise draw of the latent GP given the inducing values
+        ``u = R_theta v`` (``R_theta`` the Cholesky factor of the jittered
+        ``K(Z, Z)``): a random-Fourier-feature prior draw plus Matheron's
+        update ``k(x, Z) K(Z, Z)^-1 (u - f_prior(Z))``. So the samples mix
+        over the hyperparameters and the inducing values, as
+        :meth:`predict_proba` does. The functions are frozen (every call
+        returns the same values), have analytic input gradients and pickle.
+        Apply the link (sigmoid, probit, robust-max or softmax) to turn
+        them into class probabilities.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        n_features : int, default=None
+            Fourier features per draw; None uses 1024. The error of the
+            prior covariance falls as ``1 / sqrt(n_features)``.
+        posterior : {"mcmc", "gaussian"}, default="mcmc"
+            ``"mcmc"``: mix over the kept HMC draws. ``"gaussian"``: the
+            SVGP approximation, ``u = R (m + L z)`` with ``q(v) = N(m, L
+            L')`` at its hyperparameters (as ``method="gaussian"`` in
+            :meth:`predict_proba`).
+
+        Returns
+        -------
+        functions : FunctionSamples or list of FunctionSamples
+            For two classes one :class:`~skgp_bayes.sampling.FunctionSamples`
+            (the latent of ``classes_[1]``); otherwise one per class, all on
+            the same draws, so that ``[f(X) for f in functions]`` are
+            jointly distributed latent values. A ``WhiteKernel``'s noise is
+            not part of them.
+
+        Raises
+        ------
+        ValueError
+            If the kernel has no spectral density (use
+            :meth:`predict_proba` at fixed points instead).
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, y)
+        >>> f = clf.sample_functions(5, random_state=0)
+        >>> grid = np.linspace(-2, 2, 9)[:, None]
+        >>> f(grid).shape, f.gradient(grid).shape
+        ((9, 5), (9, 5, 1))
+        >>> bool(np.array_equal(f(grid), f(grid)))
+        True
+        """
+        check_is_fitted(self)
+        _function_spec(self._adapter.kernel, "predict_proba(X)")
+        functions, _ = self._functions(n_samples, random_state, n_features, posterior)
+        return functions[0] if len(functions) == 1 else functions
+
+
+# ==========================================================================
+
+
+def _check_exposure(exposure, n, likelihood_name):
+    if exposure is None:
+        return None
+    if likelihood_name != "poisson":
+        raise ValueError("exposure is only used with likelihood='poisson'.")
+    exposure = np.asarray(exposure, dtype=np.float64)
+    if exposure.ndim == 0:
+        exposure = np.full(n, float(exposure))
+    if exposure.shape != (n,):
+        raise ValueError(f"exposure must have shape ({n},); got {exposure.shape}.")
+    if not np.all(np.isfinite(exposure)) or np.any(exposure <= 0):
+        raise ValueError("exposure must be positive and finite.")
+    return exposure
+
+
+class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
+    """Gaussian-process regression on counts or real values by variational MCMC.
+
+    The same pipeline as :class:`VariationalMCMCClassifier` (SVGP fit, then
+    HMC over hyperparameters and whitened inducing values) with a Poisson
+    likelihood for counts (log link, optional exposure) or a Gaussian
+    likelihood whose noise variance is sampled with the kernel
+    hyperparameters.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel, default=None
+        Prior covariance of the latent function (log rate for Poisson).
+        Default as in :class:`VariationalMCMCClassifier`.
+    likelihood : {"poisson", "gaussian"}, default="gaussian"
+        ``"poisson"``: ``y_i ~ Poisson(exposure_i * exp(f_i))``.
+        ``"gaussian"``: ``y_i ~ N(f_i, noise_variance)``, with ``y``
+        standardised internally and the noise variance a parameter (prior
+        name ``"noise_variance"``, in standardised units).
+    n_inducing, inducing_points, optimize_inducing, n_chains, n_warmup, \
+n_samples, thin, max_leapfrog, target_accept, priors, batch_size, svgp_max_iter, \
+learning_rate, random_state, n_jobs, verbose
+        As in :class:`VariationalMCMCClassifier`.
+
+    Attributes
+    ----------
+    samples_ : ndarray of shape (n_chains * n_kept, n_params)
+        ``[kernel theta, (log noise variance), v]`` per kept draw.
+    param_names_, inducing_points_, kernel_, rhat_, ess_, acceptance_rate_, \
+n_divergences_, step_size_, inv_mass_, svgp_params_, svgp_elbo_, trace_, \
+fit_time_, n_features_in_, feature_names_in_
+        As in :class:`VariationalMCMCClassifier`.
+    y_mean_, y_std_ : float
+        Standardisation of ``y`` (0 and 1 for Poisson).
+
+    See Also
+    --------
+    VariationalMCMCClassifier
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from skgp_bayes import VariationalMCMCRegressor
+    >>> from skgp_bayes.datasets import bin_coal_counts
+    >>> X, counts, width = bin_coal_counts(n_bins=50)
+    >>> reg = VariationalMCMCRegressor(
+    ...     ConstantKernel(1.0) * RBF(10.0), likelihood="poisson",
+    ...     inducing_points=X[::5], n_chains=2, n_warmup=100, n_samples=100,
+    ...     max_leapfrog=10, random_state=0)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     _ = reg.fit(X, counts, exposure=width)
+    >>> reg.predict(X[:2], exposure=width).shape
+    (2,)
+    """
+
+    _parameter_constraints = {
+        **_VariationalMCMCBase._common_constraints,
+        "likelihood": [StrOptions({"poisson", "gaussian"})],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        likelihood="gaussian",
+        n_inducing=50,
+        inducing_points=None,
+        optimize_inducing=True,
+        n_chains=4,
+        n_warmup=500,
+        n_samples=500,
+        thin=1,
+        max_leapfrog=20,
+        target_accept=0.8,
+        priors=None,
+        batch_size=None,
+        svgp_max_iter=1000,
+        learning_rate=0.01,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.likelihood = likelihood
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.optimize_inducing = optimize_inducing
+        self.n_chains = n_chains
+        self.n_warmup = n_warmup
+        self.n_samples = n_samples
+        self.thin = thin
+        self.max_leapfrog = max_leapfrog
+        self.target_accept = target_accept
+        self.priors = priors
+        self.batch_size = batch_size
+        self.svgp_max_iter = svgp_max_iter
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, exposure=None):
+        """Fit the Gaussian approximation, then sample by HMC.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Counts (non-negative integers) for Poisson, real values for
+            Gaussian.
+        exposure : float or array-like of shape (n_samples,), default=None
+            Poisson only: time at risk (bin width) of each count, so that
+            the expected count is ``exposure * exp(f)``. None means 1.
+
+        Returns
+        -------
+        self : VariationalMCMCRegressor
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.random.default_rng(0).poisson(3.0, 20)
+        >>> reg = VariationalMCMCRegressor(likelihood="poisson", n_inducing=4,
+        ...                                n_chains=1, n_warmup=20, n_samples=10,
+        ...                                random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y, exposure=0.5)
+        >>> reg.samples_.shape[0]
+        10
+        """
+        with atomic_feature_state(self):
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, order="C", y_numeric=True
+            )
+            exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+            if self.likelihood == "poisson":
+                if np.any(y < 0) or np.any(y != np.round(y)):
+                    raise ValueError(
+                        "likelihood='poisson' needs non-negative integer counts y."
+                    )
+                likelihood = Poisson()
+                y_lik, y_mean, y_std = y, 0.0, 1.0
+                offset = None if exposure is None else np.log(exposure)
+            else:
+                y_mean, y_std = safe_mean_std(y)
+                y_lik = (y - y_mean) / y_std
+                likelihood = Gaussian(0.1)
+                offset = None
+            fitted = self._fit_pipeline(X, y_lik, likelihood, offset)
+        fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
+        self.__dict__.update(fitted)
+        return self
+
+    def _moments_per_draw(self, X, exposure):
+        means, variances = self._draw_moments(X)
+        mu = means[..., 0]
+        if exposure is not None:
+            mu = mu + np.log(exposure)
+        return mu, variances
+
+    def predict(self, X, exposure=None, return_std=False, method="mcmc"):
+        """Posterior predictive mean (and standard deviation) of ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        exposure : float or array-like of shape (n_queries,), default=None
+            Poisson only: the expected count is ``exposure * E[exp(f)]``.
+        return_std : bool, default=False
+            Also return the predictive standard deviation of ``y``.
+        method : {"mcmc", "gaussian"}, default="mcmc"
+            Average over the HMC draws, or use the SVGP approximation.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_queries,)
+        std : ndarray of shape (n_queries,), only if ``return_std``
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.random.default_rng(0).poisson(3.0, 20)
+        >>> reg = VariationalMCMCRegressor(likelihood="poisson", n_inducing=4,
+        ...                                n_chains=1, n_warmup=20, n_samples=10,
+        ...                                random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y, exposure=0.5)
+        >>> mean, std = reg.predict(X[:3], exposure=0.5, return_std=True)
+        >>> mean.shape, bool(np.all(std > 0))
+        ((3,), True)
+        """
+        X = self._validate_query(X)
+        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        mu, var = self._latent(X, exposure, method)
+        if self.likelihood == "poisson":
+            rate = np.exp(mu + 0.5 * var)
+            mean = rate.mean(axis=0)
+            second = np.exp(2.0 * mu + 2.0 * var).mean(axis=0)
+            # law of total variance: Var = E[lambda] + Var[lambda]
+            std = np.sqrt(mean + np.maximum(second - mean**2, 0.0))
+        else:
+            noise = self._noise(method, mu.shape[0])
+            mean = mu.mean(axis=0)
+            total = (var + noise[:, None]).mean(axis=0) + mu.var(axis=0)
+            mean = mean * self.y_std_ + self.y_mean_
+            std = np.sqrt(total) * self.y_std_
+        return (mean, std) if return_std else mean
+
+    def _latent(self, X, exposure, method):
+        """Latent means and variances, ``(S, k)`` each (S=1 for gaussian)."""
+        if method == "gaussian":
+            mu, var = self._gaussian_moments(X)
+            mu, var = mu[None, :, 0], var[None, :, 0]
+            if exposure is not None:
+                mu = mu + np.log(exposure)
+            return mu, var
+        if method != "mcmc":
+            raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
+        return self._moments_per_draw(X, exposure)
+
+    def _noise(self, method, n_draws):
+        if method == "gaussian":
+            return np.array([np.exp(self._q[1])])
+        return self._noise_draws()[:n_draws]
+
+    def log_predictive_density(self, X, y, exposure=None, method="mcmc"):
+        """Log posterior predictive density (or probability) of each ``y``.
+
+        ``log (1/S) sum_s p(y_i | draw s)`` with ``p(y_i | draw s)`` the
+        likelihood integrated over ``f_i ~ N(mu_is, gamma_is)``; with
+        ``method="gaussian"`` the integral under the SVGP's ``q(f_i)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        y : array-like of shape (n_queries,)
+        exposure : float or array-like, default=None
+            Poisson only.
+        method : {"mcmc", "gaussian"}, default="mcmc"
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.random.default_rng(0).poisson(3.0, 20)
+        >>> reg = VariationalMCMCRegressor(likelihood="poisson", n_inducing=4,
+        ...                                n_chains=1, n_warmup=20, n_samples=10,
+        ...                                random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y, exposure=0.5)
+        >>> lpd = reg.log_predictive_density(X, y, exposure=0.5)
+        >>> lpd.shape, bool(np.all(lpd < 0))
+        ((20,), True)
+        """
+        X = self._validate_query(X)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        mu, var = self._latent(X, exposure, method)
+        if self.likelihood == "poisson":
+            lpd = self._likelihood.log_predictive_density(
+                np.broadcast_to(y, mu.shape), mu, var
+            )
+        else:
+            noise = self._noise(method, mu.shape[0])
+            y_std = (y - self.y_mean_) / self.y_std_
+            total = var + noise[:, None]
+            lpd = -0.5 * (np.log(2 * np.pi * total) + (y_std - mu) ** 2 / total)
+            lpd = lpd - np.log(self.y_std_)
+        return logsumexp(lpd, axis=0) - np.log(mu.shape[0])
+
+    def sample_latent(self, X, method="mcmc", n_samples=1000, random_state=0):
+        """Draws of the latent function at ``X`` (marginally per point).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        method : {"mcmc", "gaussian"}, default="mcmc"
+            ``"mcmc"``: one draw ``f = A' v + sqrt(gamma) z`` per kept HMC
+            sample (``n_samples`` is ignored); ``"gaussian"``:
+            ``n_samples`` draws from the SVGP's ``q(f)``.
+        n_samples : int, default=1000
+        random_state : int, RandomState instance or None, default=0
+
+        Returns
+        -------
+        ndarray of shape (n_draws, n_queries)
+            The latent function (the log rate without exposure for
+            Poisson; standardised units for Gaussian).
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.random.default_rng(0).poisson(3.0, 20)
+        >>> reg = VariationalMCMCRegressor(likelihood="poisson", n_inducing=4,
+        ...                                n_chains=1, n_warmup=20, n_samples=10,
+        ...                                random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y, exposure=0.5)
+        >>> reg.sample_latent(X[:3]).shape  # one draw per kept sample
+        (10, 3)
+        """
+        X = self._validate_query(X)
+        rng = check_random_state(random_state)
+        mu, var = self._latent(X, None, method)
+        if method == "gaussian":
+            z = rng.standard_normal((int(n_samples), X.shape[0]))
+            return mu + np.sqrt(var) * z
+        return mu + np.sqrt(var) * rng.standard_normal(mu.shape)
+
+    def sample_functions(
+        self, n_samples=1, random_state=0, n_features=None, posterior="mcmc"
+    ):
+        """Latent function samples from the posterior, callable anywhere.
+
+        Each sample picks a kept HMC draw ``(theta, v)`` (and noise
+        variance) uniformly at random and is a pathwise draw of the latent
+        GP given the inducing values ``u = R_theta v``: a
+        random-Fourier-feature prior draw plus Matheron's update ``k(x, Z)
+        K(Z, Z)^-1 (u - f_prior(Z))``. The samples mix over the
+        hyperparameters and the inducing values. The functions are frozen
+        (every call returns the same values), have analytic input gradients
+        and pickle; evaluation costs ``O(n_points (n_features + m))`` per
+        function.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        n_features : int, default=None
+            Fourier features per draw; None uses 1024.
+        posterior : {"mcmc", "gaussian"}, default="mcmc"
+            Mix over the kept HMC draws, or sample the SVGP approximation
+            ``q(v) = N(m, S)`` at its hyperparameters (as ``method`` in
+            :meth:`predict`).
+
+        Returns
+        -------
+        functions : skgp_bayes.sampling.FunctionSamples
+            ``functions(X)`` has shape ``(n_points, n_samples)``. For the
+            Gaussian likelihood the latent function in the units of ``y``;
+            for Poisson the log rate, without exposure (``exposure *
+            np.exp(functions(X))`` is the expected count). A
+            ``WhiteKernel``'s noise is not part of them.
+
+        Raises
+        ------
+        ValueError
+            If the kernel has no spectral density (use :meth:`sample_y` with
+            ``method="exact"`` instead).
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.sin(X[:, 0])
+        >>> reg = VariationalMCMCRegressor(n_inducing=5, n_chains=1, n_warmup=20,
+        ...                                n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y)
+        >>> f = reg.sample_functions(3, random_state=0)
+        >>> f(X[:4]).shape, f.gradient(X[:4]).shape
+        ((4, 3), (4, 3, 1))
+        """
+        check_is_fitted(self)
+        _function_spec(self._adapter.kernel, "sample_y(X, method='exact')")
+        return self._regression_functions(
+            n_samples, random_state, n_features, posterior
+        )[0]
+
+    def _regression_functions(self, n_samples, random_state, n_features, posterior):
+        functions, white = self._functions(
+            n_samples,
+            random_state,
+            n_features,
+            posterior,
+            offset=self.y_mean_,
+            scale=self.y_std_,
+        )
+        return functions[0], white
+
+    def sample_y(
+        self,
+        X,
+        n_samples=1,
+        random_state=0,
+        method="auto",
+        n_features=None,
+        *,
+        exposure=None,
+        posterior="mcmc",
+    ):
+        """Joint draws of the regression function at ``X``.
+
+        Each draw picks a kept HMC draw uniformly at random (one draw of
+        ``q(v)`` for ``posterior="gaussian"``), then samples the latent
+        function jointly over ``X`` from its Gaussian conditional: exactly
+        from the dense covariance (``"exact"``) or as a pathwise sample
+        (``"pathwise"``, see :meth:`sample_functions`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        method : {"auto", "exact", "pathwise"}, default="auto"
+            ``"exact"`` costs ``O(n_queries^3)`` time and
+            ``O(n_queries^2)`` memory per draw used; ``"pathwise"`` costs
+            ``O(n_queries (n_features + m))`` per sample and approximates
+            the prior covariance with ``n_features`` Fourier features.
+            ``"auto"`` samples pathwise from 100 query points on and
+            exactly below; kernels without a spectral density are always
+            sampled exactly.
+        n_features : int, default=None
+            Fourier features per draw for ``"pathwise"``; None uses 1024.
+        exposure : float or array-like of shape (n_queries,), default=None
+            Poisson only: the draws are ``exposure * exp(f)``.
+        posterior : {"mcmc", "gaussian"}, default="mcmc"
+            The kept HMC draws or the SVGP approximation.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_queries, n_samples)
+            Gaussian likelihood: draws of the latent function in the units
+            of ``y`` (plus a ``WhiteKernel``'s noise), without the sampled
+            observation noise, as in scikit-learn (:meth:`predict`'s
+            ``std`` includes that noise). Poisson: draws of the expected
+            count ``exposure * exp(f)``, whose average over draws is
+            :meth:`predict`'s mean; counts themselves would add Poisson
+            noise.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.random.default_rng(0).poisson(3.0, 20)
+        >>> reg = VariationalMCMCRegressor(likelihood="poisson", n_inducing=4,
+        ...                                n_chains=1, n_warmup=20, n_samples=10,
+        ...                                random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y, exposure=0.5)
+        >>> grid = np.linspace(0, 10, 500)[:, None]
+        >>> rates = reg.sample_y(grid, n_samples=4, exposure=0.5)  # pathwise
+        >>> rates.shape, bool(np.all(rates > 0))
+        ((500, 4), True)
+        >>> reg.sample_y(grid[:5], n_samples=4, method="exact").shape
+        (5, 4)
+        """
+        X = self._validate_query(X)
+        _check_n_samples(n_samples)
+        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        thetas, v, factors = self._posterior_draws(posterior)
+        spec = _sample_y_spec(self._adapter.kernel, method, X.shape[0])
+        rng = check_random_state(random_state)
+        if spec is not None:
+            functions, white = self._regression_functions(
+                n_samples, rng, n_features, posterior
+            )
+            out = functions(X)
+            noise_sd = np.sqrt(white[functions.draws]) * self.y_std_
+            if np.any(noise_sd > 0):
+                # A WhiteKernel adds independent noise at each query point.
+                out += rng.standard_normal(out.shape) * noise_sd
+        else:
+            out = _sparse_joint_draws(
+                self._adapter,
+                self.inducing_points_,
+                self._jitter,
+                thetas,
+                v,
+                None if factors is None else factors[0],
+                X,
+                n_samples,
+                rng,
+            )
+            out = out * self.y_std_ + self.y_mean_
+        if self.likelihood == "poisson":
+            # y_mean_ = 0 and y_std_ = 1: out is the log rate
+            if exposure is not None:
+                out += np.log(exposure)[:, None]
+            out = np.exp(out)
+        return out

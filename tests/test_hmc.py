@@ -1,0 +1,177 @@
+"""HMC engine on known targets."""
+
+import numpy as np
+import pytest
+
+from skgp_bayes.diagnostics import effective_sample_size, split_rhat
+from skgp_bayes.inference import run_hmc, run_hmc_chains
+from skgp_bayes.inference.hmc import DualAveraging, mass_adaptation_windows
+
+# Standard deviations spanning four orders of magnitude, and one correlated
+# pair: with a unit mass matrix the step size that the narrowest direction
+# allows would need thousands of steps to cross the widest one.
+SCALES = np.array([0.01, 0.1, 1.0, 10.0, 100.0])
+MEAN = np.array([1.0, -2.0, 0.5, 3.0, -50.0])
+
+
+def _gaussian():
+    cov = np.diag(SCALES**2)
+    cov[1, 2] = cov[2, 1] = 0.5 * SCALES[1] * SCALES[2]
+    prec = np.linalg.inv(cov)
+
+    def logp_and_grad(x):
+        r = x - MEAN
+        g = -prec @ r
+        return 0.5 * r @ g, g
+
+    return cov, logp_and_grad
+
+
+class _Gaussian:
+    """Picklable standard normal (for joblib workers)."""
+
+    def __call__(self, x):
+        return -0.5 * x @ x, -x
+
+
+def test_badly_scaled_gaussian_is_recovered_after_mass_adaptation():
+    cov, logp = _gaussian()
+    results = run_hmc_chains(
+        logp,
+        np.tile(MEAN + SCALES, (4, 1)),
+        random_state=0,
+        n_warmup=400,
+        n_samples=600,
+        max_leapfrog=15,
+    )
+    chains = np.stack([r.samples for r in results])
+    assert sum(r.n_divergent for r in results) == 0
+    assert np.all(split_rhat(chains) < 1.05)
+    ess = effective_sample_size(chains)
+    assert np.all(ess > 200)
+    draws = chains.reshape(-1, 5)
+    sd = np.sqrt(np.diag(cov))
+    # Monte Carlo standard errors: sd / sqrt(ESS) for the mean and about
+    # var * sqrt(2 / ESS) for the variance; 5 of them bound a false failure
+    # below 1e-5 per entry.
+    np.testing.assert_array_less(np.abs(draws.mean(0) - MEAN), 5 * sd / np.sqrt(ess))
+    rel_var = draws.var(0) / sd**2 - 1.0
+    np.testing.assert_array_less(np.abs(rel_var), 5 * np.sqrt(2.0 / ess))
+    # The adapted inverse mass follows the variances over 8 decades; one
+    # warm-up window of autocorrelated draws estimates the widest direction
+    # roughly, so a factor 20 either side (against the 1e8 spread a unit
+    # mass would leave) is the check.
+    for r in results:
+        ratio = r.inv_mass / sd**2
+        assert np.all((ratio > 1 / 20) & (ratio < 20)), ratio
+        assert 0.6 < r.acceptance_rate < 0.97
+
+
+def test_without_mass_adaptation_the_chain_does_not_mix():
+    # The same budget without mass adaptation: the wide direction barely
+    # moves, which is what makes the previous test able to fail.
+    _, logp = _gaussian()
+    res = run_hmc(
+        logp,
+        MEAN + SCALES,
+        n_warmup=400,
+        n_samples=600,
+        max_leapfrog=15,
+        adapt_mass=False,
+        random_state=0,
+    )
+    assert res.samples[:, 4].std() < 0.5 * SCALES[4]
+
+
+def test_huge_step_makes_every_transition_divergent():
+    res = run_hmc(
+        _Gaussian(),
+        np.zeros(50),
+        n_warmup=0,
+        n_samples=40,
+        step_size=10.0,
+        adapt_step_size=False,
+        adapt_mass=False,
+        random_state=1,
+    )
+    assert res.n_divergent == 40
+    assert not res.accepted.any()
+    np.testing.assert_array_equal(res.samples, 0.0)
+    np.testing.assert_array_equal(res.accept_prob, 0.0)
+
+
+def test_nan_log_density_is_a_rejected_divergence():
+    def logp(x):
+        if x[0] > 0.5:
+            return np.nan, np.full_like(x, np.nan)
+        return -0.5 * x @ x, -x
+
+    res = run_hmc(logp, np.zeros(2), n_warmup=100, n_samples=300, random_state=2)
+    assert res.divergent.sum() > 0
+    assert np.all(res.samples[:, 0] <= 0.5)
+    assert np.all(np.isfinite(res.log_density))
+
+
+def test_same_seed_same_chain_and_n_jobs_does_not_matter():
+    kwargs = dict(n_warmup=60, n_samples=40, max_leapfrog=5)
+    a = run_hmc(_Gaussian(), np.ones(3), random_state=7, **kwargs)
+    b = run_hmc(_Gaussian(), np.ones(3), random_state=7, **kwargs)
+    np.testing.assert_array_equal(a.samples, b.samples)
+    c = run_hmc(_Gaussian(), np.ones(3), random_state=8, **kwargs)
+    assert not np.array_equal(a.samples, c.samples)
+    inits = np.ones((2, 3))
+    serial = run_hmc_chains(_Gaussian(), inits, random_state=3, n_jobs=1, **kwargs)
+    parallel = run_hmc_chains(_Gaussian(), inits, random_state=3, n_jobs=2, **kwargs)
+    for s, p in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(s.samples, p.samples)
+    assert not np.array_equal(serial[0].samples, serial[1].samples)
+
+
+def test_thinning_and_shapes():
+    res = run_hmc(
+        _Gaussian(), np.zeros(2), n_warmup=20, n_samples=30, thin=3, random_state=0
+    )
+    assert res.samples.shape == (10, 2)
+    assert res.accept_prob.shape == (50,)
+    assert res.n_leapfrog.min() >= 1 and res.n_leapfrog.max() <= 20
+
+
+def test_dual_averaging_moves_toward_target():
+    da = DualAveraging(1.0, target_accept=0.8)
+    for _ in range(50):
+        da.update(0.0)
+    assert da.final_step_size < 0.1
+    da = DualAveraging(1.0, target_accept=0.8)
+    for _ in range(50):
+        da.update(1.0)
+    assert da.final_step_size > 1.0
+
+
+def test_windows_tile_the_slow_phase():
+    for n in (20, 100, 149, 150, 1000, 5000):
+        windows = mass_adaptation_windows(n)
+        assert windows
+        for (s0, e0), (s1, _) in zip(windows, windows[1:], strict=False):
+            assert e0 == s1 and e0 > s0
+        assert windows[-1][1] <= n
+    assert mass_adaptation_windows(10) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_samples=0), "n_samples"),
+        (dict(max_leapfrog=0), "max_leapfrog"),
+        (dict(target_accept=1.5), "target_accept"),
+        (dict(step_size=-1.0), "step_size"),
+        (dict(inv_mass=np.array([1.0, -1.0])), "inv_mass"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        run_hmc(_Gaussian(), np.zeros(2), **kwargs)
+
+
+def test_non_finite_start_is_rejected():
+    with pytest.raises(ValueError, match="x0"):
+        run_hmc(lambda x: (-np.inf, x), np.zeros(2))

@@ -1,0 +1,307 @@
+import pickle
+import sys
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from skgp_bayes import SGLDGPRegressor
+from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
+
+FAST = dict(n_iter=60, n_chains=2, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(X[:, 0]) + 0.3 * rng.randn(40)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    return SGLDGPRegressor(**FAST).fit(*data)
+
+
+def _grid_posterior(X, y, ranges, size=24):
+    """Posterior mean and sd of (log c, log ell, log s2) for c RBF(ell) + s2 I
+    with Gamma(1, 2) priors, by quadrature on a grid; plain NumPy, batched
+    Cholesky factorisations, nothing from the library."""
+    axes = [np.linspace(lo, hi, size) for lo, hi in ranges]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+    d2 = (X[:, None, 0] - X[None, :, 0]) ** 2
+    n = y.shape[0]
+    logp = np.empty(grid.shape[0])
+    for s in range(0, grid.shape[0], 2000):
+        P = grid[s : s + 2000]
+        c, ell, s2 = np.exp(P.T)
+        K = c[:, None, None] * np.exp(-0.5 * d2[None] / ell[:, None, None] ** 2)
+        K = K + s2[:, None, None] * np.eye(n)
+        L = np.linalg.cholesky(K)
+        z = np.linalg.solve(L, np.broadcast_to(y, (P.shape[0], n))[..., None])[..., 0]
+        loglik = -0.5 * np.sum(z * z, 1) - np.sum(
+            np.log(np.diagonal(L, axis1=1, axis2=2)), 1
+        )
+        logp[s : s + 2000] = loglik + np.sum(-np.exp(P) / 2 + P, 1)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    marginals = [
+        w.reshape((size,) * 3).sum(axis=tuple(k for k in range(3) if k != i))
+        for i in range(3)
+    ]
+    mean = w @ grid
+    return mean, np.sqrt(w @ (grid - mean) ** 2), marginals
+
+
+@pytest.mark.slow
+def test_posterior_matches_quadrature(data):
+    X, y = data
+    y = (y - y.mean()) / y.std()  # the model's scale (normalize_y=True)
+    mean, sd, marginals = _grid_posterior(
+        X, y, [(-2.5, 4.5), (-1.2, 1.6), (-3.2, -0.3)]
+    )
+    for marginal in marginals:  # the grid holds the whole posterior
+        assert max(marginal[0], marginal[-1]) < 1e-3
+    reg = SGLDGPRegressor(
+        n_iter=3000,
+        n_chains=2,
+        n_jobs=2,
+        burn_in=200,
+        thin=1,
+        step_size_start=0.1,
+        step_size_end=0.1,
+        step_size_gamma=0.0,
+        random_state=0,
+    ).fit(X, y)
+    draws = reg.samples_.reshape(-1, 3)
+    # Tolerances: the kept draws have an ESS of about 100 per parameter, so
+    # the Monte Carlo sd of the mean is about 0.1 posterior sd and that of
+    # the sd about 7%; the step's own bias (variance inflated by about
+    # eps / 4 = 2.5% for a preconditioner near the posterior covariance,
+    # plus the gradient noise's eps / 4 lambda_max(M V) of about 1%) is
+    # smaller. 0.35 sd for the means and 30% for the sds are 3.5-4 Monte
+    # Carlo sds.
+    assert np.all(reg.ess_ > 50)
+    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 0.35)
+    np.testing.assert_allclose(draws.std(axis=0) / sd, 1.0, atol=0.3)
+    assert np.all(reg.rhat_ < 1.1)
+
+
+def test_fitted_attributes(fitted, data):
+    X, _ = data
+    reg = fitted
+    assert reg.chains_.shape == (2, 60, 3)
+    assert reg.step_sizes_.shape == (2, 60)
+    assert reg.param_names_ == [
+        "k1__constant_value",
+        "k2__length_scale",
+        "noise_variance",
+    ]
+    assert reg.samples_.shape[0] == 2 and reg.samples_.shape[2] == 3
+    assert reg.burn_in_ == 30  # no freezing in 60 iterations: half discarded
+    np.testing.assert_array_equal(reg.samples_[0], reg.chains_[0, 30::10])
+    assert np.all(np.isnan(reg.rhat_)) and np.all(np.isnan(reg.ess_))
+    assert any("not computed" in note for note in reg.diagnostics_["notes"])
+    assert reg.diagnostics_["cg_iterations_mean"] > 0
+    assert len(reg.kernels_) == len(reg.noise_variance_) == 6
+    assert reg.n_features_in_ == 1
+    assert np.all(np.isfinite(reg.predict(X)))
+
+
+def test_step_size_schedule_and_freezing(data):
+    X, y = data
+    reg = SGLDGPRegressor(
+        n_iter=400,
+        n_chains=1,
+        freeze_threshold=0.05,
+        freeze_window=50,
+        random_state=0,
+    ).fit(X, y)
+    steps = reg.step_sizes_[0]
+    assert steps[0] == pytest.approx(0.1)
+    frozen = reg.frozen_at_[0]
+    assert frozen is not None
+    assert np.all(steps[frozen:] == steps[frozen])
+    assert np.all(np.diff(steps[: frozen + 1]) < 0)
+    assert reg.burn_in_ == frozen + 1
+
+
+def test_prediction_matches_sklearn_with_fixed_hyperparameters(data):
+    X, y = data
+    kernel = ConstantKernel(1.3, "fixed") * RBF(0.9, "fixed")
+    reg = SGLDGPRegressor(
+        kernel,
+        noise_variance=0.2,
+        noise_variance_bounds="fixed",
+        n_iter=2,
+        n_chains=1,
+        burn_in=0,
+        thin=1,
+        random_state=0,
+        preconditioner="identity",
+    )
+    with pytest.raises(ValueError, match="at least one free hyperparameter"):
+        reg.fit(X, y)
+    # one free parameter, pinned by its bounds
+    kernel = ConstantKernel(1.3, "fixed") * RBF(0.9, (0.9, 0.9 + 1e-12))
+    reg.set_params(kernel=kernel).fit(X, y)
+    ref = GaussianProcessRegressor(
+        ConstantKernel(1.3, "fixed") * RBF(0.9, "fixed"),
+        alpha=0.2,
+        normalize_y=True,
+    ).fit(X, y)
+    Xq = np.linspace(-3, 3, 7)[:, None]
+    m, s = reg.predict(Xq, return_std=True)
+    m_ref, s_ref = ref.predict(Xq, return_std=True)
+    np.testing.assert_allclose(m, m_ref, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-5, atol=1e-8)
+
+
+def test_cg_predictions_equal_cholesky_predictions(data):
+    X, y = data
+    # cg_tol also ends ULISSE's continuations, so both fits share it
+    chol = SGLDGPRegressor(**FAST, predict_solver="cholesky", cg_tol=1e-11).fit(X, y)
+    cg = SGLDGPRegressor(**FAST, predict_solver="cg", cg_tol=1e-11).fit(X, y)
+    np.testing.assert_array_equal(chol.samples_, cg.samples_)
+    Xq = np.linspace(-3, 3, 9)[:, None]
+    m1, s1 = chol.predict(Xq, return_std=True)
+    m2, s2 = cg.predict(Xq, return_std=True)
+    np.testing.assert_allclose(m2, m1, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2, s1, rtol=1e-5, atol=1e-7)
+    _, c1 = chol.predict(Xq, return_cov=True)
+    _, c2 = cg.predict(Xq, return_cov=True)
+    np.testing.assert_allclose(c2, c1, rtol=1e-5, atol=1e-7)
+
+
+def test_determinism_across_n_jobs(data):
+    X, y = data
+    one = SGLDGPRegressor(**{**FAST, "n_jobs": 1}).fit(X, y)
+    two = SGLDGPRegressor(**{**FAST, "n_jobs": 2}).fit(X, y)
+    np.testing.assert_array_equal(one.chains_, two.chains_)
+    np.testing.assert_array_equal(one.predict(X), two.predict(X))
+    other = SGLDGPRegressor(**{**FAST, "random_state": 1}).fit(X, y)
+    assert not np.array_equal(one.chains_, other.chains_)
+
+
+def test_pickle_and_joblib_round_trip(fitted, data, tmp_path):
+    X, _ = data
+    expected = fitted.predict(X, return_std=True)
+    loaded = pickle.loads(pickle.dumps(fitted))
+    for a, b in zip(loaded.predict(X, return_std=True), expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    path = tmp_path / "model.joblib"
+    joblib.dump(fitted, path)
+    again = joblib.load(path, mmap_mode="r")
+    np.testing.assert_array_equal(again.predict(X), expected[0])
+    np.testing.assert_array_equal(clone(fitted).get_params()["n_iter"], 60)
+
+
+def test_sample_y(fitted, data):
+    X, _ = data
+    draws = fitted.sample_y(X[:5], n_samples=4)
+    assert draws.shape == (5, 4)
+    np.testing.assert_array_equal(draws, fitted.sample_y(X[:5], n_samples=4))
+    with pytest.raises(ValueError, match="positive integer"):
+        fitted.sample_y(X[:5], n_samples=0)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(n_iter=0), "n_iter"),
+        (dict(n_chains=0), "n_chains"),
+        (dict(step_size_start=-1.0), "step_size_start"),
+        (dict(step_size_start=1e-3, step_size_end=1e-1), "must not exceed"),
+        (dict(early_stop_q=-0.1), "early_stop_q"),
+        (dict(beta=0.0), "beta"),
+        (dict(solver="lu"), "solver"),
+        (dict(backend="torch"), "backend"),
+        (dict(noise_variance_bounds=(1.0, 0.1)), "noise_variance_bounds"),
+        (dict(priors={"nope": None}), "unknown hyperparameters"),
+    ],
+)
+def test_bad_parameters(data, params, match):
+    with pytest.raises(ValueError, match=match):
+        SGLDGPRegressor(**{**FAST, **params}).fit(*data)
+
+
+def test_bad_input(fitted, data):
+    X, y = data
+    with pytest.raises(ValueError, match="NaN"):
+        SGLDGPRegressor(**FAST).fit(np.where(X > 2, np.nan, X), y)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        SGLDGPRegressor(**FAST).fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict(np.array([[np.nan]]))
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(np.zeros((2, 3)))
+    with pytest.raises(RuntimeError, match="At most one"):
+        fitted.predict(X, return_std=True, return_cov=True)
+    with pytest.raises(NotFittedError):
+        SGLDGPRegressor().predict(X)
+
+
+def test_failed_fit_keeps_previous_state(fitted, data):
+    X, y = data
+    reg = pickle.loads(pickle.dumps(fitted))
+    before = reg.predict(X)
+    with pytest.raises(ValueError):
+        reg.set_params(n_iter=0).fit(X, y)
+    np.testing.assert_array_equal(reg.predict(X), before)
+
+
+def test_cupy_backend_missing(monkeypatch, data):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(BackendUnavailableError, match="pip install cupy"):
+        SGLDGPRegressor(**FAST, backend="cupy").fit(*data)
+
+
+def test_constant_target(data):
+    X, _ = data
+    reg = SGLDGPRegressor(**FAST).fit(X, np.full(40, 2.0))
+    mean, std = reg.predict(X[:4], return_std=True)
+    np.testing.assert_allclose(mean, 2.0, atol=1e-6)
+    assert np.all(np.isfinite(std)) and np.all(std >= 0)
+
+
+def test_nan_gradient_is_survived(monkeypatch, data):
+    from skgp_bayes.linalg import ulisse
+
+    original = ulisse.StochasticMarginalGradient.log_likelihood_gradient
+    calls = {"n": 0}
+
+    def flaky(self, params):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            return np.full(params.shape[0], np.nan)
+        return original(self, params)
+
+    monkeypatch.setattr(
+        ulisse.StochasticMarginalGradient, "log_likelihood_gradient", flaky
+    )
+    with pytest.warns(SamplerWarning, match="rejected"):
+        reg = SGLDGPRegressor(**{**FAST, "n_chains": 1}).fit(*data)
+    assert reg.diagnostics_["n_rejected"] == 1
+    assert np.all(np.isfinite(reg.chains_))
+
+
+def test_verbose_prints_progress(data, capsys):
+    SGLDGPRegressor(**{**FAST, "n_chains": 1, "verbose": 1}).fit(*data)
+    out = capsys.readouterr().out
+    assert "[SGLDGPRegressor] MAP" in out
+    assert "[SGLDGPRegressor chain 0] iteration 60/60" in out
+
+
+def test_diagnostics_with_one_chain(data):
+    reg = SGLDGPRegressor(
+        n_iter=250, n_chains=1, burn_in=50, thin=1, random_state=0
+    ).fit(*data)
+    assert reg.samples_.shape == (1, 200, 3)
+    assert np.all(np.isnan(reg.rhat_))
+    assert np.all(np.isfinite(reg.ess_)) and np.all(reg.ess_ > 0)
+    assert any("2 chains" in note for note in reg.diagnostics_["notes"])

@@ -1,0 +1,166 @@
+"""The sparse whitened target (seed 003, eq. 7-8): gradients and minibatches."""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from skgp_bayes.kernels import KernelAdapter, force_generic
+from skgp_bayes.likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
+from skgp_bayes.priors import LogNormal, PriorSet
+from skgp_bayes.targets.sparse import SparseWhitenedTarget
+
+
+def _data(likelihood, n=18, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2))
+    f = np.sin(X[:, 0]) + 0.5 * X[:, 1]
+    if isinstance(likelihood, Bernoulli):
+        y = (f > 0).astype(float)
+    elif isinstance(likelihood, RobustMax | Softmax):
+        y = np.digitize(f, [-0.5, 0.5])
+    elif isinstance(likelihood, Poisson):
+        y = rng.poisson(np.exp(f)).astype(float)
+    else:
+        y = f + 0.1 * rng.normal(size=n)
+    Z = rng.uniform(-2, 2, (5, 2))
+    return X, y, Z
+
+
+CASES = {
+    "logit": (Bernoulli("logit"), ConstantKernel(1.3) * RBF([0.8, 1.2])),
+    "probit": (Bernoulli("probit"), Matern(0.9, nu=1.5) * ConstantKernel(0.7)),
+    "robustmax": (RobustMax(3), ConstantKernel(1.0) * RBF(1.0)),
+    "softmax": (Softmax(3, n_samples=50), ConstantKernel(1.0) * Matern(1.0, nu=2.5)),
+    "poisson": (Poisson(), ConstantKernel(0.8) * RBF(1.1) + WhiteKernel(0.05)),
+    "gaussian": (Gaussian(0.2), ConstantKernel(1.0) * RBF([1.0, 0.7])),
+}
+
+
+def _target(name, prior=True, offset=False, generic=False):
+    likelihood, kernel = CASES[name]
+    X, y, Z = _data(likelihood)
+    adapter = force_generic(kernel) if generic else KernelAdapter(kernel)
+    n_hyper = adapter.n_params + int(isinstance(likelihood, Gaussian))
+    prior_set = None
+    if prior:
+        slices = dict(adapter.hyperparameter_slices)
+        if n_hyper > adapter.n_params:
+            slices["noise_variance"] = slice(adapter.n_params, n_hyper)
+        named = (
+            {"noise_variance": LogNormal(-2.0, 1.0)}
+            if "noise_variance" in slices
+            else {}
+        )
+        prior_set = PriorSet(slices, named)
+    off = None
+    if offset:
+        off = np.log(np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0]))
+    return SparseWhitenedTarget(adapter, X, y, Z, likelihood, prior_set, offset=off)
+
+
+def _params(target, seed=3):
+    rng = np.random.default_rng(seed)
+    theta = target.adapter.kernel.theta + 0.1 * rng.normal(size=target.n_kernel_params)
+    parts = [theta]
+    if target.learn_noise:
+        parts.append([np.log(0.15)])
+    parts.append(0.7 * rng.normal(size=target.n_inducing * target.n_latent))
+    return np.concatenate(parts)
+
+
+def _fd(fun, x, h=1e-6):
+    out = np.empty_like(x)
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = h
+        out[j] = (fun(x + e) - fun(x - e)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradient_matches_finite_differences_in_every_block(name):
+    target = _target(name, offset=name == "poisson")
+    params = _params(target)
+    value, grad = target.logp_and_grad(params)
+    assert np.isclose(value, target.log_prob(params))
+    fd = _fd(target.log_prob, params)
+    # blocks: theta, (log noise), v; checked separately so a failure names one
+    blocks = {"theta": slice(0, target.n_kernel_params)}
+    if target.learn_noise:
+        blocks["log_noise"] = slice(target.n_kernel_params, target.n_hyper)
+    blocks["v"] = slice(target.n_hyper, target.n_params)
+    for block, sl in blocks.items():
+        # central differences at h=1e-6 are good to ~1e-8 relative here
+        np.testing.assert_allclose(
+            grad[sl], fd[sl], rtol=1e-5, atol=1e-6, err_msg=f"block {block}"
+        )
+
+
+@pytest.mark.parametrize("name", ["logit", "gaussian"])
+def test_gradient_on_generic_kernel_path(name):
+    target = _target(name, generic=True)
+    params = _params(target)
+    _, grad = target.logp_and_grad(params)
+    np.testing.assert_allclose(grad, _fd(target.log_prob, params), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["logit", "robustmax", "poisson", "gaussian"])
+def test_minibatch_mean_over_partition_equals_full_gradient(name):
+    target = _target(name, offset=name == "poisson")
+    params = _params(target)
+    full_value, full_grad = target.logp_and_grad(params)
+    perm = np.random.default_rng(5).permutation(target.n)
+    batches = np.array_split(perm, 6)  # equal sizes: 18 / 6 = 3
+    values, grads = zip(
+        *(target.logp_and_grad(params, b) for b in batches), strict=True
+    )
+    # Each batch is unbiased, and the batches partition the data, so the
+    # mean over them is the full target exactly (up to rounding).
+    np.testing.assert_allclose(np.mean(values), full_value, rtol=1e-10)
+    np.testing.assert_allclose(np.mean(grads, axis=0), full_grad, rtol=1e-9, atol=1e-10)
+    assert not np.allclose(grads[0], full_grad)
+
+
+def test_offset_shifts_the_latent_mean():
+    plain = _target("poisson")
+    shifted = _target("poisson", offset=True)
+    params = _params(plain)
+    assert plain.log_prob(params) != shifted.log_prob(params)
+    # With v = 0 and a tiny kernel the latent is (nearly) the offset alone:
+    # the Poisson data term is then sum y*o - exp(o) up to constants.
+    assert np.isfinite(shifted.logp_and_grad(params)[0])
+    with pytest.raises(ValueError, match="offset"):
+        SparseWhitenedTarget(
+            plain.adapter, plain.X, plain.y, plain.Z, Poisson(), offset=np.ones(3)
+        )
+
+
+def test_value_matches_direct_formula():
+    # log q = sum E[log p] - v'v/2 for a Gaussian likelihood, written out
+    # densely from K(X, Z), K(Z, Z) without the target's machinery.
+    target = _target("gaussian", prior=False)
+    params = _params(target)
+    theta, log_noise, v = target.split(params)
+    kernel = target.adapter.kernel_with_theta(theta)
+    Kzz = kernel(target.Z)
+    Kzz += 1e-6 * np.mean(np.diag(Kzz)) * np.eye(target.n_inducing)
+    R = np.linalg.cholesky(Kzz)
+    A = np.linalg.solve(R, kernel(target.Z, target.X))
+    mu = A.T @ v[:, 0]
+    gamma = kernel.diag(target.X) - np.sum(A * A, axis=0)
+    s2 = np.exp(log_noise)
+    elp = -0.5 * (np.log(2 * np.pi * s2) + ((target.y - mu) ** 2 + gamma) / s2)
+    expected = elp.sum() - 0.5 * v[:, 0] @ v[:, 0]
+    np.testing.assert_allclose(target.log_prob(params), expected, rtol=1e-10)
+
+
+def test_split_join_round_trip_and_bad_shapes():
+    target = _target("robustmax")
+    params = _params(target)
+    theta, _, v = target.split(params)
+    np.testing.assert_array_equal(target.join(theta, v), params)
+    assert len(target.param_names) == target.n_params
+    with pytest.raises(ValueError, match="shape"):
+        target.logp_and_grad(params[:-1])
+    with pytest.raises(IndexError):
+        target.logp_and_grad(params, batch=[target.n])

@@ -1,0 +1,610 @@
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    Matern,
+    WhiteKernel,
+)
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skgp_bayes import SteinGPClassifier
+from skgp_bayes.inference import run_svgd
+
+FAST = dict(n_particles=4, max_iter=20, random_state=0)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_convergence():
+    # Short test fits stop at max_iter by design; the warning itself is
+    # asserted where it matters.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.4 * rng.randn(40) > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SteinGPClassifier(**FAST).fit(*data)
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    rng = np.random.RandomState(1)
+    centres = np.array([[0.0, 2.0], [-2.0, -1.0], [2.0, -1.0]])
+    y = np.repeat(np.arange(3), 12)
+    X = centres[y] + 0.8 * rng.randn(36, 2)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    return X, labels
+
+
+@pytest.fixture(scope="module")
+def fitted_multiclass(multiclass):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SteinGPClassifier(**FAST).fit(*multiclass)
+
+
+# ---------------------------------------------------------------- reference
+def _grid_posterior(kernel, X, y, link, jitter=1e-6):
+    """Posterior moments of f on a 401 x 401 grid in whitened coordinates.
+
+    The grid spans +-8 prior standard deviations of nu with spacing 0.04;
+    the posterior is narrower than the prior, so both the truncation and
+    the Riemann-sum error are far below 1e-6 of the moments.
+    """
+    K = kernel(X)
+    K[np.diag_indices_from(K)] += jitter * np.mean(np.diag(K))
+    L = np.linalg.cholesky(K)
+    g = np.linspace(-8, 8, 401)
+    N = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
+    F = N @ L.T
+    sign = 2.0 * y - 1.0
+    logcdf = log_expit if link == "logit" else log_ndtr
+    logp = logcdf(sign * F).sum(axis=1) - 0.5 * (N**2).sum(axis=1)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    mean = w @ F
+    cov = (F - mean).T @ ((F - mean) * w[:, None])
+    return L, F, w, mean, cov
+
+
+def _gaussian_svgd_spread(L, mean, cov, J, max_iter, learning_rate):
+    """Standard deviations SVGD reaches on the Gaussian with these moments.
+
+    SVGD with J particles and the median bandwidth under-disperses even on
+    a Gaussian target; this is the spread the same engine reaches on a
+    Gaussian with the reference's exact mean and covariance (in whitened
+    coordinates, from N(0, I) starts), the benchmark for the classifier.
+    """
+    nu_mean = np.linalg.solve(L, mean)
+    nu_cov = np.linalg.solve(L, np.linalg.solve(L, cov).T)
+    P = np.linalg.inv(nu_cov)
+
+    def logp(x):
+        d = x - nu_mean
+        return -0.5 * np.einsum("ij,jk,ik->i", d, P, d), -d @ P
+
+    start = np.random.default_rng(0).standard_normal((J, 2))
+    res = run_svgd(logp, start, max_iter=max_iter, learning_rate=learning_rate, tol=0)
+    return np.std(res.particles @ L.T, axis=0)
+
+
+@pytest.mark.parametrize("link", ["logit", "probit"])
+def test_particles_match_grid_posterior(link):
+    # Two training points at fixed hyperparameters: the particles live in
+    # the 2-D space of nu, where the posterior is computed on a grid.
+    X = np.array([[-0.5], [0.5]])
+    y = np.array([0, 1])
+    kernel = ConstantKernel(4.0, "fixed") * RBF(1.0, "fixed")
+    J, n_iter, lr = 40, 200, 0.05
+    clf = SteinGPClassifier(
+        kernel,
+        link=link,
+        n_particles=J,
+        max_iter=n_iter,
+        learning_rate=lr,
+        tol=0.0,
+        random_state=0,
+    ).fit(X, y)
+    assert clf.particles_.shape == (J, 2)
+    L, F, w, mean, cov = _grid_posterior(kernel, X, y.astype(float), link)
+    f = clf.particles_ @ L.T
+    sd = np.sqrt(np.diag(cov))
+    # Mean: an i.i.d. sample of 40 would be off by 1/sqrt(40) = 0.16 sd;
+    # SVGD's deterministic particles do far better on this smooth 2-D target
+    # (0.003-0.005 sd observed for both links). 0.02 sd keeps a 4x margin
+    # and still fails for a likelihood gradient off by 10%, which moves the
+    # posterior mean by about 0.03 sd here.
+    np.testing.assert_allclose(f.mean(axis=0), mean, atol=0.02 * sd.min())
+    # Spread: SVGD under-disperses with few particles even on a Gaussian
+    # (about 8% in sd here); the particles must reach the spread the same
+    # engine reaches on the Gaussian with the exact moments, to within 5%
+    # of the reference sd, and must not over-disperse.
+    spread = np.std(f, axis=0)
+    gaussian = _gaussian_svgd_spread(L, mean, cov, J, n_iter, lr)
+    assert np.all(spread >= gaussian - 0.05 * sd), (spread, gaussian, sd)
+    assert np.all(spread <= 1.02 * sd), (spread, sd)
+    corr = np.corrcoef(f.T)[0, 1]
+    assert corr == pytest.approx(cov[0, 1] / sd.prod(), abs=0.05)
+
+    # Predictive at a new point by quadrature: f* | f is Gaussian with the
+    # kriging mean and variance; its likelihood average is taken with a
+    # 40-node Gauss-Hermite rule on every grid point.
+    xq = np.array([[0.1]])
+    ks = kernel(xq, X)[0]
+    a = np.linalg.solve(L.T, np.linalg.solve(L, ks))
+    m_star = F @ a
+    v_star = kernel(xq)[0, 0] - ks @ a
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    cdf = expit if link == "logit" else ndtr
+    p_given_f = cdf(m_star[:, None] + np.sqrt(v_star) * nodes) @ weights
+    p_ref = w @ p_given_f / weights.sum()
+    # The predictive is a smooth average over the posterior: the mean error
+    # allowed above (0.02 sd) and the 10% spread deficit of SVGD move it by
+    # at most about 0.01 at this point (0.0005 observed).
+    assert clf.predict_proba(xq)[0, 1] == pytest.approx(p_ref, abs=0.015)
+    mean_q, var_q = clf.latent_mean_and_variance(xq)
+    assert mean_q[0] == pytest.approx(w @ m_star, abs=0.05 * sd.min())
+
+
+@pytest.mark.slow
+def test_softmax_particles_match_importance_sampling_reference():
+    # Three points, three classes, fixed hyperparameters: 9 whitened latents.
+    # Reference by self-normalised importance sampling from the prior
+    # (2e6 draws, effective sample size above 4e5): the reference moments
+    # carry Monte Carlo error below 0.005 sd.
+    X = np.array([[-1.0], [0.0], [1.0]])
+    y = np.array([0, 1, 2])
+    kernel = ConstantKernel(2.0, "fixed") * RBF(1.0, "fixed")
+    K = kernel(X)
+    K[np.diag_indices_from(K)] += 1e-6 * np.mean(np.diag(K))
+    L = np.linalg.cholesky(K)
+    rng = np.random.default_rng(0)
+    total, m1, m2 = 0.0, 0.0, 0.0
+    for _ in range(10):
+        nu = rng.standard_normal((200_000, 3, 3))  # (draw, class, point)
+        F = np.einsum("ij,scj->sic", L, nu)  # (draw, point, class)
+        logw = (F[:, np.arange(3), y] - logsumexp(F, axis=2)).sum(axis=1)
+        w = np.exp(logw)
+        flat = F.reshape(F.shape[0], -1)
+        total += w.sum()
+        m1 = m1 + w @ flat
+        m2 = m2 + (flat * w[:, None]).T @ flat
+    mean = m1 / total
+    sd = np.sqrt(np.diag(m2 / total) - mean**2)
+
+    J = 30
+    clf = SteinGPClassifier(
+        kernel,
+        n_particles=J,
+        max_iter=150,
+        learning_rate=0.05,
+        tol=0.0,
+        random_state=0,
+    ).fit(X, y)
+    F = np.array([clf._target.latent(p) for p in clf.particles_]).reshape(J, -1)
+    # Mean: within 0.1 sd (an i.i.d. sample of 30 has standard error 0.18
+    # sd; the particles' mean error is 0.01-0.05 sd).
+    np.testing.assert_allclose(F.mean(axis=0), mean, atol=0.1 * sd.min())
+    # Spread: in 9 dimensions 30 SVGD particles under-disperse strongly
+    # (about half the sd, as on a Gaussian target of this size); they must
+    # not over-disperse and must keep a clear spread.
+    ratio = F.std(axis=0) / sd
+    assert np.all(ratio < 1.02) and np.all(ratio > 0.35), ratio
+    mean_lat, _ = clf.latent_mean_and_variance(X)
+    np.testing.assert_allclose(mean_lat.ravel(), mean, atol=0.1 * sd.min())
+
+
+# ---------------------------------------------------------------- API
+def test_fitted_attributes(fitted, data):
+    X, y = data
+    n = X.shape[0]
+    n_theta = 2  # constant value and one length scale
+    assert fitted.classes_.tolist() == [0, 1]
+    assert fitted.particles_.shape == (4, n_theta + n)
+    assert len(fitted.param_names_) == n_theta + n
+    assert fitted.param_names_[n_theta] == "nu[0]"
+    assert len(fitted.kernels_) == 4
+    np.testing.assert_allclose(fitted.kernels_[1].theta, fitted.particles_[1, :2])
+    assert fitted.log_posterior_.shape == (4,)
+    assert np.all(np.isfinite(fitted.log_posterior_))
+    assert fitted.n_iter_ == 20
+    assert len(fitted.history_["log_density"]) == 20
+    assert np.isfinite(fitted.ksd_)
+    assert fitted.map_params_.shape == (n_theta,)
+    assert fitted.n_features_in_ == 2
+    assert fitted.diagnostics_["converged"] is False
+
+
+def test_predict_proba_predict_and_score(fitted, data):
+    X, y = data
+    proba = fitted.predict_proba(X)
+    assert proba.shape == (X.shape[0], 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all((proba >= 0) & (proba <= 1))
+    pred = fitted.predict(X)
+    np.testing.assert_array_equal(pred, fitted.classes_[np.argmax(proba, axis=1)])
+    assert fitted.score(X, y) == pytest.approx(np.mean(pred == y))
+    assert fitted.score(X, y) > 0.85
+    np.testing.assert_allclose(
+        fitted.predict_log_proba(X), np.log(proba), rtol=1e-10, atol=1e-12
+    )
+    d = fitted.decision_function(X)
+    np.testing.assert_allclose(d, np.log(proba[:, 1] / proba[:, 0]), rtol=1e-8)
+    np.testing.assert_array_equal(d > 0, pred == 1)
+
+
+def test_latent_mean_and_variance_is_the_particle_mixture(fitted, data):
+    X, _ = data
+    # Per particle, f = L nu at X has prior covariance K + delta I (delta the
+    # jitter); the latent predictive at x is the kriging estimate
+    # K(x, X) (K + delta I)^-1 f, variance k(x, x) - K(x, X) (K + delta I)^-1
+    # K(X, x). Computed here by dense solves, then mixed over particles.
+    Xq = np.vstack([X[:6], X[:3] + 0.5])
+    mean, var = fitted.latent_mean_and_variance(Xq)
+    assert mean.shape == var.shape == (Xq.shape[0],)
+    target = fitted._target
+    means, variances = [], []
+    for p, kernel in zip(fitted.particles_, fitted.kernels_, strict=True):
+        Kj, _ = target.gram(p[:2])
+        Ks = kernel(Xq, X)
+        f = target.latent(p)[:, 0]
+        means.append(Ks @ np.linalg.solve(Kj, f))
+        variances.append(
+            np.diag(kernel(Xq)) - np.einsum("ij,ji->i", Ks, np.linalg.solve(Kj, Ks.T))
+        )
+    means, variances = np.array(means), np.array(variances)
+    np.testing.assert_allclose(mean, means.mean(axis=0), rtol=1e-7, atol=1e-8)
+    mix_var = (variances + means**2).mean(axis=0) - means.mean(axis=0) ** 2
+    np.testing.assert_allclose(var, mix_var, rtol=1e-6, atol=1e-8)
+    # At training inputs the kriging mean is f itself up to O(sqrt(delta))
+    # = 1e-3 (the jitter acts as a nugget), so the mixture there is the
+    # particles' own spread of f.
+    F = np.array([target.latent(p)[:, 0] for p in fitted.particles_])
+    np.testing.assert_allclose(mean[:6], F[:, :6].mean(axis=0), atol=1e-2)
+    np.testing.assert_allclose(var[:6], F[:, :6].var(axis=0), rtol=0.05, atol=1e-2)
+
+
+def test_sample_latent_matches_moments(fitted, data):
+    X, _ = data
+    Xq = X[:5] + 0.3
+    mean, var = fitted.latent_mean_and_variance(Xq)
+    S = 4000
+    samples = fitted.sample_latent(Xq, n_samples=S, random_state=0)
+    assert samples.shape == (5, S)
+    # 5 standard errors of a mean of S draws: fails with probability < 1e-5
+    # per point when the two agree.
+    se = np.sqrt(var / S)
+    np.testing.assert_array_less(np.abs(samples.mean(axis=1) - mean), 5 * se)
+    # Sample variance of S draws has relative sd about sqrt(2 / S) (kurtosis
+    # of a mixture a little above Gaussian): 15% is well over 5 of them.
+    np.testing.assert_allclose(samples.var(axis=1), var, rtol=0.15)
+    again = fitted.sample_latent(Xq, n_samples=S, random_state=0)
+    np.testing.assert_array_equal(samples, again)
+    with pytest.raises(ValueError, match="n_samples"):
+        fitted.sample_latent(Xq, n_samples=0)
+
+
+def test_multiclass_softmax(fitted_multiclass, multiclass):
+    X, y = multiclass
+    clf = fitted_multiclass
+    assert clf.classes_.tolist() == ["setosa", "versicolor", "virginica"]
+    proba = clf.predict_proba(X)
+    assert proba.shape == (X.shape[0], 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(
+        clf.predict(X), clf.classes_[np.argmax(proba, axis=1)]
+    )
+    assert clf.score(X, y) > 0.9
+    # one joint model: one latent vector per class in every particle
+    assert clf.particles_.shape == (4, 2 + 3 * X.shape[0])
+    assert clf.param_names_[2] == "nu[0,0]"
+    assert not hasattr(clf, "decision_function")
+    mean, var = clf.latent_mean_and_variance(X)
+    assert mean.shape == var.shape == (X.shape[0], 3)
+    # the largest latent mean picks the class at well-separated points
+    assert np.mean(clf.classes_[np.argmax(mean, axis=1)] == y) > 0.9
+    samples = clf.sample_latent(X[:4], n_samples=7, random_state=1)
+    assert samples.shape == (4, 3, 7)
+
+
+def test_multiclass_per_class_hyperparameters(multiclass):
+    X, y = multiclass
+    clf = SteinGPClassifier(shared_kernel=False, **FAST).fit(X, y)
+    assert clf.param_names_[:6] == [
+        f"latent{c}__{name}"
+        for c in range(3)
+        for name in ("k1__constant_value", "k2__length_scale")
+    ]
+    assert len(clf.kernels_[0]) == 3
+    assert clf.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("link", ["logit", "probit"])
+def test_links_give_calibrated_direction(data, link):
+    X, y = data
+    clf = SteinGPClassifier(link=link, **FAST).fit(X, y)
+    # inside the data cloud, on either side of the boundary
+    proba = clf.predict_proba(np.array([[-1.5, -1.5], [1.5, 1.5]]))
+    assert proba[0, 1] < 0.2 and proba[1, 1] > 0.8
+    assert clf._target.likelihood.link == link
+
+
+def test_string_and_signed_labels(data):
+    X, y = data
+    reference = SteinGPClassifier(**FAST).fit(X, y).predict_proba(X)
+    for labels in (np.array(["no", "yes"]), np.array([-1, 1])):
+        clf = SteinGPClassifier(**FAST).fit(X, labels[y])
+        np.testing.assert_array_equal(clf.classes_, labels)
+        # the label encoding changes nothing else
+        np.testing.assert_array_equal(clf.predict_proba(X), reference)
+        expected = labels[np.argmax(reference, axis=1)]
+        np.testing.assert_array_equal(clf.predict(X), expected)
+
+
+def test_determinism_and_round_trips(fitted, data, tmp_path):
+    X, y = data
+    again = SteinGPClassifier(**FAST).fit(X, y)
+    np.testing.assert_array_equal(again.particles_, fitted.particles_)
+    proba = fitted.predict_proba(X)
+    np.testing.assert_array_equal(fitted.predict_proba(X), proba)
+    loaded = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(loaded.predict_proba(X), proba)
+    np.testing.assert_array_equal(
+        loaded.decision_function(X), fitted.decision_function(X)
+    )
+    path = tmp_path / "clf.joblib"
+    joblib.dump(fitted, path)
+    loaded = joblib.load(path)
+    np.testing.assert_array_equal(loaded.predict_proba(X), proba)
+    np.testing.assert_array_equal(
+        loaded.latent_mean_and_variance(X)[1], fitted.latent_mean_and_variance(X)[1]
+    )
+    cloned = clone(fitted)
+    assert not hasattr(cloned, "particles_")
+    np.testing.assert_array_equal(cloned.fit(X, y).predict_proba(X), proba)
+
+
+def test_warm_start_continues_the_run(data):
+    X, y = data
+    params = dict(n_particles=4, random_state=0, tol=0.0)
+    long = SteinGPClassifier(max_iter=20, **params).fit(X, y)
+    warm = SteinGPClassifier(max_iter=10, warm_start=True, **params)
+    warm.fit(X, y)
+    warm.fit(X, y)
+    assert warm.n_iter_ == 20
+    np.testing.assert_array_equal(warm.particles_, long.particles_)
+    assert len(warm.history_["log_density"]) == 20
+    with pytest.raises(ValueError, match="training set"):
+        warm.fit(X + 1.0, y)
+    with pytest.raises(ValueError, match="classes"):
+        warm.fit(X, np.where(y == 1, 2, 0))
+    warm.set_params(n_particles=3)
+    with pytest.raises(ValueError, match="warm_start"):
+        warm.fit(X, y)
+
+
+def test_interrupted_fit_leaves_earlier_state(fitted, data, monkeypatch):
+    import skgp_bayes.stein_classifier as module
+
+    X, y = data
+    est = pickle.loads(pickle.dumps(fitted))
+    before = est.predict_proba(X)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "run_svgd", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X[:, :1], y)
+    assert est.n_features_in_ == 2
+    np.testing.assert_array_equal(est.predict_proba(X), before)
+
+
+def test_max_iter_warning(data):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning, match="did not converge"):
+            SteinGPClassifier(**FAST).fit(X, y)
+
+
+def test_verbose_prints_progress(data, capsys):
+    X, y = data
+    SteinGPClassifier(verbose=1, **FAST).fit(X, y)
+    out = capsys.readouterr().out
+    assert "[SteinGPClassifier]" in out and "Laplace MAP" in out
+
+
+def test_prior_initialisation(data):
+    X, y = data
+    clf = SteinGPClassifier(init="prior", n_particles=4, max_iter=60, random_state=0)
+    clf.fit(X, y)
+    assert clf.map_params_ is None
+    assert clf.score(X, y) > 0.8
+
+
+def test_matern_kernel_and_priors(data):
+    X, y = data
+    from skgp_bayes.priors import LogNormal
+
+    kernel = ConstantKernel(1.0) * Matern(1.0, nu=1.5)
+    tight = SteinGPClassifier(
+        kernel, priors={"k2__length_scale": LogNormal(np.log(5.0), 0.01)}, **FAST
+    ).fit(X, y)
+    # a very tight prior pins every particle's length scale near 5
+    np.testing.assert_allclose(np.exp(tight.particles_[:, 1]), 5.0, rtol=0.1)
+
+
+def test_pipeline_grid_search_and_cross_validation(data):
+    X, y = data
+    pipe = make_pipeline(
+        StandardScaler(), SteinGPClassifier(max_iter=15, random_state=0)
+    )
+    grid = GridSearchCV(
+        pipe,
+        {
+            "steingpclassifier__n_particles": [2, 4],
+            "steingpclassifier__link": ["logit", "probit"],
+        },
+        cv=3,
+        scoring="neg_log_loss",
+    )
+    grid.fit(X, y)
+    # a constant 50/50 guess scores -log 2 = -0.69
+    assert grid.best_score_ > -0.45
+    scores = cross_val_score(pipe, X, y, cv=3)
+    # 13 test points per fold and label noise: sklearn's classifier scores
+    # (1.0, 0.85, 0.62) on these folds, mean 0.82
+    assert scores.shape == (3,) and np.mean(scores) > 0.75
+
+
+def test_dataframe_feature_names(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    df = pd.DataFrame(X, columns=["a", "b"])
+    clf = SteinGPClassifier(**FAST).fit(df, y)
+    np.testing.assert_array_equal(clf.feature_names_in_, ["a", "b"])
+    with pytest.warns(UserWarning, match="feature names"):
+        clf.predict_proba(X)
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "X_bad,y_bad,match",
+    [
+        (lambda X: np.where(X == X[0, 0], np.nan, X), None, "NaN"),
+        (lambda X: np.where(X == X[0, 0], np.inf, X), None, "infinity"),
+        (lambda X: X[:, :, None], None, "dim 3"),
+        (None, lambda y: y[:-1], "inconsistent numbers of samples"),
+        (None, lambda y: np.zeros_like(y), "2 classes"),
+        (None, lambda y: y + np.linspace(0.01, 0.5, y.size), "Unknown label type"),
+        (None, lambda y: np.where(y == 1, np.nan, 0.0), "NaN"),
+        (lambda X: X * 1e200, None, "Rescale X"),
+    ],
+    ids=[
+        "nan-X",
+        "inf-X",
+        "3d-X",
+        "lengths",
+        "one-class",
+        "continuous",
+        "nan-y",
+        "huge",
+    ],
+)
+def test_bad_input_is_a_clear_value_error(data, X_bad, y_bad, match):
+    X, y = data
+    X = X_bad(X) if X_bad else X
+    y = y_bad(y) if y_bad else y
+    with pytest.raises(ValueError, match=match):
+        SteinGPClassifier(**FAST).fit(X, y)
+
+
+def test_bad_input_at_predict(fitted, data):
+    X, _ = data
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict_proba(np.where(X == X[0, 0], np.nan, X))
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(X[:, :1])
+    with pytest.raises(ValueError, match="infinity"):
+        fitted.latent_mean_and_variance(np.full((2, 2), np.inf))
+    with pytest.raises(NotFittedError):
+        SteinGPClassifier().predict_proba(X)
+    with pytest.raises(NotFittedError):
+        SteinGPClassifier().predict(X)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        (dict(n_particles=0), "n_particles"),
+        (dict(max_iter=-1), "max_iter"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(link="cauchit"), "link"),
+        (dict(init="median"), "init"),
+        (dict(kernel=RBF(length_scale=np.nan)), "finite"),
+        (dict(kernel=RBF(length_scale=np.inf)), "finite"),
+        (dict(kernel=ConstantKernel(0.0) * RBF()), "finite"),
+        (dict(kernel=RBF(length_scale_bounds=(0.0, np.inf))), "bounds"),
+        (dict(kernel=RBF(length_scale_bounds=(10.0, 1.0))), "inverted"),
+    ],
+)
+def test_invalid_parameters(data, params, match):
+    X, y = data
+    est = SteinGPClassifier(**{**FAST, **params})  # never raises in __init__
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, y)
+
+
+def test_duplicate_inputs_and_read_only_data(data):
+    X, y = data
+    X = np.vstack([X, X[:5]])
+    y = np.concatenate([y, y[:5]])
+    X.setflags(write=False)
+    y.setflags(write=False)
+    clf = SteinGPClassifier(**FAST).fit(X, y)
+    assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+# ------------------------------------------------------------ function samples
+@pytest.mark.parametrize("n_classes,white", [(2, False), (3, False), (2, True)])
+def test_function_samples_match_latent_moments(n_classes, white):
+    """Pathwise latent functions reproduce the mixture's moments.
+
+    Reference: ``latent_mean_and_variance`` (exact per-particle kriging,
+    mixed). With N = 4000 functions the Monte Carlo sd of the mean is
+    sd / sqrt(N) (5 of them allowed); 2048 Fourier features per particle
+    leave a feature error of the prior covariance of order 1 / sqrt(2048),
+    about 2%, so 5% of the sd is added to the mean tolerance and the variance
+    ratio must lie within 15% of one.
+    """
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (30, 2))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.5, 0.5][: n_classes - 1])
+    kernel = ConstantKernel() * RBF()
+    if white:  # its variance is no part of the smooth function samples
+        kernel = kernel + WhiteKernel(0.3, "fixed")
+    clf = SteinGPClassifier(kernel, n_particles=4, max_iter=15, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    Xq = rng.uniform(-2, 2, (6, 2))
+    mean, var = clf.latent_mean_and_variance(Xq)
+    if white:
+        var = var - 0.3
+    functions = clf.sample_functions(4000, random_state=1, n_features=2048)
+    functions = functions if isinstance(functions, list) else [functions]
+    values = np.stack([f(Xq) for f in functions], axis=1)  # (6, C, N)
+    mean = mean.reshape(6, -1)
+    var = var.reshape(6, -1)
+    sd = np.sqrt(var)
+    assert values.shape == (6, mean.shape[1], 4000)
+    tol = 5 * sd / np.sqrt(4000) + 0.05 * sd
+    np.testing.assert_array_less(np.abs(values.mean(axis=2) - mean), tol)
+    ratio = values.var(axis=2) / var
+    assert np.all((ratio > 0.85) & (ratio < 1.15)), ratio
+    again = clf.sample_functions(4000, random_state=1, n_features=2048)
+    again = again if isinstance(again, list) else [again]
+    np.testing.assert_array_equal(again[0](Xq), functions[0](Xq))

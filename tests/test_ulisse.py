@@ -1,0 +1,204 @@
+"""ULISSE and the stochastic gradient: unbiasedness against exact references.
+
+Monte Carlo tolerances are 4 standard errors per entry. Every test uses a
+well-conditioned system (noise variance 0.1 to 0.3, CG converges in about 15
+iterations): the estimator's variance is finite only because the randomised
+continuation ends when CG converges, and with weights ``exp(beta j (j+1)/2)``
+a slowly converging system has a variance dominated by events too rare to
+appear in a test-sized sample. The exact enumeration test covers the identity
+itself with no Monte Carlo error.
+"""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+from skgp_bayes.kernels import KernelAdapter, force_generic
+from skgp_bayes.linalg import (
+    StochasticMarginalGradient,
+    batched_cg,
+    lowrank_grad_contract,
+    rademacher_probes,
+    ulisse_solve,
+)
+from skgp_bayes.priors import Gamma, PriorSet
+from skgp_bayes.targets import ExactMarginalTarget
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (30, 1))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=30)
+    adapter = KernelAdapter(ConstantKernel(1.0) * RBF(0.8))
+    theta = adapter.kernel.theta
+    K = adapter.gram(theta, X) + 0.1 * np.eye(30)
+    return adapter, theta, X, y, K
+
+
+class _ScriptedUniforms:
+    """Uniforms 0 (always continue) for the first ``n_zero`` calls, then 1."""
+
+    def __init__(self, n_zero):
+        self.n_zero = n_zero
+        self.calls = 0
+
+    def random(self, size):
+        self.calls += 1
+        return np.full(size, 0.0 if self.calls <= self.n_zero else 1.0)
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.3])
+def test_expectation_over_every_stopping_point_is_the_solution(problem, beta):
+    # Enumerate the stopping time: forcing a stop after iteration K gives
+    # the estimate E_K, with probability P(kept through K) * P(stop at K+1).
+    _, _, _, y, K = problem
+    B = y[:, None]
+    op = lambda V: K @ V  # noqa: E731
+    full = ulisse_solve(op, B, q=0.5, beta=beta, rng=_ScriptedUniforms(10**6))
+    early, total = int(full.n_iter_early[0]), full.n_iter
+    assert 0 < early < total
+    expectation = np.zeros(30)
+    for n_kept in range(early, total + 1):
+        est = ulisse_solve(op, B, q=0.5, beta=beta, rng=_ScriptedUniforms(n_kept))
+        j = n_kept - early
+        p_through = np.exp(-beta * j * (j + 1) / 2)
+        p_stop = 1.0 if n_kept == total else 1.0 - np.exp(-beta * (j + 1))
+        expectation += p_through * p_stop * est.estimates[:, 0]
+    exact = batched_cg(op, B, tol=1e-10, max_iter=200).x[:, 0]
+    np.testing.assert_allclose(expectation, exact, rtol=1e-7, atol=1e-8)
+    # and stopping early really changes the answer
+    first = ulisse_solve(op, B, q=0.5, beta=beta, rng=_ScriptedUniforms(0))
+    assert np.max(np.abs(first.estimates[:, 0] - exact)) > 1e-3
+
+
+def test_mean_of_solves_matches_linalg_solve(problem):
+    _, _, _, y, K = problem
+    rng = np.random.default_rng(1)
+    B = np.column_stack([y, rng.normal(size=30)])
+    exact = np.linalg.solve(K, B)
+    draws, iters = [], []
+    for _ in range(3000):
+        res = ulisse_solve(lambda V: K @ V, B, copies=[2, 1], q=0.3, beta=0.1, rng=rng)
+        draws.append(res.estimates)
+        iters.append(res.n_iter)
+    draws = np.array(draws)
+    mean = draws.mean(axis=0)
+    se = draws.std(axis=0, ddof=1) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(mean - exact[:, [0, 0, 1]]) <= 4 * se + 1e-12)
+    # the early stop saves work and the estimates really vary
+    full = batched_cg(lambda V: K @ V, B, tol=1e-10, max_iter=200).n_iter
+    assert np.mean(iters) < full
+    assert np.all(se > 0)
+    # heavy tails would show as a variance that keeps growing with the sample
+    first, second = draws[:1500].var(axis=0), draws[1500:].var(axis=0)
+    ratio = second.mean() / first.mean()
+    assert 0.7 < ratio < 1.4
+    # the two draws on the y column are independent: their product is
+    # unbiased for a'a
+    products = np.einsum("si,si->s", draws[:, :, 0], draws[:, :, 1])
+    target = exact[:, 0] @ exact[:, 0]
+    se_prod = products.std(ddof=1) / np.sqrt(products.size)
+    assert abs(products.mean() - target) <= 4 * se_prod
+
+
+def test_q_zero_is_plain_cg(problem):
+    _, _, _, y, K = problem
+    res = ulisse_solve(lambda V: K @ V, y[:, None], q=0.0, rng=np.random.default_rng(0))
+    np.testing.assert_allclose(res.estimates[:, 0], np.linalg.solve(K, y), rtol=1e-7)
+    assert res.n_iter_early[0] == -1
+
+
+def test_budget_exhaustion_warns(problem):
+    _, _, _, y, K = problem
+    with pytest.warns(ConvergenceWarning, match="relative residual"):
+        ulisse_solve(
+            lambda V: K @ V, y[:, None], q=0.0, max_iter=3, rng=np.random.default_rng(0)
+        )
+
+
+def test_rademacher_probes():
+    r = rademacher_probes(np.random.default_rng(0), 2000, 3)
+    assert set(np.unique(r)) == {-1.0, 1.0}
+    assert abs(r.mean()) < 0.05
+    legacy = rademacher_probes(np.random.RandomState(0), 5, 2)
+    assert legacy.shape == (5, 2)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [ConstantKernel(1.3) * RBF([0.6, 1.4]) + WhiteKernel(0.2), RBF(0.9)],
+)
+@pytest.mark.parametrize("generic", [False, True])
+@pytest.mark.parametrize("n", [50, 300])  # one block, and several
+def test_lowrank_contraction_matches_dense(kernel, generic, n):
+    adapter = force_generic(kernel) if generic else KernelAdapter(kernel)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(n, 2))
+    U, V = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+    theta = adapter.kernel.theta
+    _, dK = kernel(X, eval_gradient=True)
+    expected = np.einsum("ab,abj->j", U @ V.T, dK)
+    got = lowrank_grad_contract(adapter, theta, X, U, V)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["ulisse", "cg"])
+def test_stochastic_gradient_is_unbiased(problem, solver):
+    adapter, theta, X, y, _ = problem
+    priors = PriorSet({"a": slice(0, 3)}, {"a": Gamma(2.0, 1.0)})
+    params = np.append(theta, np.log(0.1))
+    exact = ExactMarginalTarget(adapter, X, y, priors).logp_and_grad(params)[1]
+    grad = StochasticMarginalGradient(
+        adapter,
+        X,
+        y,
+        priors,
+        rng=np.random.default_rng(3),
+        n_probes=2,
+        probe_refresh=1,
+        q=0.3,
+        beta=0.1,
+        solver=solver,
+    )
+    draws = np.array([grad(params)[1] for _ in range(1500)])
+    mean = draws.mean(axis=0)
+    se = draws.std(axis=0, ddof=1) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(mean - exact) <= 4 * se)
+    assert np.all(se > 1e-6)
+    assert len(grad.cg_iterations) == 1500
+
+
+def test_fixed_noise_and_probe_reuse(problem):
+    adapter, theta, X, y, _ = problem
+    exact = ExactMarginalTarget(adapter, X, y, None, np.log(0.1))
+    value, g_exact = exact.logp_and_grad(theta)
+    grad = StochasticMarginalGradient(
+        adapter,
+        X,
+        y,
+        None,
+        np.log(0.1),
+        rng=np.random.default_rng(4),
+        n_probes=4,
+        probe_refresh=5,
+        q=0.0,
+    )
+    first = grad(theta)[1]
+    assert first.shape == (2,)
+    # warm started from the previous solution, with the same probes, the
+    # second call needs (almost) no iterations
+    grad(theta)
+    assert grad.cg_iterations[1] <= 2 < grad.cg_iterations[0]
+    draws = np.array([grad(theta)[1] for _ in range(400)])
+    se = draws.std(axis=0, ddof=1) / np.sqrt(400 / 5)  # probes live 5 calls
+    assert np.all(np.abs(draws.mean(axis=0) - g_exact) <= 4 * se)
+
+
+def test_bad_solver_name(problem):
+    adapter, _, X, y, _ = problem
+    with pytest.raises(ValueError, match="solver must be"):
+        StochasticMarginalGradient(
+            adapter, X, y, None, rng=np.random.default_rng(0), solver="lu"
+        )

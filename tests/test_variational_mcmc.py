@@ -1,0 +1,249 @@
+"""Variational MCMC estimators: exact conjugate reference, sklearn behaviour."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    RationalQuadratic,
+)
+from threadpoolctl import threadpool_limits
+
+from skgp_bayes import VariationalMCMCClassifier, VariationalMCMCRegressor
+from skgp_bayes.datasets import bin_coal_counts
+from skgp_bayes.diagnostics import effective_sample_size
+from skgp_bayes.exceptions import SamplerWarning
+from skgp_bayes.inference import run_hmc_chains
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.likelihoods import Gaussian
+from skgp_bayes.targets.sparse import SparseWhitenedTarget
+from skgp_bayes.variational_mcmc import _GuardedTarget
+
+SMALL = dict(n_chains=2, n_warmup=60, n_samples=60, max_leapfrog=8, random_state=0)
+
+
+def _quiet_fit(est, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        return est.fit(*args, **kwargs)
+
+
+def _binary(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n, 1))
+    y = (np.sin(1.5 * X[:, 0]) + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+def test_hmc_over_v_matches_the_exact_gaussian_posterior():
+    # Z = X, Gaussian likelihood, fixed hyperparameters: the posterior of
+    # f = A'v is the exact GP posterior N(K Ky^-1 y, K - K Ky^-1 K) (up to
+    # the relative jitter 1e-6 on K(Z, Z)). HMC from the estimator's
+    # building blocks (target, guard, chains) must reproduce its mean and
+    # covariance within Monte Carlo error.
+    rng = np.random.default_rng(0)
+    n, s2 = 6, 0.2
+    X = np.sort(rng.uniform(-2, 2, n))[:, None]
+    y = np.sin(2 * X[:, 0]) + np.sqrt(s2) * rng.normal(size=n)
+    kernel = ConstantKernel(1.0, "fixed") * RBF(0.8, "fixed")
+    adapter = KernelAdapter(kernel)
+    target = SparseWhitenedTarget(adapter, X, y, X, Gaussian(s2), learn_noise=False)
+    assert target.n_params == n
+    guarded = _GuardedTarget(target, np.empty(0), np.empty(0))
+    # serial BLAS, as the estimator uses for problems this small
+    with threadpool_limits(limits=1, user_api="blas"):
+        results = run_hmc_chains(
+            guarded,
+            rng.normal(size=(3, n)),
+            random_state=1,
+            n_warmup=150,
+            n_samples=500,
+            max_leapfrog=8,
+        )
+    v = np.stack([r.samples for r in results])
+    ess = effective_sample_size(v)
+    K = kernel(X)
+    Kj = K + 1e-6 * np.mean(np.diag(K)) * np.eye(n)
+    R = np.linalg.cholesky(Kj)
+    f = v.reshape(-1, n) @ R.T  # A'v = K R^-T v = R v when Z = X
+    Ky = K + s2 * np.eye(n)
+    mean = K @ np.linalg.solve(Ky, y)
+    cov = K - K @ np.linalg.solve(Ky, K)
+    sd = np.sqrt(np.diag(cov))
+    n_eff = float(np.min(ess))
+    assert n_eff > 400
+    # 5 Monte Carlo standard errors (mean: sd / sqrt(ESS); covariance entry:
+    # sqrt((S_ii S_jj + S_ij^2) / ESS), the normal-theory standard error).
+    np.testing.assert_array_less(np.abs(f.mean(0) - mean), 5 * sd / np.sqrt(n_eff))
+    se_cov = np.sqrt((np.outer(sd**2, sd**2) + cov**2) / n_eff)
+    np.testing.assert_array_less(np.abs(np.cov(f.T) - cov), 5 * se_cov)
+    # and the error would be caught: the prior covariance is far outside
+    assert np.any(np.abs(K - cov) > 5 * se_cov)
+
+
+def test_classifier_fits_and_predicts_both_ways():
+    X, y = _binary()
+    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=8, **SMALL), X, y)
+    n_params = KernelAdapter(ConstantKernel() * RBF()).n_params + 8
+    assert clf.samples_.shape == (2 * 60, n_params)
+    assert clf.rhat_.shape == clf.ess_.shape == (n_params,)
+    assert clf.inducing_points_.shape == (8, 1)
+    assert clf.step_size_.shape == (2,)
+    assert 0.0 < clf.acceptance_rate_ <= 1.0
+    assert clf.trace_["accept_prob"].shape == (2, 120)
+    p_mcmc = clf.predict_proba(X)
+    p_gauss = clf.predict_proba(X, method="gaussian")
+    np.testing.assert_allclose(p_mcmc.sum(1), 1.0)
+    assert clf.score(X, y) > 0.8
+    # Both describe the same posterior; they differ, but not wildly.
+    assert np.max(np.abs(p_mcmc - p_gauss)) < 0.3
+    assert not np.allclose(p_mcmc, p_gauss)
+    with pytest.raises(ValueError, match="method"):
+        clf.predict_proba(X, method="laplace")
+
+
+@pytest.mark.parametrize("multiclass", ["robustmax", "softmax"])
+def test_multiclass(multiclass):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-3, 3, (45, 1))
+    y = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-1.0, 1.0])]
+    clf = VariationalMCMCClassifier(
+        n_inducing=6, multiclass=multiclass, **{**SMALL, "n_samples": 20}
+    )
+    _quiet_fit(clf, X, y)
+    assert clf.samples_.shape[1] == 2 + 6 * 3
+    proba = clf.predict_proba(X)
+    assert proba.shape == (45, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert clf.score(X, y) > 0.8
+
+
+def test_same_result_with_one_or_two_jobs_and_random_state():
+    X, y = _binary(30)
+    params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20, random_state=3)
+    a = _quiet_fit(VariationalMCMCClassifier(n_jobs=1, **params), X, y)
+    b = _quiet_fit(VariationalMCMCClassifier(n_jobs=2, **params), X, y)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    c = _quiet_fit(
+        VariationalMCMCClassifier(n_jobs=1, **{**params, "random_state": 4}), X, y
+    )
+    assert not np.array_equal(a.samples_, c.samples_)
+
+
+def test_pickle_and_clone_round_trip():
+    X, y = _binary(30)
+    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=5, **SMALL), X, y)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(
+        restored.predict_proba(X, method="gaussian"),
+        clf.predict_proba(X, method="gaussian"),
+    )
+    twin = _quiet_fit(clone(clf), X, y)
+    np.testing.assert_array_equal(twin.samples_, clf.samples_)
+
+
+def test_low_effective_sample_size_warns_naming_a_parameter():
+    X, y = _binary(30)
+    clf = VariationalMCMCClassifier(
+        n_inducing=5, n_chains=2, n_warmup=10, n_samples=10, random_state=0
+    )
+    with pytest.warns(SamplerWarning, match=r"worst parameter"):
+        clf.fit(X, y)
+
+
+def test_minibatch_adam_initialisation():
+    X, y = _binary(60)
+    clf = VariationalMCMCClassifier(
+        n_inducing=6, batch_size=15, svgp_max_iter=300, learning_rate=0.05, **SMALL
+    )
+    _quiet_fit(clf, X, y)
+    assert clf.trace_["svgp_elbo"].shape == (300,)
+    assert clf.score(X, y) > 0.8
+
+
+def test_generic_kernel_keeps_given_inducing_points():
+    X, y = _binary(30)
+    Z = np.linspace(-3, 3, 5)[:, None]
+    clf = VariationalMCMCClassifier(
+        RationalQuadratic(), inducing_points=Z, **{**SMALL, "n_samples": 10}
+    )
+    _quiet_fit(clf, X, y)
+    np.testing.assert_array_equal(clf.inducing_points_, Z)
+    fast = _quiet_fit(
+        VariationalMCMCClassifier(inducing_points=Z, **{**SMALL, "n_samples": 10}),
+        X,
+        y,
+    )
+    assert not np.array_equal(fast.inducing_points_, Z)  # optimised
+    kept = VariationalMCMCClassifier(
+        inducing_points=Z, optimize_inducing=False, **{**SMALL, "n_samples": 10}
+    )
+    np.testing.assert_array_equal(_quiet_fit(kept, X, y).inducing_points_, Z)
+
+
+def test_poisson_regressor_on_binned_coal_counts():
+    X, counts, width = bin_coal_counts(n_bins=40)
+    reg = VariationalMCMCRegressor(
+        ConstantKernel(1.0) * RBF(15.0),
+        likelihood="poisson",
+        inducing_points=np.linspace(X.min(), X.max(), 10)[:, None],
+        **SMALL,
+    )
+    _quiet_fit(reg, X, counts, exposure=width)
+    mean = reg.predict(X, exposure=width)
+    # the fitted rate integrates to about the number of events
+    assert abs(mean.sum() - counts.sum()) < 0.15 * counts.sum()
+    # exposure scales the expected count and nothing else
+    np.testing.assert_allclose(reg.predict(X, exposure=2 * width), 2 * mean)
+    # disasters were more frequent before 1890 than after 1900
+    early = reg.predict([[1860.0]], exposure=1.0)[0]
+    late = reg.predict([[1930.0]], exposure=1.0)[0]
+    assert early > 2 * late
+    lpd = reg.log_predictive_density(X, counts, exposure=width)
+    lpd_g = reg.log_predictive_density(X, counts, exposure=width, method="gaussian")
+    assert lpd.shape == lpd_g.shape == (40,)
+    assert np.all(lpd <= 0) and np.all(np.isfinite(lpd_g))
+    draws = reg.sample_latent(X)
+    assert draws.shape == (reg.samples_.shape[0], 40)
+    assert reg.sample_latent(X, method="gaussian", n_samples=7).shape == (7, 40)
+
+
+def test_gaussian_regressor_predicts_with_uncertainty():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = 10.0 + 5.0 * np.sin(X[:, 0]) + 0.5 * rng.normal(size=40)
+    reg = _quiet_fit(VariationalMCMCRegressor(n_inducing=10, **SMALL), X, y)
+    mean, std = reg.predict(X, return_std=True)
+    assert reg.score(X, y) > 0.9
+    assert np.all(std > 0.2) and np.all(std < 3.0)
+    assert "noise_variance" in reg.param_names_
+    lpd = reg.log_predictive_density(X, y)
+    assert np.mean(lpd) > -2.0
+
+
+def test_bad_input():
+    X, y = _binary(20)
+    with pytest.raises(ValueError, match="2 classes"):
+        VariationalMCMCClassifier(**SMALL).fit(X, np.zeros(20))
+    with pytest.raises(ValueError, match="inducing_points"):
+        VariationalMCMCClassifier(inducing_points=np.zeros((3, 2)), **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="exposure"):
+        VariationalMCMCRegressor(**SMALL).fit(X, y, exposure=np.ones(20))
+    with pytest.raises(ValueError, match="counts"):
+        VariationalMCMCRegressor(likelihood="poisson", **SMALL).fit(X, -y)
+    with pytest.raises(ValueError, match="exposure"):
+        VariationalMCMCRegressor(likelihood="poisson", **SMALL).fit(
+            X, y, exposure=-np.ones(20)
+        )
+    with pytest.raises(ValueError, match="thin"):
+        VariationalMCMCClassifier(**{**SMALL, "thin": 100}).fit(X, y)
+    with pytest.raises(ValueError, match="n_chains"):
+        VariationalMCMCClassifier(n_chains=0).fit(X, y)
+    with pytest.raises(ValueError):
+        VariationalMCMCClassifier(**SMALL).fit(np.full_like(X, np.nan), y)
