@@ -19,4 +19,4 @@ MAX_ABS_LOG_PARAM = 700.0
 # machine a two-thread dpotri at n = 40 was measured 500 times slower, and a
 # 900 x 900 factorisation 25-50 times slower, than a serial one (threads
 # spinning while they wait for a core).
-SERIAL_BLAS_MAX_WORK = 2000 * 2000
+SERIAL_BLAS_MAX_WORK = 1000 * 1000

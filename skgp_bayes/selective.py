@@ -62,9 +62,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from ._predictive import gaussian_joint_draws
+from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -101,10 +101,6 @@ _LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
 # Decay of the score-function baseline: an average over roughly the last
 # ten steps follows the bound as the hyperparameters move.
 _BASELINE_DECAY = 0.9
-# Below this many kernel entries per evaluation (n * m) BLAS runs on one
-# thread: thread start-up dominates the small solves, and on a busy 2-core
-# machine an 80 x 1000 triangular solve was measured 20x slower threaded.
-_SERIAL_BLAS_WORK = 2_000_000
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 
@@ -114,12 +110,6 @@ def _default_kernel(X):
     spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
     spread = spread if np.isfinite(spread) and spread > 0 else 1.0
     return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
-
-
-def _blas_limit(n_rows, n_cols):
-    if n_rows * n_cols <= _SERIAL_BLAS_WORK:
-        return threadpool_limits(limits=1, user_api="blas")
-    return threadpool_limits(limits=None)
 
 
 def _maximise(bound, idx, start, bounds, max_iter):
@@ -157,7 +147,7 @@ def _maximise(bound, idx, start, bounds, max_iter):
 
 def _sparse_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
     """Moments of ``q(f)`` at ``X`` for whitened ``q(v) = N(q_mean, q_L q_L')``."""
-    with _blas_limit(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
+    with blas_threads_for(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
         R = _inducing_factor(adapter, theta, Z, jitter)
         if full_cov:
             A, _, _ = _project(adapter, theta, Z, X, R)
@@ -609,7 +599,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=3)
             Zc = self._candidates(X, np.random.default_rng(int(seeds[0])))
-            with _blas_limit(X.shape[0], Zc.shape[0]):
+            with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = self._fit_phases(X, y_std_units, Zc, seeds)
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
@@ -1070,7 +1060,7 @@ kernel_, fit_time_, n_features_in_, feature_names_in_
                 )
             else:
                 Zc = _check_candidates(self.candidates, X.shape[1])
-            with _blas_limit(X.shape[0], Zc.shape[0]):
+            with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = self._fit_phases(X, y_enc.astype(np.float64), Zc, seeds)
         fitted["classes_"] = classes
         self.__dict__.update(fitted)

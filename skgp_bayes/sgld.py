@@ -13,9 +13,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backend import get_array_module
+from ._exact_sampling import ExactPosteriorSamplingMixin
 from ._predictive import (
     ExactGPDraws,
-    gaussian_joint_draws,
     mixture_mean_cov,
     mixture_mean_var,
 )
@@ -145,6 +145,15 @@ class _CGGPDraws:
     def n_draws(self):
         return self.kernel_thetas.shape[0]
 
+    def factor(self, j):
+        """A solver ``rhs -> (K_j + s2_j I)^-1 rhs`` by CG, in place of a factor.
+
+        The pathwise sampler accepts a callable wherever it would solve with
+        a Cholesky factor, so function samples need no factorisation here.
+        """
+        operator = self._operator(j)
+        return lambda rhs: batched_cg(operator, rhs, tol=self.tol).x
+
     def _operator(self, j):
         op, _ = kernel_operator(
             self.adapter,
@@ -182,7 +191,9 @@ class _CGGPDraws:
         return means, spread
 
 
-class SGLDGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
+class SGLDGPRegressor(
+    ExactPosteriorSamplingMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+):
     """Gaussian-process regression sampling hyperparameters by SGLD with ULISSE.
 
     Draws samples from the exact posterior ``p(theta | y)`` of the kernel
@@ -758,42 +769,3 @@ class SGLDGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
         if return_std:
             return self._to_y(mean), np.sqrt(var) * self._y_std
         return self._to_y(mean)
-
-    def sample_y(self, X, n_samples=1, random_state=0):
-        """Draw functions from the predictive mixture at ``X``.
-
-        Each function picks one predictive draw at random, then samples that
-        draw's Gaussian posterior jointly.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples_X, n_features)
-        n_samples : int, default=1
-        random_state : int, RandomState instance or None, default=0
-
-        Returns
-        -------
-        y_samples : ndarray of shape (n_samples_X, n_samples)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SGLDGPRegressor
-        >>> X = np.linspace(0, 5, 30)[:, None]
-        >>> reg = SGLDGPRegressor(n_iter=100, n_chains=1, random_state=0)
-        >>> reg.fit(X, np.sin(X[:, 0])).sample_y(X[:4], n_samples=3).shape
-        (4, 3)
-        """
-        X = self._validate_query(X)
-        if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
-        rng = check_random_state(random_state)
-        which = rng.randint(self._draws.n_draws, size=n_samples)
-        out = np.empty((X.shape[0], n_samples))
-        for j in np.unique(which):
-            cols = np.flatnonzero(which == j)
-            means, covs = self._draws.moments(X, full_cov=True, draws=[j])
-            out[:, cols] = gaussian_joint_draws(means[0], covs[0], cols.size, rng)
-        return self._to_y(out)

@@ -14,9 +14,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._exact_sampling import ExactPosteriorSamplingMixin
 from ._predictive import (
     ExactGPDraws,
-    gaussian_joint_draws,
     mixture_log_density,
     mixture_mean_cov,
     mixture_mean_var,
@@ -35,10 +35,8 @@ from ._validation import (
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NotPSDError, NumericalWarning
 from .inference import run_svgd
-from .kernels import KernelAdapter, lower_kernel
-from .kernels.spectral import spectral_parameters
+from .kernels import KernelAdapter
 from .priors import PriorSet
-from .sampling import DEFAULT_N_FEATURES, exact_conditioner, pathwise_functions
 from .targets import ExactMarginalTarget
 
 __all__ = ["SteinGPRegressor"]
@@ -49,14 +47,6 @@ _MAX_INIT_STD = 1.0
 _LAPLACE_STEP = 1e-4
 # Two L-BFGS optima closer than this in every log coordinate are one mode.
 _SAME_MODE = 0.3
-# Query sets above this size make exact joint sampling slow enough to say so.
-_EXACT_SAMPLE_WARN = 5000
-# From this many query points on, sample_y(method="auto") samples pathwise.
-# benchmarks/bench_sample_y.py (mcycle, 20 particles, 2 cores) measured the
-# exact draw slower from about 25 points with 100 samples and at every size
-# with 1 sample, but under 0.15 s below 100 points: there the exact draw, free
-# of random-feature error, costs little; at 100 it was 8-50x slower.
-_PATHWISE_MIN_POINTS = 100
 
 
 def _default_kernel():
@@ -213,7 +203,9 @@ def _allocate(weights, total):
     return counts
 
 
-class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
+class SteinGPRegressor(
+    ExactPosteriorSamplingMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+):
     """Gaussian-process regression with a particle posterior over hyperparameters.
 
     Stein variational gradient descent (Pinder et al.) moves a set of
@@ -694,209 +686,6 @@ class SteinGPRegressor(VersionedStateMixin, RegressorMixin, BaseEstimator):
 
     def _to_y(self, values):
         return values * self._y_std + self._y_mean
-
-    def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
-        """Draw functions from the predictive mixture at ``X``.
-
-        Each sample first picks a particle uniformly at random, then draws
-        from that particle's Gaussian posterior at ``X``: jointly from the
-        dense posterior covariance (``"exact"``), or as a pathwise sample,
-        a random-Fourier-feature prior draw updated by Matheron's rule
-        (``"pathwise"``, see :meth:`sample_functions`).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples_X, n_features)
-        n_samples : int, default=1
-        random_state : int, RandomState instance or None, default=0
-        method : {"auto", "exact", "pathwise"}, default="auto"
-            ``"exact"`` costs ``O(n_samples_X^3)`` time and
-            ``O(n_samples_X^2)`` memory per particle drawn; ``"pathwise"``
-            costs ``O(n_samples_X (n_features + n_train))`` per sample and
-            approximates the prior covariance with ``n_features`` Fourier
-            features. ``"auto"`` uses ``"pathwise"`` from
-            ``skgp_bayes.stein._PATHWISE_MIN_POINTS`` query points on (where
-            it is faster) and ``"exact"`` below. Kernels without a spectral
-            density (anything but RBF and Matern 1/2, 3/2, 5/2, times a
-            ConstantKernel, plus a WhiteKernel) are always sampled exactly.
-        n_features : int, default=None
-            Fourier features per particle for ``"pathwise"``; None uses
-            ``skgp_bayes.sampling.DEFAULT_N_FEATURES`` (1024).
-
-        Returns
-        -------
-        y_samples : ndarray of shape (n_samples_X, n_samples)
-            As in scikit-learn, samples of the latent function (plus the
-            noise of a ``WhiteKernel`` in the kernel, not ``noise_variance``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SteinGPRegressor
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.uniform(-3, 3, (30, 1))
-        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=20, random_state=0)
-        >>> reg = reg.fit(X, y)
-        >>> grid = np.linspace(-3, 3, 5000)[:, None]
-        >>> reg.sample_y(grid, n_samples=10, method="pathwise").shape
-        (5000, 10)
-        >>> reg.sample_y(grid[:50], n_samples=10, method="exact").shape
-        (50, 10)
-        """
-        X = self._validate_query(X)
-        if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
-        if method not in ("auto", "exact", "pathwise"):
-            raise ValueError(
-                f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
-            )
-        spec = lower_kernel(self._draws.adapter.kernel)
-        if spec is None and method == "pathwise":
-            warnings.warn(
-                f"The kernel {self._draws.adapter.kernel!r} has no spectral "
-                "density for random Fourier features; sampling exactly instead.",
-                UserWarning,
-                stacklevel=2,
-            )
-        pathwise = spec is not None and (
-            method == "pathwise"
-            or (method == "auto" and X.shape[0] >= _PATHWISE_MIN_POINTS)
-        )
-        if pathwise:
-            return self._sample_y_pathwise(X, spec, n_samples, random_state, n_features)
-        self._check_exact_sampling(X.shape[0], spec is None)
-        rng = check_random_state(random_state)
-        which = rng.randint(self._draws.n_draws, size=n_samples)
-        out = np.empty((X.shape[0], n_samples))
-        for j in np.unique(which):
-            cols = np.flatnonzero(which == j)
-            means, covs = self._draws.moments(X, full_cov=True, draws=[j])
-            out[:, cols] = gaussian_joint_draws(means[0], covs[0], cols.size, rng)
-        return self._to_y(out)
-
-    def _check_exact_sampling(self, n_points, no_spectral):
-        reason = (
-            " (the kernel has no spectral density, so the pathwise sampler "
-            "cannot be used)"
-            if no_spectral
-            else "; method='pathwise' costs O(n) instead"
-        )
-        needed = 3 * 8 * n_points**2
-        if needed > _config.MAX_DENSE_BYTES:
-            raise MemoryError(
-                f"Exact sample_y at {n_points} points needs about "
-                f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
-                f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
-                "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
-            )
-        if n_points > _EXACT_SAMPLE_WARN:
-            warnings.warn(
-                f"sample_y at {n_points} points builds a dense "
-                f"{n_points} x {n_points} covariance and factorises it for "
-                "each particle drawn; this costs O(n^3) time and O(n^2) memory"
-                f"{reason}.",
-                UserWarning,
-                stacklevel=3,
-            )
-
-    def _pathwise(self, spec, n_samples, random_state, n_features):
-        draws = self._draws
-        n_dims = draws.X.shape[1]
-        white = np.array(
-            [spectral_parameters(spec, t, n_dims)[2] for t in draws.kernel_thetas]
-        )
-        conditioner = exact_conditioner(
-            draws.X, draws.y, draws.factor, draws.noise_variances + white
-        )
-        functions = pathwise_functions(
-            spec,
-            draws.kernel_thetas,
-            n_samples,
-            conditioner,
-            n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
-            random_state=random_state,
-            offset=self._y_mean,
-            scale=self._y_std,
-        )
-        return functions, white
-
-    def _sample_y_pathwise(self, X, spec, n_samples, random_state, n_features):
-        rng = check_random_state(random_state)
-        functions, white = self._pathwise(spec, n_samples, rng, n_features)
-        out = functions(X)
-        noise_sd = np.sqrt(white[functions.draws]) * self._y_std
-        if np.any(noise_sd > 0):
-            # A WhiteKernel adds independent noise at each query point.
-            out += rng.standard_normal(out.shape) * noise_sd
-        return out
-
-    def sample_functions(self, n_samples=1, random_state=0, n_features=None):
-        """Posterior function samples that can be evaluated anywhere.
-
-        Each function picks a particle uniformly at random and is a pathwise
-        sample of that particle's GP posterior: a random-Fourier-feature
-        prior draw plus Matheron's update ``k(x, X) (K + s2 I)^-1 (y -
-        f_prior(X) - eps)``. The returned object returns the same functions
-        on every call, has an analytic input gradient (for Thompson sampling
-        and optimisation) and pickles. Evaluation costs
-        ``O(n_points (n_features + n_train))`` per function.
-
-        Parameters
-        ----------
-        n_samples : int, default=1
-        random_state : int, RandomState instance or None, default=0
-        n_features : int, default=None
-            Fourier features per particle; None uses 1024. The error of the
-            prior covariance falls as ``1 / sqrt(n_features)``.
-
-        Returns
-        -------
-        functions : skgp_bayes.sampling.FunctionSamples
-            ``functions(X)`` has shape ``(n_points, n_samples)``,
-            ``functions.gradient(X)`` shape ``(n_points, n_samples,
-            n_features_in_)``, and ``functions[i]`` is the ``i``-th function
-            alone. Values are latent functions in the units of ``y``; the
-            noise of a ``WhiteKernel`` is not part of them.
-
-        Raises
-        ------
-        ValueError
-            If the kernel has no spectral density (use ``sample_y`` with
-            ``method="exact"`` instead).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SteinGPRegressor
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.uniform(-3, 3, (30, 1))
-        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=20, random_state=0)
-        >>> reg = reg.fit(X, y)
-        >>> f = reg.sample_functions(n_samples=3, random_state=0)
-        >>> grid = np.linspace(-3, 3, 7)[:, None]
-        >>> f(grid).shape, f.gradient(grid).shape
-        ((7, 3), (7, 3, 1))
-        >>> np.array_equal(f(grid), f(grid))
-        True
-        """
-        check_is_fitted(self)
-        if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
-        spec = lower_kernel(self._draws.adapter.kernel)
-        if spec is None:
-            raise ValueError(
-                f"The kernel {self._draws.adapter.kernel!r} has no spectral "
-                "density, so function samples cannot be built; use "
-                "sample_y(X, method='exact') at fixed query points."
-            )
-        rng = check_random_state(random_state)
-        return self._pathwise(spec, n_samples, rng, n_features)[0]
 
     def log_predictive_density(self, X, y):
         """Mean log density of noisy observations under the predictive mixture.

@@ -340,3 +340,30 @@ def test_kernel_without_spectral_density():
     np.testing.assert_array_equal(
         draws, reg.sample_y(X[:4], 3, random_state=0, method="exact")
     )
+
+
+# ------------------------------------------------------------------ SGLD
+@pytest.mark.parametrize("predict_solver", ["cholesky", "cg"])
+def test_sgld_function_samples_match_predict(predict_solver):
+    """Exact-GP draws from SGLD, conditioned by Cholesky or by CG solves."""
+    from skgp_bayes import SGLDGPRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(40)
+    reg = _quiet(
+        SGLDGPRegressor(
+            n_iter=150, n_chains=1, predict_solver=predict_solver, random_state=0
+        ),
+        X,
+        y,
+    )
+    Xq = np.linspace(-2.5, 2.5, 5)[:, None]
+    mean, std = reg.predict(Xq, return_std=True)
+    functions = reg.sample_functions(N, random_state=1, n_features=F)
+    assert isinstance(functions, FunctionSamples)
+    _assert_moments(functions(Xq), mean, std**2)
+    again = reg.sample_functions(N, random_state=1, n_features=F)
+    np.testing.assert_array_equal(again(Xq), functions(Xq))
+    draws = reg.sample_y(np.linspace(-3, 3, 200)[:, None], n_samples=3)
+    assert draws.shape == (200, 3) and np.all(np.isfinite(draws))

@@ -481,9 +481,9 @@ def test_negative_variances_are_clamped_with_a_warning():
 
 
 def test_large_exact_sample_y_warns(fitted, data, monkeypatch):
-    import skgp_bayes.stein as stein
+    import skgp_bayes._exact_sampling as sampling
 
-    monkeypatch.setattr(stein, "_EXACT_SAMPLE_WARN", 3)
+    monkeypatch.setattr(sampling, "EXACT_SAMPLE_WARN", 3)
     with pytest.warns(UserWarning, match="O\\(n\\^3\\)"):
         fitted.sample_y(data[0][:4], n_samples=1)
 

@@ -483,7 +483,8 @@ def pathwise_functions(
     conditioner : callable
         ``conditioner(j, n, rng) -> (points, factor, targets)`` with
         ``points`` of shape (m, d), ``factor`` the lower Cholesky factor of
-        the (m, m) matrix to solve with and ``targets`` of shape (m, n). See
+        the (m, m) matrix to solve with (or a callable ``rhs -> solution``,
+        for instance conjugate gradients) and ``targets`` of shape (m, n). See
         :func:`exact_conditioner`, :func:`latent_conditioner` and
         :func:`sparse_conditioner`.
     n_features : int, default=1024
@@ -559,7 +560,8 @@ def pathwise_functions(
         )
         at_points = np.zeros((points.shape[0], cols.size))
         prior.evaluate(np.ascontiguousarray(points, dtype=np.float64), at_points)
-        V = cho_solve(factor, targets - at_points)
+        rhs = targets - at_points
+        V = factor(rhs) if callable(factor) else cho_solve(factor, rhs)
         built.append(
             _Group(
                 spec.base,
