@@ -85,4 +85,6 @@ ax_h.set_xlabel("kernel variance")
 ax_h.set_ylabel("length scale (years)")
 ax_h.legend()
 fig.tight_layout()
-fig.savefig(Path(__file__).with_suffix(".png"), dpi=100)
+fig.savefig(
+    Path(globals().get("__file__", "plot_coal_mining.py")).with_suffix(".png"), dpi=100
+)

@@ -20,6 +20,7 @@ pathwise samples against the exact predictive mixture
 
 import time
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -87,4 +88,7 @@ ax.set_title("Pathwise samples against the exact predictive")
 ax.set_xlabel("time (ms)")
 ax.legend(loc="lower right", fontsize=8)
 fig.tight_layout()
-fig.savefig(__file__.replace(".py", ".png"), dpi=110)
+fig.savefig(
+    Path(globals().get("__file__", "plot_pathwise_sampling.py")).with_suffix(".png"),
+    dpi=110,
+)

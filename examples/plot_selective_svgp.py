@@ -16,6 +16,8 @@ model, post-trained on the points with probability above one half; its
 predictions match (a) with about a third of the points.
 """
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -77,7 +79,10 @@ axes[1].set_title(
 axes[1].set_xlabel("x")
 band(axes[2], selective, "(c) after selection")
 fig.tight_layout()
-fig.savefig(__file__.replace(".py", ".png"), dpi=90)
+fig.savefig(
+    Path(globals().get("__file__", "plot_selective_svgp.py")).with_suffix(".png"),
+    dpi=90,
+)
 print(
     f"kept {selective.n_inducing_} of 50 candidates; bound {selective.elbo_:.1f} "
     f"(all 50: {full.elbo_:.1f})"

@@ -16,6 +16,7 @@ thinned samples.
 """
 
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -95,7 +96,7 @@ ax.set_title(
 )
 ax.legend(loc="lower left")
 fig.tight_layout()
-fig.savefig(__file__.replace(".py", ".png"), dpi=80)
+fig.savefig(Path(globals().get("__file__", "plot_sgld.py")).with_suffix(".png"), dpi=80)
 print("SGLD posterior mean:", reg.samples_.reshape(-1, 3).mean(0).round(2))
 print("quadrature mean:    ", ref_mean.round(2))
 print("SGLD posterior sd:  ", reg.samples_.reshape(-1, 3).std(0).round(2))

@@ -17,6 +17,7 @@ away from it, and the particles' hyperparameters in the inset.
 """
 
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -89,5 +90,8 @@ inset.tick_params(labelsize=6, colors="w")
 inset.set_facecolor("0.2")
 
 fig.tight_layout()
-fig.savefig(__file__.replace(".py", ".png"), dpi=110)
+fig.savefig(
+    Path(globals().get("__file__", "plot_stein_classifier.py")).with_suffix(".png"),
+    dpi=110,
+)
 print(f"SteinGPClassifier test log loss {loss_stein:.4f}; sklearn {loss_skl:.4f}")

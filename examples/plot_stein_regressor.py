@@ -19,6 +19,7 @@ point estimate on top. The right panel compares the predictive bands.
 """
 
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -114,5 +115,8 @@ lpd_stein = stein.log_predictive_density(X_test, y_test)
 ax_pred.set_title(f"Predictions (SteinGP test log density {lpd_stein:.3f})")
 ax_pred.legend(loc="lower right", fontsize=8)
 fig.tight_layout()
-fig.savefig(__file__.replace(".py", ".png"), dpi=110)
+fig.savefig(
+    Path(globals().get("__file__", "plot_stein_regressor.py")).with_suffix(".png"),
+    dpi=110,
+)
 print(f"SteinGP test log predictive density: {lpd_stein:.4f}")

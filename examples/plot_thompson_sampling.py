@@ -17,6 +17,7 @@ are compared with 30 uniformly random evaluations.
 """
 
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -109,4 +110,7 @@ ax.set_ylabel("best value - global minimum")
 ax.set_title("Simple regret")
 ax.legend()
 fig.tight_layout()
-fig.savefig(__file__.replace(".py", ".png"), dpi=110)
+fig.savefig(
+    Path(globals().get("__file__", "plot_thompson_sampling.py")).with_suffix(".png"),
+    dpi=110,
+)
