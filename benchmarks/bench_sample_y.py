@@ -29,6 +29,7 @@ import warnings
 
 import numba
 import numpy as np
+from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
@@ -49,15 +50,6 @@ def measure(func):
     peak = tracemalloc.get_traced_memory()[1] / 1024**2
     tracemalloc.stop()
     return seconds, peak
-
-
-def best_time(func, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def fit_models():

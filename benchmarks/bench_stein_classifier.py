@@ -19,6 +19,7 @@ import time
 import warnings
 
 import numpy as np
+from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 from scipy.linalg import lapack
 from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.exceptions import ConvergenceWarning
@@ -33,16 +34,6 @@ from skgp_bayes import SteinGPClassifier
 from skgp_bayes.inference import svgd_direction
 from skgp_bayes.priors import LogNormal
 from skgp_bayes.stein import _batch_evaluator
-
-
-def best_time(func, repeats):
-    """Smallest wall time of ``repeats`` calls (robust to other load)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _split(loader, seed):

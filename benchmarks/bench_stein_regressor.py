@@ -11,10 +11,10 @@ Prints Markdown tables; benchmarks/RESULTS.md records a run.
 
 import argparse
 import platform
-import time
 import warnings
 
 import numpy as np
+from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -30,16 +30,6 @@ from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.priors import PriorSet
 from skgp_bayes.stein import _batch_evaluator
 from skgp_bayes.targets import ExactMarginalTarget
-
-
-def best_time(func, repeats):
-    """Smallest wall time of ``repeats`` calls (robust to other load)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _problem(n, d, seed=0):

@@ -57,6 +57,44 @@ def safe_mean_std(values):
     return mean, std
 
 
+def target_scale(y, normalize_y):
+    """Mean and scale that bring ``y`` to the model's scale.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+    normalize_y : bool
+        Standardise (overflow-safe, see :func:`safe_mean_std`); otherwise the
+        identity, refused for values whose squares overflow.
+
+    Returns
+    -------
+    mean, std : float
+
+    Raises
+    ------
+    ValueError
+        ``normalize_y=False`` with values of magnitude above 1e150.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import target_scale
+    >>> target_scale(np.array([1.0, 3.0]), True)
+    (2.0, 1.0)
+    >>> target_scale(np.array([1.0, 3.0]), False)
+    (0.0, 1.0)
+    """
+    if normalize_y:
+        return safe_mean_std(y)
+    if y.size and float(np.max(np.abs(y))) > 1e150:
+        raise ValueError(
+            "y contains values of magnitude above 1e150, whose squares "
+            "overflow; set normalize_y=True or rescale y."
+        )
+    return 0.0, 1.0
+
+
 def check_input_magnitude(X):
     """Refuse inputs whose squared distances would overflow.
 

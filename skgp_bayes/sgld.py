@@ -27,7 +27,7 @@ from ._validation import (
     check_input_magnitude,
     log_noise_bounds,
     positive_finite,
-    safe_mean_std,
+    target_scale,
 )
 from .diagnostics import effective_sample_size, split_rhat
 from .exceptions import SamplerWarning
@@ -570,15 +570,7 @@ class SGLDGPRegressor(
         check_input_magnitude(X)
         get_array_module(self.backend)  # fail before any work if unusable
         options = self._options()
-        if self.normalize_y:
-            y_mean, y_std = safe_mean_std(y)
-        else:
-            y_mean, y_std = 0.0, 1.0
-            if float(np.max(np.abs(y))) > 1e150:
-                raise ValueError(
-                    "y contains values of magnitude above 1e150, whose squares "
-                    "overflow; set normalize_y=True or rescale y."
-                )
+        y_mean, y_std = target_scale(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
         kernel, adapter, names, bounds, start, prior_set, log_noise = self._build_model(
             X, y_model

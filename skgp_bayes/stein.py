@@ -30,7 +30,7 @@ from ._validation import (
     check_input_magnitude,
     log_noise_bounds,
     positive_finite,
-    safe_mean_std,
+    target_scale,
 )
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NotPSDError, NumericalWarning
@@ -517,15 +517,7 @@ class SteinGPRegressor(
             )
         check_input_magnitude(X)
         _check_dense_memory(X.shape[0], type(self).__name__)
-        if self.normalize_y:
-            y_mean, y_std = safe_mean_std(y)
-        else:
-            y_mean, y_std = 0.0, 1.0
-            if float(np.max(np.abs(y))) > 1e150:
-                raise ValueError(
-                    "y contains values of magnitude above 1e150, whose squares "
-                    "overflow; set normalize_y=True or rescale y."
-                )
+        y_mean, y_std = target_scale(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
         kernel, adapter, target, names, bounds, start, prior_set = self._build_target(
             X, y_model
