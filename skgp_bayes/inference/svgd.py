@@ -145,6 +145,8 @@ def run_svgd(
     callback=None,
     verbose=0,
     print_fn=print,
+    decay=None,
+    stochastic=False,
 ):
     """Move particles by SVGD with Adam steps until they stop moving.
 
@@ -174,6 +176,16 @@ def run_svgd(
     verbose : int, default=0
         Print a progress line about ten times per run when positive.
     print_fn : callable, default=print
+    decay : float, optional
+        With noisy gradients, shrink the learning rate as
+        ``learning_rate * (1 + t / decay) ** -0.55`` at iteration ``t``
+        (counted across continued runs); the exponent lies in (1/2, 1], so
+        the steps satisfy the Robbins-Monro conditions. ``None`` keeps it
+        constant.
+    stochastic : bool, default=False
+        The log density and gradients are unbiased estimates (minibatches):
+        the run never stops on ``tol`` (noisy moves never fall below it) and
+        a falling mean log density is not taken for instability.
 
     Returns
     -------
@@ -195,9 +207,13 @@ def run_svgd(
     if state is None:
         adam = adam_init(particles)
         lr = float(learning_rate)
+        done = 0
     else:
         adam = state["adam"].copy()
         lr = float(state["learning_rate"])
+        done = int(state.get("iterations", 0))
+    if decay is not None and not decay > 0:
+        raise ValueError(f"decay must be a positive number of iterations; got {decay}.")
     history = {
         k: [] for k in ("log_density", "learning_rate", "max_move", "bandwidth", "time")
     }
@@ -215,7 +231,8 @@ def run_svgd(
     while n_iter < max_iter:
         phi, bandwidth = svgd_direction(particles, grads)
         saved_adam = adam.copy()
-        step = adam_update(adam, phi, lr, max_step=max_step)
+        step_lr = lr if decay is None else lr * (1.0 + (done + n_iter) / decay) ** -0.55
+        step = adam_update(adam, phi, step_lr, max_step=max_step)
         proposal = particles + step
         if bounds is not None:
             np.clip(proposal, bounds[:, 0], bounds[:, 1], out=proposal)
@@ -235,7 +252,7 @@ def run_svgd(
         particles, values, grads = proposal, new_values, new_grads
         n_iter += 1
         history["log_density"].append(float(np.mean(values)))
-        history["learning_rate"].append(lr)
+        history["learning_rate"].append(step_lr)
         history["max_move"].append(move)
         history["bandwidth"].append(float(bandwidth))
         history["time"].append(time.perf_counter() - start)
@@ -245,16 +262,19 @@ def run_svgd(
             print_fn(
                 f"[SVGD] iter {n_iter:5d}/{max_iter}  mean log density "
                 f"{np.mean(values): .5g}  max move {move:.2e}  "
-                f"lr {lr:.3g}  {time.perf_counter() - start:.1f}s"
+                f"lr {step_lr:.3g}  {time.perf_counter() - start:.1f}s"
             )
-        quiet_iters = quiet_iters + 1 if move <= tol else 0
+        quiet_iters = quiet_iters + 1 if move <= tol and not stochastic else 0
         if quiet_iters >= _PATIENCE:
             converged = True
             break
     if n_iter >= 10:
         recent = np.asarray(history["max_move"][-10:])
         capped = np.mean(recent >= max_step * (1.0 - 1e-9)) > 0.5
-        fell = history["log_density"][-1] < history["log_density"][0] - 1.0
+        fell = (
+            not stochastic
+            and history["log_density"][-1] < history["log_density"][0] - 1.0
+        )
         if capped or fell:
             warnings.warn(
                 "SVGD looks unstable: "
@@ -278,5 +298,5 @@ def run_svgd(
         n_iter,
         converged,
         history,
-        {"adam": adam, "learning_rate": lr},
+        {"adam": adam, "learning_rate": lr, "iterations": done + n_iter},
     )
