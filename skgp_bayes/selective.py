@@ -319,6 +319,14 @@ def _selection_attributes(Zc, out):
             for key in ("pre", "select", "post")
         },
         "fit_time_": out["times"],
+        "diagnostics_": {
+            "final_elbo": float(out["traces"]["post"][-1])
+            if len(out["traces"]["post"])
+            else np.nan,
+            "n_select_steps": len(out["traces"]["select"]),
+            "expected_n_inducing": float(mean_count),
+            "n_inducing": int(support.sum()),
+        },
     }
 
 
@@ -467,6 +475,9 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         ``E|Z| = sum_k lambda_k`` under the fitted process.
     var_n_inducing_ : float
         ``Var|Z| = sum_k lambda_k (1 - lambda_k)``.
+    diagnostics_ : dict
+        ``final_elbo`` (last post-training bound), ``n_select_steps``,
+        ``expected_n_inducing`` and ``n_inducing``, in one place.
     elbo_history_ : dict of ndarray
         ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
         ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
@@ -948,7 +959,7 @@ jitter, random_state, verbose
     classes_ : ndarray of shape (2,)
     candidates_, inclusion_probabilities_, support_, inducing_points_, \
 n_inducing_, expected_n_inducing_, var_n_inducing_, elbo_history_, elbo_, \
-kernel_, fit_time_, n_features_in_, feature_names_in_
+kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`SelectiveSVGP`.
 
     Examples

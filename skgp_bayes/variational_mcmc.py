@@ -591,6 +591,15 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
                 "hmc": hmc_time,
                 "total": time.perf_counter() - t_start,
             },
+            "diagnostics_": {
+                "max_rhat": float(np.nanmax(rhat)) if np.size(rhat) else np.nan,
+                "min_ess": float(np.nanmin(ess)) if np.size(ess) else np.nan,
+                "n_divergences": int(n_div),
+                "acceptance_rate": float(np.mean([r.acceptance_rate for r in results])),
+                "step_size": [float(r.step_size) for r in results],
+                "jitter": float(target.jitter),
+                "svgp_elbo": float(svgp_elbo),
+            },
             "_adapter": adapter,
             "_likelihood": likelihood,
             "_jitter": target.jitter,
@@ -823,6 +832,10 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         log density of the kept draws.
     fit_time_ : dict
         Seconds spent in the SVGP, in HMC and in total.
+    diagnostics_ : dict
+        ``max_rhat``, ``min_ess``, ``n_divergences``, ``acceptance_rate``,
+        the final ``step_size`` per chain, the relative ``jitter`` on
+        ``K(Z, Z)`` and the SVGP's ``svgp_elbo``, in one place.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)
         Only when ``X`` has string feature names.
@@ -1161,7 +1174,7 @@ learning_rate, random_state, n_jobs, verbose
         ``[kernel theta, (log noise variance), v]`` per kept draw.
     param_names_, inducing_points_, kernel_, rhat_, ess_, acceptance_rate_, \
 n_divergences_, step_size_, inv_mass_, svgp_params_, svgp_elbo_, trace_, \
-fit_time_, n_features_in_, feature_names_in_
+fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`VariationalMCMCClassifier`.
     y_mean_, y_std_ : float
         Standardisation of ``y`` (0 and 1 for Poisson).
