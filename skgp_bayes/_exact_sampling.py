@@ -7,7 +7,6 @@ the draws.
 """
 
 import warnings
-from numbers import Integral
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -15,9 +14,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _config
 from ._predictive import gaussian_joint_draws
+from ._validation import check_n_samples
 from .kernels import lower_kernel
 from .kernels.spectral import spectral_parameters
-from .sampling import DEFAULT_N_FEATURES, exact_conditioner, pathwise_functions
+from .sampling import (
+    DEFAULT_N_FEATURES,
+    exact_conditioner,
+    pathwise_functions,
+    require_spectral_spec,
+)
 
 __all__ = []
 
@@ -84,10 +89,7 @@ class ExactPosteriorSamplingMixin:
         (50, 10)
         """
         X = self._validate_query(X)
-        if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
+        check_n_samples(n_samples)
         if method not in ("auto", "exact", "pathwise"):
             raise ValueError(
                 f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
@@ -223,16 +225,9 @@ class ExactPosteriorSamplingMixin:
         True
         """
         check_is_fitted(self)
-        if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
-        spec = lower_kernel(self._draws.adapter.kernel)
-        if spec is None:
-            raise ValueError(
-                f"The kernel {self._draws.adapter.kernel!r} has no spectral "
-                "density, so function samples cannot be built; use "
-                "sample_y(X, method='exact') at fixed query points."
-            )
+        check_n_samples(n_samples)
+        spec = require_spectral_spec(
+            self._draws.adapter.kernel, "sample_y(X, method='exact')"
+        )
         rng = check_random_state(random_state)
         return self._pathwise(spec, n_samples, rng, n_features)[0]

@@ -10,6 +10,7 @@ from . import __version__
 from ._config import MAX_ABS_LOG_PARAM
 
 __all__ = [
+    "check_n_samples",
     "safe_mean_std",
     "check_input_magnitude",
     "check_finite_theta",
@@ -93,6 +94,32 @@ def target_scale(y, normalize_y):
             "overflow; set normalize_y=True or rescale y."
         )
     return 0.0, 1.0
+
+
+def check_n_samples(n_samples):
+    """Raise a ValueError unless ``n_samples`` is a positive integer (not bool).
+
+    Parameters
+    ----------
+    n_samples : object
+        The number of samples a caller asked for.
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import check_n_samples
+    >>> check_n_samples(3)
+    >>> try:
+    ...     check_n_samples(0)
+    ... except ValueError as err:
+    ...     print(err)
+    n_samples must be a positive integer, got 0.
+    """
+    if (
+        isinstance(n_samples, bool)
+        or not isinstance(n_samples, numbers.Integral)
+        or n_samples < 1
+    ):
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
 
 
 def check_input_magnitude(X):

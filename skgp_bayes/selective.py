@@ -71,6 +71,7 @@ from ._validation import (
     check_bounds,
     check_finite_theta,
     check_input_magnitude,
+    check_n_samples,
     safe_mean_std,
 )
 from .exceptions import NotPSDError
@@ -82,14 +83,10 @@ from .inference import (
 )
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian
+from .sampling import require_spectral_spec
 from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetBound
 from .targets.sparse import _inducing_factor, _project
-from .variational_mcmc import (
-    _check_n_samples,
-    _function_spec,
-    _sample_y_spec,
-    _sparse_function_samples,
-)
+from .variational_mcmc import _sample_y_spec, _sparse_function_samples
 
 __all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
 
@@ -792,7 +789,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
 
     def _functions(self, n_samples, random_state, n_features, **kw):
         check_is_fitted(self)
-        _check_n_samples(n_samples)
+        check_n_samples(n_samples)
         q_mean, q_L = self._q
         return _sparse_function_samples(
             self._adapter,
@@ -850,7 +847,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         (1000, 3)
         """
         X = self._validate_query(X)
-        _check_n_samples(n_samples)
+        check_n_samples(n_samples)
         spec = _sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
         if spec is not None:
@@ -911,7 +908,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         True
         """
         check_is_fitted(self)
-        _function_spec(self._adapter.kernel, "sample_y(X, method='exact')")
+        require_spectral_spec(self._adapter.kernel, "sample_y(X, method='exact')")
         functions, _ = self._functions(
             n_samples, random_state, n_features, offset=self.y_mean_, scale=self.y_std_
         )
@@ -1217,8 +1214,8 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         (2, 4)
         """
         check_is_fitted(self)
-        _function_spec(self._adapter.kernel, "predict_proba(X)")
-        _check_n_samples(n_samples)
+        require_spectral_spec(self._adapter.kernel, "predict_proba(X)")
+        check_n_samples(n_samples)
         q_mean, q_L = self._q
         functions, _ = _sparse_function_samples(
             self._adapter,

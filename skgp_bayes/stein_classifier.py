@@ -51,10 +51,11 @@ from ._validation import (
     check_bounds,
     check_finite_theta,
     check_input_magnitude,
+    check_n_samples,
 )
 from .diagnostics import kernel_stein_discrepancy
 from .inference import run_svgd
-from .kernels import KernelAdapter, lower_kernel
+from .kernels import KernelAdapter
 from .kernels.spectral import spectral_parameters
 from .likelihoods import Bernoulli, Softmax
 from .linalg import cho_inverse, cho_solve, cholesky
@@ -63,6 +64,7 @@ from .sampling import (
     DEFAULT_N_FEATURES,
     latent_conditioner,
     pathwise_functions,
+    require_spectral_spec,
     with_prior_noise,
 )
 from .stein import (
@@ -1110,14 +1112,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         (5, 4)
         """
         X = self._validate_query(X)
-        if (
-            isinstance(n_samples, bool)
-            or not isinstance(n_samples, Integral)
-            or n_samples < 1
-        ):
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
+        check_n_samples(n_samples)
         rng = check_random_state(random_state)
         C = self._target.n_latent
         which = rng.randint(self._draws.n_draws, size=n_samples)
@@ -1176,22 +1171,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         True
         """
         check_is_fitted(self)
-        if (
-            isinstance(n_samples, bool)
-            or not isinstance(n_samples, Integral)
-            or n_samples < 1
-        ):
-            raise ValueError(
-                f"n_samples must be a positive integer, got {n_samples!r}."
-            )
+        check_n_samples(n_samples)
         draws, target = self._draws, self._target
-        spec = lower_kernel(target.adapter.kernel)
-        if spec is None:
-            raise ValueError(
-                f"The kernel {target.adapter.kernel!r} has no spectral density, "
-                "so function samples cannot be built; use sample_latent(X) at "
-                "fixed query points."
-            )
+        spec = require_spectral_spec(target.adapter.kernel, "sample_latent(X)")
         rng = check_random_state(random_state)
         which = rng.randint(draws.n_draws, size=n_samples)
         functions = []

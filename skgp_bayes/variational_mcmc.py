@@ -67,6 +67,7 @@ from ._validation import (
     check_bounds,
     check_finite_theta,
     check_input_magnitude,
+    check_n_samples,
     safe_mean_std,
 )
 from .diagnostics import effective_sample_size, split_rhat
@@ -79,6 +80,7 @@ from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,
     pathwise_functions,
+    require_spectral_spec,
     sparse_conditioner,
     with_prior_noise,
 )
@@ -213,24 +215,6 @@ def _fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rn
         np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
         trace.append(float(value))
     return params, trace, True, int(max_iter)
-
-
-def _check_n_samples(n_samples):
-    if isinstance(n_samples, bool) or not isinstance(n_samples, Integral):
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
-
-
-def _function_spec(kernel, fallback):
-    """The lowered kernel, or a ValueError naming what to use instead."""
-    spec = lower_kernel(kernel)
-    if spec is None:
-        raise ValueError(
-            f"The kernel {kernel!r} has no spectral density, so function samples "
-            f"cannot be built; use {fallback} at fixed query points."
-        )
-    return spec
 
 
 def _sample_y_spec(kernel, method, n_points):
@@ -703,7 +687,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
 
     def _functions(self, n_samples, random_state, n_features, posterior, **kw):
         check_is_fitted(self)
-        _check_n_samples(n_samples)
+        check_n_samples(n_samples)
         thetas, v, factors = self._posterior_draws(posterior)
         rng = check_random_state(random_state)
         return _sparse_function_samples(
@@ -1121,7 +1105,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         True
         """
         check_is_fitted(self)
-        _function_spec(self._adapter.kernel, "predict_proba(X)")
+        require_spectral_spec(self._adapter.kernel, "predict_proba(X)")
         functions, _ = self._functions(n_samples, random_state, n_features, posterior)
         return functions[0] if len(functions) == 1 else functions
 
@@ -1535,7 +1519,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         ((4, 3), (4, 3, 1))
         """
         check_is_fitted(self)
-        _function_spec(self._adapter.kernel, "sample_y(X, method='exact')")
+        require_spectral_spec(self._adapter.kernel, "sample_y(X, method='exact')")
         return self._regression_functions(
             n_samples, random_state, n_features, posterior
         )[0]
@@ -1622,7 +1606,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         (5, 4)
         """
         X = self._validate_query(X)
-        _check_n_samples(n_samples)
+        check_n_samples(n_samples)
         exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
         thetas, v, factors = self._posterior_draws(posterior)
         spec = _sample_y_spec(self._adapter.kernel, method, X.shape[0])

@@ -12,6 +12,7 @@ from .pathwise import (
     exact_conditioner,
     latent_conditioner,
     pathwise_functions,
+    require_spectral_spec,
     sparse_conditioner,
     with_prior_noise,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "exact_conditioner",
     "latent_conditioner",
     "pathwise_functions",
+    "require_spectral_spec",
     "sparse_conditioner",
     "with_prior_noise",
 ]

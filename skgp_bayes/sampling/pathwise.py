@@ -31,6 +31,7 @@ import numba
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..kernels import lower_kernel
 from ..kernels.spectral import frequencies_from_spec, spectral_parameters
 from ..linalg import cho_solve
 from ._numba import evaluate_group, gradient_group
@@ -41,6 +42,7 @@ __all__ = [
     "exact_conditioner",
     "latent_conditioner",
     "pathwise_functions",
+    "require_spectral_spec",
     "sparse_conditioner",
     "with_prior_noise",
 ]
@@ -625,3 +627,42 @@ def with_prior_noise(conditioner, extra):
         return points, factor, targets
 
     return condition
+
+
+def require_spectral_spec(kernel, fallback):
+    """The lowered kernel, or a ValueError naming what to call instead.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel
+    fallback : str
+        The method to suggest for sampling at fixed query points.
+
+    Returns
+    -------
+    KernelSpec
+
+    Raises
+    ------
+    ValueError
+        When the kernel has no spectral density (random Fourier features
+        need one).
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import RBF, RationalQuadratic
+    >>> require_spectral_spec(RBF(), "sample_y(X)") is not None
+    True
+    >>> try:
+    ...     require_spectral_spec(RationalQuadratic(), "sample_y(X)")
+    ... except ValueError as err:
+    ...     print("no spectral density" in str(err))
+    True
+    """
+    spec = lower_kernel(kernel)
+    if spec is None:
+        raise ValueError(
+            f"The kernel {kernel!r} has no spectral density, so function samples "
+            f"cannot be built; use {fallback} at fixed query points."
+        )
+    return spec
