@@ -6,36 +6,28 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ._backend import get_array_module
-from ._exact_sampling import ExactPosteriorSamplingMixin
+from ._exact_gp import ExactGPRegressorMixin
 from ._predictive import (
     ExactGPDraws,
-    mixture_mean_cov,
-    mixture_mean_var,
 )
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
-    check_bounds,
-    check_finite_theta,
     check_input_magnitude,
-    log_noise_bounds,
-    positive_finite,
     target_scale,
 )
 from .diagnostics import effective_sample_size, split_rhat
 from .exceptions import SamplerWarning
 from .inference import run_sgld, sgld_schedule
-from .kernels import KernelAdapter
 from .linalg import StochasticMarginalGradient, batched_cg, kernel_operator
-from .priors import PriorSet
-from .stein import _default_kernel, _find_map, _laplace_cov
+from .stein import _find_map, _laplace_cov
 from .targets import ExactMarginalTarget
 
 __all__ = ["SGLDGPRegressor"]
@@ -192,7 +184,7 @@ class _CGGPDraws:
 
 
 class SGLDGPRegressor(
-    ExactPosteriorSamplingMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+    ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
 ):
     """Gaussian-process regression sampling hyperparameters by SGLD with ULISSE.
 
@@ -463,28 +455,6 @@ class SGLDGPRegressor(
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def _build_model(self, X, y):
-        kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
-        adapter = KernelAdapter(kernel)
-        check_finite_theta(kernel.theta, adapter.param_names)
-        noise = positive_finite("noise_variance", self.noise_variance)
-        noise_bounds = log_noise_bounds(self.noise_variance_bounds, noise)
-        names = list(adapter.param_names)
-        bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
-        start = np.array(kernel.theta, dtype=np.float64)
-        slices = dict(adapter.hyperparameter_slices)
-        log_noise = float(np.log(noise))
-        if noise_bounds is not None:
-            log_noise = None
-            names.append("noise_variance")
-            bounds = np.vstack([bounds, noise_bounds])
-            start = np.append(start, np.log(noise))
-            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-        check_bounds(bounds, names)
-        start = np.clip(start, bounds[:, 0], bounds[:, 1])
-        prior_set = PriorSet(slices, self.priors)
-        return kernel, adapter, names, bounds, start, prior_set, log_noise
-
     def _options(self):
         if self.step_size_end > self.step_size_start:
             raise ValueError(
@@ -572,8 +542,8 @@ class SGLDGPRegressor(
         options = self._options()
         y_mean, y_std = target_scale(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
-        kernel, adapter, names, bounds, start, prior_set, log_noise = self._build_model(
-            X, y_model
+        kernel, adapter, names, bounds, start, prior_set, log_noise = (
+            self._hyperparameters()
         )
         rng = check_random_state(self.random_state)
         p = len(names)
@@ -710,54 +680,3 @@ class SGLDGPRegressor(
                 SamplerWarning,
                 stacklevel=4,
             )
-
-    # -------------------------------------------------------------- predict
-    def _validate_query(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        check_input_magnitude(X)
-        return X
-
-    def _to_y(self, values):
-        return values * self._y_std + self._y_mean
-
-    def predict(self, X, return_std=False, return_cov=False):
-        """Mean (and spread) of the predictive mixture over the draws.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        return_std : bool, default=False
-            Also return the standard deviation of the latent function.
-        return_cov : bool, default=False
-            Also return its joint covariance.
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,)
-        y_std : ndarray of shape (n_samples,), only if ``return_std``
-        y_cov : ndarray of shape (n_samples, n_samples), only if ``return_cov``
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SGLDGPRegressor
-        >>> X = np.linspace(0, 5, 30)[:, None]
-        >>> reg = SGLDGPRegressor(n_iter=100, n_chains=1, random_state=0)
-        >>> reg = reg.fit(X, np.sin(X[:, 0]))
-        >>> reg.predict([[1.0], [2.0]]).shape
-        (2,)
-        """
-        if return_std and return_cov:
-            raise RuntimeError(
-                "At most one of return_std or return_cov can be requested."
-            )
-        X = self._validate_query(X)
-        means, spread = self._draws.moments(X, full_cov=return_cov)
-        if return_cov:
-            mean, cov = mixture_mean_cov(means, spread)
-            return self._to_y(mean), cov * self._y_std**2
-        mean, var = mixture_mean_var(means, spread)
-        if return_std:
-            return self._to_y(mean), np.sqrt(var) * self._y_std
-        return self._to_y(mean)

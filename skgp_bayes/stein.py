@@ -6,37 +6,29 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.optimize import minimize
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
-from ._exact_sampling import ExactPosteriorSamplingMixin
+from ._exact_gp import ExactGPRegressorMixin
 from ._predictive import (
     ExactGPDraws,
     mixture_log_density,
-    mixture_mean_cov,
-    mixture_mean_var,
 )
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
-    check_bounds,
-    check_finite_theta,
     check_input_magnitude,
-    log_noise_bounds,
-    positive_finite,
     target_scale,
 )
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NotPSDError, NumericalWarning
 from .inference import run_svgd
-from .kernels import KernelAdapter
-from .priors import PriorSet
 from .targets import ExactMarginalTarget
 
 __all__ = ["SteinGPRegressor"]
@@ -47,10 +39,6 @@ _MAX_INIT_STD = 1.0
 _LAPLACE_STEP = 1e-4
 # Two L-BFGS optima closer than this in every log coordinate are one mode.
 _SAME_MODE = 0.3
-
-
-def _default_kernel():
-    return ConstantKernel(1.0) * RBF(1.0)
 
 
 class _BatchEvaluator:
@@ -204,7 +192,7 @@ def _allocate(weights, total):
 
 
 class SteinGPRegressor(
-    ExactPosteriorSamplingMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+    ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
 ):
     """Gaussian-process regression with a particle posterior over hyperparameters.
 
@@ -388,26 +376,9 @@ class SteinGPRegressor(
 
     def _build_target(self, X, y):
         """Kernel adapter, bounds, starting point and target of this fit."""
-        kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
-        adapter = KernelAdapter(kernel)
-        check_finite_theta(kernel.theta, adapter.param_names)
-        noise = positive_finite("noise_variance", self.noise_variance)
-        noise_bounds = log_noise_bounds(self.noise_variance_bounds, noise)
-        names = list(adapter.param_names)
-        bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
-        start = np.array(kernel.theta, dtype=np.float64)
-        slices = dict(adapter.hyperparameter_slices)
-        if noise_bounds is None:
-            fixed_log_noise = float(np.log(noise))
-        else:
-            fixed_log_noise = None
-            names.append("noise_variance")
-            bounds = np.vstack([bounds, noise_bounds])
-            start = np.append(start, np.log(noise))
-            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-        check_bounds(bounds, names)
-        start = np.clip(start, bounds[:, 0], bounds[:, 1])
-        prior_set = PriorSet(slices, self.priors)
+        kernel, adapter, names, bounds, start, prior_set, fixed_log_noise = (
+            self._hyperparameters()
+        )
         target = ExactMarginalTarget(adapter, X, y, prior_set, fixed_log_noise)
         return kernel, adapter, target, names, bounds, start, prior_set
 
@@ -617,67 +588,6 @@ class SteinGPRegressor(
             "_svgd_state": result_state,
             "_bounds": bounds,
         }
-
-    # -------------------------------------------------------------- predict
-    def _validate_query(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        check_input_magnitude(X)
-        return X
-
-    def predict(self, X, return_std=False, return_cov=False):
-        """Mean (and spread) of the predictive mixture over particles.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
-        return_std : bool, default=False
-            Also return the standard deviation of the latent function.
-        return_cov : bool, default=False
-            Also return the joint covariance of the latent function.
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,)
-        y_std : ndarray of shape (n_samples,), only if ``return_std``
-        y_cov : ndarray of shape (n_samples, n_samples), only if ``return_cov``
-
-        Notes
-        -----
-        As in scikit-learn, the spread is that of the latent function; a
-        ``WhiteKernel`` in the kernel adds its noise, ``noise_variance`` does
-        not. Use :meth:`log_predictive_density` for noisy observations.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SteinGPRegressor
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.uniform(-3, 3, (30, 1))
-        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(np.array([[0.0], [1.0]]), return_std=True)
-        >>> mean.shape, bool(np.all(std > 0))
-        ((2,), True)
-        """
-        if return_std and return_cov:
-            raise RuntimeError(
-                "At most one of return_std or return_cov can be requested."
-            )
-        X = self._validate_query(X)
-        means, spread = self._draws.moments(X, full_cov=return_cov)
-        if return_cov:
-            mean, cov = mixture_mean_cov(means, spread)
-            return self._to_y(mean), cov * self._y_std**2
-        mean, var = mixture_mean_var(means, spread)
-        if return_std:
-            return self._to_y(mean), np.sqrt(var) * self._y_std
-        return self._to_y(mean)
-
-    def _to_y(self, values):
-        return values * self._y_std + self._y_mean
 
     def log_predictive_density(self, X, y):
         """Mean log density of noisy observations under the predictive mixture.

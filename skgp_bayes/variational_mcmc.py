@@ -57,8 +57,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
-from ._exact_sampling import EXACT_SAMPLE_WARN as _EXACT_SAMPLE_WARN
-from ._exact_sampling import PATHWISE_MIN_POINTS as _PATHWISE_MIN_POINTS
+from ._exact_gp import EXACT_SAMPLE_WARN as _EXACT_SAMPLE_WARN
+from ._exact_gp import PATHWISE_MIN_POINTS as _PATHWISE_MIN_POINTS
 from ._predictive import gaussian_joint_draws
 from ._threads import blas_threads_for
 from ._validation import (
@@ -220,7 +220,7 @@ def _fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rn
 def _sample_y_spec(kernel, method, n_points):
     """The lowered kernel when ``sample_y`` samples pathwise, else None.
 
-    ``"auto"`` samples pathwise from ``skgp_bayes._exact_sampling.PATHWISE_MIN_POINTS``
+    ``"auto"`` samples pathwise from ``skgp_bayes._exact_gp.PATHWISE_MIN_POINTS``
     query points on, as :meth:`SteinGPRegressor.sample_y`; exact sampling of
     a sparse model costs the same ``O(n^3)`` in the query points.
     """

@@ -36,11 +36,14 @@ def _public_objects():
             qualname = f"{obj.__module__}.{obj.__qualname__}"
             seen[qualname] = obj
             if inspect.isclass(obj):
-                for attr, value in vars(obj).items():
-                    if attr.startswith("_"):
-                        continue
-                    if inspect.isfunction(value) or isinstance(value, property):
-                        seen[f"{qualname}.{attr}"] = getattr(obj, attr)
+                # methods from the library's own mixins count as the class's
+                own = [k for k in obj.__mro__ if k.__module__.startswith("skgp_bayes")]
+                for klass in own:
+                    for attr, value in vars(klass).items():
+                        if attr.startswith("_") or f"{qualname}.{attr}" in seen:
+                            continue
+                        if inspect.isfunction(value) or isinstance(value, property):
+                            seen[f"{qualname}.{attr}"] = getattr(obj, attr)
     return sorted(seen.items())
 
 

@@ -31,7 +31,7 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from skgp_bayes import SteinGPRegressor, _exact_sampling
+from skgp_bayes import SteinGPRegressor, _exact_gp
 from skgp_bayes.kernels import lower_kernel, sample_spectral_frequencies
 from skgp_bayes.linalg import cho_solve, cholesky
 from skgp_bayes.sampling import (
@@ -219,7 +219,7 @@ def test_sample_y_pathwise_equals_sample_functions_and_is_reproducible():
 
 def test_auto_switches_at_the_crossover():
     reg = _fit(ConstantKernel(1.0) * RBF(1.0))
-    big = np.linspace(-3, 3, _exact_sampling.PATHWISE_MIN_POINTS)[:, None]
+    big = np.linspace(-3, 3, _exact_gp.PATHWISE_MIN_POINTS)[:, None]
     np.testing.assert_array_equal(
         reg.sample_y(big, 2, random_state=0),
         reg.sample_y(big, 2, random_state=0, method="pathwise"),
@@ -262,10 +262,10 @@ def test_kernel_without_spectral_density_falls_back(monkeypatch):
     np.testing.assert_array_equal(
         fallback, reg.sample_y(Xq, 3, random_state=0, method="exact")
     )
-    monkeypatch.setattr(_exact_sampling, "EXACT_SAMPLE_WARN", 4)
+    monkeypatch.setattr(_exact_gp, "EXACT_SAMPLE_WARN", 4)
     with pytest.warns(UserWarning, match="no spectral density"):
         reg.sample_y(Xq, 1)
-    monkeypatch.setattr(_exact_sampling._config, "MAX_DENSE_BYTES", 100)
+    monkeypatch.setattr(_exact_gp._config, "MAX_DENSE_BYTES", 100)
     with pytest.raises(MemoryError, match="no spectral density"):
         reg.sample_y(Xq, 1)
 

@@ -49,6 +49,14 @@ class _MultiLatent(Likelihood):
 
     @property
     def n_latent(self):
+        """Number of latent functions: one per class.
+
+        Examples
+        --------
+        >>> from skgp_bayes.likelihoods import Softmax
+        >>> Softmax(n_classes=3).n_latent
+        3
+        """
         return self.n_classes
 
     def _validate(self):

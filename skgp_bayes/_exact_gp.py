@@ -1,22 +1,34 @@
-"""Posterior function samples and ``sample_y`` for exact-GP regressors.
+"""The parts every exact-GP regressor shares, whatever its engine.
 
-Shared by every regressor whose fitted state is an exact per-draw GP
-posterior (``self._draws`` with ``X``, ``y``, ``kernel_thetas``,
-``noise_variances``, ``factor(j)`` and ``moments``), whatever engine produced
-the draws.
+Hyperparameter set-up from the estimator's ``kernel``, ``noise_variance``,
+``noise_variance_bounds`` and ``priors``; and, from a fitted state that is an
+exact per-draw GP posterior (``self._draws`` with ``X``, ``y``,
+``kernel_thetas``, ``noise_variances``, ``factor(j)`` and ``moments``, plus
+``_y_mean`` and ``_y_std``), ``predict``, ``sample_y`` and
+``sample_functions``.
 """
 
 import warnings
 
 import numpy as np
+from sklearn.base import clone
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
-from ._predictive import gaussian_joint_draws
-from ._validation import check_n_samples
-from .kernels import lower_kernel
+from ._predictive import gaussian_joint_draws, mixture_mean_cov, mixture_mean_var
+from ._validation import (
+    check_bounds,
+    check_finite_theta,
+    check_input_magnitude,
+    check_n_samples,
+    log_noise_bounds,
+    positive_finite,
+)
+from .kernels import KernelAdapter, lower_kernel
 from .kernels.spectral import spectral_parameters
+from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,
     exact_conditioner,
@@ -36,8 +48,110 @@ EXACT_SAMPLE_WARN = 5000
 PATHWISE_MIN_POINTS = 100
 
 
-class ExactPosteriorSamplingMixin:
-    """``sample_y`` and ``sample_functions`` over per-draw exact GP posteriors."""
+def default_kernel():
+    """The kernel used when none is given: ``ConstantKernel() * RBF()``.
+
+    Examples
+    --------
+    >>> from skgp_bayes._exact_gp import default_kernel
+    >>> default_kernel()
+    1**2 * RBF(length_scale=1)
+    """
+    return ConstantKernel(1.0) * RBF(1.0)
+
+
+class ExactGPRegressorMixin:
+    """Set-up, ``predict`` and sampling of regressors with exact GP draws."""
+
+    def _hyperparameters(self):
+        """Kernel, adapter, names, bounds, start, priors and fixed log noise.
+
+        The noise variance is a free parameter after the kernel's unless its
+        bounds are ``"fixed"``; then the last entry is its log value, else
+        ``None``.
+        """
+        kernel = default_kernel() if self.kernel is None else clone(self.kernel)
+        adapter = KernelAdapter(kernel)
+        check_finite_theta(kernel.theta, adapter.param_names)
+        noise = positive_finite("noise_variance", self.noise_variance)
+        noise_bounds = log_noise_bounds(self.noise_variance_bounds, noise)
+        names = list(adapter.param_names)
+        bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+        start = np.array(kernel.theta, dtype=np.float64)
+        slices = dict(adapter.hyperparameter_slices)
+        if noise_bounds is None:
+            fixed_log_noise = float(np.log(noise))
+        else:
+            fixed_log_noise = None
+            names.append("noise_variance")
+            bounds = np.vstack([bounds, noise_bounds])
+            start = np.append(start, np.log(noise))
+            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+        check_bounds(bounds, names)
+        start = np.clip(start, bounds[:, 0], bounds[:, 1])
+        prior_set = PriorSet(slices, self.priors)
+        return kernel, adapter, names, bounds, start, prior_set, fixed_log_noise
+
+    # -------------------------------------------------------------- predict
+    def _validate_query(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        check_input_magnitude(X)
+        return X
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Mean (and spread) of the predictive mixture over the draws.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query points.
+        return_std : bool, default=False
+            Also return the standard deviation of the latent function.
+        return_cov : bool, default=False
+            Also return the joint covariance of the latent function.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,), only if ``return_std``
+        y_cov : ndarray of shape (n_samples, n_samples), only if ``return_cov``
+
+        Notes
+        -----
+        As in scikit-learn, the spread is that of the latent function; a
+        ``WhiteKernel`` in the kernel adds its noise, ``noise_variance`` does
+        not. Use :meth:`log_predictive_density` for noisy observations.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
+        ...                        random_state=0).fit(X, y)
+        >>> mean, std = reg.predict(np.array([[0.0], [1.0]]), return_std=True)
+        >>> mean.shape, bool(np.all(std > 0))
+        ((2,), True)
+        """
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
+        X = self._validate_query(X)
+        means, spread = self._draws.moments(X, full_cov=return_cov)
+        if return_cov:
+            mean, cov = mixture_mean_cov(means, spread)
+            return self._to_y(mean), cov * self._y_std**2
+        mean, var = mixture_mean_var(means, spread)
+        if return_std:
+            return self._to_y(mean), np.sqrt(var) * self._y_std
+        return self._to_y(mean)
+
+    def _to_y(self, values):
+        return values * self._y_std + self._y_mean
 
     def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
         """Draw functions from the predictive mixture at ``X``.
@@ -59,7 +173,7 @@ class ExactPosteriorSamplingMixin:
             costs ``O(n_samples_X (n_features + n_train))`` per sample and
             approximates the prior covariance with ``n_features`` Fourier
             features. ``"auto"`` uses ``"pathwise"`` from
-            ``skgp_bayes._exact_sampling.PATHWISE_MIN_POINTS`` query points on (where
+            ``skgp_bayes._exact_gp.PATHWISE_MIN_POINTS`` query points on (where
             it is faster) and ``"exact"`` below. Kernels without a spectral
             density (anything but RBF and Matern 1/2, 3/2, 5/2, times a
             ConstantKernel, plus a WhiteKernel) are always sampled exactly.
