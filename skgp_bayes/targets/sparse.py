@@ -256,6 +256,13 @@ def _gaussian_with_noise(likelihood, log_noise):
     return type(likelihood)(**params)
 
 
+def _expected_log_prob(likelihood, y, mu, var, n_latent):
+    """Per-point expected log density, latent arrays given as ``(b, C)``."""
+    if n_latent == 1:
+        return likelihood.expected_log_prob(y, mu[:, 0], var[:, 0])
+    return likelihood.expected_log_prob(y, mu, var)
+
+
 def _likelihood_terms(likelihood, y, mu, var, n_latent, noise_free):
     """Expected log density and its gradients, latent arrays as ``(b, C)``.
 
@@ -673,10 +680,7 @@ class SparseWhitenedTarget:
             prior_value, prior_grad = self.prior_set.log_prob(params[: self.n_hyper])
             value += prior_value
         if not grad:
-            if self.n_latent == 1:
-                elp = likelihood.expected_log_prob(y, mu[:, 0], var[:, 0])
-            else:
-                elp = likelihood.expected_log_prob(y, mu, var)
+            elp = _expected_log_prob(likelihood, y, mu, var, self.n_latent)
             value += scale * float(np.sum(elp))
             return value if np.isfinite(value) else -np.inf
 

@@ -60,6 +60,7 @@ from .sparse import (
     _check_jitter,
     _check_offset,
     _check_prior,
+    _expected_log_prob,
     _gaussian_with_noise,
     _inducing_factor,
     _likelihood_terms,
@@ -440,10 +441,7 @@ class SVGPBound:
             prior_value, prior_grad = self.prior_set.log_prob(params[: self.n_hyper])
             value += prior_value
         if not grad:
-            if self.n_latent == 1:
-                elp = likelihood.expected_log_prob(y, mu[:, 0], var[:, 0])
-            else:
-                elp = likelihood.expected_log_prob(y, mu, var)
+            elp = _expected_log_prob(likelihood, y, mu, var, self.n_latent)
             value += scale * float(np.sum(elp))
             return value if np.isfinite(value) else -np.inf
 
