@@ -64,6 +64,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._predictive import gaussian_joint_draws
+from ._sparse import sample_y_spec, sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -86,7 +87,6 @@ from .likelihoods import Bernoulli, Gaussian
 from .sampling import require_spectral_spec
 from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetBound
 from .targets.sparse import _inducing_factor, _project
-from .variational_mcmc import _sample_y_spec, _sparse_function_samples
 
 __all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
 
@@ -791,7 +791,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         check_n_samples(n_samples)
         q_mean, q_L = self._q
-        return _sparse_function_samples(
+        return sparse_function_samples(
             self._adapter,
             self.inducing_points_,
             self.jitter,
@@ -848,7 +848,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         """
         X = self._validate_query(X)
         check_n_samples(n_samples)
-        spec = _sample_y_spec(self._adapter.kernel, method, X.shape[0])
+        spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
         if spec is not None:
             (functions,), white = self._functions(
@@ -1217,7 +1217,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         require_spectral_spec(self._adapter.kernel, "predict_proba(X)")
         check_n_samples(n_samples)
         q_mean, q_L = self._q
-        functions, _ = _sparse_function_samples(
+        functions, _ = sparse_function_samples(
             self._adapter,
             self.inducing_points_,
             self.jitter,

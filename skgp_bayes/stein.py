@@ -4,6 +4,7 @@ import time
 import warnings
 from numbers import Integral, Real
 
+import joblib
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -11,13 +12,22 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
 from ._exact_gp import ExactGPRegressorMixin
+from ._particles import ParticleEvaluator
 from ._predictive import (
     ExactGPDraws,
     mixture_log_density,
+)
+from ._sparse import SparseGPDraws, resolve_inducing
+from ._stein_sparse import (
+    check_sparse_memory,
+    check_sparse_options,
+    sparse_initial_particles,
+    svgd_decay,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -29,7 +39,10 @@ from ._validation import (
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NotPSDError, NumericalWarning
 from .inference import run_svgd
+from .likelihoods import Gaussian
+from .sampling import DEFAULT_N_FEATURES
 from .targets import ExactMarginalTarget
+from .targets.sparse import SparseWhitenedTarget
 
 __all__ = ["SteinGPRegressor"]
 
@@ -39,46 +52,21 @@ _MAX_INIT_STD = 1.0
 _LAPLACE_STEP = 1e-4
 # Two L-BFGS optima closer than this in every log coordinate are one mode.
 _SAME_MODE = 0.3
+# Fitted attributes that only one of the exact and sparse models has.
+_MODEL_SPECIFIC = (
+    "inducing_points_",
+    "X_train_",
+    "y_train_",
+    "_target",
+    "_batch_state",
+    "_last_grads",
+    "_data_fingerprint",
+)
 
 
-class _BatchEvaluator:
-    """Evaluate ``target.logp_and_grad`` at every particle.
-
-    A particle whose kernel matrix is not positive definite gets a log
-    density of -inf, which makes the engine reject the step; the error is
-    kept so that a set where every particle fails can be reported with the
-    hyperparameters that caused it.
-    """
-
-    def __init__(self, target):
-        self.target = target
-        self.last_error = None
-
-    def __call__(self, particles):
-        values = np.empty(particles.shape[0])
-        grads = np.empty_like(particles)
-        for j, params in enumerate(particles):
-            try:
-                values[j], grads[j] = self.target.logp_and_grad(params)
-            except NotPSDError as err:
-                values[j], grads[j] = -np.inf, np.nan
-                self.last_error = err
-        return values, grads
-
-    def check_initial(self, particles):
-        """Raise the kernel's error if no starting particle can be evaluated."""
-        values, _ = self(particles)
-        if particles.shape[0] and not np.any(np.isfinite(values)):
-            if self.last_error is not None:
-                raise self.last_error
-            raise FloatingPointError(
-                "The log posterior is not finite at any initial particle."
-            )
-
-
-def _batch_evaluator(target):
-    """A :class:`_BatchEvaluator` over ``target``."""
-    return _BatchEvaluator(target)
+def _batch_evaluator(target, **options):
+    """A :class:`~skgp_bayes._particles.ParticleEvaluator` over ``target``."""
+    return ParticleEvaluator(target, **options)
 
 
 def _warn_at_bounds(particles, bounds, names):
@@ -191,6 +179,27 @@ def _allocate(weights, total):
     return counts
 
 
+def _describe_hyper(names, values):
+    return ", ".join(f"{n}={v:.4g}" for n, v in zip(names, np.exp(values), strict=True))
+
+
+def _is_sparse_config(estimator):
+    if estimator.inducing_points is None:
+        raise AttributeError(
+            "partial_fit needs the sparse model: set inducing_points (for "
+            "example to 100). The exact model conditions on all the data at "
+            "once."
+        )
+    return True
+
+
+def _is_exact(estimator):
+    # The sparse model keeps no training data and has no exact marginal
+    # likelihood; unfitted, the method is exposed so that it raises
+    # NotFittedError.
+    return not hasattr(estimator, "inducing_points_")
+
+
 class SteinGPRegressor(
     ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
 ):
@@ -257,6 +266,31 @@ class SteinGPRegressor(
     warm_start : bool, default=False
         Continue from the current particles and optimiser state, running
         ``max_iter`` further iterations, instead of starting anew.
+    inducing_points : None, int or array-like of shape (m, n_features), \
+            default=None
+        ``None`` fits the exact model, ``O(n^3)`` per particle and
+        iteration. An int picks that many inducing inputs by k-means on the
+        training inputs; an array gives them. The particles then hold the
+        hyperparameters and the whitened inducing values ``v``, jointly
+        (seed 000, sections 3-4), and one iteration costs ``O(b m^2 + m^3)``
+        per particle for batches of ``b`` points. The inducing inputs stay
+        fixed.
+    batch_size : int or None, default=None
+        With ``inducing_points``, points per minibatch: every iteration
+        draws one random batch, shared by the particles, and scales its
+        data term by ``n / batch_size``, an unbiased estimate of the full
+        gradient. ``None`` (or a size of at least ``n``) uses all the data.
+    learning_rate_decay : "auto", float or None, default="auto"
+        Robbins-Monro decay of the learning rate,
+        ``learning_rate * (1 + t / learning_rate_decay) ** -0.55`` at
+        iteration ``t``, which noisy minibatch gradients need to settle.
+        ``"auto"`` uses 100 with ``batch_size`` and no decay otherwise;
+        ``None`` keeps the rate constant.
+    n_jobs : int or None, default=None
+        Threads over which the particles' gradients are spread (``-1``: all
+        cores). Used with ``inducing_points``, where each particle's work is
+        many small matrix products; the exact model's large factorisations
+        use the threads of BLAS instead. Threads never change the result.
 
     Attributes
     ----------
@@ -284,10 +318,16 @@ class SteinGPRegressor(
     diagnostics_ : dict
         ``max_jitter`` added to kernel diagonals, ``converged``,
         ``fit_time``.
+    inducing_points_ : ndarray of shape (m, n_features)
+        Inducing inputs (sparse model only).
+    n_samples_seen_ : int
+        Training points seen: ``n_samples`` after ``fit``, the running total
+        over ``partial_fit`` calls.
     X_train_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
+        Training inputs (exact model only; the sparse model keeps none).
     y_train_ : ndarray of shape (n_samples,)
-        Training targets on the model's (normalised) scale.
+        Training targets on the model's (normalised) scale (exact model
+        only).
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features,)
@@ -335,6 +375,18 @@ class SteinGPRegressor(
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        "inducing_points": [
+            None,
+            Interval(Integral, 1, None, closed="left"),
+            "array-like",
+        ],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "learning_rate_decay": [
+            StrOptions({"auto"}),
+            None,
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "n_jobs": [None, Integral],
     }
 
     def __init__(
@@ -354,6 +406,10 @@ class SteinGPRegressor(
         random_state=None,
         verbose=0,
         warm_start=False,
+        inducing_points=None,
+        batch_size=None,
+        learning_rate_decay="auto",
+        n_jobs=None,
     ):
         self.kernel = kernel
         self.priors = priors
@@ -369,6 +425,10 @@ class SteinGPRegressor(
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.inducing_points = inducing_points
+        self.batch_size = batch_size
+        self.learning_rate_decay = learning_rate_decay
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ fit
     def _continuing(self):
@@ -474,10 +534,89 @@ class SteinGPRegressor(
                 y_numeric=True,
                 reset=not continuing,
             )
-            with blas_threads_for(X.shape[0]):
-                fitted = self._fit(X, y, continuing)
-        self.__dict__.update(fitted)
+            fitted = self._fit_model(X, y, continuing, partial=False)
+        self._set_fitted(fitted)
         return self
+
+    @available_if(_is_sparse_config)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Move the particles on one chunk of a stream (sparse model only).
+
+        The first call chooses the inducing inputs (an int
+        ``inducing_points`` runs k-means on this chunk) and the target
+        scaling, and places the particles; every call then runs
+        ``max_iter`` SVGD iterations on minibatches of the chunk, with the
+        data term scaled to the number of points seen so far
+        (``n_samples_seen_``). Each chunk stands in for all the data seen,
+        so chunks should be random samples of the stream (shuffle data
+        stored in order first), as for any stochastic-gradient fit. The
+        learning-rate schedule, the optimiser state and the batch sequence
+        carry over between calls, and the estimator pickles between them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One chunk of training inputs.
+        y : array-like of shape (n_samples,)
+            Its targets.
+
+        Returns
+        -------
+        self : SteinGPRegressor
+            The updated estimator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (300, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(300)
+        >>> reg = SteinGPRegressor(inducing_points=10, batch_size=50,
+        ...                        n_particles=4, max_iter=20, random_state=0)
+        >>> for chunk in np.array_split(np.arange(300), 3):
+        ...     reg = reg.partial_fit(X[chunk], y[chunk])
+        >>> reg.n_samples_seen_, reg.inducing_points_.shape
+        (300, (10, 1))
+        """
+        continuing = hasattr(self, "particles_")
+        with atomic_feature_state(self):
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=np.float64,
+                order="C",
+                y_numeric=True,
+                reset=not continuing,
+            )
+            fitted = self._fit_model(X, y, continuing, partial=True)
+        self._set_fitted(fitted)
+        return self
+
+    def _set_fitted(self, fitted):
+        # Attributes of the other model (exact or sparse) must not outlive
+        # a refit.
+        for key in _MODEL_SPECIFIC:
+            if key not in fitted:
+                self.__dict__.pop(key, None)
+        self.__dict__.update(fitted)
+
+    def _fit_model(self, X, y, continuing, partial):
+        sparse = self.inducing_points is not None
+        if continuing and sparse != hasattr(self, "inducing_points_"):
+            raise ValueError(
+                "Cannot continue a fit of the "
+                f"{'exact' if sparse else 'sparse'} model as the "
+                f"{'sparse' if sparse else 'exact'} one; set warm_start=False "
+                "to refit."
+            )
+        if not sparse:
+            check_sparse_options(self, X.shape[0])  # batch_size needs sparse
+            with blas_threads_for(X.shape[0]):
+                return self._fit(X, y, continuing)
+        return self._fit_sparse(X, y, continuing, partial)
 
     def _fit(self, X, y, continuing):
         t_start = time.perf_counter()
@@ -579,6 +718,7 @@ class SteinGPRegressor(
                 "converged": converged,
                 "fit_time": time.perf_counter() - t_start,
             },
+            "n_samples_seen_": X.shape[0],
             "X_train_": X,
             "y_train_": y_model,
             "_y_mean": y_mean,
@@ -588,6 +728,164 @@ class SteinGPRegressor(
             "_svgd_state": result_state,
             "_bounds": bounds,
         }
+
+    def _fit_sparse(self, X, y, continuing, partial):
+        t_start = time.perf_counter()
+        name = type(self).__name__
+        if X.shape[0] < 2 and not continuing:
+            raise ValueError(
+                f"{name} needs at least 2 samples to infer hyperparameters; got "
+                f"{X.shape[0]} sample."
+            )
+        check_input_magnitude(X)
+        batch_size = check_sparse_options(self, X.shape[0])
+        if continuing:
+            y_mean, y_std = self._y_mean, self._y_std
+        else:
+            y_mean, y_std = target_scale(y, self.normalize_y)
+        y_model = (y - y_mean) / y_std
+        kernel, adapter, _, hyper_bounds, start, prior_set, fixed_log_noise = (
+            self._hyperparameters()
+        )
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(0, 2**31 - 1, size=3)
+        if continuing:
+            Z = self.inducing_points_
+        else:
+            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]))
+        check_sparse_memory(batch_size or X.shape[0], Z.shape[0], name)
+        n_seen = X.shape[0] + (self.n_samples_seen_ if partial and continuing else 0)
+        learn_noise = fixed_log_noise is None
+        noise0 = float(np.exp(start[-1] if learn_noise else fixed_log_noise))
+        target = SparseWhitenedTarget(
+            adapter,
+            X,
+            y_model,
+            Z,
+            Gaussian(noise_variance=noise0),
+            prior_set,
+            learn_noise=learn_noise,
+            n_total=n_seen,
+        )
+        names = target.param_names
+        h, p = target.n_hyper, adapter.n_params
+        free = np.tile([-np.inf, np.inf], (target.n_params - h, 1))
+        bounds = np.vstack([hyper_bounds, free])
+        evaluator = ParticleEvaluator(
+            target,
+            batch_size=batch_size,
+            rng=np.random.default_rng(int(seeds[1])),
+            n_jobs=self.n_jobs,
+        )
+        state, elbo = None, None
+        fingerprint = joblib.hash((X, y_model))
+        with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
+            if continuing:
+                if self.particles_.shape != (self.n_particles, len(names)):
+                    raise ValueError(
+                        "Continuing a fit needs the same number of particles "
+                        f"and parameters: have {self.particles_.shape}, asked "
+                        f"for ({self.n_particles}, {len(names)})."
+                    )
+                particles, centre = self.particles_, self.map_params_
+                state = self._svgd_state
+                evaluator.set_state(self._batch_state)
+                if not partial and fingerprint == self._data_fingerprint:
+                    evaluator.replay_first(
+                        particles, self.log_posterior_, self._last_grads
+                    )
+                elbo = self.diagnostics_["svgp_elbo"]
+            else:
+                particles, centre, elbo = sparse_initial_particles(
+                    target,
+                    init=self.init,
+                    n_particles=self.n_particles,
+                    hyper_start=start,
+                    hyper_bounds=hyper_bounds,
+                    prior_set=prior_set,
+                    rng=np.random.default_rng(int(seeds[2])),
+                    batch_size=batch_size,
+                )
+                if self.verbose and centre is not None:
+                    print(
+                        f"[{name}] Gaussian approximation with {Z.shape[0]} "
+                        f"inducing points: {_describe_hyper(names[:h], centre[:h])}"
+                    )
+            evaluator.check_initial(particles)
+            result = run_svgd(
+                evaluator,
+                particles,
+                max_iter=self.max_iter,
+                learning_rate=self.learning_rate,
+                tol=self.tol,
+                bounds=bounds,
+                state=state,
+                verbose=self.verbose,
+                print_fn=lambda msg: print(f"[{name}] {msg}"),
+                decay=svgd_decay(self.learning_rate_decay, batch_size),
+                stochastic=batch_size is not None,
+            )
+        particles = result.particles
+        history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
+        for key, trace in result.history.items():
+            history.setdefault(key, []).extend(trace)
+        if batch_size is None and not result.converged and self.max_iter > 0:
+            warnings.warn(
+                f"SVGD did not converge in {self.max_iter} iterations (last "
+                f"largest move {result.history['max_move'][-1]:.2e} > tol="
+                f"{self.tol}); increase max_iter or learning_rate.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        _warn_at_bounds(particles[:, :h], hyper_bounds, names[:h])
+        kernel_thetas = particles[:, :p]
+        if learn_noise:
+            noise_model = np.exp(particles[:, p])
+        else:
+            noise_model = np.full(particles.shape[0], noise0)
+        draws = SparseGPDraws(
+            adapter, Z, target.jitter, kernel_thetas, particles[:, h:], noise_model
+        )
+        return {
+            "particles_": particles,
+            "param_names_": names,
+            "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
+            "noise_variance_": noise_model * np.float64(y_std) * y_std,
+            "log_posterior_": result.log_density,
+            "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
+            "history_": history,
+            "ksd_": float(kernel_stein_discrepancy(particles, result.grads)),
+            "map_params_": centre,
+            "diagnostics_": {
+                "max_jitter": 0.0,
+                "jitter": target.jitter,
+                "converged": result.converged,
+                "fit_time": time.perf_counter() - t_start,
+                "svgp_elbo": elbo,
+                "batch_size": batch_size,
+            },
+            "inducing_points_": Z,
+            "n_samples_seen_": n_seen,
+            "_y_mean": y_mean,
+            "_y_std": y_std,
+            "_draws": draws,
+            "_svgd_state": result.state,
+            "_batch_state": evaluator.get_state(),
+            "_last_grads": result.grads,
+            "_data_fingerprint": fingerprint,
+            "_bounds": bounds,
+        }
+
+    def _pathwise(self, spec, n_samples, random_state, n_features):
+        if isinstance(self._draws, SparseGPDraws):
+            return self._draws.function_samples(
+                n_samples,
+                random_state,
+                DEFAULT_N_FEATURES if n_features is None else n_features,
+                offset=self._y_mean,
+                scale=self._y_std,
+            )
+        return super()._pathwise(spec, n_samples, random_state, n_features)
 
     def log_predictive_density(self, X, y):
         """Mean log density of noisy observations under the predictive mixture.
@@ -629,6 +927,7 @@ class SteinGPRegressor(
         density = mixture_log_density(y_model, means, variances)
         return float(np.mean(density) - np.log(self._y_std))
 
+    @available_if(_is_exact)
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """Log marginal likelihood of the (normalised) training targets.
 

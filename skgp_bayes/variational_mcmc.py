@@ -39,7 +39,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.base import (
     BaseEstimator,
@@ -48,7 +47,6 @@ from sklearn.base import (
     _fit_context,
     clone,
 )
-from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
 from sklearn.utils import check_random_state
@@ -56,10 +54,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _config
-from ._exact_gp import EXACT_SAMPLE_WARN as _EXACT_SAMPLE_WARN
-from ._exact_gp import PATHWISE_MIN_POINTS as _PATHWISE_MIN_POINTS
-from ._predictive import gaussian_joint_draws
+from ._sparse import (
+    fit_svgp_adam,
+    fit_svgp_lbfgs,
+    initial_inducing,
+    sample_y_spec,
+    sparse_function_samples,
+    sparse_joint_draws,
+)
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -72,17 +74,12 @@ from ._validation import (
 )
 from .diagnostics import effective_sample_size, split_rhat
 from .exceptions import NotPSDError, SamplerWarning
-from .inference import adam_init, adam_update, run_hmc_chains
-from .kernels import KernelAdapter, lower_kernel
-from .kernels.spectral import spectral_parameters
+from .inference import run_hmc_chains
+from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
 from .priors import PriorSet
 from .sampling import (
-    DEFAULT_N_FEATURES,
-    pathwise_functions,
     require_spectral_spec,
-    sparse_conditioner,
-    with_prior_noise,
 )
 from .targets.sparse import (
     SparseWhitenedTarget,
@@ -98,8 +95,6 @@ __all__ = ["VariationalMCMCClassifier", "VariationalMCMCRegressor"]
 # in far fewer passes over the data.
 _LBFGS_MAX_N = 5000
 _DEFAULT_BATCH = 512
-# k-means on more points than this uses MiniBatchKMeans.
-_MINIBATCH_KMEANS_N = 10000
 # Initial inverse mass of a hyperparameter (log scale): posterior standard
 # deviations of log hyperparameters are typically a few tenths.
 _HYPER_INV_MASS = 0.1
@@ -145,223 +140,6 @@ class _GuardedTarget:
             return -np.inf, np.full(params.size, np.nan)
 
 
-def _initial_inducing(X, n_inducing, seed):
-    """k-means centres (or the distinct inputs when there are few)."""
-    unique = np.unique(X, axis=0)
-    m = min(int(n_inducing), unique.shape[0])
-    if m == unique.shape[0]:
-        return unique.copy()
-    if X.shape[0] > _MINIBATCH_KMEANS_N:
-        km = MiniBatchKMeans(n_clusters=m, random_state=seed, n_init=3)
-    else:
-        km = KMeans(n_clusters=m, random_state=seed, n_init=1)
-    with warnings.catch_warnings():
-        # Duplicated inputs can leave k-means with fewer distinct clusters;
-        # the jitter on K(Z, Z) copes with coincident inducing inputs.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        km.fit(X)
-    return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64)
-
-
-def _fit_svgp_lbfgs(bound, start, bounds, max_iter):
-    scale = 1.0 / bound.n
-
-    def objective(params):
-        try:
-            value, grad = bound.elbo_and_grad(params)
-        except NotPSDError:
-            return np.inf, np.zeros_like(params)
-        if not np.isfinite(value):
-            return np.inf, np.zeros_like(params)
-        return -value * scale, -grad * scale
-
-    trace = []
-    result = minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": int(max_iter)},
-        callback=lambda xk: trace.append(float(bound.elbo(xk))),
-    )
-    params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-    converged = bool(result.success) or result.nit < max_iter
-    return params, trace, converged, int(result.nit)
-
-
-def _fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rng):
-    params = start.copy()
-    state = adam_init(params)
-    n = bound.n
-    order = rng.permutation(n)
-    pos = 0
-    trace = []
-    for _ in range(int(max_iter)):
-        if pos + batch_size > n:
-            order = rng.permutation(n)
-            pos = 0
-        batch = order[pos : pos + batch_size]
-        pos += batch_size
-        try:
-            value, grad = bound.elbo_and_grad(params, batch)
-        except NotPSDError:
-            continue
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            continue
-        # The bound is a sum over n points: scaling by 1/n keeps Adam's
-        # effective step independent of the data size.
-        params += adam_update(state, grad / n, learning_rate)
-        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
-        trace.append(float(value))
-    return params, trace, True, int(max_iter)
-
-
-def _sample_y_spec(kernel, method, n_points):
-    """The lowered kernel when ``sample_y`` samples pathwise, else None.
-
-    ``"auto"`` samples pathwise from ``skgp_bayes._exact_gp.PATHWISE_MIN_POINTS``
-    query points on, as :meth:`SteinGPRegressor.sample_y`; exact sampling of
-    a sparse model costs the same ``O(n^3)`` in the query points.
-    """
-    if method not in ("auto", "exact", "pathwise"):
-        raise ValueError(
-            f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
-        )
-    spec = lower_kernel(kernel)
-    if spec is None and method == "pathwise":
-        warnings.warn(
-            f"The kernel {kernel!r} has no spectral density for random Fourier "
-            "features; sampling exactly instead.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if spec is not None and (
-        method == "pathwise" or (method == "auto" and n_points >= _PATHWISE_MIN_POINTS)
-    ):
-        return spec
-    reason = (
-        " (the kernel has no spectral density, so the pathwise sampler cannot be used)"
-        if spec is None
-        else "; method='pathwise' costs O(n) instead"
-    )
-    needed = 3 * 8 * n_points**2
-    if needed > _config.MAX_DENSE_BYTES:
-        raise MemoryError(
-            f"Exact sample_y at {n_points} points needs about "
-            f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
-            f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
-            "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
-        )
-    if n_points > _EXACT_SAMPLE_WARN:
-        warnings.warn(
-            f"sample_y at {n_points} points builds a dense {n_points} x "
-            f"{n_points} covariance and factorises it for each draw used; this "
-            f"costs O(n^3) time and O(n^2) memory{reason}.",
-            UserWarning,
-            stacklevel=3,
-        )
-    return None
-
-
-def _sparse_function_samples(
-    adapter,
-    Z,
-    jitter,
-    thetas,
-    v,
-    v_cov_factors,
-    n_samples,
-    rng,
-    n_features,
-    offset=0.0,
-    scale=1.0,
-):
-    """Pathwise samples of a whitened sparse model, one set per latent.
-
-    Parameters
-    ----------
-    adapter : KernelAdapter
-    Z : ndarray of shape (m, d)
-    jitter : float
-        Relative jitter of ``K(Z, Z)``, as in ``_inducing_factor``.
-    thetas : ndarray of shape (S, p)
-        Kernel hyperparameters of each draw.
-    v : ndarray of shape (S, m, C)
-        Whitened inducing values of each draw, or the mean of ``q(v)``.
-    v_cov_factors : ndarray of shape (C, m, m) or None
-        Lower factor of the covariance of ``q(v)`` per latent (then
-        ``S == 1``); None for point draws of ``v`` (MCMC).
-    n_samples, rng, n_features, offset, scale
-        As in :func:`~skgp_bayes.sampling.pathwise_functions`.
-
-    Returns
-    -------
-    functions : list of FunctionSamples
-        One per latent, all on the same draws.
-    white : ndarray of shape (S,)
-        WhiteKernel noise of each draw (zero for draws not used).
-    """
-    spec = lower_kernel(adapter.kernel)
-    S, m, C = v.shape
-    d = Z.shape[1]
-    which = rng.randint(S, size=n_samples)
-    used = [int(j) for j in np.unique(which)]
-    factors, white, extra = {}, np.zeros(S), np.zeros(S)
-    with blas_threads_for(m, m):
-        for j in used:
-            factors[j] = _inducing_factor(adapter, thetas[j], Z, jitter)
-            s2, _, white[j] = spectral_parameters(spec, thetas[j], d)
-            extra[j] = white[j] + jitter * (s2 + white[j])
-    functions = []
-    for c in range(C):
-        u = np.zeros((S, m))
-        for j in used:
-            # u = R v: the whitened draw mapped back to inducing values
-            u[j] = factors[j] @ v[j, :, c]
-        cov = None if v_cov_factors is None else [factors[0] @ v_cov_factors[c]]
-        conditioner = with_prior_noise(
-            sparse_conditioner(Z, factors.__getitem__, u, cov), extra
-        )
-        functions.append(
-            pathwise_functions(
-                spec,
-                thetas,
-                n_samples,
-                conditioner,
-                n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
-                random_state=rng,
-                offset=offset,
-                scale=scale,
-                draws=which,
-            )
-        )
-    return functions, white
-
-
-def _sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
-    """Exact joint draws of latent 0 at ``X``: shape (len(X), n).
-
-    Each draw picks ``j`` uniformly and samples ``N(A'v_j, K(X, X) - A'A
-    [+ A'SA])`` with ``A = R_j^-1 K(Z, X)``; ``v_cov_factor`` is the factor
-    of the covariance of ``q(v)`` (then ``len(thetas) == 1``) or None.
-    """
-    which = rng.randint(thetas.shape[0], size=n)
-    out = np.empty((X.shape[0], n))
-    with blas_threads_for(X.shape[0], Z.shape[0]):
-        for j in np.unique(which):
-            cols = np.flatnonzero(which == j)
-            R = _inducing_factor(adapter, thetas[j], Z, jitter)
-            A, _, _ = _project(adapter, thetas[j], Z, X, R)
-            cov = adapter.gram(thetas[j], X) - A.T @ A
-            if v_cov_factor is not None:
-                B = v_cov_factor.T @ A
-                cov += B.T @ B
-            cov = 0.5 * (cov + cov.T)
-            out[:, cols] = gaussian_joint_draws(A.T @ v[j, :, 0], cov, cols.size, rng)
-    return out
-
-
 class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
     """Shared fit and prediction machinery; see the two public classes."""
 
@@ -391,7 +169,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
 
     def _inducing(self, X, seed):
         if self.inducing_points is None:
-            return _initial_inducing(X, self.n_inducing, seed)
+            return initial_inducing(X, self.n_inducing, seed)
         Z = np.asarray(self.inducing_points, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[1] != X.shape[1] or Z.shape[0] < 1:
             raise ValueError(
@@ -464,7 +242,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         if self.svgp_max_iter == 0:
             svgp_params, svgp_trace, converged, n_iter = start, [], True, 0
         elif use_adam:
-            svgp_params, svgp_trace, converged, n_iter = _fit_svgp_adam(
+            svgp_params, svgp_trace, converged, n_iter = fit_svgp_adam(
                 bound,
                 start,
                 opt_bounds,
@@ -474,7 +252,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
                 np.random.default_rng(int(seeds[1])),
             )
         else:
-            svgp_params, svgp_trace, converged, n_iter = _fit_svgp_lbfgs(
+            svgp_params, svgp_trace, converged, n_iter = fit_svgp_lbfgs(
                 bound, start, opt_bounds, self.svgp_max_iter
             )
         if not converged:
@@ -690,7 +468,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         check_n_samples(n_samples)
         thetas, v, factors = self._posterior_draws(posterior)
         rng = check_random_state(random_state)
-        return _sparse_function_samples(
+        return sparse_function_samples(
             self._adapter,
             self.inducing_points_,
             self._jitter,
@@ -1609,7 +1387,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         check_n_samples(n_samples)
         exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
         thetas, v, factors = self._posterior_draws(posterior)
-        spec = _sample_y_spec(self._adapter.kernel, method, X.shape[0])
+        spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
         if spec is not None:
             functions, white = self._regression_functions(
@@ -1621,7 +1399,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 # A WhiteKernel adds independent noise at each query point.
                 out += rng.standard_normal(out.shape) * noise_sd
         else:
-            out = _sparse_joint_draws(
+            out = sparse_joint_draws(
                 self._adapter,
                 self.inducing_points_,
                 self._jitter,

@@ -333,6 +333,12 @@ class SparseWhitenedTarget:
         offset_i``: the log exposure of a Poisson count (the rate is then
         ``exposure_i * exp(f_i)``). A constant, so it adds nothing to the
         gradient.
+    n_total : float, optional
+        Number of points the data stand for: the data term is scaled by
+        ``n_total / n`` (full batch) or ``n_total / |B|`` (minibatch). A
+        stream fitted chunk by chunk passes the count seen so far, so that
+        the current chunk, a random sample of the stream, estimates the sum
+        over all of it without bias. ``None`` is ``n``.
 
     Attributes
     ----------
@@ -380,9 +386,18 @@ class SparseWhitenedTarget:
         learn_noise=None,
         jitter=JITTER,
         offset=None,
+        n_total=None,
     ):
         X, y, Z, n_latent = _check_inputs(adapter, X, y, Z, likelihood)
         self.offset = _check_offset(offset, X.shape[0])
+        if n_total is None:
+            n_total = X.shape[0]
+        if not (np.isfinite(n_total) and n_total >= X.shape[0]):
+            raise ValueError(
+                f"n_total must be a finite count of at least n={X.shape[0]}; "
+                f"got {n_total}."
+            )
+        self.n_total = float(n_total)
         self.adapter = adapter
         self.X = X
         self.y = y
@@ -541,6 +556,7 @@ class SparseWhitenedTarget:
 
     def _data(self, batch):
         idx, scale = _batch_indices(batch, self.n)
+        scale *= self.n_total / self.n
         if idx is None:
             return self.X, self.y, self.offset, scale
         offset = None if self.offset is None else self.offset[idx]

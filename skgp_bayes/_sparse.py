@@ -1,0 +1,359 @@
+"""Shared machinery of the sparse (inducing-point) estimators.
+
+Choosing inducing inputs, fitting the SVGP Gaussian approximation that
+initialises the samplers, per-draw latent moments, and joint or pathwise
+posterior samples of whitened sparse models whose draws are ``(theta, v)``.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.exceptions import ConvergenceWarning
+
+from . import _config
+from ._exact_gp import EXACT_SAMPLE_WARN, PATHWISE_MIN_POINTS
+from ._predictive import gaussian_joint_draws
+from ._threads import blas_threads_for
+from .exceptions import NotPSDError
+from .inference import adam_init, adam_update
+from .kernels import lower_kernel
+from .kernels.spectral import spectral_parameters
+from .sampling import (
+    DEFAULT_N_FEATURES,
+    pathwise_functions,
+    sparse_conditioner,
+    with_prior_noise,
+)
+from .targets.sparse import _inducing_factor, _project
+
+__all__ = []
+
+# k-means on more points than this uses MiniBatchKMeans.
+MINIBATCH_KMEANS_N = 10000
+# Query rows per block in prediction, bounding memory at O(rows * m).
+_PREDICT_ROWS = 4096
+
+
+def initial_inducing(X, n_inducing, seed):
+    """k-means centres (or the distinct inputs when there are few)."""
+    unique = np.unique(X, axis=0)
+    m = min(int(n_inducing), unique.shape[0])
+    if m == unique.shape[0]:
+        return unique.copy()
+    if X.shape[0] > MINIBATCH_KMEANS_N:
+        km = MiniBatchKMeans(n_clusters=m, random_state=seed, n_init=3)
+    else:
+        km = KMeans(n_clusters=m, random_state=seed, n_init=1)
+    with warnings.catch_warnings():
+        # Duplicated inputs can leave k-means with fewer distinct clusters;
+        # the jitter on K(Z, Z) copes with coincident inducing inputs.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km.fit(X)
+    return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64)
+
+
+def fit_svgp_lbfgs(bound, start, bounds, max_iter):
+    scale = 1.0 / bound.n
+
+    def objective(params):
+        try:
+            value, grad = bound.elbo_and_grad(params)
+        except NotPSDError:
+            return np.inf, np.zeros_like(params)
+        if not np.isfinite(value):
+            return np.inf, np.zeros_like(params)
+        return -value * scale, -grad * scale
+
+    trace = []
+    result = minimize(
+        objective,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": int(max_iter)},
+        callback=lambda xk: trace.append(float(bound.elbo(xk))),
+    )
+    params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
+    converged = bool(result.success) or result.nit < max_iter
+    return params, trace, converged, int(result.nit)
+
+
+def fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rng):
+    params = start.copy()
+    state = adam_init(params)
+    n = bound.n
+    order = rng.permutation(n)
+    pos = 0
+    trace = []
+    for _ in range(int(max_iter)):
+        if pos + batch_size > n:
+            order = rng.permutation(n)
+            pos = 0
+        batch = order[pos : pos + batch_size]
+        pos += batch_size
+        try:
+            value, grad = bound.elbo_and_grad(params, batch)
+        except NotPSDError:
+            continue
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            continue
+        # The bound is a sum over n points: scaling by 1/n keeps Adam's
+        # effective step independent of the data size.
+        params += adam_update(state, grad / n, learning_rate)
+        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
+        trace.append(float(value))
+    return params, trace, True, int(max_iter)
+
+
+def sample_y_spec(kernel, method, n_points):
+    """The lowered kernel when ``sample_y`` samples pathwise, else None.
+
+    ``"auto"`` samples pathwise from ``skgp_bayes._exact_gp.PATHWISE_MIN_POINTS``
+    query points on, as :meth:`SteinGPRegressor.sample_y`; exact sampling of
+    a sparse model costs the same ``O(n^3)`` in the query points.
+    """
+    if method not in ("auto", "exact", "pathwise"):
+        raise ValueError(
+            f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
+        )
+    spec = lower_kernel(kernel)
+    if spec is None and method == "pathwise":
+        warnings.warn(
+            f"The kernel {kernel!r} has no spectral density for random Fourier "
+            "features; sampling exactly instead.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if spec is not None and (
+        method == "pathwise" or (method == "auto" and n_points >= PATHWISE_MIN_POINTS)
+    ):
+        return spec
+    reason = (
+        " (the kernel has no spectral density, so the pathwise sampler cannot be used)"
+        if spec is None
+        else "; method='pathwise' costs O(n) instead"
+    )
+    needed = 3 * 8 * n_points**2
+    if needed > _config.MAX_DENSE_BYTES:
+        raise MemoryError(
+            f"Exact sample_y at {n_points} points needs about "
+            f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
+            f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
+            "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
+        )
+    if n_points > EXACT_SAMPLE_WARN:
+        warnings.warn(
+            f"sample_y at {n_points} points builds a dense {n_points} x "
+            f"{n_points} covariance and factorises it for each draw used; this "
+            f"costs O(n^3) time and O(n^2) memory{reason}.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def sparse_function_samples(
+    adapter,
+    Z,
+    jitter,
+    thetas,
+    v,
+    v_cov_factors,
+    n_samples,
+    rng,
+    n_features,
+    offset=0.0,
+    scale=1.0,
+):
+    """Pathwise samples of a whitened sparse model, one set per latent.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    Z : ndarray of shape (m, d)
+    jitter : float
+        Relative jitter of ``K(Z, Z)``, as in ``_inducing_factor``.
+    thetas : ndarray of shape (S, p)
+        Kernel hyperparameters of each draw.
+    v : ndarray of shape (S, m, C)
+        Whitened inducing values of each draw, or the mean of ``q(v)``.
+    v_cov_factors : ndarray of shape (C, m, m) or None
+        Lower factor of the covariance of ``q(v)`` per latent (then
+        ``S == 1``); None for point draws of ``v`` (MCMC).
+    n_samples, rng, n_features, offset, scale
+        As in :func:`~skgp_bayes.sampling.pathwise_functions`.
+
+    Returns
+    -------
+    functions : list of FunctionSamples
+        One per latent, all on the same draws.
+    white : ndarray of shape (S,)
+        WhiteKernel noise of each draw (zero for draws not used).
+    """
+    spec = lower_kernel(adapter.kernel)
+    S, m, C = v.shape
+    d = Z.shape[1]
+    which = rng.randint(S, size=n_samples)
+    used = [int(j) for j in np.unique(which)]
+    factors, white, extra = {}, np.zeros(S), np.zeros(S)
+    with blas_threads_for(m, m):
+        for j in used:
+            factors[j] = _inducing_factor(adapter, thetas[j], Z, jitter)
+            s2, _, white[j] = spectral_parameters(spec, thetas[j], d)
+            extra[j] = white[j] + jitter * (s2 + white[j])
+    functions = []
+    for c in range(C):
+        u = np.zeros((S, m))
+        for j in used:
+            # u = R v: the whitened draw mapped back to inducing values
+            u[j] = factors[j] @ v[j, :, c]
+        cov = None if v_cov_factors is None else [factors[0] @ v_cov_factors[c]]
+        conditioner = with_prior_noise(
+            sparse_conditioner(Z, factors.__getitem__, u, cov), extra
+        )
+        functions.append(
+            pathwise_functions(
+                spec,
+                thetas,
+                n_samples,
+                conditioner,
+                n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+                random_state=rng,
+                offset=offset,
+                scale=scale,
+                draws=which,
+            )
+        )
+    return functions, white
+
+
+def sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
+    """Exact joint draws of latent 0 at ``X``: shape (len(X), n).
+
+    Each draw picks ``j`` uniformly and samples ``N(A'v_j, K(X, X) - A'A
+    [+ A'SA])`` with ``A = R_j^-1 K(Z, X)``; ``v_cov_factor`` is the factor
+    of the covariance of ``q(v)`` (then ``len(thetas) == 1``) or None.
+    """
+    which = rng.randint(thetas.shape[0], size=n)
+    out = np.empty((X.shape[0], n))
+    with blas_threads_for(X.shape[0], Z.shape[0]):
+        for j in np.unique(which):
+            cols = np.flatnonzero(which == j)
+            R = _inducing_factor(adapter, thetas[j], Z, jitter)
+            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            cov = adapter.gram(thetas[j], X) - A.T @ A
+            if v_cov_factor is not None:
+                B = v_cov_factor.T @ A
+                cov += B.T @ B
+            cov = 0.5 * (cov + cov.T)
+            out[:, cols] = gaussian_joint_draws(A.T @ v[j, :, 0], cov, cols.size, rng)
+    return out
+
+
+def resolve_inducing(inducing_points, X, seed):
+    """Inducing inputs from an estimator's ``inducing_points`` argument.
+
+    An int picks that many by k-means on ``X`` (all distinct inputs when
+    there are fewer); an array is checked and used as given.
+    """
+    if isinstance(inducing_points, (int, np.integer)):
+        if inducing_points < 1:
+            raise ValueError(
+                f"inducing_points must be a positive count; got {inducing_points}."
+            )
+        return initial_inducing(X, int(inducing_points), seed)
+    Z = np.asarray(inducing_points, dtype=np.float64)
+    if Z.ndim != 2 or Z.shape[0] < 1:
+        raise ValueError(
+            "inducing_points must be an int or a 2-D array with at least one "
+            f"row; got an array of shape {Z.shape}."
+        )
+    if Z.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"inducing_points has {Z.shape[1]} features but X has {X.shape[1]}."
+        )
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("inducing_points contains NaN or infinity.")
+    return np.ascontiguousarray(Z)
+
+
+def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
+    """Latent moments of each draw ``(theta_j, v_j)`` of a whitened sparse GP.
+
+    Given ``v``, ``f(X) ~ N(A'v, K(X, X) - A'A)`` with ``A = R^-1 K(Z, X)``.
+    Returns means ``(J, k, C)`` and variances ``(J, k)`` (or covariances
+    ``(J, k, k)`` with ``full_cov``), the latter shared by every latent.
+    """
+    J, k = thetas.shape[0], X.shape[0]
+    means = np.empty((J, k, v.shape[2]))
+    spread = np.empty((J, k, k) if full_cov else (J, k))
+    for j in range(J):
+        R = _inducing_factor(adapter, thetas[j], Z, jitter)
+        for i0 in range(0, k, _PREDICT_ROWS):
+            rows = slice(i0, i0 + _PREDICT_ROWS)
+            A, gamma, _ = _project(adapter, thetas[j], Z, X[rows], R)
+            means[j, rows] = A.T @ v[j]
+            if not full_cov:
+                spread[j, rows] = gamma
+        if full_cov:
+            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            cov = adapter.gram(thetas[j], X) - A.T @ A
+            spread[j] = 0.5 * (cov + cov.T)
+    return means, spread
+
+
+class SparseGPDraws:
+    """Per-particle sparse GP posteriors ``f | theta_j, v_j`` for regression.
+
+    The interface of :class:`~skgp_bayes._predictive.ExactGPDraws` that the
+    exact-GP regressors' ``predict`` and ``sample_y`` use (``adapter``,
+    ``n_draws``, ``noise_variances``, ``moments``), for draws that carry
+    whitened inducing values instead of an exact posterior.
+    """
+
+    def __init__(self, adapter, Z, jitter, kernel_thetas, v, noise_variances):
+        self.adapter = adapter
+        self.Z = Z
+        self.jitter = jitter
+        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
+        self.v = np.asarray(v, dtype=np.float64).reshape(self.n_draws, Z.shape[0], 1)
+        self.noise_variances = np.asarray(noise_variances, dtype=np.float64)
+
+    @property
+    def n_draws(self):
+        return self.kernel_thetas.shape[0]
+
+    def moments(self, X_query, *, full_cov=False, draws=None):
+        """Means ``(J, k)`` and variances ``(J, k)`` or covariances ``(J, k, k)``."""
+        draws = np.arange(self.n_draws) if draws is None else np.asarray(draws)
+        with blas_threads_for(min(X_query.shape[0], _PREDICT_ROWS), self.Z.shape[0]):
+            means, spread = sparse_draw_moments(
+                self.adapter,
+                self.Z,
+                self.jitter,
+                self.kernel_thetas[draws],
+                self.v[draws],
+                X_query,
+                full_cov=full_cov,
+            )
+        return means[:, :, 0], spread
+
+    def function_samples(self, n_samples, rng, n_features, offset, scale):
+        """Pathwise samples ``(FunctionSamples, white noise per draw)``."""
+        functions, white = sparse_function_samples(
+            self.adapter,
+            self.Z,
+            self.jitter,
+            self.kernel_thetas,
+            self.v,
+            None,
+            n_samples,
+            rng,
+            n_features,
+            offset=offset,
+            scale=scale,
+        )
+        return functions[0], white
