@@ -177,7 +177,8 @@ def large_study(args):
     )
     svgp = _in_subprocess("svgp", n=n, m=m, batch=batch, steps=steps, seed=0)
     print(
-        "| model | fit (s) | peak memory (GB) | test RMSE (f) | test LPD (y) | noise sd |"
+        "| model | fit (s) | peak memory (GB) | test RMSE (f) "
+        + "| test LPD (y) | noise sd |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     print(

@@ -249,6 +249,42 @@ def _pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False)
     return grad_theta, grad_Z
 
 
+def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
+    """:func:`_pullback` for ``Abar = v g_mu' - 2 A diag(gbar)``, faster.
+
+    The ``gamma`` term depends on ``K_uu`` only through ``K_uu^-1``, so its
+    gradient is ``B diag(gbar) B'`` with ``B = R^-T A``, with no Cholesky
+    reverse pass; the mean term ``A' v`` needs one, but its ``Rbar = -W H'``
+    (``W = R^-T v``, ``H = A g_mu``) has rank ``C``, so the triangular
+    product of the reverse rule is a suffix sum, ``O(m^2 C)`` instead of a
+    full ``O(m^3)`` product. Same result as :func:`_pullback` to round-off.
+    """
+    m = Z.shape[0]
+    B = solve_triangular(R, A, lower=True, trans=1, check_finite=False)
+    W = solve_triangular(R, v, lower=True, trans=1, check_finite=False)
+    H = A @ g_mu
+    Kufbar = W @ g_mu.T - 2.0 * B * gbar
+    # Murray's P = Phi(R' tril(Rbar)) for Rbar = -sum_c w_c h_c':
+    # (R' tril(w h'))_ij = h_j sum_{k >= j} R_ki w_k, a suffix sum over k.
+    P = np.zeros((m, m))
+    for c in range(v.shape[1]):
+        suffix = np.cumsum((R * W[:, c : c + 1])[::-1], axis=0)[::-1]
+        P -= suffix.T * H[:, c]
+    P = np.tril(P)
+    P[np.diag_indices_from(P)] *= 0.5
+    G = solve_triangular(R, P, lower=True, trans=1, check_finite=False)
+    G = solve_triangular(R, G.T, lower=True, trans=1, check_finite=False)
+    Kuubar = 0.5 * (G + G.T) + (B * gbar) @ B.T
+    if not adapter.n_params:
+        return np.zeros(0)
+    Kuubar[np.diag_indices_from(Kuubar)] += jitter / m * np.trace(Kuubar)
+    return (
+        adapter.grad_contract(theta, Z, Kuubar)
+        + adapter.cross_grad_contract(theta, X, Z, np.ascontiguousarray(Kufbar.T))
+        + adapter.diag_grad(theta, X).T @ gbar
+    )
+
+
 def _gaussian_with_noise(likelihood, log_noise):
     """A copy of a Gaussian likelihood with the given log noise variance."""
     params = likelihood.get_params()
@@ -710,9 +746,8 @@ class SparseWhitenedTarget:
 
         out = np.empty(self.n_params)
         out[self.n_hyper :] = (A @ g_mu - v).reshape(-1)
-        Abar = v @ g_mu.T - 2.0 * A * gbar
-        out[: self.n_kernel_params] = _pullback(
-            self.adapter, theta, self.Z, X, R, A, Abar, gbar, self.jitter
+        out[: self.n_kernel_params] = _whitened_pullback(
+            self.adapter, theta, self.Z, X, R, A, v, g_mu, gbar, self.jitter
         )
         if self.learn_noise:
             out[self.n_kernel_params] = scale * float(np.sum(d_noise))
