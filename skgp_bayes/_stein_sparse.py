@@ -57,10 +57,14 @@ def check_sparse_memory(n_rows, n_inducing, estimator_name):
         )
 
 
-def svgd_decay(learning_rate_decay, batch_size):
-    """The ``decay`` argument of :func:`~skgp_bayes.inference.run_svgd`."""
+def svgd_decay(learning_rate_decay, stochastic):
+    """The ``decay`` argument of :func:`~skgp_bayes.inference.run_svgd`.
+
+    ``"auto"`` decays only when the gradients are stochastic (minibatches
+    or trace estimates).
+    """
     if learning_rate_decay == "auto":
-        return AUTO_DECAY if batch_size is not None else None
+        return AUTO_DECAY if stochastic else None
     return learning_rate_decay
 
 

@@ -23,6 +23,7 @@ from ._predictive import (
     mixture_log_density,
 )
 from ._sparse import SparseGPDraws, resolve_inducing
+from ._stein_cg import CG_TOL, MAP_SUBSET, CGParticleGradients
 from ._stein_sparse import (
     check_sparse_memory,
     check_sparse_options,
@@ -61,6 +62,7 @@ _MODEL_SPECIFIC = (
     "_batch_state",
     "_last_grads",
     "_data_fingerprint",
+    "_cg_state",
 )
 
 
@@ -291,6 +293,19 @@ class SteinGPRegressor(
         cores). Used with ``inducing_points``, where each particle's work is
         many small matrix products; the exact model's large factorisations
         use the threads of BLAS instead. Threads never change the result.
+    solver : {"cholesky", "cg"}, default="cholesky"
+        How the exact model (``inducing_points=None``) meets ``K^-1``.
+        ``"cholesky"`` factorises each particle's kernel matrix: exact
+        values and gradients, ``O(n^3)`` time and ``O(n^2)`` memory.
+        ``"cg"`` never factorises: each particle's gradient is an unbiased
+        estimate from conjugate-gradient solves (warm-started from the
+        previous iteration's) and Hutchinson probes of the trace term (seed
+        002), with ``K @ V`` formed from the kernel in tiles when ``K`` does
+        not fit in memory, so memory is ``O(n)``. SVGD then follows noisy
+        gradients: it runs ``max_iter`` iterations with a decaying step
+        (``learning_rate_decay``) and ``log_posterior_`` is NaN (the log
+        density is never computed). ``init="map"`` searches on a random
+        subset of 1,000 points, and predictions solve by CG too.
 
     Attributes
     ----------
@@ -387,6 +402,7 @@ class SteinGPRegressor(
             Interval(Real, 0, None, closed="neither"),
         ],
         "n_jobs": [None, Integral],
+        "solver": [StrOptions({"cholesky", "cg"})],
     }
 
     def __init__(
@@ -410,6 +426,7 @@ class SteinGPRegressor(
         batch_size=None,
         learning_rate_decay="auto",
         n_jobs=None,
+        solver="cholesky",
     ):
         self.kernel = kernel
         self.priors = priors
@@ -429,6 +446,7 @@ class SteinGPRegressor(
         self.batch_size = batch_size
         self.learning_rate_decay = learning_rate_decay
         self.n_jobs = n_jobs
+        self.solver = solver
 
     # ------------------------------------------------------------------ fit
     def _continuing(self):
@@ -626,7 +644,9 @@ class SteinGPRegressor(
                 f"hyperparameters; got {X.shape[0]} sample."
             )
         check_input_magnitude(X)
-        _check_dense_memory(X.shape[0], type(self).__name__)
+        use_cg = self.solver == "cg"
+        if not use_cg:
+            _check_dense_memory(X.shape[0], type(self).__name__)
         y_mean, y_std = target_scale(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
         kernel, adapter, target, names, bounds, start, prior_set = self._build_target(
@@ -646,15 +666,42 @@ class SteinGPRegressor(
             state = self._svgd_state
             map_params = self.map_params_
         else:
+            init_target = target
+            if use_cg and X.shape[0] > MAP_SUBSET:
+                # The MAP search factorises: on a random subset it costs
+                # O(MAP_SUBSET^3), and SVGD corrects the rest.
+                subset = np.sort(rng.choice(X.shape[0], MAP_SUBSET, replace=False))
+                init_target = ExactMarginalTarget(
+                    adapter,
+                    X[subset],
+                    y_model[subset],
+                    prior_set,
+                    target.log_noise_variance,
+                )
             particles, map_params = self._initial_particles(
-                target, start, bounds, prior_set, rng
+                init_target, start, bounds, prior_set, rng
             )
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
         if len(names) == 0:
-            values = np.array([target.logp_and_grad(p)[0] for p in particles])
+            if use_cg:  # the value would need a factorisation
+                values = np.full(particles.shape[0], np.nan)
+            else:
+                values = np.array([target.logp_and_grad(p)[0] for p in particles])
             result_state, n_iter, converged, grads = state, 0, True, particles
         else:
-            evaluator = _batch_evaluator(target)
+            if use_cg:
+                evaluator = CGParticleGradients(
+                    adapter,
+                    X,
+                    y_model,
+                    prior_set,
+                    target.log_noise_variance,
+                    rng.randint(0, 2**31 - 1, size=particles.shape[0]),
+                )
+                if continuing and getattr(self, "_cg_state", None) is not None:
+                    evaluator.set_state(self._cg_state)
+            else:
+                evaluator = _batch_evaluator(target)
             evaluator.check_initial(particles)
             result = run_svgd(
                 evaluator,
@@ -666,6 +713,8 @@ class SteinGPRegressor(
                 state=state,
                 verbose=self.verbose,
                 print_fn=lambda msg: print(f"[SteinGPRegressor] {msg}"),
+                decay=svgd_decay(self.learning_rate_decay, use_cg),
+                stochastic=use_cg,
             )
             particles, values, grads = (
                 result.particles,
@@ -679,7 +728,7 @@ class SteinGPRegressor(
             )
             for key, trace in result.history.items():
                 history.setdefault(key, []).extend(trace)
-            if not converged and self.max_iter > 0:
+            if not converged and self.max_iter > 0 and not use_cg:
                 warnings.warn(
                     f"SVGD did not converge in {self.max_iter} iterations (last "
                     f"largest move {result.history['max_move'][-1]:.2e} > tol="
@@ -700,7 +749,22 @@ class SteinGPRegressor(
             noise_model = np.exp(particles[:, -1])
         else:
             noise_model = np.full(particles.shape[0], np.exp(target.log_noise_variance))
-        draws = ExactGPDraws(adapter, X, y_model, kernel_thetas, noise_model)
+        cg_state, diagnostics = None, {}
+        if use_cg:
+            from .sgld import _CGGPDraws  # sgld imports this module
+
+            draws = _CGGPDraws(
+                adapter, X, y_model, kernel_thetas, noise_model, CG_TOL, "auto"
+            )
+            if len(names):
+                cg_state = evaluator.get_state()
+                iterations = evaluator.cg_iterations
+                diagnostics = {
+                    "cg_iterations_mean": float(np.mean(iterations)),
+                    "cg_max_residual": evaluator.max_residual,
+                }
+        else:
+            draws = ExactGPDraws(adapter, X, y_model, kernel_thetas, noise_model)
         ksd = kernel_stein_discrepancy(particles, grads) if len(names) else 0.0
         return {
             "particles_": particles,
@@ -717,6 +781,7 @@ class SteinGPRegressor(
                 "max_jitter": target.max_jitter,
                 "converged": converged,
                 "fit_time": time.perf_counter() - t_start,
+                **diagnostics,
             },
             "n_samples_seen_": X.shape[0],
             "X_train_": X,
@@ -726,6 +791,7 @@ class SteinGPRegressor(
             "_draws": draws,
             "_target": target,
             "_svgd_state": result_state,
+            "_cg_state": cg_state,
             "_bounds": bounds,
         }
 
@@ -822,7 +888,7 @@ class SteinGPRegressor(
                 state=state,
                 verbose=self.verbose,
                 print_fn=lambda msg: print(f"[{name}] {msg}"),
-                decay=svgd_decay(self.learning_rate_decay, batch_size),
+                decay=svgd_decay(self.learning_rate_decay, batch_size is not None),
                 stochastic=batch_size is not None,
             )
         particles = result.particles

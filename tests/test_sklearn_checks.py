@@ -31,8 +31,23 @@ def _instances():
     # small settings keep each check under a second; determinism is promised
     return [
         SteinGPRegressor(n_particles=3, max_iter=25, random_state=0),
+        SteinGPRegressor(n_particles=3, max_iter=25, solver="cg", random_state=0),
+        SteinGPRegressor(
+            n_particles=3,
+            max_iter=30,
+            inducing_points=10,
+            batch_size=32,
+            random_state=0,
+        ),
         SGLDGPRegressor(n_iter=20, map_subset=50, n_predict_draws=5, random_state=0),
         SteinGPClassifier(n_particles=3, max_iter=25, random_state=0),
+        SteinGPClassifier(
+            n_particles=3,
+            max_iter=15,
+            inducing_points=6,
+            batch_size=16,
+            random_state=0,
+        ),
         VariationalMCMCClassifier(**_VMCMC_SMALL),
         VariationalMCMCRegressor(**_VMCMC_SMALL),
         SelectiveSVGP(

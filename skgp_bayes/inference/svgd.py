@@ -128,7 +128,11 @@ class SVGDResult:
         self.state = state
 
 
-def _finite(values, grads):
+def _finite(values, grads, stochastic=False):
+    if stochastic:
+        # Gradient-only estimators (stochastic trace estimates) return NaN
+        # for a value they never compute; -inf still rejects the step.
+        values = np.where(np.isnan(values), 0.0, values)
     return bool(np.all(np.isfinite(values)) and np.all(np.isfinite(grads)))
 
 
@@ -185,7 +189,9 @@ def run_svgd(
     stochastic : bool, default=False
         The log density and gradients are unbiased estimates (minibatches):
         the run never stops on ``tol`` (noisy moves never fall below it) and
-        a falling mean log density is not taken for instability.
+        a falling mean log density is not taken for instability. Values may
+        then be NaN, for estimators of the gradient alone (``-inf`` still
+        rejects a step).
 
     Returns
     -------
@@ -218,7 +224,7 @@ def run_svgd(
         k: [] for k in ("log_density", "learning_rate", "max_move", "bandwidth", "time")
     }
     values, grads = logp_and_grad(particles)
-    if not _finite(values, grads):
+    if not _finite(values, grads, stochastic):
         raise FloatingPointError(
             "The log density or its gradient is not finite at the initial particles."
         )
@@ -237,7 +243,7 @@ def run_svgd(
         if bounds is not None:
             np.clip(proposal, bounds[:, 0], bounds[:, 1], out=proposal)
         new_values, new_grads = logp_and_grad(proposal)
-        if not _finite(new_values, new_grads):
+        if not _finite(new_values, new_grads, stochastic):
             failures += 1
             adam = saved_adam
             lr *= 0.5
