@@ -239,11 +239,56 @@ def medium_study(args):
     print(f"Sparse / exact fit time: {rows[0][1] / rows[1][1]:.2f}")
 
 
+def threads_study(args):
+    """One SVGD gradient evaluation (30 particles, m=600, b=256), three ways."""
+    from _timing import best_time
+    from threadpoolctl import threadpool_limits
+
+    from skgp_bayes._particles import ParticleEvaluator
+    from skgp_bayes.targets.sparse import SparseWhitenedTarget
+
+    X, y, _ = spatio_temporal(20_000, 5)
+    adapter = KernelAdapter(kernel())
+    Z = initial_inducing(X, 600, 0)
+    target = SparseWhitenedTarget(adapter, X, y, Z, Gaussian(0.1))
+    rng = np.random.default_rng(0)
+    particles = np.hstack(
+        [
+            np.tile(np.append(adapter.kernel.theta, np.log(0.1)), (30, 1)),
+            rng.normal(size=(30, 600)),
+        ]
+    )
+    repeats = 2 if args.quick else 5
+    batch = np.sort(rng.choice(20_000, 256, replace=False))
+    rows = []
+    for label, n_jobs, blas in (
+        ("one thread (BLAS serial)", None, 1),
+        ("BLAS threads over each particle", None, None),
+        ("n_jobs=2: particles over 2 threads", 2, 1),
+    ):
+        evaluator = ParticleEvaluator(target, n_jobs=n_jobs)
+        with threadpool_limits(limits=blas, user_api="blas"):
+            evaluator.evaluate(particles, batch)
+            rows.append(
+                (
+                    label,
+                    best_time(
+                        lambda ev=evaluator: ev.evaluate(particles, batch), repeats
+                    ),
+                )
+            )
+    print("\n## One gradient evaluation at 30 particles, m=600, batch 256\n")
+    print("| how | seconds | / one thread |")
+    print("| --- | ---: | ---: |")
+    for label, seconds in rows:
+        print(f"| {label} | {seconds:.3f} | {seconds / rows[0][1]:.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--only", choices=["large", "medium"], default=None)
+    parser.add_argument("--only", choices=["large", "medium", "threads"], default=None)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -254,6 +299,8 @@ def main():
     print(f"# SteinGPRegressor at scale ({platform.processor() or platform.machine()})")
     if args.only in (None, "large"):
         large_study(args)
+    if args.only in (None, "threads"):
+        threads_study(args)
     if args.only in (None, "medium"):
         medium_study(args)
 

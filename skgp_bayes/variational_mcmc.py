@@ -59,6 +59,7 @@ from ._sparse import (
     fit_svgp_lbfgs,
     initial_inducing,
     sample_y_spec,
+    sparse_draw_moments,
     sparse_function_samples,
     sparse_joint_draws,
 )
@@ -408,24 +409,15 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         """Per-draw latent moments: means (S, k, C) and variances (S, k)."""
         Z, C = self.inducing_points_, self._n_latent
         S = self.samples_.shape[0]
-        means = np.empty((S, X.shape[0], C))
-        variances = np.empty((S, X.shape[0]))
         with self._blas_limit(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
-            self._fill_draw_moments(X, means, variances)
-        return means, variances
-
-    def _fill_draw_moments(self, X, means, variances):
-        adapter, Z, C = self._adapter, self.inducing_points_, self._n_latent
-        p = adapter.n_params
-        for s, params in enumerate(self.samples_):
-            theta = params[:p]
-            v = params[self._n_hyper :].reshape(-1, C)
-            R = _inducing_factor(adapter, theta, Z, self._jitter)
-            for i0 in range(0, X.shape[0], _PREDICT_ROWS):
-                rows = slice(i0, i0 + _PREDICT_ROWS)
-                A, gamma, _ = _project(adapter, theta, Z, X[rows], R)
-                means[s, rows] = A.T @ v
-                variances[s, rows] = gamma
+            return sparse_draw_moments(
+                self._adapter,
+                Z,
+                self._jitter,
+                self.samples_[:, : self._adapter.n_params],
+                self.samples_[:, self._n_hyper :].reshape(S, -1, C),
+                X,
+            )
 
     def _gaussian_moments(self, X):
         """Moments of the Gaussian approximation ``q(f)``: (k, C) each."""
