@@ -541,20 +541,7 @@ class SteinGPRegressor(
         >>> reg.particles_.shape  # log amplitude, log length scale, log noise
         (4, 3)
         """
-        continuing = self._continuing()
-        with atomic_feature_state(self):
-            X, y = validate_data(
-                self,
-                X,
-                y,
-                dtype=np.float64,
-                order="C",
-                y_numeric=True,
-                reset=not continuing,
-            )
-            fitted = self._fit_model(X, y, continuing, partial=False)
-        self._set_fitted(fitted)
-        return self
+        return self._update(X, y, self._continuing(), partial=False)
 
     @available_if(_is_sparse_config)
     @_fit_context(prefer_skip_nested_validation=True)
@@ -598,7 +585,9 @@ class SteinGPRegressor(
         >>> reg.n_samples_seen_, reg.inducing_points_.shape
         (300, (10, 1))
         """
-        continuing = hasattr(self, "particles_")
+        return self._update(X, y, hasattr(self, "particles_"), partial=True)
+
+    def _update(self, X, y, continuing, partial):
         with atomic_feature_state(self):
             X, y = validate_data(
                 self,
@@ -609,17 +598,15 @@ class SteinGPRegressor(
                 y_numeric=True,
                 reset=not continuing,
             )
-            fitted = self._fit_model(X, y, continuing, partial=True)
-        self._set_fitted(fitted)
-        return self
-
-    def _set_fitted(self, fitted):
-        # Attributes of the other model (exact or sparse) must not outlive
-        # a refit.
+            fitted = self._fit_model(X, y, continuing, partial=partial)
+        # Set together at the end, so an interrupted fit leaves the old
+        # state; attributes of the other model (exact or sparse) must not
+        # outlive a refit.
         for key in _MODEL_SPECIFIC:
             if key not in fitted:
                 self.__dict__.pop(key, None)
         self.__dict__.update(fitted)
+        return self
 
     def _fit_model(self, X, y, continuing, partial):
         sparse = self.inducing_points is not None
