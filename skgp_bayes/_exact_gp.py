@@ -60,6 +60,74 @@ def default_kernel():
     return ConstantKernel(1.0) * RBF(1.0)
 
 
+def check_exact_sampling(n_points, no_spectral, stacklevel=3):
+    """MemoryError or a cost warning before an exact joint draw at ``n_points``.
+
+    Examples
+    --------
+    >>> from skgp_bayes._exact_gp import check_exact_sampling
+    >>> check_exact_sampling(50, no_spectral=False)  # small: silent
+    """
+    reason = (
+        " (the kernel has no spectral density, so the pathwise sampler cannot be used)"
+        if no_spectral
+        else "; method='pathwise' costs O(n) instead"
+    )
+    needed = 3 * 8 * n_points**2
+    if needed > _config.MAX_DENSE_BYTES:
+        raise MemoryError(
+            f"Exact sample_y at {n_points} points needs about "
+            f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
+            f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
+            "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
+        )
+    if n_points > EXACT_SAMPLE_WARN:
+        warnings.warn(
+            f"sample_y at {n_points} points builds a dense "
+            f"{n_points} x {n_points} covariance and factorises it for "
+            "each draw used; this costs O(n^3) time and O(n^2) memory"
+            f"{reason}.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def sample_y_spec(kernel, method, n_points):
+    """The lowered kernel when ``sample_y`` samples pathwise, else None.
+
+    ``"auto"`` samples pathwise from ``PATHWISE_MIN_POINTS`` query points
+    on; exact sampling costs ``O(n^3)`` in the query points whatever the
+    model. Raises for an unknown method, warns when a kernel without a
+    spectral density forces exact sampling, and checks the cost of an
+    exact draw.
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._exact_gp import sample_y_spec
+    >>> sample_y_spec(RBF(), "auto", 10) is None  # few points: exact
+    True
+    """
+    if method not in ("auto", "exact", "pathwise"):
+        raise ValueError(
+            f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
+        )
+    spec = lower_kernel(kernel)
+    if spec is None and method == "pathwise":
+        warnings.warn(
+            f"The kernel {kernel!r} has no spectral density for random Fourier "
+            "features; sampling exactly instead.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if spec is not None and (
+        method == "pathwise" or (method == "auto" and n_points >= PATHWISE_MIN_POINTS)
+    ):
+        return spec
+    check_exact_sampling(n_points, spec is None, stacklevel=4)
+    return None
+
+
 class ExactGPRegressorMixin:
     """Set-up, ``predict`` and sampling of regressors with exact GP draws."""
 
@@ -204,25 +272,9 @@ class ExactGPRegressorMixin:
         """
         X = self._validate_query(X)
         check_n_samples(n_samples)
-        if method not in ("auto", "exact", "pathwise"):
-            raise ValueError(
-                f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
-            )
-        spec = lower_kernel(self._draws.adapter.kernel)
-        if spec is None and method == "pathwise":
-            warnings.warn(
-                f"The kernel {self._draws.adapter.kernel!r} has no spectral "
-                "density for random Fourier features; sampling exactly instead.",
-                UserWarning,
-                stacklevel=2,
-            )
-        pathwise = spec is not None and (
-            method == "pathwise"
-            or (method == "auto" and X.shape[0] >= PATHWISE_MIN_POINTS)
-        )
-        if pathwise:
+        spec = sample_y_spec(self._draws.adapter.kernel, method, X.shape[0])
+        if spec is not None:
             return self._sample_y_pathwise(X, spec, n_samples, random_state, n_features)
-        self._check_exact_sampling(X.shape[0], spec is None)
         rng = check_random_state(random_state)
         which = rng.randint(self._draws.n_draws, size=n_samples)
         out = np.empty((X.shape[0], n_samples))
@@ -231,31 +283,6 @@ class ExactGPRegressorMixin:
             means, covs = self._draws.moments(X, full_cov=True, draws=[j])
             out[:, cols] = gaussian_joint_draws(means[0], covs[0], cols.size, rng)
         return self._to_y(out)
-
-    def _check_exact_sampling(self, n_points, no_spectral):
-        reason = (
-            " (the kernel has no spectral density, so the pathwise sampler "
-            "cannot be used)"
-            if no_spectral
-            else "; method='pathwise' costs O(n) instead"
-        )
-        needed = 3 * 8 * n_points**2
-        if needed > _config.MAX_DENSE_BYTES:
-            raise MemoryError(
-                f"Exact sample_y at {n_points} points needs about "
-                f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
-                f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
-                "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
-            )
-        if n_points > EXACT_SAMPLE_WARN:
-            warnings.warn(
-                f"sample_y at {n_points} points builds a dense "
-                f"{n_points} x {n_points} covariance and factorises it for "
-                "each particle drawn; this costs O(n^3) time and O(n^2) memory"
-                f"{reason}.",
-                UserWarning,
-                stacklevel=3,
-            )
 
     def _pathwise(self, spec, n_samples, random_state, n_features):
         draws = self._draws

@@ -12,8 +12,6 @@ from scipy.optimize import minimize
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 
-from . import _config
-from ._exact_gp import EXACT_SAMPLE_WARN, PATHWISE_MIN_POINTS
 from ._predictive import gaussian_joint_draws
 from ._threads import blas_threads_for
 from .exceptions import NotPSDError
@@ -106,53 +104,6 @@ def fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rng
         np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
         trace.append(float(value))
     return params, trace, True, int(max_iter)
-
-
-def sample_y_spec(kernel, method, n_points):
-    """The lowered kernel when ``sample_y`` samples pathwise, else None.
-
-    ``"auto"`` samples pathwise from ``skgp_bayes._exact_gp.PATHWISE_MIN_POINTS``
-    query points on, as :meth:`SteinGPRegressor.sample_y`; exact sampling of
-    a sparse model costs the same ``O(n^3)`` in the query points.
-    """
-    if method not in ("auto", "exact", "pathwise"):
-        raise ValueError(
-            f"method must be 'auto', 'exact' or 'pathwise', got {method!r}."
-        )
-    spec = lower_kernel(kernel)
-    if spec is None and method == "pathwise":
-        warnings.warn(
-            f"The kernel {kernel!r} has no spectral density for random Fourier "
-            "features; sampling exactly instead.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if spec is not None and (
-        method == "pathwise" or (method == "auto" and n_points >= PATHWISE_MIN_POINTS)
-    ):
-        return spec
-    reason = (
-        " (the kernel has no spectral density, so the pathwise sampler cannot be used)"
-        if spec is None
-        else "; method='pathwise' costs O(n) instead"
-    )
-    needed = 3 * 8 * n_points**2
-    if needed > _config.MAX_DENSE_BYTES:
-        raise MemoryError(
-            f"Exact sample_y at {n_points} points needs about "
-            f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
-            f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
-            "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
-        )
-    if n_points > EXACT_SAMPLE_WARN:
-        warnings.warn(
-            f"sample_y at {n_points} points builds a dense {n_points} x "
-            f"{n_points} covariance and factorises it for each draw used; this "
-            f"costs O(n^3) time and O(n^2) memory{reason}.",
-            UserWarning,
-            stacklevel=3,
-        )
-    return None
 
 
 def sparse_function_samples(

@@ -63,8 +63,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._exact_gp import sample_y_spec
 from ._predictive import gaussian_joint_draws
-from ._sparse import sample_y_spec, sparse_function_samples
+from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,

@@ -690,19 +690,7 @@ class SteinGPRegressor(
             else:
                 evaluator = _batch_evaluator(target)
             evaluator.check_initial(particles)
-            result = run_svgd(
-                evaluator,
-                particles,
-                max_iter=self.max_iter,
-                learning_rate=self.learning_rate,
-                tol=self.tol,
-                bounds=bounds,
-                state=state,
-                verbose=self.verbose,
-                print_fn=lambda msg: print(f"[SteinGPRegressor] {msg}"),
-                decay=svgd_decay(self.learning_rate_decay, use_cg),
-                stochastic=use_cg,
-            )
+            result = self._run_svgd(evaluator, particles, bounds, state, use_cg)
             particles, values, grads = (
                 result.particles,
                 result.log_density,
@@ -781,6 +769,22 @@ class SteinGPRegressor(
             "_cg_state": cg_state,
             "_bounds": bounds,
         }
+
+    def _run_svgd(self, evaluator, particles, bounds, state, stochastic):
+        name = type(self).__name__
+        return run_svgd(
+            evaluator,
+            particles,
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            tol=self.tol,
+            bounds=bounds,
+            state=state,
+            verbose=self.verbose,
+            print_fn=lambda msg: print(f"[{name}] {msg}"),
+            decay=svgd_decay(self.learning_rate_decay, stochastic),
+            stochastic=stochastic,
+        )
 
     def _fit_sparse(self, X, y, continuing, partial):
         t_start = time.perf_counter()
@@ -865,18 +869,8 @@ class SteinGPRegressor(
                         f"inducing points: {_describe_hyper(names[:h], centre[:h])}"
                     )
             evaluator.check_initial(particles)
-            result = run_svgd(
-                evaluator,
-                particles,
-                max_iter=self.max_iter,
-                learning_rate=self.learning_rate,
-                tol=self.tol,
-                bounds=bounds,
-                state=state,
-                verbose=self.verbose,
-                print_fn=lambda msg: print(f"[{name}] {msg}"),
-                decay=svgd_decay(self.learning_rate_decay, batch_size is not None),
-                stochastic=batch_size is not None,
+            result = self._run_svgd(
+                evaluator, particles, bounds, state, batch_size is not None
             )
         particles = result.particles
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}

@@ -54,11 +54,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._exact_gp import sample_y_spec
 from ._sparse import (
     fit_svgp_adam,
     fit_svgp_lbfgs,
     initial_inducing,
-    sample_y_spec,
     sparse_draw_moments,
     sparse_function_samples,
     sparse_joint_draws,
