@@ -8,12 +8,24 @@ training kernel matrix (the cost floor of every whitened-target step).
 
     python benchmarks/bench_stein_classifier.py            # everything
     python benchmarks/bench_stein_classifier.py --quick    # one seed, fewer repeats
+    python benchmarks/bench_stein_classifier.py --sparse   # sparse mode only
 
 Every problem is standardised on the training split (70/30). Prints
 Markdown tables; ratios are against the peer measured in the same run.
+
+``--sparse``: the sparse mode (``inducing_points=100, batch_size=256``) on
+two-moons data (noise 0.2, n = 5,000; a shared test set of 2,000) against
+the exact SteinGPClassifier and scikit-learn's GaussianProcessClassifier.
+Both peers are ``O(n^3)`` per step; at n = 5,000 they take about an hour on
+two cores, so they run on the first ``--peer-n`` points (default 2,000, a
+few minutes each), and the sparse model runs on those too for a same-data
+comparison. Also times ``partial_fit`` over five chunks and the sparse fit
+with ``n_jobs=1`` and ``n_jobs=2``. BLAS keeps its default threads here,
+for every model alike.
 """
 
 import argparse
+import os
 import platform
 import time
 import warnings
@@ -21,7 +33,7 @@ import warnings
 import numpy as np
 from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 from scipy.linalg import lapack
-from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine, make_moons
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
@@ -153,9 +165,150 @@ def bench_svgd_iteration(particle_counts, repeats):
             print(f"| {J} | {t:.4f} | {J * t_chol:.4f} | {t / (J * t_chol):.2f} |")
 
 
+def _moons(n_train, n_test, seed=0):
+    X, y = make_moons(n_train + n_test, noise=0.2, random_state=seed)
+    scaler = StandardScaler().fit(X[:n_train])
+    X = scaler.transform(X)
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
+def _sparse_model(n_iter, n_jobs=None):
+    return SteinGPClassifier(
+        inducing_points=100,
+        batch_size=256,
+        n_particles=10,
+        max_iter=n_iter,
+        n_jobs=n_jobs,
+        random_state=0,
+    )
+
+
+def _partial_score(model, X_tr, y_tr, X_te, y_te, n_chunks):
+    order = np.random.default_rng(0).permutation(X_tr.shape[0])
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for chunk in np.array_split(order, n_chunks):
+            model.partial_fit(X_tr[chunk], y_tr[chunk], classes=[0, 1])
+    fit_time = time.perf_counter() - start
+    proba = model.predict_proba(X_te)
+    return {
+        "acc": accuracy_score(y_te, np.argmax(proba, axis=1)),
+        "loss": log_loss(y_te, proba, labels=[0, 1]),
+        "time": fit_time,
+    }
+
+
+def bench_sparse(n_train, n_peer, n_iter, repeats):
+    """Sparse + minibatch SVGD against the exact model and sklearn's GPC."""
+    n_test = 2000
+    X_tr, y_tr, X_te, y_te = _moons(n_train, n_test)
+    kernel = ConstantKernel(1.0) * RBF(float(np.sqrt(2)))
+    n_chunks = 5
+    rows = [
+        (
+            "SteinGPClassifier exact (J=10, 30 iter)",
+            n_peer,
+            lambda: _score(
+                SteinGPClassifier(n_particles=10, random_state=0),
+                X_tr[:n_peer],
+                y_tr[:n_peer],
+                X_te,
+                y_te,
+            ),
+        ),
+        (
+            "sklearn GPC (C*RBF, L-BFGS)",
+            n_peer,
+            lambda: _score(
+                GaussianProcessClassifier(kernel, random_state=0),
+                X_tr[:n_peer],
+                y_tr[:n_peer],
+                X_te,
+                y_te,
+            ),
+        ),
+        (
+            f"SteinGPClassifier sparse (m=100, b=256, J=10, {n_iter} iter)",
+            n_peer,
+            lambda: _score(
+                _sparse_model(n_iter), X_tr[:n_peer], y_tr[:n_peer], X_te, y_te
+            ),
+        ),
+        (
+            f"SteinGPClassifier sparse (m=100, b=256, J=10, {n_iter} iter)",
+            n_train,
+            lambda: _score(_sparse_model(n_iter), X_tr, y_tr, X_te, y_te),
+        ),
+        (
+            f"SteinGPClassifier partial_fit ({n_chunks} chunks x "
+            f"{n_iter // n_chunks} iter)",
+            n_train,
+            lambda: _partial_score(
+                _sparse_model(n_iter // n_chunks), X_tr, y_tr, X_te, y_te, n_chunks
+            ),
+        ),
+    ]
+    print(
+        f"\n### Sparse mode: two moons (noise 0.2), test set of {n_test}, "
+        "BLAS default threads\n"
+    )
+    print(
+        "| model | n train | accuracy | test log loss | fit time (s) | "
+        "time / exact SteinGPClassifier |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    ref = None
+    for label, n, run in rows:
+        res = run()
+        ref = ref or res["time"]  # the exact SteinGPClassifier runs first
+        print(
+            f"| {label} | {n} | {res['acc']:.4f} | {res['loss']:.4f} | "
+            f"{res['time']:.2f} | {res['time'] / ref:.3f} |",
+            flush=True,
+        )
+
+    print(f"\n### Sparse fit at n={n_train}: particle threads (best of {repeats})\n")
+    print("| n_jobs | fit time (s) | ratio to n_jobs=1 |")
+    print("| ---: | ---: | ---: |")
+    times = {}
+    for n_jobs in (1, 2):
+        model = _sparse_model(n_iter, n_jobs=n_jobs)
+
+        def fit(model=model):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.fit(X_tr, y_tr)
+
+        times[n_jobs] = best_time(fit, repeats)
+        print(
+            f"| {n_jobs} | {times[n_jobs]:.2f} | {times[n_jobs] / times[1]:.2f} |",
+            flush=True,
+        )
+    faster = 1 if times[1] <= times[2] else 2
+    print(f"\nFaster: n_jobs={faster}.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--sparse",
+        action="store_true",
+        help="run only the sparse-mode comparison (two moons, n=5000)",
+    )
+    parser.add_argument(
+        "--peer-n",
+        type=int,
+        default=2000,
+        help="training points for the O(n^3) peers in --sparse",
+    )
+    parser.add_argument(
+        "--sparse-iter",
+        type=int,
+        default=300,
+        help="SVGD iterations of the sparse model in --sparse",
+    )
     parser.add_argument("--n-particles", type=int, default=10)
     parser.add_argument(
         "--max-iter",
@@ -167,10 +320,23 @@ def main():
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {platform.processor() or ''} "
-        f"numpy {np.__version__}; BLAS limited to one thread for every model"
+        f"numpy {np.__version__}, {os.cpu_count()} cores; "
+        + (
+            "BLAS threads as by default for every model"
+            if args.sparse
+            else "BLAS limited to one thread for every model"
+        )
     )
     seeds = (0,) if args.quick else (0, 1, 2)
     repeats = 3 if args.quick else 7
+    if args.sparse:
+        bench_sparse(
+            2000 if args.quick else 5000,
+            min(args.peer_n, 500) if args.quick else args.peer_n,
+            args.sparse_iter,
+            1 if args.quick else 2,
+        )
+        return
     bench_svgd_iteration((1, 10, 20), repeats)
     for name, loader in (
         ("Breast cancer (n=569, d=30, 2 classes)", load_breast_cancer),

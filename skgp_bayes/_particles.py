@@ -104,6 +104,7 @@ class ParticleEvaluator:
         self.n_jobs = n_jobs
         self.last_error = None
         self._order = None
+        self._epoch_state = None
         self._position = 0
 
     # ------------------------------------------------------------ batches
@@ -114,6 +115,9 @@ class ParticleEvaluator:
         n = self.target.n
         size = min(self.batch_size, n)
         if self._order is None or self._position + size > n:
+            # The generator's state before the draw rebuilds the permutation,
+            # so a saved state need not carry n indices.
+            self._epoch_state = self.rng.bit_generator.state
             self._order = self.rng.permutation(n)
             self._position = 0
         batch = self._order[self._position : self._position + size]
@@ -123,23 +127,31 @@ class ParticleEvaluator:
 
     def get_state(self):
         """Where the batch sequence stands, to continue it in a later fit."""
-        rng_state = None if self.rng is None else self.rng.bit_generator.state
-        order = None if self._order is None else self._order.copy()
-        return {"rng": rng_state, "order": order, "position": self._position}
+        if self.rng is None:
+            return {"rng": None, "epoch": None, "position": 0, "n": None}
+        return {
+            "rng": self.rng.bit_generator.state,
+            "epoch": self._epoch_state if self._order is not None else None,
+            "position": self._position,
+            "n": None if self._order is None else self._order.shape[0],
+        }
 
     def set_state(self, state):
         """Continue the batch sequence saved by :meth:`get_state`.
 
-        A saved permutation of data of another size (the next chunk of a
-        stream) is dropped: the next batch starts a fresh pass.
+        The pass under way is rebuilt from the generator's state at its
+        start; a pass over data of another size (the next chunk of a stream)
+        is dropped, and the next batch starts a fresh one.
         """
-        if state["rng"] is not None and self.rng is not None:
-            self.rng.bit_generator.state = state["rng"]
-        order = state["order"]
-        if order is not None and order.shape[0] != self.target.n:
-            order = None
-        self._order = None if order is None else order.copy()
-        self._position = state["position"] if order is not None else 0
+        if self.rng is None or state["rng"] is None:
+            return
+        self._order, self._position = None, 0
+        if state["epoch"] is not None and state["n"] == self.target.n:
+            self.rng.bit_generator.state = state["epoch"]
+            self._epoch_state = state["epoch"]
+            self._order = self.rng.permutation(self.target.n)
+            self._position = state["position"]
+        self.rng.bit_generator.state = state["rng"]
 
     # --------------------------------------------------------- evaluation
     def replay_first(self, particles, values, grads):

@@ -25,6 +25,15 @@ cheap and close to the posterior for log-concave likelihoods:
 
 SVGD then corrects the approximation's errors: the non-Gaussian shape of the
 latent posterior and the dependence between ``theta`` and ``nu``.
+
+Sparse mode (``inducing_points``): the particles hold ``(theta, v)`` on
+:class:`~skgp_bayes.targets.sparse.SparseWhitenedTarget`, with ``v`` the
+whitened values of every latent function at the inducing inputs; given
+``(theta, v)`` each latent is ``N(A'v, gamma)`` at any input, so the
+predictive averaging below is the same as for the exact model. The particles
+start from an SVGP Gaussian approximation on the same inducing inputs
+(:func:`~skgp_bayes._stein_sparse.sparse_initial_particles`), and the data
+term may be estimated on minibatches without bias.
 """
 
 import time
@@ -44,6 +53,18 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._predictive import gaussian_joint_draws, mixture_mean_var
+from ._sparse import (
+    _PREDICT_ROWS,
+    resolve_inducing,
+    sparse_draw_moments,
+    sparse_function_samples,
+)
+from ._stein_sparse import (
+    check_sparse_memory,
+    check_sparse_options,
+    sparse_initial_particles,
+    svgd_decay,
+)
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -70,10 +91,13 @@ from .sampling import (
 from .stein import (
     _batch_evaluator,
     _check_dense_memory,
+    _describe_hyper,
     _find_map,
+    _is_sparse_config,
     _laplace_cov,
     _warn_at_bounds,
 )
+from .targets.sparse import SparseWhitenedTarget
 from .targets.whitened import WhitenedLatentTarget
 
 __all__ = ["SteinGPClassifier"]
@@ -94,6 +118,14 @@ _MIN_LATENT_VAR = 1e-12
 _TINY = 1e-280
 # Query rows handled at once, so that predict's memory stays O(rows * n).
 _CHUNK_BYTES = 32 * 1024**2
+# Fitted attributes that only one of the exact and sparse models has.
+_MODEL_SPECIFIC = (
+    "inducing_points_",
+    "X_train_",
+    "_y_train",
+    "_target",
+    "_batch_state",
+)
 
 
 def _default_kernel(n_features):
@@ -368,6 +400,14 @@ class _LatentDraws:
     def n_draws(self):
         return self.particles.shape[0]
 
+    @property
+    def n_latent(self):
+        return self.target.n_latent
+
+    @property
+    def likelihood(self):
+        return self.target.likelihood
+
     def theta(self, j, block):
         thetas, _ = self.target.split(self.particles[j])
         return thetas[block]
@@ -420,6 +460,54 @@ class _LatentDraws:
         return means, spread
 
 
+class _SparseLatentDraws:
+    """Per-particle Gaussian latent predictives of the sparse model.
+
+    Particle ``j`` holds ``(theta_j, v_j)``; given them every latent ``c``
+    is ``N(A' v_jc, gamma)`` at any input, with ``A = R^-1 K(Z, x)`` and
+    ``gamma = k(x, x) - |A|^2`` shared by the latents. The interface is the
+    one of :class:`_LatentDraws` (``moments`` with means ``(J, C, m)``), and
+    nothing here depends on the training data.
+    """
+
+    def __init__(self, adapter, Z, jitter, kernel_thetas, v, likelihood):
+        self.adapter = adapter
+        self.Z = Z
+        self.jitter = jitter
+        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
+        self.v = np.asarray(v, dtype=np.float64)  # (J, m, C)
+        self.likelihood = likelihood
+
+    @property
+    def n_draws(self):
+        return self.kernel_thetas.shape[0]
+
+    @property
+    def n_latent(self):
+        return self.v.shape[2]
+
+    def moments(self, Xq, *, full_cov=False, draws=None):
+        """Means (J, C, m) and variances (J, C, m) or covariances (J, C, m, m)."""
+        draws = np.arange(self.n_draws) if draws is None else np.asarray(draws)
+        with blas_threads_for(min(Xq.shape[0], _PREDICT_ROWS), self.Z.shape[0]):
+            means, spread = sparse_draw_moments(
+                self.adapter,
+                self.Z,
+                self.jitter,
+                self.kernel_thetas[draws],
+                self.v[draws],
+                Xq,
+                full_cov=full_cov,
+            )
+        C = self.n_latent
+        means = np.ascontiguousarray(means.transpose(0, 2, 1))
+        if not full_cov:
+            np.maximum(spread, 0.0, out=spread)
+        # The latents share one conditional (co)variance; each gets a copy,
+        # which callers may factorise in place.
+        return means, np.repeat(spread[:, None], C, axis=1)
+
+
 # --------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------
@@ -443,6 +531,12 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     classes use one latent function per class and a softmax likelihood in
     one joint model (not one-vs-rest).
 
+    With ``inducing_points`` the model is sparse: the particles hold the
+    hyperparameters and the whitened values ``v`` of every latent function
+    at ``m`` inducing inputs, one iteration costs ``O(b m^2 + m^3)`` per
+    particle on batches of ``b`` points, and :meth:`partial_fit` streams
+    data through in chunks.
+
     Parameters
     ----------
     kernel : sklearn kernel, default=None
@@ -462,6 +556,8 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         particles, and because classes rarely carry enough data each to
         pin down their own length scales. ``False`` gives each class its
         own block (same kernel family and prior); ignored for two classes.
+        The sparse model (``inducing_points``) shares one kernel across the
+        latents and rejects ``False`` for more than two classes.
     priors : dict, default=None
         Hyperparameter name (``"k2__length_scale"``, or one entry
         ``"k2__length_scale[0]"``) to a prior on the natural scale: a
@@ -497,7 +593,36 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     warm_start : bool, default=False
         Continue from the current particles and optimiser state, running
         ``max_iter`` further iterations, instead of starting anew. The
-        training set must be the one of the previous fit.
+        exact model needs the training set of the previous fit; the sparse
+        model's particles do not refer to the training inputs, so it may
+        continue on other data (with the same classes).
+    inducing_points : None, int or array-like of shape (m, n_features), \
+            default=None
+        ``None`` fits the exact model, ``O(n^3)`` per particle and
+        iteration. An int picks that many inducing inputs by k-means on the
+        training inputs; an array gives them. The particles then hold the
+        hyperparameters and the whitened inducing values ``v`` of every
+        latent function, jointly (seed 000, sections 3-4), start from an
+        SVGP Gaussian approximation with the same inducing inputs
+        (``init="map"``), and one iteration costs ``O(b m^2 + m^3)`` per
+        particle for batches of ``b`` points. The inducing inputs stay
+        fixed.
+    batch_size : int or None, default=None
+        With ``inducing_points``, points per minibatch: every iteration
+        draws one random batch, shared by the particles, and scales its
+        data term by ``n / batch_size``, an unbiased estimate of the full
+        gradient. ``None`` (or a size of at least ``n``) uses all the data.
+    learning_rate_decay : "auto", float or None, default="auto"
+        Robbins-Monro decay of the learning rate,
+        ``learning_rate * (1 + t / learning_rate_decay) ** -0.55`` at
+        iteration ``t``, which noisy minibatch gradients need to settle.
+        ``"auto"`` uses 100 with ``batch_size`` and no decay otherwise;
+        ``None`` keeps the rate constant.
+    n_jobs : int or None, default=None
+        Threads over which the particles' gradients are spread (``-1``: all
+        cores). Used with ``inducing_points``, where each particle's work is
+        many small matrix products; the exact model's large factorisations
+        use the threads of BLAS instead. Threads never change the result.
 
     Attributes
     ----------
@@ -509,12 +634,15 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     param_names_ : list of str
         Names of the particle coordinates: kernel hyperparameter names
         (prefixed ``"latent{c}__"`` per class when not shared), then
-        ``"nu[i]"`` (two classes) or ``"nu[c,i]"``.
+        ``"nu[i]"`` (two classes) or ``"nu[c,i]"``; for the sparse model
+        ``"v[j]"`` (two classes) or ``"v[j,c]"``, ``j`` over the inducing
+        inputs.
     kernels_ : list
         One fitted kernel per particle; with ``shared_kernel=False`` and
         more than two classes, one list of per-class kernels per particle.
     log_posterior_ : ndarray of shape (n_particles,)
-        Log joint posterior (up to a constant) at each particle.
+        Log joint posterior (up to a constant) at each particle; with
+        ``batch_size``, its estimate on the last minibatch.
     n_iter_ : int
         SVGD iterations run (cumulative over warm starts).
     history_ : dict of lists
@@ -524,12 +652,20 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         Kernel Stein discrepancy of the final particle set.
     map_params_ : ndarray of shape (n_theta,) or None
         Hyperparameters (log scale) of the Laplace MAP used for the
-        initialisation (``init="map"``).
+        initialisation (``init="map"``); for the sparse model, those of the
+        SVGP Gaussian approximation.
     diagnostics_ : dict
         ``jitter`` (relative diagonal jitter of every Gram matrix),
-        ``converged``, ``init_time``, ``fit_time``.
+        ``converged``, ``init_time``, ``fit_time``; the sparse model adds
+        ``svgp_elbo`` (of the initial approximation, full batch only) and
+        ``batch_size``.
+    inducing_points_ : ndarray of shape (m, n_features)
+        Inducing inputs (sparse model only).
+    n_samples_seen_ : int
+        Training points seen: ``n_samples`` after ``fit``, the running total
+        over ``partial_fit`` calls.
     X_train_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
+        Training inputs (exact model only; the sparse model keeps none).
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features,)
@@ -593,6 +729,18 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        "inducing_points": [
+            None,
+            Interval(Integral, 1, None, closed="left"),
+            "array-like",
+        ],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "learning_rate_decay": [
+            StrOptions({"auto"}),
+            None,
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "n_jobs": [None, Integral],
     }
 
     def __init__(
@@ -610,6 +758,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         random_state=None,
         verbose=0,
         warm_start=False,
+        inducing_points=None,
+        batch_size=None,
+        learning_rate_decay="auto",
+        n_jobs=None,
     ):
         self.kernel = kernel
         self.link = link
@@ -623,6 +775,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.inducing_points = inducing_points
+        self.batch_size = batch_size
+        self.learning_rate_decay = learning_rate_decay
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ fit
     def _continuing(self):
@@ -631,9 +787,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     def _log(self, msg):
         print(f"[{type(self).__name__}] {msg}")
 
-    def _build_target(self, X, y_enc, n_classes):
+    def _kernel_prior(self, n_features):
+        """Kernel, its adapter, bounds (log scale) and the prior of one block."""
         if self.kernel is None:
-            kernel = _default_kernel(X.shape[1])
+            kernel = _default_kernel(n_features)
         else:
             kernel = clone(self.kernel)
         adapter = KernelAdapter(kernel)
@@ -641,12 +798,17 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         block_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
         check_bounds(block_bounds, adapter.param_names)
         prior_set = PriorSet(dict(adapter.hyperparameter_slices), self.priors)
+        return kernel, adapter, block_bounds, prior_set
+
+    def _likelihood(self, n_classes):
+        """Likelihood and number of latent functions for ``n_classes``."""
         if n_classes == 2:
-            likelihood = Bernoulli(link=self.link)
-            n_latent = 1
-        else:
-            likelihood = Softmax(n_classes=n_classes, random_state=0)
-            n_latent = n_classes
+            return Bernoulli(link=self.link), 1
+        return Softmax(n_classes=n_classes, random_state=0), n_classes
+
+    def _build_target(self, X, y_enc, n_classes):
+        kernel, adapter, block_bounds, prior_set = self._kernel_prior(X.shape[1])
+        likelihood, n_latent = self._likelihood(n_classes)
         target = WhitenedLatentTarget(
             adapter,
             X,
@@ -790,10 +952,119 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                 reset=not continuing,
             )
             check_classification_targets(y)
-            with blas_threads_for(X.shape[0]):
-                fitted = self._fit(X, y, continuing)
-        self.__dict__.update(fitted)
+            fitted = self._fit_model(X, y, continuing, partial=False)
+        self._set_fitted(fitted)
         return self
+
+    @available_if(_is_sparse_config)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """Move the particles on one chunk of a stream (sparse model only).
+
+        The first call fixes the classes (``classes`` is then required, as
+        for scikit-learn's ``SGDClassifier``), chooses the inducing inputs
+        (an int ``inducing_points`` runs k-means on this chunk) and places
+        the particles; every call then runs ``max_iter`` SVGD iterations on
+        minibatches of the chunk, with the data term scaled to the number
+        of points seen so far (``n_samples_seen_``). Each chunk stands in
+        for all the data seen, so chunks should be random samples of the
+        stream (shuffle data stored in order first), as for any
+        stochastic-gradient fit. The learning-rate schedule, the optimiser
+        state and the batch random stream carry over between calls, and the
+        estimator pickles between them. Only available with
+        ``inducing_points``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One chunk of training inputs.
+        y : array-like of shape (n_samples,)
+            Its class labels, all among ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the whole stream. Required on the first call;
+            later calls may omit it or must repeat it.
+
+        Returns
+        -------
+        self : SteinGPClassifier
+            The updated estimator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPClassifier
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.normal(size=(300, 2))
+        >>> y = (X[:, 0] + X[:, 1] > 0).astype(int)
+        >>> clf = SteinGPClassifier(inducing_points=8, batch_size=50,
+        ...                         n_particles=4, max_iter=10, random_state=0)
+        >>> for chunk in np.array_split(np.arange(300), 3):
+        ...     clf = clf.partial_fit(X[chunk], y[chunk], classes=[0, 1])
+        >>> clf.n_samples_seen_, clf.inducing_points_.shape
+        (300, (8, 2))
+        >>> bool(clf.score(X, y) > 0.9)
+        True
+        """
+        continuing = hasattr(self, "particles_")
+        with atomic_feature_state(self):
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=np.float64,
+                order="C",
+                reset=not continuing,
+            )
+            check_classification_targets(y)
+            classes = self._stream_classes(classes, continuing)
+            fitted = self._fit_model(X, y, continuing, partial=True, classes=classes)
+        self._set_fitted(fitted)
+        return self
+
+    def _stream_classes(self, classes, continuing):
+        """The classes of a ``partial_fit`` stream, checked against earlier calls."""
+        if classes is None:
+            if not continuing:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit: "
+                    "a chunk need not hold every class of the stream."
+                )
+            return self.classes_
+        classes = np.unique(np.asarray(classes))
+        if continuing and not np.array_equal(classes, self.classes_):
+            raise ValueError(
+                f"classes={classes.tolist()} is not the same as on earlier calls "
+                f"to partial_fit, {self.classes_.tolist()}."
+            )
+        if classes.size < 2:
+            raise ValueError(
+                f"{type(self).__name__} requires 2 classes; got {classes.size} "
+                "in classes."
+            )
+        return classes
+
+    def _set_fitted(self, fitted):
+        # Attributes of the other model (exact or sparse) must not outlive
+        # a refit.
+        for key in _MODEL_SPECIFIC:
+            if key not in fitted:
+                self.__dict__.pop(key, None)
+        self.__dict__.update(fitted)
+
+    def _fit_model(self, X, y, continuing, partial, classes=None):
+        sparse = self.inducing_points is not None
+        if continuing and sparse != hasattr(self, "inducing_points_"):
+            raise ValueError(
+                "Cannot continue a fit of the "
+                f"{'exact' if sparse else 'sparse'} model as the "
+                f"{'sparse' if sparse else 'exact'} one; set warm_start=False "
+                "to refit."
+            )
+        if not sparse:
+            check_sparse_options(self, X.shape[0])  # rejects a batch_size
+            with blas_threads_for(X.shape[0]):
+                return self._fit(X, y, continuing)
+        return self._fit_sparse(X, y, continuing, partial, classes)
 
     def _fit(self, X, y, continuing):
         t_start = time.perf_counter()
@@ -895,12 +1166,174 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                 "init_time": t_init,
                 "fit_time": time.perf_counter() - t_start,
             },
+            "n_samples_seen_": X.shape[0],
             "X_train_": X,
             "_y_train": y_enc,
             "_draws": draws,
             "_target": target,
             "_svgd_state": result.state,
         }
+
+    def _sparse_labels(self, y, classes, continuing):
+        """Classes and label codes of a sparse fit (``classes`` from partial_fit)."""
+        if classes is None:
+            classes, y_enc = np.unique(y, return_inverse=True)
+            if classes.size < 2:
+                raise ValueError(
+                    f"{type(self).__name__} requires 2 classes; got "
+                    f"{classes.size} class (label {classes[0]!r})."
+                )
+            if continuing and not np.array_equal(classes, self.classes_):
+                raise ValueError(
+                    "warm_start needs the classes of the previous fit "
+                    f"{self.classes_.tolist()}; got {classes.tolist()}."
+                )
+            return classes, y_enc
+        unseen = ~np.isin(y, classes)
+        if np.any(unseen):
+            raise ValueError(
+                f"y holds labels {np.unique(y[unseen]).tolist()} that are not in "
+                f"classes={classes.tolist()}."
+            )
+        return classes, np.searchsorted(classes, y)
+
+    def _fit_sparse(self, X, y, continuing, partial, classes):
+        t_start = time.perf_counter()
+        name = type(self).__name__
+        classes, y_enc = self._sparse_labels(y, classes, continuing)
+        if classes.size > 2 and not self.shared_kernel:
+            raise ValueError(
+                "shared_kernel=False is not available with inducing_points: the "
+                "sparse model shares one kernel across the latent functions. "
+                "Set shared_kernel=True, or inducing_points=None for the exact "
+                "model with one kernel per class."
+            )
+        check_input_magnitude(X)
+        batch_size = check_sparse_options(self, X.shape[0])
+        kernel, adapter, hyper_bounds, prior_set = self._kernel_prior(X.shape[1])
+        likelihood, n_latent = self._likelihood(classes.size)
+        start = np.clip(kernel.theta, hyper_bounds[:, 0], hyper_bounds[:, 1])
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(0, 2**31 - 1, size=3)
+        if continuing:
+            Z = self.inducing_points_
+        else:
+            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]))
+        check_sparse_memory(batch_size or X.shape[0], Z.shape[0], name)
+        n_seen = X.shape[0] + (self.n_samples_seen_ if partial and continuing else 0)
+        target = SparseWhitenedTarget(
+            adapter,
+            X,
+            y_enc.astype(np.float64) if n_latent == 1 else y_enc,
+            Z,
+            likelihood,
+            prior_set,
+            n_total=n_seen,
+        )
+        names = target.param_names
+        h, p = target.n_hyper, adapter.n_params
+        bounds = np.vstack(
+            [hyper_bounds, np.tile([-np.inf, np.inf], (target.n_params - h, 1))]
+        )
+        evaluator = _batch_evaluator(
+            target,
+            batch_size=batch_size,
+            rng=np.random.default_rng(int(seeds[1])),
+            n_jobs=self.n_jobs,
+        )
+        state, elbo = None, None
+        with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
+            if continuing:
+                if self.particles_.shape != (self.n_particles, len(names)):
+                    raise ValueError(
+                        "Continuing a fit needs the same number of particles "
+                        f"and parameters: have {self.particles_.shape}, asked "
+                        f"for ({self.n_particles}, {len(names)})."
+                    )
+                particles, centre = self.particles_, self.map_params_
+                state = self._svgd_state
+                # The permutation of the last chunk means nothing for this
+                # one; the random stream carries on.
+                evaluator.set_state(self._batch_state)
+                elbo = self.diagnostics_.get("svgp_elbo")
+            else:
+                particles, centre, elbo = sparse_initial_particles(
+                    target,
+                    init=self.init,
+                    n_particles=self.n_particles,
+                    hyper_start=start,
+                    hyper_bounds=hyper_bounds,
+                    prior_set=prior_set,
+                    rng=np.random.default_rng(int(seeds[2])),
+                    batch_size=batch_size,
+                )
+                if centre is not None:
+                    centre = centre[:h]
+                    if self.verbose:
+                        self._log(
+                            f"Gaussian approximation with {Z.shape[0]} inducing "
+                            f"points: {_describe_hyper(names[:h], centre)}"
+                        )
+            t_init = time.perf_counter() - t_start
+            evaluator.check_initial(particles)
+            result = run_svgd(
+                evaluator,
+                particles,
+                max_iter=self.max_iter,
+                learning_rate=self.learning_rate,
+                tol=self.tol,
+                bounds=bounds,
+                state=state,
+                verbose=self.verbose,
+                print_fn=self._log,
+                decay=svgd_decay(self.learning_rate_decay, batch_size is not None),
+                stochastic=batch_size is not None,
+            )
+        particles = result.particles
+        history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
+        for key, trace in result.history.items():
+            history.setdefault(key, []).extend(trace)
+        if batch_size is None and not result.converged and self.max_iter > 0:
+            warnings.warn(
+                f"SVGD did not converge in {self.max_iter} iterations (last "
+                f"largest move {result.history['max_move'][-1]:.2e} > tol="
+                f"{self.tol}); increase max_iter or learning_rate.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        _warn_at_bounds(particles[:, :h], hyper_bounds, names[:h])
+        kernel_thetas = particles[:, :p]
+        v = particles[:, h:].reshape(particles.shape[0], Z.shape[0], n_latent)
+        draws = _SparseLatentDraws(
+            adapter, Z, target.jitter, kernel_thetas, v, likelihood
+        )
+        return {
+            "classes_": classes,
+            "particles_": particles,
+            "param_names_": names,
+            "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
+            "log_posterior_": result.log_density,
+            "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
+            "history_": history,
+            "ksd_": float(kernel_stein_discrepancy(particles, result.grads)),
+            "map_params_": centre,
+            "diagnostics_": {
+                "jitter": target.jitter,
+                "converged": result.converged,
+                "init_time": 0.0 if continuing else t_init,
+                "fit_time": time.perf_counter() - t_start,
+                "svgp_elbo": elbo,
+                "batch_size": batch_size,
+            },
+            "inducing_points_": Z,
+            "n_samples_seen_": n_seen,
+            "_draws": draws,
+            "_svgd_state": result.state,
+            "_batch_state": evaluator.get_state(),
+        }
+
+    def _is_sparse(self):
+        return isinstance(self._draws, _SparseLatentDraws)
 
     # -------------------------------------------------------------- predict
     def _validate_query(self, X):
@@ -913,7 +1346,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         """Log predictive odds, averaged over particles in probability space."""
         means, variances = self._draws.moments(X)
         mu, var = means[:, 0].ravel(), variances[:, 0].ravel()
-        lik = self._target.likelihood
+        lik = self._draws.likelihood
         J, m = means.shape[0], X.shape[0]
         lp1 = lik.log_predictive_density(np.ones_like(mu), mu, var).reshape(J, m)
         lp0 = lik.log_predictive_density(np.zeros_like(mu), mu, var).reshape(J, m)
@@ -964,7 +1397,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         var = variances.transpose(0, 2, 1).reshape(J * m, C)
         var = np.maximum(var, _MIN_LATENT_VAR)
         draws = Softmax(C, n_samples=_SOFTMAX_PREDICT_DRAWS, random_state=0)
-        proba = self._target.likelihood.predictive(mu, var, draws=draws.default_draws())
+        proba = self._draws.likelihood.predictive(mu, var, draws=draws.default_draws())
         proba = proba.reshape(J, m, C).mean(axis=0)
         np.clip(proba, 0.0, 1.0, out=proba)
         proba /= proba.sum(axis=1, keepdims=True)
@@ -1114,7 +1547,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         X = self._validate_query(X)
         check_n_samples(n_samples)
         rng = check_random_state(random_state)
-        C = self._target.n_latent
+        C = self._draws.n_latent
         which = rng.randint(self._draws.n_draws, size=n_samples)
         out = np.empty((X.shape[0], C, n_samples))
         for j in np.unique(which):
@@ -1135,7 +1568,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         update ``k(x, X) K^-1 (f - f_prior(X))``. The functions are frozen:
         every call returns the same values, they have analytic input
         gradients and they pickle. Apply the likelihood's link (sigmoid,
-        probit or softmax) to turn them into class probabilities.
+        probit or softmax) to turn them into class probabilities. For the
+        sparse model the update conditions on the particle's inducing values
+        ``u = R_theta v`` at the inducing inputs instead.
 
         Parameters
         ----------
@@ -1172,6 +1607,8 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         check_n_samples(n_samples)
+        if self._is_sparse():
+            return self._sparse_function_samples(n_samples, random_state, n_features)
         draws, target = self._draws, self._target
         spec = require_spectral_spec(target.adapter.kernel, "sample_latent(X)")
         rng = check_random_state(random_state)
@@ -1203,6 +1640,22 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                     draws=which,
                 )
             )
+        return functions[0] if len(functions) == 1 else functions
+
+    def _sparse_function_samples(self, n_samples, random_state, n_features):
+        draws = self._draws
+        require_spectral_spec(draws.adapter.kernel, "sample_latent(X)")
+        functions, _ = sparse_function_samples(
+            draws.adapter,
+            draws.Z,
+            draws.jitter,
+            draws.kernel_thetas,
+            draws.v,
+            None,
+            n_samples,
+            check_random_state(random_state),
+            n_features,
+        )
         return functions[0] if len(functions) == 1 else functions
 
     def _feature_free_variance(self, spec, thetas):
