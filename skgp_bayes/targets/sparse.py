@@ -255,22 +255,20 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     The ``gamma`` term depends on ``K_uu`` only through ``K_uu^-1``, so its
     gradient is ``B diag(gbar) B'`` with ``B = R^-T A``, with no Cholesky
     reverse pass; the mean term ``A' v`` needs one, but its ``Rbar = -W H'``
-    (``W = R^-T v``, ``H = A g_mu``) has rank ``C``, so the triangular
-    product of the reverse rule is a suffix sum, ``O(m^2 C)`` instead of a
-    full ``O(m^3)`` product. Same result as :func:`_pullback` to round-off.
+    (``W = R^-T v``, ``H = A g_mu``) has rank ``C``, and the triangular
+    product of the reverse rule collapses to ``tril(v H')``, ``O(m^2 C)``
+    instead of a full ``O(m^3)`` product. Same result as :func:`_pullback`
+    to round-off.
     """
     m = Z.shape[0]
     B = solve_triangular(R, A, lower=True, trans=1, check_finite=False)
     W = solve_triangular(R, v, lower=True, trans=1, check_finite=False)
     H = A @ g_mu
     Kufbar = W @ g_mu.T - 2.0 * B * gbar
-    # Murray's P = Phi(R' tril(Rbar)) for Rbar = -sum_c w_c h_c':
-    # (R' tril(w h'))_ij = h_j sum_{k >= j} R_ki w_k, a suffix sum over k.
-    P = np.zeros((m, m))
-    for c in range(v.shape[1]):
-        suffix = np.cumsum((R * W[:, c : c + 1])[::-1], axis=0)[::-1]
-        P -= suffix.T * H[:, c]
-    P = np.tril(P)
+    # Murray's P = Phi(R' tril(Rbar)) for Rbar = -sum_c w_c h_c'. For i >= j,
+    # (R' tril(w h'))_ij = h_j sum_{k >= j} R_ki w_k = h_j (R' w)_i, as
+    # R_ki = 0 for k < i; and R' w = v. So P = -Phi(v H').
+    P = -np.tril(v @ H.T)
     P[np.diag_indices_from(P)] *= 0.5
     G = solve_triangular(R, P, lower=True, trans=1, check_finite=False)
     G = solve_triangular(R, G.T, lower=True, trans=1, check_finite=False)
