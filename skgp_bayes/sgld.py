@@ -1,5 +1,6 @@
 """SGLD over GP hyperparameters with unbiased early-stopped CG (seed 002)."""
 
+import copy
 import time
 import warnings
 from numbers import Integral, Real
@@ -40,6 +41,30 @@ _CG_QUERY_BLOCK = 128
 # Fewer kept draws per chain than this make R-hat and ESS unreliable.
 _MIN_DIAGNOSTIC_DRAWS = 100
 _RHAT_WARN = 1.1
+# Parameters that define the chains: a warm start needs them unchanged
+# (n_iter, burn-in, thinning, prediction and parallelism may change).
+_CHAIN_PARAMS = (
+    "noise_variance_bounds",
+    "step_size_start",
+    "step_size_end",
+    "step_size_gamma",
+    "freeze_threshold",
+    "freeze_window",
+    "preconditioner",
+    "map_subset",
+    "n_probes",
+    "probe_refresh",
+    "early_stop_q",
+    "beta",
+    "max_random_steps",
+    "solver",
+    "cg_tol",
+    "cg_max_iter",
+    "storage",
+    "n_chains",
+    "normalize_y",
+    "backend",
+)
 
 
 class _SafeGradient:
@@ -59,11 +84,18 @@ class _SafeGradient:
             return float("nan"), np.full(params.shape[0], np.nan)
 
 
-def _run_chain(
-    adapter, X, y, prior_set, log_noise, start, seed, options, M, bounds, verbose
-):
-    grad_rng, noise_rng = (np.random.default_rng(s) for s in seed.spawn(2))
+def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, verbose):
+    """Run (or continue) one chain.
+
+    ``chain`` holds either ``"start"`` and ``"seed"`` (a new chain) or
+    ``"state"``, the state a previous run returned (warm start).
+    """
     xp = get_array_module(options["backend"])
+    resumed = chain.get("state")
+    if resumed is None:
+        grad_rng, noise_rng = (np.random.default_rng(s) for s in chain["seed"].spawn(2))
+    else:
+        grad_rng, noise_rng = None, resumed["noise_rng"]
     gradient = StochasticMarginalGradient(
         adapter,
         X,
@@ -75,18 +107,21 @@ def _run_chain(
         probe_refresh=options["probe_refresh"],
         q=options["q"],
         beta=options["beta"],
+        max_random_steps=options["max_random_steps"],
         solver=options["solver"],
         tol=options["tol"],
         max_iter=options["max_iter"],
         storage=options["storage"],
         xp=xp,
     )
+    if resumed is not None:
+        gradient.set_state(resumed["gradient"])
     with warnings.catch_warnings(record=True) as caught:
         # CG budget warnings of single gradients are summarised once, in fit.
         warnings.simplefilter("always")
         result = run_sgld(
             _SafeGradient(gradient),
-            start,
+            chain.get("start"),
             n_iter=options["n_iter"],
             a=options["a"],
             b=options["b"],
@@ -100,16 +135,29 @@ def _run_chain(
             print_fn=lambda msg: print(
                 f"[SGLDGPRegressor chain {options['chain']}] {msg}"
             ),
+            resume=None if resumed is None else resumed["sgld"],
         )
     messages = [str(w.message) for w in caught if issubclass(w.category, Warning)]
+    cg_iterations = np.asarray(gradient.cg_iterations, dtype=np.int64)
+    max_residual = gradient.max_residual
+    if resumed is not None:
+        cg_iterations = np.concatenate([resumed["cg_iterations"], cg_iterations])
+        max_residual = max(max_residual, resumed["max_residual"])
     return {
         "samples": result.samples,
         "step_sizes": result.step_sizes,
         "frozen_at": result.frozen_at,
         "n_rejected": result.n_rejected,
-        "cg_iterations": np.asarray(gradient.cg_iterations, dtype=np.int64),
-        "max_residual": gradient.max_residual,
+        "cg_iterations": cg_iterations,
+        "max_residual": max_residual,
         "warnings": messages,
+        "state": {
+            "sgld": result.state,
+            "noise_rng": noise_rng,
+            "gradient": gradient.get_state(),
+            "cg_iterations": cg_iterations,
+            "max_residual": max_residual,
+        },
     }
 
 
@@ -253,14 +301,26 @@ class SGLDGPRegressor(
         ``beta=1`` the weight ``exp(beta j (j + 1) / 2)`` of a rare long
         continuation then gives gradients thousands of times their typical
         size (seen as jumps of whole chains). ``beta=0.1`` costs about one
-        more CG iteration per gradient on small problems and removed those
-        jumps.
+        more CG iteration per gradient on small problems and made those
+        jumps rarer; ``max_random_steps`` removes them.
+    max_random_steps : int or None, default=10
+        Randomised continuation steps after which a ULISSE solve stops
+        drawing, keeps its weight ``exp(beta J (J + 1) / 2)`` (245 for the
+        defaults) and runs CG on to ``cg_tol``. The gradient stays unbiased
+        and its weights bounded; without the cap (``None``) they are not,
+        and on full Concrete (n = 1030) one gradient in a few hundred was
+        hundreds of times its typical size, enough to throw a chain out of
+        the posterior. Smaller values lower the variance further but finish
+        more solves to full tolerance (more CG iterations); 0 is CG to
+        ``cg_tol``.
     solver : {"ulisse", "cg"}, default="ulisse"
         ``"cg"`` solves every system to ``cg_tol`` (slower; the reference).
     cg_tol : float, default=1e-8
         Relative residual at which a solve counts as exact.
     cg_max_iter : int or None, default=None
-        CG budget per gradient; ``n`` by default.
+        CG budget per gradient; ``max(2 n, 100)`` by default (a solve that
+        reaches ``max_random_steps`` must reach ``cg_tol``, which can take
+        more than ``n`` iterations in floating point).
     storage : {"auto", "dense", "matrix_free"}, default="auto"
         ``"dense"`` stores the kernel matrix for the CG products (fast, n^2
         memory); ``"matrix_free"`` regenerates it in every product (O(n)
@@ -282,6 +342,22 @@ class SGLDGPRegressor(
     normalize_y : bool, default=True
         Standardise the target; priors and noise bounds then refer to the
         standardised scale.
+    warm_start : bool, default=False
+        When fitted before, continue every chain from where it stopped for
+        ``n_iter`` further iterations, appending to ``chains_`` and
+        ``step_sizes_`` (position, step-size counter, halvings, freezing
+        window and frozen step, probes, warm-start solutions and random
+        streams all continue), and recompute the burn-in, ``samples_``,
+        diagnostics and predictive draws over the whole chains. The MAP and
+        preconditioner are kept and ``random_state`` is not used again. With a
+        constant step size the result equals one fit of the summed
+        ``n_iter``, bit for bit; a decaying schedule continues the first
+        fit's ``a (b + t)^-gamma``, which was fitted to that fit's ``n_iter``.
+        ``X``, ``y``, the hyperparameters and the parameters that set the
+        chains' dynamics (all but ``n_iter``, ``burn_in``, ``thin``,
+        ``n_predict_draws``, ``predict_solver``, ``priors``, ``n_jobs``,
+        ``random_state`` and ``verbose``) must be unchanged, else
+        ``ValueError``.
     n_jobs : int or None, default=None
         Chains run in parallel processes (joblib); results do not depend on
         it.
@@ -319,6 +395,7 @@ class SGLDGPRegressor(
     noise_variance_ : ndarray of shape (n_predict_draws,)
         Noise variances of the predictive draws, in the units of ``y``.
     n_iter_ : int
+        Iterations per chain, over all warm-started fits.
     diagnostics_ : dict
         ``cg_iterations_mean`` (block CG iterations per gradient),
         ``cg_max_residual``, ``n_rejected``, ``rhat``, ``ess``,
@@ -373,6 +450,7 @@ class SGLDGPRegressor(
         "probe_refresh": [Interval(Integral, 1, None, closed="left")],
         "early_stop_q": [Interval(Real, 0, None, closed="left")],
         "beta": [Interval(Real, 0, None, closed="neither")],
+        "max_random_steps": [None, Interval(Integral, 0, None, closed="left")],
         "solver": [StrOptions({"ulisse", "cg"})],
         "cg_tol": [Interval(Real, 0, 1, closed="neither")],
         "cg_max_iter": [None, Interval(Integral, 1, None, closed="left")],
@@ -383,6 +461,7 @@ class SGLDGPRegressor(
         "n_predict_draws": [Interval(Integral, 1, None, closed="left")],
         "predict_solver": [StrOptions({"auto", "cholesky", "cg"})],
         "normalize_y": ["boolean"],
+        "warm_start": ["boolean"],
         "n_jobs": [None, Integral],
         "backend": [StrOptions({"numpy", "cupy"})],
         "random_state": ["random_state"],
@@ -408,6 +487,7 @@ class SGLDGPRegressor(
         probe_refresh=20,
         early_stop_q=0.1,
         beta=0.1,
+        max_random_steps=10,
         solver="ulisse",
         cg_tol=1e-8,
         cg_max_iter=None,
@@ -418,6 +498,7 @@ class SGLDGPRegressor(
         n_predict_draws=30,
         predict_solver="auto",
         normalize_y=True,
+        warm_start=False,
         n_jobs=None,
         backend="numpy",
         random_state=None,
@@ -439,6 +520,7 @@ class SGLDGPRegressor(
         self.probe_refresh = probe_refresh
         self.early_stop_q = early_stop_q
         self.beta = beta
+        self.max_random_steps = max_random_steps
         self.solver = solver
         self.cg_tol = cg_tol
         self.cg_max_iter = cg_max_iter
@@ -449,6 +531,7 @@ class SGLDGPRegressor(
         self.n_predict_draws = n_predict_draws
         self.predict_solver = predict_solver
         self.normalize_y = normalize_y
+        self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.backend = backend
         self.random_state = random_state
@@ -475,6 +558,7 @@ class SGLDGPRegressor(
             "probe_refresh": self.probe_refresh,
             "q": self.early_stop_q,
             "beta": self.beta,
+            "max_random_steps": self.max_random_steps,
             "solver": self.solver,
             "tol": self.cg_tol,
             "max_iter": self.cg_max_iter,
@@ -540,29 +624,42 @@ class SGLDGPRegressor(
         check_input_magnitude(X)
         get_array_module(self.backend)  # fail before any work if unusable
         options = self._options()
-        y_mean, y_std = target_scale(y, self.normalize_y)
-        y_model = (y - y_mean) / y_std
         kernel, adapter, names, bounds, start, prior_set, log_noise = (
             self._hyperparameters()
         )
-        rng = check_random_state(self.random_state)
         p = len(names)
         if p == 0:
             raise ValueError(
                 "SGLDGPRegressor needs at least one free hyperparameter; every "
                 "kernel hyperparameter and the noise variance are fixed."
             )
-        map_params, M = self._preconditioning(
-            adapter, X, y_model, prior_set, log_noise, start, bounds, rng
-        )
-        root = np.linalg.cholesky(M)
-        starts = map_params + rng.standard_normal((self.n_chains, p)) @ root.T
-        if self.preconditioner == "identity":
-            starts[:] = map_params
-        starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
-        seeds = np.random.SeedSequence(rng.randint(np.iinfo(np.int32).max)).spawn(
-            self.n_chains
-        )
+        warm = self.warm_start and hasattr(self, "_chain_states")
+        if warm:
+            y_model = self._check_warm_start(X, y, names, bounds)
+            y_mean, y_std = self._y_mean, self._y_std
+            map_params, M = self.map_params_, self.preconditioner_
+            # The schedule is the first fit's, continued.
+            options["a"], options["b"] = self._schedule
+            # Copies: the stored states stay as they are if this fit fails.
+            chain_inputs = [{"state": copy.deepcopy(s)} for s in self._chain_states]
+        else:
+            y_mean, y_std = target_scale(y, self.normalize_y)
+            y_model = (y - y_mean) / y_std
+            rng = check_random_state(self.random_state)
+            map_params, M = self._preconditioning(
+                adapter, X, y_model, prior_set, log_noise, start, bounds, rng
+            )
+            root = np.linalg.cholesky(M)
+            starts = map_params + rng.standard_normal((self.n_chains, p)) @ root.T
+            if self.preconditioner == "identity":
+                starts[:] = map_params
+            starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
+            seeds = np.random.SeedSequence(rng.randint(np.iinfo(np.int32).max)).spawn(
+                self.n_chains
+            )
+            chain_inputs = [
+                {"start": starts[c], "seed": seeds[c]} for c in range(self.n_chains)
+            ]
         jobs = (
             delayed(_run_chain)(
                 adapter,
@@ -570,8 +667,7 @@ class SGLDGPRegressor(
                 y_model,
                 prior_set,
                 log_noise,
-                starts[c],
-                seeds[c],
+                chain_inputs[c],
                 {**options, "chain": c},
                 M,
                 bounds,
@@ -581,20 +677,25 @@ class SGLDGPRegressor(
         )
         runs = Parallel(n_jobs=self.n_jobs)(jobs)
         chains = np.stack([r["samples"] for r in runs])
+        step_sizes = np.stack([r["step_sizes"] for r in runs])
+        if warm:
+            chains = np.concatenate([self.chains_, chains], axis=1)
+            step_sizes = np.concatenate([self.step_sizes_, step_sizes], axis=1)
+        n_total = chains.shape[1]
         frozen_at = [r["frozen_at"] for r in runs]
         notes = []
         if self.burn_in is not None:
-            burn = min(self.burn_in, self.n_iter - 1)
+            burn = min(self.burn_in, n_total - 1)
         elif all(f is not None for f in frozen_at):
             burn = max(frozen_at) + 1
         else:
-            burn = self.n_iter // 2
+            burn = n_total // 2
             if self.freeze_threshold is not None:
                 notes.append(
                     "the step size did not freeze in every chain; the first half "
                     "of each chain was discarded"
                 )
-        burn = min(burn, self.n_iter - 1)
+        burn = min(burn, n_total - 1)
         kept = chains[:, burn :: self.thin]
         rhat, ess = self._diagnostics(kept, notes)
         self._report_warnings(runs, rhat, names)
@@ -625,7 +726,7 @@ class SGLDGPRegressor(
         return {
             "samples_": kept,
             "chains_": chains,
-            "step_sizes_": np.stack([r["step_sizes"] for r in runs]),
+            "step_sizes_": step_sizes,
             "frozen_at_": frozen_at,
             "burn_in_": int(burn),
             "param_names_": names,
@@ -635,7 +736,7 @@ class SGLDGPRegressor(
             "preconditioner_": M,
             "kernels_": [kernel.clone_with_theta(t) for t in thetas],
             "noise_variance_": noise_model * np.float64(y_std) * y_std,
-            "n_iter_": self.n_iter,
+            "n_iter_": n_total,
             "diagnostics_": {
                 "cg_iterations_mean": float(cg_iters.mean()) if cg_iters.size else 0.0,
                 "cg_max_residual": max(r["max_residual"] for r in runs),
@@ -650,7 +751,52 @@ class SGLDGPRegressor(
             "_y_mean": y_mean,
             "_y_std": y_std,
             "_draws": draws,
+            "_chain_states": [r["state"] for r in runs],
+            "_schedule": (options["a"], options["b"]),
+            "_signature": self._chain_signature(names, bounds),
         }
+
+    def _chain_signature(self, names, bounds):
+        """What a warm start must find unchanged, as comparable values."""
+        params = {name: repr(getattr(self, name)) for name in _CHAIN_PARAMS}
+        params["hyperparameters"] = repr((list(names), bounds.tolist()))
+        return params
+
+    def _check_warm_start(self, X, y, names, bounds):
+        """The previous fit's data and chain set-up, or a ValueError.
+
+        Returns the target on the model's scale.
+        """
+        if X.shape != self.X_train_.shape or not np.array_equal(X, self.X_train_):
+            what = (
+                f"shape {self.X_train_.shape}, got {X.shape}"
+                if X.shape != self.X_train_.shape
+                else "same shape, other values"
+            )
+            raise ValueError(
+                "warm_start=True continues the chains of the previous fit, which "
+                f"used another X ({what}); fit with the same X and y, or set "
+                "warm_start=False to start afresh."
+            )
+        y_model = (y - self._y_mean) / self._y_std
+        if not np.array_equal(y_model, self.y_train_):
+            raise ValueError(
+                "warm_start=True continues the chains of the previous fit, which "
+                "used another y; fit with the same X and y, or set "
+                "warm_start=False to start afresh."
+            )
+        now = self._chain_signature(names, bounds)
+        changed = [k for k in now if now[k] != self._signature.get(k)]
+        if changed:
+            detail = "; ".join(
+                f"{k}: {self._signature.get(k)} -> {now[k]}" for k in changed
+            )
+            raise ValueError(
+                "warm_start=True continues the chains of the previous fit, but "
+                f"parameters that define them changed ({detail}). Restore them, "
+                "or set warm_start=False to start afresh."
+            )
+        return y_model
 
     def _diagnostics(self, kept, notes):
         p = kept.shape[2]

@@ -201,3 +201,52 @@ def test_same_seed_same_chain():
         _standard_normal, np.ones(2), **{**kw, "rng": np.random.default_rng(7)}
     )
     np.testing.assert_array_equal(first.samples, again.samples)
+
+
+@pytest.mark.parametrize("split", [100, 140, 420])  # before, at, after freezing
+def test_resume_equals_one_run(split):
+    # A noisy gradient, a decaying schedule, freezing, a NaN gradient (a
+    # rejection halves the step) and bounds: everything the state carries.
+    # The split points fall inside freezing windows.
+    def make_gradient():
+        rng = np.random.default_rng(5)
+        calls = {"n": 0}
+
+        def gradient(x):
+            calls["n"] += 1
+            if calls["n"] == 60:
+                return 0.0, np.full(2, np.nan)
+            return 0.0, -x + 20.0 * rng.standard_normal(x.shape)
+
+        return gradient
+
+    a, b = sgld_schedule(1e-3, 1e-5, 600)
+    kw = dict(
+        a=a,
+        b=b,
+        freeze_threshold=0.003,
+        freeze_window=70,
+        bounds=np.array([[-3.0, 3.0], [-3.0, 3.0]]),
+    )
+    with pytest.warns(SamplerWarning):
+        whole = run_sgld(
+            make_gradient(), np.zeros(2), n_iter=600, rng=np.random.default_rng(3), **kw
+        )
+    assert 100 < whole.frozen_at < 420 and whole.n_rejected == 1
+    gradient, rng = make_gradient(), np.random.default_rng(3)
+    with pytest.warns(SamplerWarning):
+        first = run_sgld(gradient, np.zeros(2), n_iter=split, rng=rng, **kw)
+    second = run_sgld(
+        gradient, None, n_iter=600 - split, rng=rng, resume=first.state, **kw
+    )
+    np.testing.assert_array_equal(
+        np.concatenate([first.samples, second.samples]), whole.samples
+    )
+    np.testing.assert_array_equal(
+        np.concatenate([first.step_sizes, second.step_sizes]), whole.step_sizes
+    )
+    assert second.frozen_at == whole.frozen_at
+    assert second.freeze_ratios == whole.freeze_ratios
+    assert second.n_rejected == 1 and second.state.t == 600
+    # the state is not mutated by the run that continued from it
+    assert first.state.t == split

@@ -11,6 +11,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
+from skgp_bayes.inference import sgld_schedule
 
 FAST = dict(n_iter=60, n_chains=2, random_state=0)
 
@@ -219,6 +220,8 @@ def test_sample_y(fitted, data):
         (dict(step_size_start=1e-3, step_size_end=1e-1), "must not exceed"),
         (dict(early_stop_q=-0.1), "early_stop_q"),
         (dict(beta=0.0), "beta"),
+        (dict(max_random_steps=-1), "max_random_steps"),
+        (dict(warm_start="yes"), "warm_start"),
         (dict(solver="lu"), "solver"),
         (dict(backend="torch"), "backend"),
         (dict(noise_variance_bounds=(1.0, 0.1)), "noise_variance_bounds"),
@@ -305,3 +308,106 @@ def test_diagnostics_with_one_chain(data):
     assert np.all(np.isnan(reg.rhat_))
     assert np.all(np.isfinite(reg.ess_)) and np.all(reg.ess_ > 0)
     assert any("2 chains" in note for note in reg.diagnostics_["notes"])
+
+
+# Constant step: the schedule does not depend on n_iter, so a warm start can
+# equal one long fit. probe_refresh=7 puts the split (45) inside a probe block.
+WARM = dict(
+    n_chains=2,
+    step_size_start=0.05,
+    step_size_end=0.05,
+    probe_refresh=7,
+    random_state=0,
+)
+
+
+def test_warm_start_equals_one_long_fit(data, monkeypatch):
+    from skgp_bayes.linalg import ulisse
+
+    X, y = data
+    whole = SGLDGPRegressor(n_iter=70, **WARM).fit(X, y)
+    reg = SGLDGPRegressor(n_iter=45, warm_start=True, **WARM).fit(X, y)
+    assert reg.n_iter_ == 45 and reg.chains_.shape == (2, 45, 3)
+    np.testing.assert_array_equal(reg.chains_, whole.chains_[:, :45])
+    # A warm start interrupted inside the second chain leaves the stored
+    # chain states (random streams included) as they were.
+    original = ulisse.StochasticMarginalGradient.log_likelihood_gradient
+    calls = {"n": 0}
+
+    def interrupted(self, params):
+        calls["n"] += 1
+        if calls["n"] > 30:
+            raise RuntimeError("interrupted")
+        return original(self, params)
+
+    reg.set_params(n_iter=25)
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            ulisse.StochasticMarginalGradient, "log_likelihood_gradient", interrupted
+        )
+        with pytest.raises(RuntimeError, match="interrupted"):
+            reg.fit(X, y)
+    assert calls["n"] == 31 and reg.n_iter_ == 45
+    reg = pickle.loads(pickle.dumps(reg))  # the chain states survive pickling
+    reg.fit(X, y)
+    for name in (
+        "chains_",
+        "step_sizes_",
+        "samples_",
+        "noise_variance_",
+        "map_params_",
+    ):
+        np.testing.assert_array_equal(getattr(reg, name), getattr(whole, name))
+    assert reg.n_iter_ == 70 and reg.burn_in_ == whole.burn_in_ == 35
+    assert reg.frozen_at_ == whole.frozen_at_
+    assert (
+        reg.diagnostics_["cg_iterations_mean"]
+        == whole.diagnostics_["cg_iterations_mean"]
+    )
+    np.testing.assert_array_equal(reg.predict(X), whole.predict(X))
+
+
+def test_warm_start_continues_the_first_schedule(data):
+    X, y = data
+    reg = SGLDGPRegressor(
+        n_iter=40, n_chains=1, warm_start=True, freeze_threshold=None, random_state=0
+    ).fit(X, y)
+    first = reg.chains_.copy()
+    reg.set_params(n_iter=20).fit(X, y)
+    assert reg.chains_.shape == (1, 60, 3)
+    np.testing.assert_array_equal(reg.chains_[:, :40], first)
+    a, b = sgld_schedule(0.1, 1e-4, 40)
+    np.testing.assert_allclose(reg.step_sizes_[0], a / (b + np.arange(60)), rtol=1e-12)
+    assert not np.array_equal(reg.chains_[0, 40], reg.chains_[0, 39])
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda X, y: (X[:-1], y[:-1]), "another X"),
+        (lambda X, y: (X + 0.5, y), "another X"),
+        (lambda X, y: (X, y[::-1]), "another y"),
+    ],
+)
+def test_warm_start_with_other_data_raises(data, change, match):
+    X, y = data
+    reg = SGLDGPRegressor(n_iter=20, warm_start=True, **WARM).fit(X, y)
+    before = reg.chains_.copy()
+    with pytest.raises(ValueError, match=match):
+        reg.fit(*change(X, y))
+    np.testing.assert_array_equal(reg.chains_, before)
+    assert reg.n_features_in_ == 1
+
+
+def test_warm_start_with_other_dynamics_raises(data):
+    X, y = data
+    reg = SGLDGPRegressor(n_iter=20, warm_start=True, **WARM).fit(X, y)
+    with pytest.raises(ValueError, match="n_probes: 4 -> 2"):
+        reg.set_params(n_probes=2).fit(X, y)
+    with pytest.raises(ValueError, match="hyperparameters"):
+        reg.set_params(n_probes=4, noise_variance_bounds="fixed").fit(X, y)
+    # allowed changes, and warm_start=False starts afresh
+    reg.set_params(noise_variance_bounds=(1e-6, 1e3), thin=2, burn_in=5).fit(X, y)
+    assert reg.chains_.shape == (2, 40, 3) and reg.samples_.shape == (2, 18, 3)
+    reg.set_params(warm_start=False, n_probes=2).fit(X, y)
+    assert reg.chains_.shape == (2, 20, 3)

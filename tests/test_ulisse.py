@@ -1,12 +1,13 @@
 """ULISSE and the stochastic gradient: unbiasedness against exact references.
 
-Monte Carlo tolerances are 4 standard errors per entry. Every test uses a
-well-conditioned system (noise variance 0.1 to 0.3, CG converges in about 15
-iterations): the estimator's variance is finite only because the randomised
-continuation ends when CG converges, and with weights ``exp(beta j (j+1)/2)``
-a slowly converging system has a variance dominated by events too rare to
-appear in a test-sized sample. The exact enumeration test covers the identity
-itself with no Monte Carlo error.
+Monte Carlo tolerances are 4 standard errors per entry. Without a cap on the
+randomised steps the estimator's variance is finite only because the
+randomised continuation ends when CG converges, and with weights
+``exp(beta j (j+1)/2)`` a slowly converging system has a variance dominated
+by events too rare to appear in a test-sized sample; so uncapped Monte Carlo
+tests use well-conditioned systems (noise variance 0.1 to 0.3, CG converges
+in about 15 iterations). The exact enumeration tests cover the identity
+itself, and the variance with and without the cap, with no Monte Carlo error.
 """
 
 import numpy as np
@@ -71,6 +72,128 @@ def test_expectation_over_every_stopping_point_is_the_solution(problem, beta):
     # and stopping early really changes the answer
     first = ulisse_solve(op, B, q=0.5, beta=beta, rng=_ScriptedUniforms(0))
     assert np.max(np.abs(first.estimates[:, 0] - exact)) > 1e-3
+
+
+def _enumerate_stopping(op, B, q, beta, cap):
+    """Every outcome of a one-column ULISSE solve with its probability.
+
+    Forcing a stop after ``j`` randomised steps gives one outcome, with
+    probability ``P(kept through j) * P(stop at j + 1)``; reaching the cap
+    (or CG's convergence) ends the draws.
+    """
+    full = ulisse_solve(
+        op, B, q=q, beta=beta, max_random_steps=cap, rng=_ScriptedUniforms(10**6)
+    )
+    early, total = int(full.n_iter_early[0]), full.n_iter
+    last = total - early if cap is None else min(cap, total - early)
+    probs, estimates, weights = [], [], []
+    for j in range(last + 1):
+        est = ulisse_solve(
+            op,
+            B,
+            q=q,
+            beta=beta,
+            max_random_steps=cap,
+            rng=_ScriptedUniforms(early + j),
+        )
+        p_through = np.exp(-beta * j * (j + 1) / 2)
+        p_stop = 1.0 if j == last else 1.0 - np.exp(-beta * (j + 1))
+        probs.append(p_through * p_stop)
+        estimates.append(est.estimates[:, 0])
+        weights.append(est.weights[0])
+    return np.array(probs), np.array(estimates), np.array(weights), early, total
+
+
+@pytest.fixture(scope="module")
+def slow_problem():
+    """CG needs 26 iterations, 18 of them past the threshold (q = 0.3)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (40, 1))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=40)
+    K = RBF(0.8)(X) + 1e-3 * np.eye(40)
+    return K, y[:, None]
+
+
+@pytest.mark.parametrize("cap", [0, 2, 5])
+def test_capped_expectation_over_every_stopping_point_is_the_solution(
+    slow_problem, cap
+):
+    K, B = slow_problem
+    op = lambda V: K @ V  # noqa: E731
+    beta = 0.3
+    probs, estimates, weights, early, total = _enumerate_stopping(op, B, 0.3, beta, cap)
+    assert total - early > cap + 5  # the cap cuts the continuation short
+    assert probs.sum() == pytest.approx(1.0, abs=1e-12)
+    exact = batched_cg(op, B, tol=1e-10, max_iter=200).x[:, 0]
+    np.testing.assert_allclose(probs @ estimates, exact, rtol=1e-7, atol=1e-7)
+    # the capped outcome is W_J times the remainder, every weight at most W_J
+    bound = np.exp(beta * cap * (cap + 1) / 2)
+    assert weights[-1] == pytest.approx(bound, rel=1e-12)
+    assert np.all(weights <= bound * (1 + 1e-12))
+    if cap > 0:  # a real randomisation: the outcomes differ
+        assert np.ptp(estimates[:, 0]) > 1e-3
+
+
+def test_cap_lowers_the_exact_variance(slow_problem):
+    # The variance of both estimators by enumeration, not sampling: the
+    # uncapped one is dominated by continuations too rare to sample.
+    K, B = slow_problem
+    op = lambda V: K @ V  # noqa: E731
+    exact = np.linalg.solve(K, B[:, 0])
+    variance = {}
+    for cap in (None, 5):
+        probs, estimates, _, _, _ = _enumerate_stopping(op, B, 0.3, 0.3, cap)
+        variance[cap] = probs @ np.sum((estimates - exact) ** 2, axis=1)
+    assert variance[5] < 1e-3 * variance[None]
+    assert variance[5] > 0
+
+
+def test_weights_bounded_and_mean_unbiased_with_cap(slow_problem):
+    K, B = slow_problem
+    B = np.column_stack([B[:, 0], np.random.default_rng(5).normal(size=40)])
+    exact = np.linalg.solve(K, B)
+    beta, cap = 0.3, 4
+    bound = np.exp(beta * cap * (cap + 1) / 2)
+    rng = np.random.default_rng(6)
+    draws, weights = [], []
+    for _ in range(3000):
+        res = ulisse_solve(
+            lambda V: K @ V,
+            B,
+            copies=[2, 1],
+            q=0.3,
+            beta=beta,
+            max_random_steps=cap,
+            rng=rng,
+        )
+        draws.append(res.estimates)
+        weights.append(res.weights)
+    draws, weights = np.array(draws), np.array(weights)
+    assert np.all(weights <= bound * (1 + 1e-12))
+    # P(reach the cap) = 1 / bound = 5%: the bound is reached, not only stated
+    reached = np.mean(np.isclose(weights, bound))
+    assert 0.03 < reached < 0.07
+    mean = draws.mean(axis=0)
+    se = draws.std(axis=0, ddof=1) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(mean - exact[:, [0, 0, 1]]) <= 4 * se + 1e-12)
+    assert np.all(se > 0)
+    # uncapped, the same draws exceed the bound
+    uncapped = [
+        ulisse_solve(lambda V: K @ V, B, q=0.3, beta=beta, rng=rng).weights
+        for _ in range(300)
+    ]
+    assert np.max(uncapped) > bound
+
+
+def test_negative_cap_is_rejected(problem):
+    _, _, _, y, K = problem
+    with pytest.raises(ValueError, match="max_random_steps"):
+        ulisse_solve(
+            lambda V: K @ V,
+            y[:, None],
+            max_random_steps=-1,
+            rng=np.random.default_rng(0),
+        )
 
 
 def test_mean_of_solves_matches_linalg_solve(problem):
@@ -144,8 +267,8 @@ def test_lowrank_contraction_matches_dense(kernel, generic, n):
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("solver", ["ulisse", "cg"])
-def test_stochastic_gradient_is_unbiased(problem, solver):
+@pytest.mark.parametrize("solver, cap", [("ulisse", None), ("ulisse", 3), ("cg", None)])
+def test_stochastic_gradient_is_unbiased(problem, solver, cap):
     adapter, theta, X, y, _ = problem
     priors = PriorSet({"a": slice(0, 3)}, {"a": Gamma(2.0, 1.0)})
     params = np.append(theta, np.log(0.1))
@@ -160,6 +283,7 @@ def test_stochastic_gradient_is_unbiased(problem, solver):
         probe_refresh=1,
         q=0.3,
         beta=0.1,
+        max_random_steps=cap,
         solver=solver,
     )
     draws = np.array([grad(params)[1] for _ in range(1500)])

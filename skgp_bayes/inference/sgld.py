@@ -20,7 +20,7 @@ import numpy as np
 
 from ..exceptions import SamplerWarning
 
-__all__ = ["SGLDResult", "sgld_schedule", "run_sgld"]
+__all__ = ["SGLDResult", "SGLDState", "sgld_schedule", "run_sgld"]
 
 
 def sgld_schedule(start, end, n_iter, gamma=1.0):
@@ -54,13 +54,62 @@ def sgld_schedule(start, end, n_iter, gamma=1.0):
     return float(start * b**gamma), float(b)
 
 
+class SGLDState:
+    """Everything a chain needs to continue where it stopped.
+
+    Passed back to :func:`run_sgld` as ``resume``, it makes a run of ``a``
+    iterations followed by one of ``b`` identical to one run of ``a + b``
+    (same schedule, same injected noise when the same generator continues).
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_params,)
+        Current position.
+    t : int
+        Iterations done (the schedule's counter).
+    scale : float
+        Product of the step halvings after rejections.
+    failures : int
+        Consecutive rejections at the end.
+    n_rejected : int
+    window : list of ndarray
+        Gradients of the unfinished freezing window.
+    frozen_at : int or None
+    frozen_eps : float or None
+        The frozen step size (before ``scale``).
+    freeze_ratios : list of (int, float)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import run_sgld
+    >>> res = run_sgld(lambda x: (0.0, -x), np.zeros(2), n_iter=5, a=0.1,
+    ...                rng=np.random.default_rng(0))
+    >>> res.state.t
+    5
+    """
+
+    def __init__(
+        self, x, t, scale, failures, n_rejected, window, frozen_at, frozen_eps, ratios
+    ):
+        self.x = x
+        self.t = t
+        self.scale = scale
+        self.failures = failures
+        self.n_rejected = n_rejected
+        self.window = window
+        self.frozen_at = frozen_at
+        self.frozen_eps = frozen_eps
+        self.freeze_ratios = ratios
+
+
 class SGLDResult:
     """Outcome of :func:`run_sgld`.
 
     Attributes
     ----------
     samples : ndarray of shape (n_iter, n_params)
-        State after every iteration.
+        State after every iteration of this run.
     step_sizes : ndarray of shape (n_iter,)
         Step size used at every iteration (after any halving and freezing).
     frozen_at : int or None
@@ -71,6 +120,8 @@ class SGLDResult:
         Updates rejected because the gradient or the new state was not finite.
     step_scale : float
         Product of the halvings after rejections (1 if none).
+    state : SGLDState
+        Where the chain stopped; ``run_sgld(..., resume=state)`` continues.
 
     Examples
     --------
@@ -82,15 +133,14 @@ class SGLDResult:
     ((5, 2), 0)
     """
 
-    def __init__(
-        self, samples, step_sizes, frozen_at, freeze_ratios, n_rejected, scale
-    ):
+    def __init__(self, samples, step_sizes, state):
         self.samples = samples
         self.step_sizes = step_sizes
-        self.frozen_at = frozen_at
-        self.freeze_ratios = freeze_ratios
-        self.n_rejected = n_rejected
-        self.step_scale = scale
+        self.frozen_at = state.frozen_at
+        self.freeze_ratios = state.freeze_ratios
+        self.n_rejected = state.n_rejected
+        self.step_scale = state.scale
+        self.state = state
 
 
 def _preconditioner(M, n_params):
@@ -136,6 +186,7 @@ def run_sgld(
     max_failures=5,
     verbose=0,
     print_fn=print,
+    resume=None,
 ):
     """Run one SGLD chain.
 
@@ -146,7 +197,9 @@ def run_sgld(
         estimate of the gradient of the log density, ``value`` is ignored
         (it may be NaN).
     x0 : ndarray of shape (n_params,)
+        Starting point; not used when ``resume`` is given.
     n_iter : int
+        Iterations of this run.
     a, b, gamma : float
         Step size ``eps_t = a (b + t)^-gamma``; see :func:`sgld_schedule`.
     preconditioner : ndarray of shape (n_params,) or (n_params, n_params), optional
@@ -168,6 +221,11 @@ def run_sgld(
     verbose : int, default=0
         Print about ten progress lines when positive.
     print_fn : callable, default=print
+    resume : SGLDState, optional
+        State of an earlier run (its ``result.state``) to continue from:
+        position, schedule counter, step halvings, freezing window and frozen
+        step. With the same ``rng`` continuing, the two runs together equal
+        one run of their summed length.
 
     Returns
     -------
@@ -192,20 +250,23 @@ def run_sgld(
     >>> bool(abs(res.samples[500:].std() - 1.0) < 0.2)
     True
     """
-    x = np.array(x0, dtype=np.float64)
+    if resume is None:
+        resume = SGLDState(
+            np.array(x0, dtype=np.float64), 0, 1.0, 0, 0, [], None, None, []
+        )
+    x = np.array(resume.x, dtype=np.float64)
+    t0 = resume.t
+    scale, failures, n_rejected = resume.scale, resume.failures, resume.n_rejected
+    window, ratios = list(resume.window), list(resume.freeze_ratios)
+    frozen_at, frozen_eps = resume.frozen_at, resume.frozen_eps
     n_params = x.shape[0]
     apply_m, root = _preconditioner(preconditioner, n_params)
     bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64)
     samples = np.empty((n_iter, n_params))
     steps = np.empty(n_iter)
-    window = []
-    ratios = []
-    frozen_at, frozen_eps = None, None
-    scale = 1.0
-    failures = n_rejected = 0
     report = max(1, n_iter // 10)
     t_start = time.perf_counter()
-    for t in range(n_iter):
+    for t in range(t0, t0 + n_iter):
         eps = frozen_eps if frozen_eps is not None else a * (b + t) ** (-gamma)
         eps *= scale
         _, grad = logp_and_grad(x)
@@ -245,16 +306,27 @@ def run_sgld(
                     window = []
                     if ratio < freeze_threshold:
                         frozen_at, frozen_eps = t, eps / scale
-        samples[t] = x
-        steps[t] = eps
-        if verbose and (t + 1) % report == 0:
+        samples[t - t0] = x
+        steps[t - t0] = eps
+        if verbose and (t + 1 - t0) % report == 0:
             print_fn(
-                f"iteration {t + 1}/{n_iter}: step {eps:.3g}"
+                f"iteration {t + 1}/{t0 + n_iter}: step {eps:.3g}"
                 f"{' (frozen)' if frozen_eps is not None else ''}, state "
                 f"{np.array2string(x, precision=3)}, "
                 f"{time.perf_counter() - t_start:.1f} s"
             )
-    return SGLDResult(samples, steps, frozen_at, ratios, n_rejected, scale)
+    state = SGLDState(
+        x,
+        t0 + n_iter,
+        scale,
+        failures,
+        n_rejected,
+        window,
+        frozen_at,
+        frozen_eps,
+        ratios,
+    )
+    return SGLDResult(samples, steps, state)
 
 
 def _noise_ratio(grads, eps, root):

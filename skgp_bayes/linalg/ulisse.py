@@ -5,10 +5,21 @@ CG writes the solution as a sum of increments, ``s = s_0 + delta_1 + delta_2
 the early-stop threshold ``q * sqrt(n)``; after that, before the ``j``-th
 further increment, it continues with probability ``1 / w_j``,
 ``w_j = exp(beta j)``, and adds the increment multiplied by
-``w_1 ... w_j``. Increment ``j`` is therefore kept with probability
-``1 / (w_1 ... w_j)`` and weighted by its inverse, so the expectation of the
-estimate is the CG solution: the estimate is unbiased, at the price of
-variance that grows as ``q`` grows and ``beta`` falls.
+``W_j = w_1 ... w_j``. Increment ``j`` is therefore kept with probability
+``1 / W_j`` and weighted by its inverse, so the expectation of the estimate
+is the CG solution: the estimate is unbiased.
+
+Left unbounded, the weights ``W_j = exp(beta j (j + 1) / 2)`` grow faster
+than CG's increments shrink (geometrically), so the second moment
+``sum_j W_j |delta_j|^2`` diverges but for the truncation at CG convergence:
+the estimate is heavy-tailed, and a rare long continuation gives a solution
+thousands of times its typical size. ``max_random_steps`` bounds it: after
+``J`` randomised steps the weight stays at ``W_J`` and CG runs on to full
+tolerance with every increment added. Reaching step ``J`` has probability
+``1 / W_J`` and the deterministic tail is the exact remainder, so the
+expectation is unchanged (still the CG solution), while every weight is at
+most ``W_J`` and the rare expensive finish costs ``1 / W_J`` of a full solve
+on average.
 
 :class:`StochasticMarginalGradient` uses it for the gradient of the log
 marginal likelihood of a GP (seed 002, eq. 9) with Rademacher (Hutchinson)
@@ -35,6 +46,10 @@ __all__ = [
 # Rows of X per block in the low-rank gradient contraction: a block of the
 # weight matrix (rows x n) stays below a few tens of MB for n ~ 25,000.
 _CONTRACT_ROWS = 256
+
+
+def _default_budget(n):
+    return max(2 * n, 100)
 
 
 def rademacher_probes(rng, n, k, xp=np):
@@ -90,6 +105,10 @@ class ULISSEResult:
     residual : ndarray of shape (k,)
         Final relative residual ``|b - A x| / |b|`` of each column's plain
         iterate.
+    weights : ndarray of shape (m,)
+        Importance weight ``W_j`` of each estimate's last increment (1 for an
+        estimate that never passed the early-stop threshold); at most
+        ``exp(beta J (J + 1) / 2)`` with ``J = max_random_steps``.
 
     Examples
     --------
@@ -101,13 +120,16 @@ class ULISSEResult:
     (3, 1)
     """
 
-    def __init__(self, estimates, owner, x, n_iter, n_iter_early, residual):
+    def __init__(
+        self, estimates, owner, x, n_iter, n_iter_early, residual, weights=None
+    ):
         self.estimates = estimates
         self.owner = owner
         self.x = x
         self.n_iter = n_iter
         self.n_iter_early = n_iter_early
         self.residual = residual
+        self.weights = np.ones(owner.shape[0]) if weights is None else weights
 
 
 def ulisse_solve(
@@ -118,6 +140,7 @@ def ulisse_solve(
     x0=None,
     q=1.0,
     beta=1.0,
+    max_random_steps=None,
     tol=1e-10,
     max_iter=None,
     rng,
@@ -142,12 +165,21 @@ def ulisse_solve(
     beta : float, default=1.0
         Rate of ``w_j = exp(beta j)``; larger values stop sooner after the
         threshold (fewer iterations, more variance).
+    max_random_steps : int or None, default=None
+        ``J``: randomised continuation steps after which an estimate stops
+        drawing, keeps its weight ``W_J = exp(beta J (J + 1) / 2)`` and takes
+        every further increment until ``tol`` (still unbiased; see the module
+        notes). It bounds every weight by ``W_J`` and so the estimate's
+        variance. ``None`` draws until ``tol`` (unbounded weights, heavy
+        tails); ``0`` is plain CG to ``tol``.
     tol : float, default=1e-10
         Relative residual at which a column counts as solved exactly and the
         randomised continuation ends (later increments are negligible).
     max_iter : int, optional
-        Budget of CG iterations; ``n`` by default. Running out while an
-        estimate is still drawing makes it biased, so a warning says so.
+        Budget of CG iterations; ``max(2 n, 100)`` by default, since in
+        floating point an ill-conditioned system can need more than ``n``
+        and an estimate at the cap must reach ``tol``. Running out while an
+        estimate is unfinished makes it biased, so a warning says so.
     rng : numpy.random.Generator or RandomState
         Source of the stopping draws.
     xp : module, default=numpy
@@ -180,7 +212,10 @@ def ulisse_solve(
     copies = np.broadcast_to(np.asarray(copies, dtype=int), (k,))
     owner = np.repeat(np.arange(k), copies)
     m = owner.size
-    max_iter = n if max_iter is None else int(max_iter)
+    max_iter = _default_budget(n) if max_iter is None else int(max_iter)
+    cap = np.iinfo(np.int64).max if max_random_steps is None else max_random_steps
+    if cap < 0:
+        raise ValueError(f"max_random_steps must be >= 0, got {max_random_steps}.")
     state = CGIteration(matvec, B, x0, xp)
     b_norm = np.sqrt(_host(xp.sum(B * B, axis=0)))
     solved_at = tol * b_norm
@@ -200,7 +235,8 @@ def ulisse_solve(
         # One uniform per estimate per iteration, used or not, keeps the
         # stream of draws the same whatever the stopping pattern.
         u = rng.random(m) if hasattr(rng, "random") else rng.random_sample(m)
-        past = alive & (steps >= 0)
+        # Estimates at the cap take the increment with their frozen weight.
+        past = alive & (steps >= 0) & (steps < cap)
         steps[past] += 1
         with np.errstate(over="ignore"):
             keep_prob = np.exp(-beta * steps[past])
@@ -228,7 +264,9 @@ def ulisse_solve(
         )
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(b_norm > 0, state.residual_norm / b_norm, 0.0)
-    return ULISSEResult(estimates, owner, state.x, state.n_iter, n_iter_early, relative)
+    return ULISSEResult(
+        estimates, owner, state.x, state.n_iter, n_iter_early, relative, weight
+    )
 
 
 def lowrank_grad_contract(adapter, theta, X, U, V):
@@ -311,11 +349,14 @@ class StochasticMarginalGradient:
         Early-stop threshold ``q * sqrt(n)`` (ULISSE); ignored for
         ``solver="cg"``.
     beta : float, default=1.0
+    max_random_steps : int or None, default=None
+        Cap on ULISSE's randomised continuation steps; see
+        :func:`ulisse_solve`.
     solver : {"ulisse", "cg"}, default="ulisse"
         ``"cg"`` runs every solve to ``tol`` (the exact-solve reference).
     tol : float, default=1e-8
     max_iter : int, optional
-        CG budget per call; ``n`` by default.
+        CG budget per call; ``max(2 n, 100)`` by default.
     storage : {"auto", "dense", "matrix_free"}, default="auto"
         See :func:`~skgp_bayes.linalg.kernel_operator`.
     xp : module, default=numpy
@@ -353,6 +394,7 @@ class StochasticMarginalGradient:
         probe_refresh=20,
         q=1.0,
         beta=1.0,
+        max_random_steps=None,
         solver="ulisse",
         tol=1e-8,
         max_iter=None,
@@ -371,6 +413,7 @@ class StochasticMarginalGradient:
         self.probe_refresh = int(probe_refresh)
         self.q = q
         self.beta = beta
+        self.max_random_steps = max_random_steps
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -405,6 +448,76 @@ class StochasticMarginalGradient:
         if self.log_noise_variance is None:
             return theta, float(params[self.n_kernel_params])
         return theta, float(self.log_noise_variance)
+
+    def get_state(self):
+        """What a later call needs to continue this gradient's random stream.
+
+        Returns
+        -------
+        dict
+            The generator, the call counter (it decides when probes are
+            redrawn), the current probes and the last solutions (warm starts),
+            as host arrays.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.linalg import StochasticMarginalGradient
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> args = (KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+        >>> one = StochasticMarginalGradient(*args, rng=np.random.default_rng(0))
+        >>> p = np.array([0.0, -2.0])
+        >>> _ = one(p)
+        >>> import copy
+        >>> two = StochasticMarginalGradient(*args, rng=None)
+        >>> two.set_state(copy.deepcopy(one.get_state()))
+        >>> bool(np.array_equal(one(p)[1], two(p)[1]))
+        True
+        """
+
+        def host(a):
+            return None if a is None else np.array(_host(a))
+
+        return {
+            "rng": self.rng,
+            "n_calls": self.n_calls,
+            "probes": host(self._probes),
+            "x_prev": host(self._x_prev),
+        }
+
+    def set_state(self, state):
+        """Continue from :meth:`get_state` of an earlier gradient.
+
+        The generator is used as given (not copied).
+
+        Parameters
+        ----------
+        state : dict
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.linalg import StochasticMarginalGradient
+        >>> X = np.linspace(0, 1, 10)[:, None]
+        >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
+        ...                                   None, rng=np.random.default_rng(0))
+        >>> grad.set_state(grad.get_state())
+        >>> grad.n_calls
+        0
+        """
+        xp = self.xp
+
+        def device(a):
+            return None if a is None else xp.asarray(a)
+
+        self.rng = state["rng"]
+        self.n_calls = int(state["n_calls"])
+        self._probes = device(state["probes"])
+        self._x_prev = device(state["x_prev"])
 
     def _right_hand_sides(self):
         xp = self.xp
@@ -462,6 +575,7 @@ class StochasticMarginalGradient:
                 x0=x0,
                 q=self.q,
                 beta=self.beta,
+                max_random_steps=self.max_random_steps,
                 tol=self.tol,
                 max_iter=self.max_iter,
                 rng=self.rng,
@@ -471,7 +585,8 @@ class StochasticMarginalGradient:
             a1, a2, S = sol[:, 0], sol[:, 1], sol[:, 2:]
             self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
         else:
-            res = batched_cg(matvec, B, x0, tol=self.tol, max_iter=self.max_iter, xp=xp)
+            budget = self.max_iter or _default_budget(B.shape[0])
+            res = batched_cg(matvec, B, x0, tol=self.tol, max_iter=budget, xp=xp)
             a1 = a2 = res.x[:, 0]
             S = res.x[:, 1:]
             self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
