@@ -213,8 +213,8 @@ def medium_study(args):
             dict(inducing_points=100, batch_size=256, n_particles=10, max_iter=500),
         ),
         (
-            "exact: 4 particles, 30 iters, no restarts",
-            dict(n_particles=4, max_iter=30, n_restarts=0),
+            "exact: 4 particles, 15 iters, no restarts",
+            dict(n_particles=4, max_iter=15, n_restarts=0),
         ),
     ]
     for label, options in configs:
