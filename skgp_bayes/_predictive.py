@@ -13,7 +13,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .exceptions import NumericalWarning
-from .linalg import cho_solve, cholesky, triangular_solve
+from .linalg import batched_cg, cho_solve, cholesky, kernel_operator, triangular_solve
 
 __all__ = [
     "mixture_mean_var",
@@ -21,6 +21,7 @@ __all__ = [
     "mixture_log_density",
     "gaussian_joint_draws",
     "ExactGPDraws",
+    "CGGPDraws",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -260,4 +261,78 @@ class ExactGPDraws:
                 spread[out, rows] = prior_var - np.einsum("ij,ij->j", V, V)
         if not full_cov:
             _clamp_variances(spread)
+        return means, spread
+
+
+# Query rows per CG block in CGGPDraws.moments: memory O(rows * n).
+CG_QUERY_BLOCK = 128
+
+
+class CGGPDraws:
+    """Per-draw GP posteriors through CG solves, for data too large to factorise.
+
+    Same interface as :class:`~skgp_bayes._predictive.ExactGPDraws`
+    (``moments``, ``noise_variances``, ``n_draws``); solves run to ``tol``
+    from a zero start, so predictions are deterministic.
+    """
+
+    def __init__(self, adapter, X, y, kernel_thetas, noise_variances, tol, storage):
+        self.adapter = adapter
+        self.X = X
+        self.y = y
+        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
+        self.noise_variances = np.asarray(noise_variances, dtype=np.float64)
+        self.tol = tol
+        self.storage = storage
+        self.alphas = np.empty((self.n_draws, X.shape[0]))
+        for j in range(self.n_draws):
+            self.alphas[j] = batched_cg(self._operator(j), y, tol=tol).x
+
+    @property
+    def n_draws(self):
+        return self.kernel_thetas.shape[0]
+
+    def factor(self, j):
+        """A solver ``rhs -> (K_j + s2_j I)^-1 rhs`` by CG, in place of a factor.
+
+        The pathwise sampler accepts a callable wherever it would solve with
+        a Cholesky factor, so function samples need no factorisation here.
+        """
+        operator = self._operator(j)
+        return lambda rhs: batched_cg(operator, rhs, tol=self.tol).x
+
+    def _operator(self, j):
+        op, _ = kernel_operator(
+            self.adapter,
+            self.kernel_thetas[j],
+            self.X,
+            self.noise_variances[j],
+            storage=self.storage,
+        )
+        return op
+
+    def moments(self, X_query, *, full_cov=False, draws=None):
+        draws = range(self.n_draws) if draws is None else draws
+        m = X_query.shape[0]
+        means = np.empty((len(draws), m))
+        spread = np.empty((len(draws), m, m)) if full_cov else np.empty((len(draws), m))
+        for out, j in enumerate(draws):
+            theta = self.kernel_thetas[j]
+            op = self._operator(j)
+            if full_cov:
+                Ks = self.adapter.cross(theta, X_query, self.X)
+                means[out] = Ks @ self.alphas[j]
+                V = batched_cg(op, np.ascontiguousarray(Ks.T), tol=self.tol).x
+                cov = self.adapter.gram(theta, X_query) - Ks @ V
+                spread[out] = 0.5 * (cov + cov.T)
+                continue
+            for start in range(0, m, CG_QUERY_BLOCK):
+                rows = slice(start, min(m, start + CG_QUERY_BLOCK))
+                Ks = self.adapter.cross(theta, X_query[rows], self.X)
+                means[out, rows] = Ks @ self.alphas[j]
+                V = batched_cg(op, np.ascontiguousarray(Ks.T), tol=self.tol).x
+                prior = self.adapter.diag(theta, X_query[rows])
+                spread[out, rows] = np.maximum(
+                    prior - np.einsum("ij,ji->i", Ks, V), 0.0
+                )
         return means, spread

@@ -15,9 +15,7 @@ from sklearn.utils.validation import validate_data
 
 from ._backend import get_array_module
 from ._exact_gp import ExactGPRegressorMixin
-from ._predictive import (
-    ExactGPDraws,
-)
+from ._predictive import CGGPDraws, ExactGPDraws
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -27,7 +25,7 @@ from ._validation import (
 from .diagnostics import effective_sample_size, split_rhat
 from .exceptions import SamplerWarning
 from .inference import run_sgld, sgld_schedule
-from .linalg import StochasticMarginalGradient, batched_cg, kernel_operator
+from .linalg import StochasticMarginalGradient
 from .stein import _find_map, _laplace_cov
 from .targets import ExactMarginalTarget
 
@@ -37,7 +35,6 @@ __all__ = ["SGLDGPRegressor"]
 # points ("auto"); beyond it they use CG solves.
 _CHOLESKY_MAX_N = 5000
 # Query points per block of CG solves for predictive variances.
-_CG_QUERY_BLOCK = 128
 # Fewer kept draws per chain than this make R-hat and ESS unreliable.
 _MIN_DIAGNOSTIC_DRAWS = 100
 _RHAT_WARN = 1.1
@@ -159,76 +156,6 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
             "max_residual": max_residual,
         },
     }
-
-
-class _CGGPDraws:
-    """Per-draw GP posteriors through CG solves, for data too large to factorise.
-
-    Same interface as :class:`~skgp_bayes._predictive.ExactGPDraws`
-    (``moments``, ``noise_variances``, ``n_draws``); solves run to ``tol``
-    from a zero start, so predictions are deterministic.
-    """
-
-    def __init__(self, adapter, X, y, kernel_thetas, noise_variances, tol, storage):
-        self.adapter = adapter
-        self.X = X
-        self.y = y
-        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
-        self.noise_variances = np.asarray(noise_variances, dtype=np.float64)
-        self.tol = tol
-        self.storage = storage
-        self.alphas = np.empty((self.n_draws, X.shape[0]))
-        for j in range(self.n_draws):
-            self.alphas[j] = batched_cg(self._operator(j), y, tol=tol).x
-
-    @property
-    def n_draws(self):
-        return self.kernel_thetas.shape[0]
-
-    def factor(self, j):
-        """A solver ``rhs -> (K_j + s2_j I)^-1 rhs`` by CG, in place of a factor.
-
-        The pathwise sampler accepts a callable wherever it would solve with
-        a Cholesky factor, so function samples need no factorisation here.
-        """
-        operator = self._operator(j)
-        return lambda rhs: batched_cg(operator, rhs, tol=self.tol).x
-
-    def _operator(self, j):
-        op, _ = kernel_operator(
-            self.adapter,
-            self.kernel_thetas[j],
-            self.X,
-            self.noise_variances[j],
-            storage=self.storage,
-        )
-        return op
-
-    def moments(self, X_query, *, full_cov=False, draws=None):
-        draws = range(self.n_draws) if draws is None else draws
-        m = X_query.shape[0]
-        means = np.empty((len(draws), m))
-        spread = np.empty((len(draws), m, m)) if full_cov else np.empty((len(draws), m))
-        for out, j in enumerate(draws):
-            theta = self.kernel_thetas[j]
-            op = self._operator(j)
-            if full_cov:
-                Ks = self.adapter.cross(theta, X_query, self.X)
-                means[out] = Ks @ self.alphas[j]
-                V = batched_cg(op, np.ascontiguousarray(Ks.T), tol=self.tol).x
-                cov = self.adapter.gram(theta, X_query) - Ks @ V
-                spread[out] = 0.5 * (cov + cov.T)
-                continue
-            for start in range(0, m, _CG_QUERY_BLOCK):
-                rows = slice(start, min(m, start + _CG_QUERY_BLOCK))
-                Ks = self.adapter.cross(theta, X_query[rows], self.X)
-                means[out, rows] = Ks @ self.alphas[j]
-                V = batched_cg(op, np.ascontiguousarray(Ks.T), tol=self.tol).x
-                prior = self.adapter.diag(theta, X_query[rows])
-                spread[out, rows] = np.maximum(
-                    prior - np.einsum("ij,ji->i", Ks, V), 0.0
-                )
-        return means, spread
 
 
 class SGLDGPRegressor(
@@ -717,7 +644,7 @@ class SGLDGPRegressor(
             self.predict_solver == "auto" and X.shape[0] > _CHOLESKY_MAX_N
         )
         if use_cg:
-            draws = _CGGPDraws(
+            draws = CGGPDraws(
                 adapter, X, y_model, thetas, noise_model, self.cg_tol, self.storage
             )
         else:

@@ -19,6 +19,7 @@ from . import _config
 from ._exact_gp import ExactGPRegressorMixin
 from ._particles import ParticleEvaluator
 from ._predictive import (
+    CGGPDraws,
     ExactGPDraws,
     mixture_log_density,
 )
@@ -726,9 +727,7 @@ class SteinGPRegressor(
             noise_model = np.full(particles.shape[0], np.exp(target.log_noise_variance))
         cg_state, diagnostics = None, {}
         if use_cg:
-            from .sgld import _CGGPDraws  # sgld imports this module
-
-            draws = _CGGPDraws(
+            draws = CGGPDraws(
                 adapter, X, y_model, kernel_thetas, noise_model, CG_TOL, "auto"
             )
             if len(names):
