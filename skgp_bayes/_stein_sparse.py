@@ -45,6 +45,31 @@ def check_sparse_options(estimator, n_samples):
     return int(batch)
 
 
+def check_same_model(estimator, continuing):
+    """ValueError when a continued fit would switch between exact and sparse."""
+    sparse = estimator.inducing_points is not None
+    if continuing and sparse != hasattr(estimator, "inducing_points_"):
+        raise ValueError(
+            "Cannot continue a fit of the "
+            f"{'exact' if sparse else 'sparse'} model as the "
+            f"{'sparse' if sparse else 'exact'} one; set warm_start=False "
+            "to refit."
+        )
+    return sparse
+
+
+def set_fitted(estimator, fitted, model_specific):
+    """Install a fit's attributes, all at once, on ``estimator``.
+
+    Attributes in ``model_specific`` that this fit did not set belong to the
+    other model (exact or sparse) and must not outlive the refit.
+    """
+    for key in model_specific:
+        if key not in fitted:
+            estimator.__dict__.pop(key, None)
+    estimator.__dict__.update(fitted)
+
+
 def check_sparse_memory(n_rows, n_inducing, estimator_name):
     """MemoryError before building ``(m, rows)`` projections that cannot fit."""
     needed = 4 * 8 * n_rows * n_inducing

@@ -26,8 +26,10 @@ from ._predictive import (
 from ._sparse import SparseGPDraws, resolve_inducing
 from ._stein_cg import CG_TOL, MAP_SUBSET, CGParticleGradients
 from ._stein_sparse import (
+    check_same_model,
     check_sparse_memory,
     check_sparse_options,
+    set_fitted,
     sparse_initial_particles,
     svgd_decay,
 )
@@ -600,25 +602,12 @@ class SteinGPRegressor(
                 reset=not continuing,
             )
             fitted = self._fit_model(X, y, continuing, partial=partial)
-        # Set together at the end, so an interrupted fit leaves the old
-        # state; attributes of the other model (exact or sparse) must not
-        # outlive a refit.
-        for key in _MODEL_SPECIFIC:
-            if key not in fitted:
-                self.__dict__.pop(key, None)
-        self.__dict__.update(fitted)
+        # Set together at the end, so an interrupted fit leaves the old state.
+        set_fitted(self, fitted, _MODEL_SPECIFIC)
         return self
 
     def _fit_model(self, X, y, continuing, partial):
-        sparse = self.inducing_points is not None
-        if continuing and sparse != hasattr(self, "inducing_points_"):
-            raise ValueError(
-                "Cannot continue a fit of the "
-                f"{'exact' if sparse else 'sparse'} model as the "
-                f"{'sparse' if sparse else 'exact'} one; set warm_start=False "
-                "to refit."
-            )
-        if not sparse:
+        if not check_same_model(self, continuing):
             check_sparse_options(self, X.shape[0])  # batch_size needs sparse
             with blas_threads_for(X.shape[0]):
                 return self._fit(X, y, continuing)

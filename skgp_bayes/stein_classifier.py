@@ -60,8 +60,10 @@ from ._sparse import (
     sparse_function_samples,
 )
 from ._stein_sparse import (
+    check_same_model,
     check_sparse_memory,
     check_sparse_options,
+    set_fitted,
     sparse_initial_particles,
     svgd_decay,
 )
@@ -953,7 +955,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             )
             check_classification_targets(y)
             fitted = self._fit_model(X, y, continuing, partial=False)
-        self._set_fitted(fitted)
+        set_fitted(self, fitted, _MODEL_SPECIFIC)
         return self
 
     @available_if(_is_sparse_config)
@@ -1018,7 +1020,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             classes = self._stream_classes(classes, continuing)
             fitted = self._fit_model(X, y, continuing, partial=True, classes=classes)
-        self._set_fitted(fitted)
+        set_fitted(self, fitted, _MODEL_SPECIFIC)
         return self
 
     def _stream_classes(self, classes, continuing):
@@ -1043,24 +1045,8 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             )
         return classes
 
-    def _set_fitted(self, fitted):
-        # Attributes of the other model (exact or sparse) must not outlive
-        # a refit.
-        for key in _MODEL_SPECIFIC:
-            if key not in fitted:
-                self.__dict__.pop(key, None)
-        self.__dict__.update(fitted)
-
     def _fit_model(self, X, y, continuing, partial, classes=None):
-        sparse = self.inducing_points is not None
-        if continuing and sparse != hasattr(self, "inducing_points_"):
-            raise ValueError(
-                "Cannot continue a fit of the "
-                f"{'exact' if sparse else 'sparse'} model as the "
-                f"{'sparse' if sparse else 'exact'} one; set warm_start=False "
-                "to refit."
-            )
-        if not sparse:
+        if not check_same_model(self, continuing):
             check_sparse_options(self, X.shape[0])  # rejects a batch_size
             with blas_threads_for(X.shape[0]):
                 return self._fit(X, y, continuing)
