@@ -31,12 +31,13 @@ from skgp_bayes.stein import _find_map, _laplace_cov
 from skgp_bayes.targets import ExactMarginalTarget
 
 NAMES = ["sigma (constant_value)", "length_scale", "lambda (noise_variance)"]
-# (label, solver, max_random_steps) of the gradient comparisons; the first is
-# the estimator's default.
+# (label, solver, max_random_steps, preconditioner rank) of the gradient
+# comparisons; the first is the estimator's default, the third its reference.
 SOLVERS = [
-    ("ULISSE (q = 0.1, beta = 0.1, max_random_steps = 10)", "ulisse", 10),
-    ("ULISSE uncapped (q = 0.1, beta = 0.1)", "ulisse", None),
-    ("CG to 1e-8", "cg", None),
+    ("ULISSE, pivoted-Cholesky rank 100 (default)", "ulisse", 10, 100),
+    ("ULISSE, no preconditioner", "ulisse", 10, 0),
+    ("CG to 1e-8, rank 100", "cg", None, 100),
+    ("CG to 1e-8, no preconditioner", "cg", None, 0),
 ]
 
 
@@ -110,11 +111,11 @@ def quality(quick, n=None):
     ref = ref[n_ref // 10 :]
     ref_ess = effective_sample_size(ref[None])
 
-    # The gradient noise, whitened by the preconditioner, has a largest
-    # eigenvalue of about 40 at the MAP (q = 0.1, 4 probes): a step of 0.02
-    # keeps seed 002's ratio eps / 4 lambda_max near 0.2, which inflates the
-    # variance by about 20% (sd by 10%); the paper's freezing rule (ratio
-    # 0.002) would need 100 times more iterations for the same ESS.
+    # The gradient noise, whitened by the SGLD preconditioner, has a largest
+    # eigenvalue of about 15 at the MAP (4 probes redrawn every iteration): a
+    # step of 0.02 keeps seed 002's ratio eps / 4 lambda_max near 0.08, which
+    # inflates the variance by about 8%; the paper's freezing rule (ratio
+    # 0.002) would need 40 times more iterations for the same ESS.
     n_iter = 1500 if quick else 3000
     reg = SGLDGPRegressor(
         kernel(),
@@ -141,7 +142,9 @@ def quality(quick, n=None):
         f"Reference: random-walk Metropolis on the Cholesky marginal, {n_ref} "
         f"iterations (acceptance {acc:.2f}), first 10% dropped. SGLD: 2 chains x "
         f"{n_iter} iterations, constant step 0.02, q = 0.1, beta = 0.1, "
-        f"max_random_steps = {reg.max_random_steps}, 4 probes, first 10% dropped.\n"
+        f"max_random_steps = {reg.max_random_steps}, 4 probes redrawn every "
+        f"iteration, CG preconditioner rank {reg.cg_preconditioner_rank}, first "
+        "10% dropped.\n"
     )
     print("| parameter | ref mean | SGLD mean | ref sd | SGLD sd | |diff| / ref sd |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -186,7 +189,7 @@ def quality(quick, n=None):
     # ULISSE against CG to full tolerance, along the SGLD chain (warm starts).
     path = reg.chains_[0, n_iter // 10 :: max(1, n_iter // 100)]
     counts = {}
-    for label, solver, cap in SOLVERS:
+    for label, solver, cap, rank in SOLVERS:
         grad = StochasticMarginalGradient(
             adapter,
             X,
@@ -197,6 +200,7 @@ def quality(quick, n=None):
             beta=0.1,
             max_random_steps=cap,
             solver=solver,
+            preconditioner_rank=rank,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -211,7 +215,7 @@ def quality(quick, n=None):
     exact = target.logp_and_grad(reg.map_params_)[1]
     n_noise = 100 if quick else 300
     noise = {}
-    for label, solver, cap in SOLVERS:
+    for label, solver, cap, rank in SOLVERS:
         grad = StochasticMarginalGradient(
             adapter,
             X,
@@ -222,7 +226,7 @@ def quality(quick, n=None):
             beta=0.1,
             max_random_steps=cap,
             solver=solver,
-            probe_refresh=1,
+            preconditioner_rank=rank,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -244,10 +248,13 @@ def quality(quick, n=None):
             f"| {label} | {its:.1f} | {secs / len(path):.4f} | {lam:.1f} | "
             f"{worst:.1f} |"
         )
-    capped, full = counts[SOLVERS[0][0]][0], counts[SOLVERS[2][0]][0]
+    its = {label: counts[label][0] for label, *_ in SOLVERS}
+    labels = [label for label, *_ in SOLVERS]
     print(
-        f"\nULISSE (capped) / CG iterations: {capped / full:.2f} "
-        f"(over {len(path)} gradients along the chain)."
+        f"\nOver {len(path)} gradients along the chain: ULISSE / CG iterations "
+        f"{its[labels[0]] / its[labels[2]]:.2f} with the preconditioner, "
+        f"{its[labels[1]] / its[labels[3]]:.2f} without; the default against "
+        f"plain CG to tolerance {its[labels[0]] / its[labels[3]]:.3f}."
     )
     return ess.min() / (2 * n_iter)
 
@@ -270,6 +277,7 @@ def census(quick, ess_per_iter, n=None):
         beta=0.1,
         max_random_steps=10,
         storage="dense",
+        preconditioner_rank=100,
     )
     t0 = time.perf_counter()
     grad(params)
@@ -277,7 +285,8 @@ def census(quick, ess_per_iter, n=None):
     times = []
     for step in range(2):
         t0 = time.perf_counter()
-        grad(params + 0.01 * (step + 1))  # a nearby point, warm started
+        # a nearby point: K^-1 y starts from the last solution, probes are new
+        grad(params + 0.01 * (step + 1))
         times.append(time.perf_counter() - t0)
     warm = min(times)
     per_hour = 3600.0 / warm
@@ -285,7 +294,7 @@ def census(quick, ess_per_iter, n=None):
     print("| quantity | value |")
     print("| --- | --- |")
     print(f"| first gradient (cold CG start, new probes) | {cold:.1f} s |")
-    print(f"| SGLD iteration (warm start, stored K) | {warm:.1f} s |")
+    print(f"| SGLD iteration (warm start of K^-1 y, stored K) | {warm:.1f} s |")
     print(f"| block CG iterations (cold, warm) | {grad.cg_iterations} |")
     print(f"| iterations per hour | {per_hour:.0f} |")
     print(

@@ -13,7 +13,14 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .exceptions import NumericalWarning
-from .linalg import batched_cg, cho_solve, cholesky, kernel_operator, triangular_solve
+from .linalg import (
+    batched_cg,
+    cho_solve,
+    cholesky,
+    kernel_operator,
+    kernel_preconditioner,
+    triangular_solve,
+)
 
 __all__ = [
     "mixture_mean_var",
@@ -273,10 +280,23 @@ class CGGPDraws:
 
     Same interface as :class:`~skgp_bayes._predictive.ExactGPDraws`
     (``moments``, ``noise_variances``, ``n_draws``); solves run to ``tol``
-    from a zero start, so predictions are deterministic.
+    from a zero start, so predictions are deterministic. With
+    ``preconditioner_rank > 0`` every solve is preconditioned by a pivoted
+    Cholesky factor of that rank, rebuilt per draw when needed (storing one
+    per draw would cost ``n_draws * n * rank`` floats).
     """
 
-    def __init__(self, adapter, X, y, kernel_thetas, noise_variances, tol, storage):
+    def __init__(
+        self,
+        adapter,
+        X,
+        y,
+        kernel_thetas,
+        noise_variances,
+        tol,
+        storage,
+        preconditioner_rank=0,
+    ):
         self.adapter = adapter
         self.X = X
         self.y = y
@@ -284,9 +304,10 @@ class CGGPDraws:
         self.noise_variances = np.asarray(noise_variances, dtype=np.float64)
         self.tol = tol
         self.storage = storage
+        self.preconditioner_rank = preconditioner_rank
         self.alphas = np.empty((self.n_draws, X.shape[0]))
         for j in range(self.n_draws):
-            self.alphas[j] = batched_cg(self._operator(j), y, tol=tol).x
+            self.alphas[j] = self.factor(j)(y)
 
     @property
     def n_draws(self):
@@ -299,7 +320,16 @@ class CGGPDraws:
         a Cholesky factor, so function samples need no factorisation here.
         """
         operator = self._operator(j)
-        return lambda rhs: batched_cg(operator, rhs, tol=self.tol).x
+        precond = kernel_preconditioner(
+            self.adapter,
+            self.kernel_thetas[j],
+            self.X,
+            self.noise_variances[j],
+            self.preconditioner_rank,
+        )
+        return lambda rhs: (
+            batched_cg(operator, rhs, tol=self.tol, precondition=precond).x
+        )
 
     def _operator(self, j):
         op, _ = kernel_operator(
@@ -318,11 +348,11 @@ class CGGPDraws:
         spread = np.empty((len(draws), m, m)) if full_cov else np.empty((len(draws), m))
         for out, j in enumerate(draws):
             theta = self.kernel_thetas[j]
-            op = self._operator(j)
+            solve = self.factor(j)
             if full_cov:
                 Ks = self.adapter.cross(theta, X_query, self.X)
                 means[out] = Ks @ self.alphas[j]
-                V = batched_cg(op, np.ascontiguousarray(Ks.T), tol=self.tol).x
+                V = solve(np.ascontiguousarray(Ks.T))
                 cov = self.adapter.gram(theta, X_query) - Ks @ V
                 spread[out] = 0.5 * (cov + cov.T)
                 continue
@@ -330,7 +360,7 @@ class CGGPDraws:
                 rows = slice(start, min(m, start + CG_QUERY_BLOCK))
                 Ks = self.adapter.cross(theta, X_query[rows], self.X)
                 means[out, rows] = Ks @ self.alphas[j]
-                V = batched_cg(op, np.ascontiguousarray(Ks.T), tol=self.tol).x
+                V = solve(np.ascontiguousarray(Ks.T))
                 prior = self.adapter.diag(theta, X_query[rows])
                 spread[out, rows] = np.maximum(
                     prior - np.einsum("ij,ji->i", Ks, V), 0.0

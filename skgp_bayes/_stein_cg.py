@@ -20,7 +20,12 @@ MAP_SUBSET = 1000
 # Relative residual at which every CG solve stops.
 CG_TOL = 1e-8
 N_PROBES = 4
-PROBE_REFRESH = 20
+# Probes kept over several iterations correlate the gradient noise of
+# successive steps, which then does not average out (see SGLDGPRegressor's
+# probe_refresh).
+PROBE_REFRESH = 1
+# Pivoted-Cholesky preconditioner of every CG solve.
+PRECONDITIONER_RANK = 100
 
 
 class CGParticleGradients:
@@ -68,6 +73,7 @@ class CGParticleGradients:
                 probe_refresh=PROBE_REFRESH,
                 solver="cg",
                 tol=CG_TOL,
+                preconditioner_rank=PRECONDITIONER_RANK,
             )
             for seed in seeds
         ]

@@ -24,7 +24,7 @@ from ._predictive import (
     mixture_log_density,
 )
 from ._sparse import SparseGPDraws, resolve_inducing
-from ._stein_cg import CG_TOL, MAP_SUBSET, CGParticleGradients
+from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
 from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
@@ -717,7 +717,14 @@ class SteinGPRegressor(
         cg_state, diagnostics = None, {}
         if use_cg:
             draws = CGGPDraws(
-                adapter, X, y_model, kernel_thetas, noise_model, CG_TOL, "auto"
+                adapter,
+                X,
+                y_model,
+                kernel_thetas,
+                noise_model,
+                CG_TOL,
+                "auto",
+                PRECONDITIONER_RANK,
             )
             if len(names):
                 cg_state = evaluator.get_state()

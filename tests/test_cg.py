@@ -6,7 +6,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
 from skgp_bayes.kernels import KernelAdapter, force_generic
-from skgp_bayes.linalg import batched_cg, kernel_operator
+from skgp_bayes.linalg import (
+    LowRankPreconditioner,
+    batched_cg,
+    kernel_operator,
+    kernel_preconditioner,
+    pivoted_cholesky,
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +131,66 @@ def test_matrix_free_cg_solves_kernel_system(system):
     op, _ = kernel_operator(adapter, theta, X, 0.05, storage="matrix_free")
     res = batched_cg(op, B, tol=1e-10, max_iter=500)
     np.testing.assert_allclose(res.x, np.linalg.solve(K, B), rtol=1e-7, atol=1e-8)
+
+
+def test_pivoted_cholesky_is_exact_on_its_pivots_and_for_low_rank():
+    rng = np.random.default_rng(1)
+    G = rng.normal(size=(30, 4))
+    A = G @ G.T
+    L, rest = pivoted_cholesky(np.diag(A), lambda i: A[:, i], 10)
+    assert L.shape == (30, 4)  # stops once the remaining trace is round-off
+    np.testing.assert_allclose(L @ L.T, A, atol=1e-10)
+    assert np.all(rest >= 0) and rest.max() < 1e-9
+    # a full-rank matrix: rank-k factor matches A on the first pivot's row
+    K = RBF(0.5)(rng.uniform(-2, 2, (40, 1))) + 1e-6 * np.eye(40)
+    L, rest = pivoted_cholesky(np.diag(K), lambda i: K[:, i], 6)
+    assert L.shape == (40, 6)
+    i = int(np.argmax(np.diag(K)))
+    np.testing.assert_allclose((L @ L.T)[i], K[i], atol=1e-12)
+    np.testing.assert_allclose(rest, np.diag(K) - np.sum(L * L, axis=1), atol=1e-12)
+    with pytest.raises(FloatingPointError, match="NaN"):
+        pivoted_cholesky(np.ones(3), lambda i: np.full(3, np.nan), 2)
+
+
+def test_low_rank_preconditioner_solves_exactly():
+    rng = np.random.default_rng(2)
+    L, D = rng.normal(size=(20, 3)), rng.uniform(0.1, 1.0, 20)
+    P = LowRankPreconditioner(L, D)
+    V = rng.normal(size=(20, 4))
+    dense = L @ L.T + np.diag(D)
+    np.testing.assert_allclose(P.solve(V), np.linalg.solve(dense, V), rtol=1e-10)
+    np.testing.assert_allclose(P(V[:, 0]), np.linalg.solve(dense, V[:, 0]), rtol=1e-10)
+    assert LowRankPreconditioner(np.zeros((20, 0)), D).solve(V) == pytest.approx(
+        V / D[:, None]
+    )
+    with pytest.raises(ValueError, match="positive"):
+        LowRankPreconditioner(L, np.zeros(20))
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [ConstantKernel(1.5) * RBF([0.7, 1.3]), RBF(0.9) + WhiteKernel(0.2)],
+)
+def test_preconditioned_cg_same_solution_fewer_iterations(kernel):
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, (150, 2))
+    adapter = KernelAdapter(kernel)
+    theta = adapter.kernel.theta
+    noise = 1e-3
+    A = adapter.gram(theta, X) + noise * np.eye(150)
+    B = rng.normal(size=(150, 3))
+    P = kernel_preconditioner(adapter, theta, X, noise, 40)
+    # the preconditioner is built from the Gram's columns, WhiteKernel included
+    L_dense = P.solve(np.eye(150))
+    assert np.linalg.cond(L_dense @ A) < 1e-2 * np.linalg.cond(A)
+    plain = batched_cg(lambda V: A @ V, B, tol=1e-10, max_iter=2000)
+    fast = batched_cg(lambda V: A @ V, B, tol=1e-10, max_iter=2000, precondition=P)
+    assert fast.converged.all()
+    np.testing.assert_allclose(fast.x, np.linalg.solve(A, B), rtol=1e-6, atol=1e-7)
+    assert fast.n_iter < plain.n_iter / 3
+    # the residual reported is the true one, not the preconditioned one
+    true = np.linalg.norm(B - A @ fast.x, axis=0) / np.linalg.norm(B, axis=0)
+    np.testing.assert_allclose(fast.residual, true, rtol=0.05, atol=1e-13)
+    with pytest.warns(ConvergenceWarning, match="relative residual"):
+        batched_cg(lambda V: A @ V, B, max_iter=2, precondition=P)
+    assert kernel_preconditioner(adapter, theta, X, noise, 0) is None

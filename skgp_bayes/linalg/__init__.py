@@ -9,6 +9,11 @@ from .cholesky import (
     log_det_from_cholesky,
     triangular_solve,
 )
+from .precondition import (
+    LowRankPreconditioner,
+    kernel_preconditioner,
+    pivoted_cholesky,
+)
 from .reverse import cholesky_reverse
 from .ulisse import (
     StochasticMarginalGradient,
@@ -28,6 +33,9 @@ __all__ = [
     "CGResult",
     "batched_cg",
     "kernel_operator",
+    "pivoted_cholesky",
+    "LowRankPreconditioner",
+    "kernel_preconditioner",
     "ULISSEResult",
     "ulisse_solve",
     "rademacher_probes",

@@ -36,6 +36,11 @@ class CGIteration:
         Starting point (warm start); zeros by default.
     xp : module, default=numpy
         Array module of ``B``.
+    precondition : callable, optional
+        ``precondition(R)`` returns ``P^-1 R`` for a symmetric positive
+        definite ``P`` close to ``A`` (preconditioned CG). The iterates still
+        converge to ``A^-1 B`` and ``residual_norm`` is still that of
+        ``B - A x``.
 
     Attributes
     ----------
@@ -58,13 +63,19 @@ class CGIteration:
     True
     """
 
-    def __init__(self, matvec, B, x0=None, xp=np):
+    def __init__(self, matvec, B, x0=None, xp=np, precondition=None):
         self.matvec = matvec
         self.xp = xp
+        self.precondition = precondition
         self.x = xp.zeros_like(B) if x0 is None else xp.array(x0, dtype=B.dtype)
         self.r = B - self._apply(self.x) if x0 is not None else B.copy()
-        self.p = self.r.copy()
         self.rr = _host(xp.sum(self.r * self.r, axis=0))
+        if precondition is None:
+            self.p = self.r.copy()
+            self.rz = self.rr
+        else:
+            self.p = precondition(self.r)
+            self.rz = _host(xp.sum(self.r * self.p, axis=0))
         self.n_iter = 0
 
     @property
@@ -124,18 +135,23 @@ class CGIteration:
         P = self.p if full else self.p[:, xp.asarray(idx)]
         AP = self._apply(P)
         pap = _host(xp.sum(P * AP, axis=0))
-        rr = self.rr[idx]
         if np.any(pap <= 0.0):
             raise np.linalg.LinAlgError(
                 "Conjugate gradients met a direction of non-positive curvature: "
                 "the matrix is not positive definite to working precision."
             )
-        alpha = rr / pap
+        rz = self.rz[idx]
+        alpha = rz / pap
         step = P * xp.asarray(alpha)
         R = (self.r if full else self.r[:, xp.asarray(idx)]) - AP * xp.asarray(alpha)
         rr_new = _host(xp.sum(R * R, axis=0))
-        beta = rr_new / rr
-        P_new = R + P * xp.asarray(beta)
+        if self.precondition is None:
+            Z, rz_new = R, rr_new
+        else:
+            Z = self.precondition(R)
+            rz_new = _host(xp.sum(R * Z, axis=0))
+        beta = rz_new / rz
+        P_new = Z + P * xp.asarray(beta)
         if full:
             delta = step
             self.r, self.p = R, P_new
@@ -147,6 +163,11 @@ class CGIteration:
         self.x = self.x + delta
         self.rr = self.rr.copy()
         self.rr[idx] = rr_new
+        if self.precondition is not None:
+            self.rz = self.rz.copy()
+            self.rz[idx] = rz_new
+        else:
+            self.rz = self.rr
         self.n_iter += 1
         return delta
 
@@ -193,7 +214,9 @@ class CGResult:
         )
 
 
-def batched_cg(matvec, B, x0=None, *, tol=1e-8, max_iter=None, xp=np, warn=True):
+def batched_cg(
+    matvec, B, x0=None, *, tol=1e-8, max_iter=None, xp=np, warn=True, precondition=None
+):
     """Solve ``A X = B`` by conjugate gradients, all columns at once.
 
     Parameters
@@ -214,6 +237,9 @@ def batched_cg(matvec, B, x0=None, *, tol=1e-8, max_iter=None, xp=np, warn=True)
         output.
     warn : bool, default=True
         Issue a ``ConvergenceWarning`` when a column misses ``tol``.
+    precondition : callable, optional
+        ``precondition(R) = P^-1 R`` (preconditioned CG); see
+        :class:`~skgp_bayes.linalg.LowRankPreconditioner`.
 
     Returns
     -------
@@ -255,7 +281,7 @@ def batched_cg(matvec, B, x0=None, *, tol=1e-8, max_iter=None, xp=np, warn=True)
         # The solution of a zero right-hand side is exactly 0 whatever the start.
         x0 = x0.copy()
         x0[:, xp.asarray(np.flatnonzero(zero))] = 0.0
-    state = CGIteration(matvec, B2, x0, xp)
+    state = CGIteration(matvec, B2, x0, xp, precondition)
     threshold = tol * b_norm
     while state.n_iter < max_iter:
         active = state.residual_norm > threshold

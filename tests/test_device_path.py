@@ -1,0 +1,130 @@
+"""The GPU code path, run on the host with a module as strict as CuPy.
+
+CI has no GPU; these tests run the ``backend="cupy"`` code (CG, ULISSE, the
+preconditioner, the stochastic gradient and SGLD) with
+``tests/_strict_device.py`` as the array module, which raises wherever host
+and device arrays are mixed, and compare with the NumPy backend bit for bit.
+"""
+
+import numpy as np
+import pytest
+from _strict_device import DeviceArray
+from _strict_device import module as device
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+import skgp_bayes.sgld as sgld_module
+from skgp_bayes import SGLDGPRegressor
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.linalg import (
+    StochasticMarginalGradient,
+    batched_cg,
+    kernel_operator,
+    kernel_preconditioner,
+    ulisse_solve,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (60, 2))
+    y = np.sin(X[:, 0]) + 0.2 * rng.normal(size=60)
+    adapter = KernelAdapter(ConstantKernel(1.0) * RBF([0.8, 1.2]) + WhiteKernel(0.01))
+    return adapter, adapter.kernel.theta, X, (y - y.mean()) / y.std()
+
+
+def test_the_strict_module_refuses_mixing():
+    a = device.asarray(np.ones(3))
+    with pytest.raises(TypeError, match="mixed"):
+        a + np.ones(3)
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(a)
+    with pytest.raises(TypeError, match="device arrays"):
+        a[np.array([0, 1])]
+    np.testing.assert_array_equal((a * 2.0).get(), np.full(3, 2.0))
+
+
+@pytest.mark.parametrize("rank", [0, 10])
+def test_cg_and_ulisse_on_device_equal_host(data, rank):
+    adapter, theta, X, y = data
+    B = np.column_stack([y, np.random.default_rng(1).normal(size=(60, 2))])
+    results = {}
+    for name, xp in (("host", np), ("device", device)):
+        op, stored = kernel_operator(adapter, theta, X, 0.05, xp=xp)
+        P = kernel_preconditioner(adapter, theta, X, 0.05, rank, xp=xp)
+        Bx = xp.asarray(B)
+        cg = batched_cg(op, Bx, tol=1e-10, max_iter=300, xp=xp, precondition=P)
+        ul = ulisse_solve(
+            op,
+            Bx,
+            copies=[2, 1, 1],
+            q=0.3,
+            beta=0.3,
+            max_random_steps=4,
+            rng=np.random.default_rng(2),
+            xp=xp,
+            precondition=P,
+        )
+        if xp is device:
+            assert isinstance(cg.x, DeviceArray) and stored
+            results[name] = (cg.x.get(), ul.estimates.get(), cg.n_iter, ul.n_iter)
+        else:
+            results[name] = (cg.x, ul.estimates, cg.n_iter, ul.n_iter)
+    for host, dev in zip(results["host"], results["device"], strict=True):
+        np.testing.assert_array_equal(host, dev)
+
+
+def test_stochastic_gradient_on_device_equals_host(data):
+    adapter, theta, X, y = data
+    params = np.append(theta, np.log(0.05))
+    grads = {}
+    for name, xp in (("host", np), ("device", device)):
+        grad = StochasticMarginalGradient(
+            adapter,
+            X,
+            y,
+            None,
+            rng=np.random.default_rng(3),
+            q=0.1,
+            beta=0.1,
+            max_random_steps=10,
+            preconditioner_rank=15,
+            storage="dense",
+            xp=xp,
+        )
+        grads[name] = np.array([grad(params)[1] for _ in range(3)])
+        state = grad.get_state()  # host copies, picklable without a device
+        assert isinstance(state["probes"], np.ndarray)
+        assert isinstance(state["x_prev"], np.ndarray)
+    np.testing.assert_array_equal(grads["host"], grads["device"])
+
+
+def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
+    adapter, _, X, y = data
+    used = []
+
+    def strict_module(backend="numpy"):
+        used.append(backend)
+        return device if backend == "cupy" else np
+
+    monkeypatch.setattr(sgld_module, "get_array_module", strict_module)
+    fits = {}
+    for backend in ("numpy", "cupy"):
+        reg = SGLDGPRegressor(
+            ConstantKernel() * RBF([1.0, 1.0]),
+            n_iter=40,
+            burn_in=20,
+            thin=2,
+            n_chains=2,
+            n_predict_draws=4,
+            cg_preconditioner_rank=10,
+            backend=backend,
+            random_state=0,
+        ).fit(X, y)
+        fits[backend] = reg
+    assert "cupy" in used
+    np.testing.assert_array_equal(fits["numpy"].chains_, fits["cupy"].chains_)
+    assert isinstance(fits["cupy"].samples_, np.ndarray)
+    np.testing.assert_array_equal(
+        fits["numpy"].predict(X[:5]), fits["cupy"].predict(X[:5])
+    )
