@@ -2,9 +2,21 @@
 
 import contextlib
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import _config
+
+# Scanning the loaded libraries costs milliseconds (threadpool_limits does it
+# on every entry); one controller, created at first use, makes entering the
+# context cost microseconds, so it can guard calls made every CG iteration.
+_controller = None
+
+
+def _blas_controller():
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller
 
 
 def blas_threads_for(n_rows, n_cols=None):
@@ -22,7 +34,7 @@ def blas_threads_for(n_rows, n_cols=None):
     Returns
     -------
     contextlib.AbstractContextManager
-        ``threadpool_limits(1, "blas")`` when ``n_rows * n_cols`` is at most
+        A limit of one BLAS thread when ``n_rows * n_cols`` is at most
         ``skgp_bayes._config.SERIAL_BLAS_MAX_WORK``, otherwise a no-op.
 
     Examples
@@ -35,5 +47,5 @@ def blas_threads_for(n_rows, n_cols=None):
     """
     n_cols = n_rows if n_cols is None else n_cols
     if n_rows * n_cols <= _config.SERIAL_BLAS_MAX_WORK:
-        return threadpool_limits(limits=1, user_api="blas")
+        return _blas_controller().limit(limits=1, user_api="blas")
     return contextlib.nullcontext()
