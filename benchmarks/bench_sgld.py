@@ -95,6 +95,21 @@ def metropolis(target, prior, start, cov, n_iter, rng):
     return out, accepted / n_iter
 
 
+def solver_gradient(adapter, X, y, prior, seed, solver, cap, rank):
+    return StochasticMarginalGradient(
+        adapter,
+        X,
+        y,
+        prior,
+        rng=np.random.default_rng(seed),
+        q=0.1,
+        beta=0.1,
+        max_random_steps=cap,
+        solver=solver,
+        preconditioner_rank=rank,
+    )
+
+
 def quality(quick, n=None):
     n = n or (300 if quick else 1030)
     X, y = concrete(n)
@@ -190,18 +205,7 @@ def quality(quick, n=None):
     path = reg.chains_[0, n_iter // 10 :: max(1, n_iter // 100)]
     counts = {}
     for label, solver, cap, rank in SOLVERS:
-        grad = StochasticMarginalGradient(
-            adapter,
-            X,
-            y,
-            prior,
-            rng=np.random.default_rng(1),
-            q=0.1,
-            beta=0.1,
-            max_random_steps=cap,
-            solver=solver,
-            preconditioner_rank=rank,
-        )
+        grad = solver_gradient(adapter, X, y, prior, 1, solver, cap, rank)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
@@ -216,18 +220,7 @@ def quality(quick, n=None):
     n_noise = 100 if quick else 300
     noise = {}
     for label, solver, cap, rank in SOLVERS:
-        grad = StochasticMarginalGradient(
-            adapter,
-            X,
-            y,
-            prior,
-            rng=np.random.default_rng(2),
-            q=0.1,
-            beta=0.1,
-            max_random_steps=cap,
-            solver=solver,
-            preconditioner_rank=rank,
-        )
+        grad = solver_gradient(adapter, X, y, prior, 2, solver, cap, rank)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             G = np.array([grad(reg.map_params_)[1] for _ in range(n_noise)])

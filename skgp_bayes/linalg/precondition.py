@@ -182,6 +182,14 @@ class LowRankPreconditioner:
         Returns
         -------
         array of the shape of ``V``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.linalg import LowRankPreconditioner
+        >>> P = LowRankPreconditioner(np.ones((3, 1)), np.full(3, 2.0))
+        >>> bool(np.allclose(P.solve(np.ones(3)) * 5.0, np.ones(3)))  # (J + 2I) 1 = 5
+        True
         """
         if V.ndim == 1:
             return self.solve(V[:, None])[:, 0]
