@@ -402,10 +402,10 @@ def test_warm_start_with_other_data_raises(data, change, match):
 def test_warm_start_with_other_dynamics_raises(data):
     X, y = data
     reg = SGLDGPRegressor(n_iter=20, warm_start=True, **WARM).fit(X, y)
-    with pytest.raises(ValueError, match="n_probes: 4 -> 2"):
+    with pytest.raises(ValueError, match="n_probes: 16 -> 2"):
         reg.set_params(n_probes=2).fit(X, y)
     with pytest.raises(ValueError, match="hyperparameters"):
-        reg.set_params(n_probes=4, noise_variance_bounds="fixed").fit(X, y)
+        reg.set_params(n_probes=16, noise_variance_bounds="fixed").fit(X, y)
     # allowed changes, and warm_start=False starts afresh
     reg.set_params(noise_variance_bounds=(1e-6, 1e3), thin=2, burn_in=5).fit(X, y)
     assert reg.chains_.shape == (2, 40, 3) and reg.samples_.shape == (2, 18, 3)
