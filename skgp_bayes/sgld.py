@@ -217,7 +217,7 @@ class SGLDGPRegressor(
         proportion to the gradient variance; the extra probes are extra
         columns of the same CG run, which cost little while the product
         with ``K`` is bound by reading ``K``. On full Concrete, 16 probes
-        with a step of 0.08 gave the reference sds at 5 times fewer seconds
+        with a step of 0.08 gave the reference sds at 6 times fewer seconds
         per independent sample than 4 probes with the step of 0.02 their
         noise needed.
     probe_refresh : int, default=1
@@ -262,8 +262,8 @@ class SGLDGPRegressor(
         Rank of the pivoted-Cholesky preconditioner ``L L' + s2 I`` of every
         CG and ULISSE solve (:class:`~skgp_bayes.linalg.LowRankPreconditioner`),
         rebuilt at every iteration from that many kernel columns. On full
-        Concrete it cut CG to full tolerance from 382 to 52 iterations and
-        ULISSE from 94 to 17, and made ULISSE's gradient noise nearly that of
+        Concrete it cut CG to full tolerance from 382 to 49 iterations and
+        ULISSE from 123 to 20, and made ULISSE's gradient noise nearly that of
         exact solves (its randomised increments are smaller). 0 runs plain
         CG.
     cg_max_iter : int or None, default=None
