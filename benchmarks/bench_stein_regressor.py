@@ -5,12 +5,14 @@ every exact-GP step pays) and scikit-learn's ``GaussianProcessRegressor``.
 
     python benchmarks/bench_stein_regressor.py            # everything
     python benchmarks/bench_stein_regressor.py --quick    # smaller sizes
+    python benchmarks/bench_stein_regressor.py --only-solvers  # Cholesky vs CG
 
 Prints Markdown tables; benchmarks/RESULTS.md records a run.
 """
 
 import argparse
 import platform
+import time
 import warnings
 
 import numpy as np
@@ -22,6 +24,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_info
 
+from skgp_bayes import SteinGPRegressor
 from skgp_bayes.__main__ import fit_sklearn, fit_stein
 from skgp_bayes._threads import blas_threads_for
 from skgp_bayes.datasets import load_concrete
@@ -126,17 +129,70 @@ def bench_concrete(seeds, n_particles, n_restarts):
             )
 
 
+def bench_solvers(seed, n_particles, max_iter):
+    """solver="cholesky" against solver="cg" on the same Concrete split."""
+    data = load_concrete()
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        data.data, data.target, test_size=0.3, random_state=seed
+    )
+    mean, scale = X_tr.mean(0), X_tr.std(0)
+    X_tr, X_te = (X_tr - mean) / scale, (X_te - mean) / scale
+    print(
+        f"\n### Concrete (n = {X_tr.shape[0]} training points, d = 8, ARD): "
+        f'SteinGPRegressor solver="cholesky" against solver="cg", '
+        f"{n_particles} particles, max_iter={max_iter}, seed {seed}\n"
+    )
+    print(
+        "| solver | test RMSE | test LPD | fit time (s) | time ratio | iterations "
+        "| mean log length scales |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    rows = []
+    for solver in ("cholesky", "cg"):
+        reg = SteinGPRegressor(
+            ConstantKernel(1.0) * RBF(np.ones(8)),
+            n_particles=n_particles,
+            max_iter=max_iter,
+            solver=solver,
+            random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t0 = time.perf_counter()
+            reg.fit(X_tr, y_tr)
+            fit_time = time.perf_counter() - t0
+        pred = reg.predict(X_te)
+        rmse = float(np.sqrt(np.mean((pred - y_te) ** 2)))
+        lpd = float(reg.log_predictive_density(X_te, y_te))
+        length = reg.particles_[:, 1:9].mean(0)
+        rows.append((solver, rmse, lpd, fit_time, reg.n_iter_, length))
+    for solver, rmse, lpd, fit_time, n_iter, length in rows:
+        print(
+            f"| {solver} | {rmse:.3f} | {lpd:.4f} | {fit_time:.1f} | "
+            f"{fit_time / rows[0][3]:.2f} | {n_iter} | "
+            f"{np.array2string(length, precision=2)} |"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--seeds", type=int, default=3, help="Concrete splits (default: 3)."
     )
+    parser.add_argument(
+        "--only-solvers",
+        action="store_true",
+        help='only the solver="cholesky" against solver="cg" comparison',
+    )
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {platform.processor() or ''} "
         f"numpy {np.__version__}"
     )
+    if args.only_solvers:
+        bench_solvers(0, 10, 300)
+        return
     n = 500 if args.quick else 2000
     repeats = 3 if args.quick else 7
     # The estimator factorises with the BLAS thread count blas_threads_for
@@ -147,6 +203,7 @@ def main():
         bench_gradient(n, 8, repeats)
         bench_svgd_iteration(n, 8, (1, 10, 20), repeats * 3)
     bench_concrete(tuple(range(1 if args.quick else args.seeds)), 10, 9)
+    bench_solvers(0, 10, 300)
 
 
 if __name__ == "__main__":
