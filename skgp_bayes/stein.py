@@ -205,6 +205,98 @@ def _is_exact(estimator):
     return not hasattr(estimator, "inducing_points_")
 
 
+def _sparse_svgd_stage(
+    estimator,
+    target,
+    evaluator,
+    *,
+    continuing,
+    bounds,
+    place,
+    run,
+    log,
+    replay=None,
+    stacklevel=7,
+):
+    """Place or continue the particles of a sparse Stein fit, then run SVGD.
+
+    Shared by both Stein estimators' sparse fits.
+
+    Parameters
+    ----------
+    estimator : SteinGPRegressor or SteinGPClassifier
+        Its fitted state is read when ``continuing``.
+    target : SparseWhitenedTarget
+    evaluator : ParticleEvaluator
+    continuing : bool
+    bounds : ndarray of shape (n_params, 2)
+    place : callable
+        ``place() -> (particles, centre, elbo)`` for a new fit.
+    run : callable
+        ``run(evaluator, particles, state) -> SVGDResult``.
+    log : callable
+        Prints one progress line (used when ``estimator.verbose``).
+    replay : callable, optional
+        ``replay(evaluator, particles)`` when continuing, before SVGD (the
+        regressor replays its last gradient on unchanged data).
+    stacklevel : int, default=7
+        Of the convergence warning, so that it points at the caller of
+        ``fit`` (the regressor's ``fit`` is one call deeper than the
+        classifier's).
+
+    Returns
+    -------
+    result : SVGDResult
+    centre : ndarray or None
+    elbo : float or None
+    history : dict of list
+        The previous fit's history (when continuing) extended by this one's.
+    init_done : float
+        ``time.perf_counter()`` when the particles were in place.
+    """
+    names, h = target.param_names, target.n_hyper
+    state = None
+    if continuing:
+        if estimator.particles_.shape != (estimator.n_particles, len(names)):
+            raise ValueError(
+                "Continuing a fit needs the same number of particles and "
+                f"parameters: have {estimator.particles_.shape}, asked for "
+                f"({estimator.n_particles}, {len(names)})."
+            )
+        particles, centre = estimator.particles_, estimator.map_params_
+        state = estimator._svgd_state
+        # The permutation of the last chunk means nothing for a new one; the
+        # random stream carries on.
+        evaluator.set_state(estimator._batch_state)
+        if replay is not None:
+            replay(evaluator, particles)
+        elbo = estimator.diagnostics_.get("svgp_elbo")
+    else:
+        particles, centre, elbo = place()
+        if estimator.verbose and centre is not None:
+            log(
+                f"Gaussian approximation with {target.Z.shape[0]} inducing points: "
+                f"{_describe_hyper(names[:h], centre[:h])}"
+            )
+    init_done = time.perf_counter()
+    evaluator.check_initial(particles)
+    result = run(evaluator, particles, state)
+    history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
+    for key, trace in result.history.items():
+        history.setdefault(key, []).extend(trace)
+    stochastic = evaluator.batch_size is not None
+    if not stochastic and not result.converged and estimator.max_iter > 0:
+        warnings.warn(
+            f"SVGD did not converge in {estimator.max_iter} iterations (last "
+            f"largest move {result.history['max_move'][-1]:.2e} > tol="
+            f"{estimator.tol}); increase max_iter or learning_rate.",
+            ConvergenceWarning,
+            stacklevel=stacklevel,
+        )
+    _warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h])
+    return result, centre, elbo, history, init_done
+
+
 class SteinGPRegressor(
     ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
 ):
@@ -829,57 +921,44 @@ class SteinGPRegressor(
             rng=np.random.default_rng(int(seeds[1])),
             n_jobs=self.n_jobs,
         )
-        state, elbo = None, None
         fingerprint = joblib.hash((X, y_model))
-        with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
-            if continuing:
-                if self.particles_.shape != (self.n_particles, len(names)):
-                    raise ValueError(
-                        "Continuing a fit needs the same number of particles "
-                        f"and parameters: have {self.particles_.shape}, asked "
-                        f"for ({self.n_particles}, {len(names)})."
-                    )
-                particles, centre = self.particles_, self.map_params_
-                state = self._svgd_state
-                evaluator.set_state(self._batch_state)
-                if not partial and fingerprint == self._data_fingerprint:
-                    evaluator.replay_first(
-                        particles, self.log_posterior_, self._last_grads
-                    )
-                elbo = self.diagnostics_["svgp_elbo"]
-            else:
-                particles, centre, elbo = sparse_initial_particles(
-                    target,
-                    init=self.init,
-                    n_particles=self.n_particles,
-                    hyper_start=start,
-                    hyper_bounds=hyper_bounds,
-                    prior_set=prior_set,
-                    rng=np.random.default_rng(int(seeds[2])),
-                    batch_size=batch_size,
-                )
-                if self.verbose and centre is not None:
-                    print(
-                        f"[{name}] Gaussian approximation with {Z.shape[0]} "
-                        f"inducing points: {_describe_hyper(names[:h], centre[:h])}"
-                    )
-            evaluator.check_initial(particles)
-            result = self._run_svgd(
+
+        def place():
+            return sparse_initial_particles(
+                target,
+                init=self.init,
+                n_particles=self.n_particles,
+                hyper_start=start,
+                hyper_bounds=hyper_bounds,
+                prior_set=prior_set,
+                rng=np.random.default_rng(int(seeds[2])),
+                batch_size=batch_size,
+            )
+
+        def replay(evaluator, particles):
+            # Unchanged data: the first SVGD step reuses the last gradient,
+            # so that fit(a) + fit(b) equals fit(a + b).
+            if not partial and fingerprint == self._data_fingerprint:
+                evaluator.replay_first(particles, self.log_posterior_, self._last_grads)
+
+        def run(evaluator, particles, state):
+            return self._run_svgd(
                 evaluator, particles, bounds, state, batch_size is not None
             )
-        particles = result.particles
-        history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
-        for key, trace in result.history.items():
-            history.setdefault(key, []).extend(trace)
-        if batch_size is None and not result.converged and self.max_iter > 0:
-            warnings.warn(
-                f"SVGD did not converge in {self.max_iter} iterations (last "
-                f"largest move {result.history['max_move'][-1]:.2e} > tol="
-                f"{self.tol}); increase max_iter or learning_rate.",
-                ConvergenceWarning,
-                stacklevel=4,
+
+        with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
+            result, centre, elbo, history, _ = _sparse_svgd_stage(
+                self,
+                target,
+                evaluator,
+                continuing=continuing,
+                bounds=bounds,
+                place=place,
+                run=run,
+                log=lambda msg: print(f"[{name}] {msg}"),
+                replay=replay,
             )
-        _warn_at_bounds(particles[:, :h], hyper_bounds, names[:h])
+        particles = result.particles
         kernel_thetas = particles[:, :p]
         if learn_noise:
             noise_model = np.exp(particles[:, p])

@@ -93,10 +93,10 @@ from .sampling import (
 from .stein import (
     _batch_evaluator,
     _check_dense_memory,
-    _describe_hyper,
     _find_map,
     _is_sparse_config,
     _laplace_cov,
+    _sparse_svgd_stage,
     _warn_at_bounds,
 )
 from .targets.sparse import SparseWhitenedTarget
@@ -1227,42 +1227,21 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             rng=np.random.default_rng(int(seeds[1])),
             n_jobs=self.n_jobs,
         )
-        state, elbo = None, None
-        with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
-            if continuing:
-                if self.particles_.shape != (self.n_particles, len(names)):
-                    raise ValueError(
-                        "Continuing a fit needs the same number of particles "
-                        f"and parameters: have {self.particles_.shape}, asked "
-                        f"for ({self.n_particles}, {len(names)})."
-                    )
-                particles, centre = self.particles_, self.map_params_
-                state = self._svgd_state
-                # The permutation of the last chunk means nothing for this
-                # one; the random stream carries on.
-                evaluator.set_state(self._batch_state)
-                elbo = self.diagnostics_.get("svgp_elbo")
-            else:
-                particles, centre, elbo = sparse_initial_particles(
-                    target,
-                    init=self.init,
-                    n_particles=self.n_particles,
-                    hyper_start=start,
-                    hyper_bounds=hyper_bounds,
-                    prior_set=prior_set,
-                    rng=np.random.default_rng(int(seeds[2])),
-                    batch_size=batch_size,
-                )
-                if centre is not None:
-                    centre = centre[:h]
-                    if self.verbose:
-                        self._log(
-                            f"Gaussian approximation with {Z.shape[0]} inducing "
-                            f"points: {_describe_hyper(names[:h], centre)}"
-                        )
-            t_init = time.perf_counter() - t_start
-            evaluator.check_initial(particles)
-            result = run_svgd(
+
+        def place():
+            return sparse_initial_particles(
+                target,
+                init=self.init,
+                n_particles=self.n_particles,
+                hyper_start=start,
+                hyper_bounds=hyper_bounds,
+                prior_set=prior_set,
+                rng=np.random.default_rng(int(seeds[2])),
+                batch_size=batch_size,
+            )
+
+        def run(evaluator, particles, state):
+            return run_svgd(
                 evaluator,
                 particles,
                 max_iter=self.max_iter,
@@ -1275,19 +1254,23 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                 decay=svgd_decay(self.learning_rate_decay, batch_size is not None),
                 stochastic=batch_size is not None,
             )
-        particles = result.particles
-        history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
-        for key, trace in result.history.items():
-            history.setdefault(key, []).extend(trace)
-        if batch_size is None and not result.converged and self.max_iter > 0:
-            warnings.warn(
-                f"SVGD did not converge in {self.max_iter} iterations (last "
-                f"largest move {result.history['max_move'][-1]:.2e} > tol="
-                f"{self.tol}); increase max_iter or learning_rate.",
-                ConvergenceWarning,
-                stacklevel=4,
+
+        with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
+            result, centre, elbo, history, init_done = _sparse_svgd_stage(
+                self,
+                target,
+                evaluator,
+                continuing=continuing,
+                bounds=bounds,
+                place=place,
+                run=run,
+                log=self._log,
+                stacklevel=6,
             )
-        _warn_at_bounds(particles[:, :h], hyper_bounds, names[:h])
+        t_init = init_done - t_start
+        if centre is not None:
+            centre = centre[:h]
+        particles = result.particles
         kernel_thetas = particles[:, :p]
         v = particles[:, h:].reshape(particles.shape[0], Z.shape[0], n_latent)
         draws = _SparseLatentDraws(
