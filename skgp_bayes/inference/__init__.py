@@ -7,7 +7,7 @@ from .score_function import (
     bernoulli_score_gradient,
     estimate_bernoulli_gradient,
 )
-from .sgld import SGLDResult, run_sgld, sgld_schedule
+from .sgld import SGLDResult, SGLDState, run_sgld, sgld_schedule
 from .svgd import SVGDResult, median_bandwidth, run_svgd, svgd_direction
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
     "SGLDResult",
+    "SGLDState",
     "run_sgld",
     "sgld_schedule",
     "SVGDResult",
