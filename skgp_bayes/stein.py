@@ -205,6 +205,34 @@ def _is_exact(estimator):
     return not hasattr(estimator, "inducing_points_")
 
 
+def _check_particle_shape(estimator, n_params, action):
+    """ValueError unless the fitted particles are ``(n_particles, n_params)``."""
+    if estimator.particles_.shape != (estimator.n_particles, n_params):
+        raise ValueError(
+            f"{action} needs the same number of particles and parameters: "
+            f"have {estimator.particles_.shape}, asked for "
+            f"({estimator.n_particles}, {n_params})."
+        )
+
+
+def _run_stein_svgd(estimator, evaluator, particles, bounds, state, stochastic):
+    """SVGD with the estimator's step, tolerance, decay and progress lines."""
+    name = type(estimator).__name__
+    return run_svgd(
+        evaluator,
+        particles,
+        max_iter=estimator.max_iter,
+        learning_rate=estimator.learning_rate,
+        tol=estimator.tol,
+        bounds=bounds,
+        state=state,
+        verbose=estimator.verbose,
+        print_fn=lambda msg: print(f"[{name}] {msg}"),
+        decay=svgd_decay(estimator.learning_rate_decay, stochastic),
+        stochastic=stochastic,
+    )
+
+
 def _sparse_svgd_stage(
     estimator,
     target,
@@ -212,11 +240,10 @@ def _sparse_svgd_stage(
     *,
     continuing,
     bounds,
-    place,
-    run,
-    log,
+    hyper_start,
+    prior_set,
+    rng,
     replay=None,
-    stacklevel=7,
 ):
     """Place or continue the particles of a sparse Stein fit, then run SVGD.
 
@@ -230,19 +257,13 @@ def _sparse_svgd_stage(
     evaluator : ParticleEvaluator
     continuing : bool
     bounds : ndarray of shape (n_params, 2)
-    place : callable
-        ``place() -> (particles, centre, elbo)`` for a new fit.
-    run : callable
-        ``run(evaluator, particles, state) -> SVGDResult``.
-    log : callable
-        Prints one progress line (used when ``estimator.verbose``).
+        The hyperparameters' bounds come first.
+    hyper_start, prior_set, rng
+        Where a new fit's particles start from; see
+        :func:`~skgp_bayes._stein_sparse.sparse_initial_particles`.
     replay : callable, optional
         ``replay(evaluator, particles)`` when continuing, before SVGD (the
         regressor replays its last gradient on unchanged data).
-    stacklevel : int, default=7
-        Of the convergence warning, so that it points at the caller of
-        ``fit`` (the regressor's ``fit`` is one call deeper than the
-        classifier's).
 
     Returns
     -------
@@ -255,14 +276,10 @@ def _sparse_svgd_stage(
         ``time.perf_counter()`` when the particles were in place.
     """
     names, h = target.param_names, target.n_hyper
+    stochastic = evaluator.batch_size is not None
     state = None
     if continuing:
-        if estimator.particles_.shape != (estimator.n_particles, len(names)):
-            raise ValueError(
-                "Continuing a fit needs the same number of particles and "
-                f"parameters: have {estimator.particles_.shape}, asked for "
-                f"({estimator.n_particles}, {len(names)})."
-            )
+        _check_particle_shape(estimator, len(names), "Continuing a fit")
         particles, centre = estimator.particles_, estimator.map_params_
         state = estimator._svgd_state
         # The permutation of the last chunk means nothing for a new one; the
@@ -272,26 +289,37 @@ def _sparse_svgd_stage(
             replay(evaluator, particles)
         elbo = estimator.diagnostics_.get("svgp_elbo")
     else:
-        particles, centre, elbo = place()
+        particles, centre, elbo = sparse_initial_particles(
+            target,
+            init=estimator.init,
+            n_particles=estimator.n_particles,
+            hyper_start=hyper_start,
+            hyper_bounds=bounds[:h],
+            prior_set=prior_set,
+            rng=rng,
+            batch_size=evaluator.batch_size,
+        )
         if estimator.verbose and centre is not None:
-            log(
-                f"Gaussian approximation with {target.Z.shape[0]} inducing points: "
+            print(
+                f"[{type(estimator).__name__}] Gaussian approximation with "
+                f"{target.Z.shape[0]} inducing points: "
                 f"{_describe_hyper(names[:h], centre[:h])}"
             )
     init_done = time.perf_counter()
     evaluator.check_initial(particles)
-    result = run(evaluator, particles, state)
+    result = _run_stein_svgd(estimator, evaluator, particles, bounds, state, stochastic)
     history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
     for key, trace in result.history.items():
         history.setdefault(key, []).extend(trace)
-    stochastic = evaluator.batch_size is not None
     if not stochastic and not result.converged and estimator.max_iter > 0:
         warnings.warn(
             f"SVGD did not converge in {estimator.max_iter} iterations (last "
             f"largest move {result.history['max_move'][-1]:.2e} > tol="
             f"{estimator.tol}); increase max_iter or learning_rate.",
             ConvergenceWarning,
-            stacklevel=stacklevel,
+            # stage < _fit_sparse < _fit_model < _update < fit < sklearn's fit
+            # wrapper < the caller
+            stacklevel=7,
         )
     _warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h])
     return result, centre, elbo, history, init_done
@@ -725,12 +753,7 @@ class SteinGPRegressor(
         state = None
         map_params = None
         if continuing:
-            if self.particles_.shape != (self.n_particles, len(names)):
-                raise ValueError(
-                    "warm_start needs the same number of particles and "
-                    f"parameters: have {self.particles_.shape}, asked for "
-                    f"({self.n_particles}, {len(names)})."
-                )
+            _check_particle_shape(self, len(names), "warm_start")
             particles = self.particles_
             state = self._svgd_state
             map_params = self.map_params_
@@ -772,7 +795,7 @@ class SteinGPRegressor(
             else:
                 evaluator = _batch_evaluator(target)
             evaluator.check_initial(particles)
-            result = self._run_svgd(evaluator, particles, bounds, state, use_cg)
+            result = _run_stein_svgd(self, evaluator, particles, bounds, state, use_cg)
             particles, values, grads = (
                 result.particles,
                 result.log_density,
@@ -857,22 +880,6 @@ class SteinGPRegressor(
             "_bounds": bounds,
         }
 
-    def _run_svgd(self, evaluator, particles, bounds, state, stochastic):
-        name = type(self).__name__
-        return run_svgd(
-            evaluator,
-            particles,
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            tol=self.tol,
-            bounds=bounds,
-            state=state,
-            verbose=self.verbose,
-            print_fn=lambda msg: print(f"[{name}] {msg}"),
-            decay=svgd_decay(self.learning_rate_decay, stochastic),
-            stochastic=stochastic,
-        )
-
     def _fit_sparse(self, X, y, continuing, partial):
         t_start = time.perf_counter()
         name = type(self).__name__
@@ -923,28 +930,11 @@ class SteinGPRegressor(
         )
         fingerprint = joblib.hash((X, y_model))
 
-        def place():
-            return sparse_initial_particles(
-                target,
-                init=self.init,
-                n_particles=self.n_particles,
-                hyper_start=start,
-                hyper_bounds=hyper_bounds,
-                prior_set=prior_set,
-                rng=np.random.default_rng(int(seeds[2])),
-                batch_size=batch_size,
-            )
-
         def replay(evaluator, particles):
             # Unchanged data: the first SVGD step reuses the last gradient,
             # so that fit(a) + fit(b) equals fit(a + b).
             if not partial and fingerprint == self._data_fingerprint:
                 evaluator.replay_first(particles, self.log_posterior_, self._last_grads)
-
-        def run(evaluator, particles, state):
-            return self._run_svgd(
-                evaluator, particles, bounds, state, batch_size is not None
-            )
 
         with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
             result, centre, elbo, history, _ = _sparse_svgd_stage(
@@ -953,9 +943,9 @@ class SteinGPRegressor(
                 evaluator,
                 continuing=continuing,
                 bounds=bounds,
-                place=place,
-                run=run,
-                log=lambda msg: print(f"[{name}] {msg}"),
+                hyper_start=start,
+                prior_set=prior_set,
+                rng=np.random.default_rng(int(seeds[2])),
                 replay=replay,
             )
         particles = result.particles

@@ -64,8 +64,6 @@ from ._stein_sparse import (
     check_sparse_memory,
     check_sparse_options,
     set_fitted,
-    sparse_initial_particles,
-    svgd_decay,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -943,20 +941,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         >>> clf.fit(X, X[:, 0] > 0).classes_
         array([False,  True])
         """
-        continuing = self._continuing()
-        with atomic_feature_state(self):
-            X, y = validate_data(
-                self,
-                X,
-                y,
-                dtype=np.float64,
-                order="C",
-                reset=not continuing,
-            )
-            check_classification_targets(y)
-            fitted = self._fit_model(X, y, continuing, partial=False)
-        set_fitted(self, fitted, _MODEL_SPECIFIC)
-        return self
+        return self._update(X, y, self._continuing(), partial=False)
 
     @available_if(_is_sparse_config)
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1008,6 +993,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         True
         """
         continuing = hasattr(self, "particles_")
+        return self._update(X, y, continuing, partial=True, classes=classes)
+
+    def _update(self, X, y, continuing, partial, classes=None):
+        """Validate, fit (``partial``: one more chunk) and install the result."""
         with atomic_feature_state(self):
             X, y = validate_data(
                 self,
@@ -1018,8 +1007,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                 reset=not continuing,
             )
             check_classification_targets(y)
-            classes = self._stream_classes(classes, continuing)
-            fitted = self._fit_model(X, y, continuing, partial=True, classes=classes)
+            if partial:
+                classes = self._stream_classes(classes, continuing)
+            fitted = self._fit_model(X, y, continuing, partial, classes)
+        # Set together at the end, so an interrupted fit leaves the old state.
         set_fitted(self, fitted, _MODEL_SPECIFIC)
         return self
 
@@ -1228,33 +1219,6 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             n_jobs=self.n_jobs,
         )
 
-        def place():
-            return sparse_initial_particles(
-                target,
-                init=self.init,
-                n_particles=self.n_particles,
-                hyper_start=start,
-                hyper_bounds=hyper_bounds,
-                prior_set=prior_set,
-                rng=np.random.default_rng(int(seeds[2])),
-                batch_size=batch_size,
-            )
-
-        def run(evaluator, particles, state):
-            return run_svgd(
-                evaluator,
-                particles,
-                max_iter=self.max_iter,
-                learning_rate=self.learning_rate,
-                tol=self.tol,
-                bounds=bounds,
-                state=state,
-                verbose=self.verbose,
-                print_fn=self._log,
-                decay=svgd_decay(self.learning_rate_decay, batch_size is not None),
-                stochastic=batch_size is not None,
-            )
-
         with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
             result, centre, elbo, history, init_done = _sparse_svgd_stage(
                 self,
@@ -1262,10 +1226,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                 evaluator,
                 continuing=continuing,
                 bounds=bounds,
-                place=place,
-                run=run,
-                log=self._log,
-                stacklevel=6,
+                hyper_start=start,
+                prior_set=prior_set,
+                rng=np.random.default_rng(int(seeds[2])),
             )
         t_init = init_done - t_start
         if centre is not None:
