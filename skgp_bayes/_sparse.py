@@ -256,7 +256,42 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
     return means, spread
 
 
-class SparseGPDraws:
+class SparseDrawsBase:
+    """Per-particle sparse GP posteriors given ``(theta_j, v_j)``.
+
+    ``v`` has shape ``(J, m, C)``: the whitened inducing values of ``C``
+    latent functions, which share one kernel and so one conditional
+    (co)variance at any input. Nothing here depends on the training data.
+    """
+
+    def __init__(self, adapter, Z, jitter, kernel_thetas, v):
+        self.adapter = adapter
+        self.Z = Z
+        self.jitter = jitter
+        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
+        self.v = np.asarray(v, dtype=np.float64)
+
+    @property
+    def n_draws(self):
+        return self.kernel_thetas.shape[0]
+
+    def latent_moments(self, X_query, *, full_cov=False, draws=None):
+        """Means ``(J, k, C)`` and the shared variances ``(J, k)`` or
+        covariances ``(J, k, k)``."""
+        draws = np.arange(self.n_draws) if draws is None else np.asarray(draws)
+        with blas_threads_for(min(X_query.shape[0], _PREDICT_ROWS), self.Z.shape[0]):
+            return sparse_draw_moments(
+                self.adapter,
+                self.Z,
+                self.jitter,
+                self.kernel_thetas[draws],
+                self.v[draws],
+                X_query,
+                full_cov=full_cov,
+            )
+
+
+class SparseGPDraws(SparseDrawsBase):
     """Per-particle sparse GP posteriors ``f | theta_j, v_j`` for regression.
 
     The interface of :class:`~skgp_bayes._predictive.ExactGPDraws` that the
@@ -266,30 +301,14 @@ class SparseGPDraws:
     """
 
     def __init__(self, adapter, Z, jitter, kernel_thetas, v, noise_variances):
-        self.adapter = adapter
-        self.Z = Z
-        self.jitter = jitter
-        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
-        self.v = np.asarray(v, dtype=np.float64).reshape(self.n_draws, Z.shape[0], 1)
+        J = np.shape(kernel_thetas)[0]
+        v = np.asarray(v, dtype=np.float64).reshape(J, Z.shape[0], 1)
+        super().__init__(adapter, Z, jitter, kernel_thetas, v)
         self.noise_variances = np.asarray(noise_variances, dtype=np.float64)
-
-    @property
-    def n_draws(self):
-        return self.kernel_thetas.shape[0]
 
     def moments(self, X_query, *, full_cov=False, draws=None):
         """Means ``(J, k)`` and variances ``(J, k)`` or covariances ``(J, k, k)``."""
-        draws = np.arange(self.n_draws) if draws is None else np.asarray(draws)
-        with blas_threads_for(min(X_query.shape[0], _PREDICT_ROWS), self.Z.shape[0]):
-            means, spread = sparse_draw_moments(
-                self.adapter,
-                self.Z,
-                self.jitter,
-                self.kernel_thetas[draws],
-                self.v[draws],
-                X_query,
-                full_cov=full_cov,
-            )
+        means, spread = self.latent_moments(X_query, full_cov=full_cov, draws=draws)
         return means[:, :, 0], spread
 
     def function_samples(self, n_samples, rng, n_features, offset, scale):

@@ -54,9 +54,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._predictive import gaussian_joint_draws, mixture_mean_var
 from ._sparse import (
-    _PREDICT_ROWS,
+    SparseDrawsBase,
     resolve_inducing,
-    sparse_draw_moments,
     sparse_function_samples,
 )
 from ._stein_sparse import (
@@ -460,27 +459,18 @@ class _LatentDraws:
         return means, spread
 
 
-class _SparseLatentDraws:
+class _SparseLatentDraws(SparseDrawsBase):
     """Per-particle Gaussian latent predictives of the sparse model.
 
     Particle ``j`` holds ``(theta_j, v_j)``; given them every latent ``c``
     is ``N(A' v_jc, gamma)`` at any input, with ``A = R^-1 K(Z, x)`` and
     ``gamma = k(x, x) - |A|^2`` shared by the latents. The interface is the
-    one of :class:`_LatentDraws` (``moments`` with means ``(J, C, m)``), and
-    nothing here depends on the training data.
+    one of :class:`_LatentDraws` (``moments`` with means ``(J, C, m)``).
     """
 
     def __init__(self, adapter, Z, jitter, kernel_thetas, v, likelihood):
-        self.adapter = adapter
-        self.Z = Z
-        self.jitter = jitter
-        self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
-        self.v = np.asarray(v, dtype=np.float64)  # (J, m, C)
+        super().__init__(adapter, Z, jitter, kernel_thetas, v)  # v: (J, m, C)
         self.likelihood = likelihood
-
-    @property
-    def n_draws(self):
-        return self.kernel_thetas.shape[0]
 
     @property
     def n_latent(self):
@@ -488,24 +478,13 @@ class _SparseLatentDraws:
 
     def moments(self, Xq, *, full_cov=False, draws=None):
         """Means (J, C, m) and variances (J, C, m) or covariances (J, C, m, m)."""
-        draws = np.arange(self.n_draws) if draws is None else np.asarray(draws)
-        with blas_threads_for(min(Xq.shape[0], _PREDICT_ROWS), self.Z.shape[0]):
-            means, spread = sparse_draw_moments(
-                self.adapter,
-                self.Z,
-                self.jitter,
-                self.kernel_thetas[draws],
-                self.v[draws],
-                Xq,
-                full_cov=full_cov,
-            )
-        C = self.n_latent
+        means, spread = self.latent_moments(Xq, full_cov=full_cov, draws=draws)
         means = np.ascontiguousarray(means.transpose(0, 2, 1))
         if not full_cov:
             np.maximum(spread, 0.0, out=spread)
         # The latents share one conditional (co)variance; each gets a copy,
         # which callers may factorise in place.
-        return means, np.repeat(spread[:, None], C, axis=1)
+        return means, np.repeat(spread[:, None], self.n_latent, axis=1)
 
 
 # --------------------------------------------------------------------------
