@@ -58,37 +58,33 @@ def pivoted_cholesky(diag, column, rank, *, rel_tol=1e-10):
     >>> L.shape[1], bool(np.allclose(L @ L.T, A)), bool(rest.max() < 1e-8)
     (3, True, True)
     """
-    d = np.array(diag, dtype=np.float64)
+    # Round-off can leave tiny negative entries; clipped, the remaining
+    # trace is their sum.
+    d = np.maximum(np.asarray(diag, dtype=np.float64), 0.0)
     n = d.shape[0]
     rank = int(min(rank, n))
     L = np.zeros((n, max(rank, 0)))
-    stop = rel_tol * float(np.sum(np.maximum(d, 0.0)))
-    with blas_threads_for(n, max(rank, 1)):
-        k = _pivot_loop(d, column, L, rank, stop)
-    return L[:, :k], d
-
-
-def _pivot_loop(d, column, L, rank, stop):
-    """Fill ``L`` column by column, updating ``d`` in place; return the rank."""
+    stop = rel_tol * float(d.sum())
     k = 0
-    while k < rank:
-        i = int(np.argmax(d))
-        pivot = d[i]
-        if not pivot > 0.0 or float(np.sum(np.maximum(d, 0.0))) <= stop:
-            break
-        col = np.asarray(column(i), dtype=np.float64)
-        if not np.all(np.isfinite(col)):
-            raise FloatingPointError(
-                "The kernel returned NaN or infinite values; check the "
-                "hyperparameters and the inputs."
-            )
-        li = (col - L[:, :k] @ L[i, :k]) / np.sqrt(pivot)
-        L[:, k] = li
-        d -= li * li
-        d[i] = 0.0
-        np.maximum(d, 0.0, out=d)
-        k += 1
-    return k
+    with blas_threads_for(n, max(rank, 1)):
+        while k < rank:
+            i = int(np.argmax(d))
+            pivot = d[i]
+            if not pivot > 0.0 or float(d.sum()) <= stop:
+                break
+            col = np.asarray(column(i), dtype=np.float64)
+            if not np.all(np.isfinite(col)):
+                raise FloatingPointError(
+                    "The kernel returned NaN or infinite values; check the "
+                    "hyperparameters and the inputs."
+                )
+            li = (col - L[:, :k] @ L[i, :k]) / np.sqrt(pivot)
+            L[:, k] = li
+            d -= li * li
+            d[i] = 0.0
+            np.maximum(d, 0.0, out=d)
+            k += 1
+    return L[:, :k], d
 
 
 class LowRankPreconditioner:
