@@ -64,7 +64,9 @@ def test_residual_weight_kernel():
     from scipy.linalg import lapack
 
     inv_lower, _ = lapack.dpotri(L, lower=1)
-    W = mirror_lower(residual_weight_from_lower_inverse(inv_lower.copy(), alpha))
+    W = inv_lower.copy()
+    assert residual_weight_from_lower_inverse(W, alpha) is None
+    assert mirror_lower(W) is None
     np.testing.assert_allclose(
         W, np.outer(alpha, alpha) - np.linalg.inv(K), rtol=1e-9, atol=1e-12
     )

@@ -200,9 +200,10 @@ class ExactMarginalTarget:
         inverse, info = lapack.dpotri(L, lower=1, overwrite_c=1)
         if info != 0:
             raise NotPSDError(f"dpotri failed ({self._context(params)}).")
-        W = residual_weight_from_lower_inverse(inverse, alpha)
+        residual_weight_from_lower_inverse(inverse, alpha)
+        W = inverse
         if not self.adapter.is_fast:  # the generic contraction reads all of W
-            W = mirror_lower(W)
+            mirror_lower(W)
         theta, log_noise = self.split(params)
         grad = np.empty(self.n_params)
         grad[: self.n_kernel_params] = 0.5 * self.adapter.grad_contract(

@@ -1,0 +1,24 @@
+"""Shared test fixtures.
+
+Statistical tests (``@pytest.mark.statistical``) take their seed from the
+``stat_seed`` fixture, which reads ``SKGP_TEST_SEED`` (default 0). Their
+thresholds come from the Monte Carlo error of what they measure, so they
+must pass for any seed at the false-failure rate each test states; run
+``SKGP_TEST_SEED=1 python -m pytest -m statistical`` (and under another
+``OPENBLAS_CORETYPE``) to check that a threshold does not rest on one
+trajectory.
+"""
+
+import os
+
+import pytest
+
+
+@pytest.fixture
+def stat_seed():
+    """Seed offset for statistical tests, from ``SKGP_TEST_SEED``."""
+    raw = os.environ.get("SKGP_TEST_SEED", "0")
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"SKGP_TEST_SEED must be an integer; got {raw!r}.")
