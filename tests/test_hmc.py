@@ -80,10 +80,15 @@ def test_badly_scaled_gaussian_is_recovered_after_mass_adaptation(stat_seed):
         assert 0.6 < r.acceptance_rate < 0.97
 
 
-def test_without_mass_adaptation_the_chain_does_not_mix():
+@pytest.mark.statistical
+def test_without_mass_adaptation_the_chain_does_not_mix(stat_seed):
     # The same budget with a unit mass matrix kept throughout: the wide
     # direction barely moves, which is what makes the previous test able to
-    # fail.
+    # fail. Leapfrog is stable only for steps below 2 x 0.01 (the narrowest
+    # sd), so one transition moves coordinate 4 by at most 15 x 0.02 |p_4|,
+    # p_4 ~ N(0, 1), and its pull toward the mean is 1e-4 per unit: the
+    # 1000 transitions are a random walk of sd at most 0.3 sqrt(1000) = 9.5,
+    # and the draws' sd exceeds 50 (5.3 of those) with probability < 1e-7.
     _, logp = _gaussian()
     res = run_hmc(
         logp,
@@ -93,12 +98,17 @@ def test_without_mass_adaptation_the_chain_does_not_mix():
         max_leapfrog=15,
         adapt_mass=False,
         inv_mass=np.ones(5),
-        random_state=0,
+        random_state=stat_seed,
     )
     assert res.samples[:, 4].std() < 0.5 * SCALES[4]
 
 
-def test_huge_step_makes_every_transition_divergent():
+@pytest.mark.statistical
+def test_huge_step_makes_every_transition_divergent(stat_seed):
+    # From x = 0 one leapfrog step of 10 on N(0, I) gives an energy error of
+    # 1250 |p|^2 (leapfrog with a step above 2 only grows from there), so a
+    # transition escapes divergence only if |p|^2 < 0.8, a chi-square with
+    # 50 degrees of freedom: probability below 1e-50 per transition.
     res = run_hmc(
         _Gaussian(),
         np.zeros(50),
@@ -107,7 +117,7 @@ def test_huge_step_makes_every_transition_divergent():
         step_size=10.0,
         adapt_step_size=False,
         adapt_mass=False,
-        random_state=1,
+        random_state=1 + stat_seed,
     )
     assert res.n_divergent == 40
     assert not res.accepted.any()
@@ -115,13 +125,20 @@ def test_huge_step_makes_every_transition_divergent():
     np.testing.assert_array_equal(res.accept_prob, 0.0)
 
 
-def test_nan_log_density_is_a_rejected_divergence():
+@pytest.mark.statistical
+def test_nan_log_density_is_a_rejected_divergence(stat_seed):
+    # A third of N(0, I)'s mass lies beyond x_0 = 0.5, so a trajectory with
+    # fresh momentum crosses it with probability of order 0.1 or more: none
+    # of 400 crossing (no divergence) has probability below 0.9^400 ~ 1e-18.
+    # The other checks hold for every draw.
     def logp(x):
         if x[0] > 0.5:
             return np.nan, np.full_like(x, np.nan)
         return -0.5 * x @ x, -x
 
-    res = run_hmc(logp, np.zeros(2), n_warmup=100, n_samples=300, random_state=2)
+    res = run_hmc(
+        logp, np.zeros(2), n_warmup=100, n_samples=300, random_state=2 + stat_seed
+    )
     assert res.divergent.sum() > 0
     assert np.all(res.samples[:, 0] <= 0.5)
     assert np.all(np.isfinite(res.log_density))

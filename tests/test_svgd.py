@@ -22,26 +22,42 @@ def test_direction_matches_double_loop():
     x, g = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
     phi, h = svgd_direction(x, g, bandwidth=0.7)
     ref = np.zeros_like(x)
+    size = np.zeros_like(x)
     for i in range(5):
         for j in range(5):
             k = np.exp(-np.sum((x[j] - x[i]) ** 2) / 0.7)
-            ref[i] += k * g[j] - 2.0 / 0.7 * (x[j] - x[i]) * k
-    np.testing.assert_allclose(phi, ref / 5, rtol=1e-12)
+            term = k * g[j] - 2.0 / 0.7 * (x[j] - x[i]) * k
+            ref[i] += term
+            size[i] += np.abs(term)
+    # Any summation order (BLAS kernel) is within a few ulp of the summed
+    # magnitudes of the five terms.
+    np.testing.assert_allclose(phi, ref / 5, rtol=0, atol=1e-14 * size.max())
     assert h == 0.7
 
 
-def test_recovers_correlated_gaussian():
+@pytest.mark.statistical
+def test_recovers_correlated_gaussian(stat_seed):
     mean = np.array([1.0, -2.0])
     cov = np.array([[1.0, 0.6], [0.6, 0.5]])
-    x0 = np.random.default_rng(1).normal(size=(100, 2))
+    x0 = np.random.default_rng(1 + stat_seed).normal(size=(100, 2))
     res = run_svgd(
         _gaussian(mean, cov), x0, max_iter=2000, learning_rate=0.05, tol=1e-6
     )
-    # SVGD with 100 particles in 2-D: mean error well below 0.05 sd and the
-    # variance within 15% (SVGD slightly under-disperses in finite samples)
+    # SVGD is deterministic given its start; the randomness is the 100
+    # initial particles. Over 20 initialisations the particle mean's error
+    # had sd 0.0011 sd (first coordinate; 0.0004 sd the second) around 0,
+    # and the covariance was under-dispersed (the finite-particle bias of
+    # SVGD at this budget) by 5.3% to 5.6% by entry, with sd at most 0.0013
+    # around it. Thresholds are 5 of those sds, rounded up for the 20-run
+    # estimate (0.0015) and, for the covariance, for the spread of the
+    # entries' centres about -5.4%: 0.0075 sd for the mean and 0.008 around
+    # -5.4%; false failure below 5 x 5.7e-7 ~ 3e-6 in a normal
+    # approximation. An iid sample of 100 would have errors of 0.1 sd and
+    # 14%, so the test sees errors far below the Monte Carlo scale.
     sd = np.sqrt(np.diag(cov))
-    assert np.all(np.abs(res.particles.mean(0) - mean) < 0.05 * sd)
-    np.testing.assert_allclose(np.cov(res.particles.T), cov, rtol=0.15, atol=0.05)
+    np.testing.assert_array_less(np.abs(res.particles.mean(0) - mean), 0.0075 * sd)
+    rel_cov = np.cov(res.particles.T) / cov - 1.0
+    np.testing.assert_array_less(np.abs(rel_cov + 0.054), 0.008)
 
 
 def test_one_particle_is_gradient_ascent_to_the_mode():
@@ -57,14 +73,23 @@ def test_one_particle_is_gradient_ascent_to_the_mode():
 
 
 def test_identical_particles_stay_finite_and_warn():
-    # coincident particles get no repulsion; the bandwidth floor keeps the
-    # update finite and the collapse is reported
-    x0 = np.full((10, 2), 0.3)
-    with pytest.warns(SamplerWarning, match="collapsed"):
-        res = run_svgd(
-            _gaussian(np.zeros(2), np.eye(2)), x0, max_iter=50, learning_rate=0.05
-        )
+    # Coincident particles get no repulsion in exact arithmetic; the
+    # bandwidth floor keeps the update finite. Away from the mode the
+    # gradient sum k' grad of a BLAS kernel may differ between rows by an
+    # ulp, which the floor bandwidth (1e-8) then amplifies into a real
+    # spread (OpenBLAS's Prescott kernel does so, Haswell's does not): the
+    # collapse is checked at the mode, where every gradient is exactly 0
+    # and the particles stay exactly together whatever the summation order.
+    target = _gaussian(np.zeros(2), np.eye(2))
+    phi, h = svgd_direction(np.full((10, 2), 0.3), np.full((10, 2), -0.3))
+    assert h > 0 and np.all(np.isfinite(phi))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)  # kernel-dependent
+        res = run_svgd(target, np.full((10, 2), 0.3), max_iter=50, learning_rate=0.05)
     assert np.all(np.isfinite(res.particles))
+    with pytest.warns(SamplerWarning, match="collapsed"):
+        res = run_svgd(target, np.zeros((10, 2)), max_iter=50, learning_rate=0.05)
+    np.testing.assert_array_equal(res.particles, 0.0)
     assert median_bandwidth(np.zeros((10, 10)), 10) > 0
 
 
@@ -97,12 +122,14 @@ def test_persistent_failure_raises():
         run_svgd(broken, np.ones((2, 1)), max_iter=50, learning_rate=0.1)
 
 
-def test_huge_learning_rate_warns_but_stays_finite():
-    # log density with a gradient that explodes away from the mode
+@pytest.mark.statistical
+def test_huge_learning_rate_warns_but_stays_finite(stat_seed):
+    # log density with a gradient that explodes away from the mode; the
+    # outcome holds for any start (a step of 1e3 always hits the cap)
     def steep(x):
         return -np.sum(x**4, 1), -4 * x**3
 
-    x0 = np.random.default_rng(0).normal(size=(5, 1))
+    x0 = np.random.default_rng(stat_seed).normal(size=(5, 1))
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         res = run_svgd(
@@ -166,17 +193,20 @@ def test_decay_schedule_is_the_robbins_monro_one_and_survives_continuation():
         run_svgd(logp, x0, max_iter=1, learning_rate=0.05, decay=0.0)
 
 
-def test_stochastic_run_does_not_stop_on_tol_and_reaches_the_target():
+@pytest.mark.statistical
+def test_stochastic_run_does_not_stop_on_tol_and_reaches_the_target(stat_seed):
     """Gradient noise of sd 3 (three times the target's scale).
 
-    With a decaying step the particles settle: after 3000 iterations the
-    mean of 50 particles must lie within 0.2 sd of the target's and their
-    sd within 25% of it (SVGD alone, exact gradients, gets within 0.05 and
-    15% in ``test_recovers_correlated_gaussian``; the noise left in the
-    last steps costs the rest).
+    With a decaying step the particles settle. Over 30 seeds (noise and
+    start) the mean of the 50 particles after 3000 iterations had an error
+    of sd 0.031 around 0 and their sd was low by 3.2% with sd 0.016 (the
+    noise left in the last steps and SVGD's own under-dispersion). 5 of
+    those sds, rounded up for the 30-run estimate (0.035 and 0.018): a mean
+    within 0.175 of the target's and an sd within 0.09 of 0.968; false
+    failure about 2 x 5.7e-7 ~ 1e-6 in a normal approximation.
     """
-    logp = _noisy(_gaussian(np.array([1.0]), np.eye(1)), noise_sd=3.0, seed=0)
-    x0 = np.random.default_rng(3).normal(size=(50, 1)) - 2.0
+    logp = _noisy(_gaussian(np.array([1.0]), np.eye(1)), noise_sd=3.0, seed=stat_seed)
+    x0 = np.random.default_rng(3 + stat_seed).normal(size=(50, 1)) - 2.0
     with warnings.catch_warnings():
         warnings.simplefilter("error", SamplerWarning)  # no false alarm
         res = run_svgd(
@@ -189,5 +219,5 @@ def test_stochastic_run_does_not_stop_on_tol_and_reaches_the_target():
             stochastic=True,
         )
     assert res.n_iter == 3000 and not res.converged
-    assert abs(res.particles.mean() - 1.0) < 0.2
-    assert 0.75 < res.particles.std() < 1.25
+    assert abs(res.particles.mean() - 1.0) < 0.175
+    assert abs(res.particles.std() - 0.968) < 0.09
