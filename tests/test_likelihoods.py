@@ -390,11 +390,12 @@ def _product_gauss_hermite(fun, mu, var, n_nodes=40):
     return fun(F) @ weights
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("c", [2, 3])
-def test_softmax_expectations_within_monte_carlo_error(c):
-    rng = np.random.default_rng(10)
+def test_softmax_expectations_within_monte_carlo_error(c, stat_seed):
+    rng = np.random.default_rng(10 + stat_seed)
     y, mu, var = _softmax_case(rng, n=5, c=c)
-    lik = Softmax(n_classes=c, n_samples=200, random_state=3)
+    lik = Softmax(n_classes=c, n_samples=200, random_state=3 + stat_seed)
     # Reference by a product Gauss-Hermite rule (smooth integrand).
     ref_elp = _product_gauss_hermite(
         lambda F: (
@@ -417,7 +418,9 @@ def test_softmax_expectations_within_monte_carlo_error(c):
         for i in range(5):
             exact = expect_quad(lambda t: -np.logaddexp(0, -t), d_mu[i], var[i].sum())
             assert_allclose(ref_elp[i], exact, rtol=1e-10)
-    # Standard errors of the antithetic estimator, from its pair means.
+    # Standard errors of the antithetic estimator, from its 100 pair means
+    # (independent); 5 of them on 5 (1 + c) entries, a t tail with 99
+    # degrees of freedom of 2.5e-6 each: false failure below 5e-5.
     eps = lik.default_draws()
     F = mu + np.sqrt(var) * eps[:, None, :]
     lp = lik.log_prob(y, F)
@@ -434,17 +437,22 @@ def test_softmax_expectations_within_monte_carlo_error(c):
     assert_allclose(np.exp(lpd), p[np.arange(5), y], rtol=1e-10)
 
 
-def test_softmax_against_large_monte_carlo():
-    rng = np.random.default_rng(11)
+@pytest.mark.statistical
+def test_softmax_against_large_monte_carlo(stat_seed):
+    rng = np.random.default_rng(11 + stat_seed)
     c = 5
     y, mu, var = _softmax_case(rng, n=4, c=c)
-    lik = Softmax(n_classes=c, n_samples=400)
+    lik = Softmax(n_classes=c, n_samples=400, random_state=stat_seed)
     eps = rng.standard_normal((200_000, 1, c))
     lp = lik.log_prob(y, mu + np.sqrt(var) * eps)
     ref, ref_se = lp.mean(0), lp.std(0) / np.sqrt(lp.shape[0])
     est = lik.expected_log_prob(y, mu, var)
     own = lik.log_prob(y, mu + np.sqrt(var) * lik.default_draws()[:, None, :])
     own_se = (0.5 * (own[:200] + own[200:])).std(0, ddof=1) / np.sqrt(200)
+    # Both estimates are independent means (200,000 draws; 200 antithetic
+    # pairs): the difference has standard error hypot(ref_se, own_se); 5 of
+    # them on 4 points: false failure below 4 x 1e-6 (t with 199 degrees of
+    # freedom for the pairs).
     assert np.all(np.abs(est - ref) < 5 * np.hypot(ref_se, own_se))
 
 
@@ -505,8 +513,12 @@ def test_robustmax_probability_three_classes_against_quad():
         assert_allclose(p[i], ref, rtol=1e-8, atol=1e-12)
 
 
-def test_robustmax_against_monte_carlo():
-    rng = np.random.default_rng(15)
+@pytest.mark.statistical
+def test_robustmax_against_monte_carlo(stat_seed):
+    # Quadrature against the mean of 100,000 draws: standard error sd /
+    # sqrt(n); 5 of them on 5 expected log-likelihoods and 20 probabilities
+    # (bounded terms): false failure below 25 x 5.7e-7 ~ 1.5e-5.
+    rng = np.random.default_rng(15 + stat_seed)
     c, n = 4, 5
     mu, var = rng.normal(0, 1, (n, c)), rng.uniform(0.3, 1.0, (n, c))
     y = rng.integers(0, c, n)

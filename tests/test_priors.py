@@ -46,10 +46,14 @@ def test_logpdf_matches_scipy(prior, frozen):
     np.testing.assert_allclose(wrapped.dlogpdf(x), prior.dlogpdf(x), rtol=1e-6)
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("prior,frozen", SCIPY_TWINS, ids=lambda p: repr(p)[:20])
-def test_samples_follow_the_density(prior, frozen):
-    draws = prior.sample(np.random.default_rng(0), 20000)
-    assert stats.kstest(draws, frozen.cdf).pvalue > 1e-3
+def test_samples_follow_the_density(prior, frozen, stat_seed):
+    # The KS p-value of a continuous law is uniform: p > 1e-6 is a false
+    # failure of 1e-6 per law (1e-3 before: 4e-3 over the four). With 20,000
+    # draws it still detects a scale error of about 5%.
+    draws = prior.sample(np.random.default_rng(stat_seed), 20000)
+    assert stats.kstest(draws, frozen.cdf).pvalue > 1e-6
 
 
 def test_theta_density_integrates_to_one():
