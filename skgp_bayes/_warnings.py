@@ -240,7 +240,7 @@ def warn_user(message, category, *, key=None, worst=None):
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     warn_user("something to know", UserWarning)
-    >>> "skgp_bayes" in caught[0].filename
+    >>> caught[0].filename.endswith("_warnings.py")  # the caller's file instead
     False
     """
     log = _current.get()
