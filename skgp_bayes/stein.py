@@ -97,6 +97,20 @@ def _warn_at_bounds(particles, bounds, names):
                 )
 
 
+def _warn_cg_budget(evaluator, n_samples):
+    """ConvergenceWarning when solver="cg" left solves unfinished."""
+    warn_user(
+        "Conjugate gradients ran out of their budget of max(2 n, 100) = "
+        f"{max(2 * n_samples, 100)} iterations in {evaluator.budget_exhausted} "
+        "particle gradients (relative residual left up to "
+        f"{evaluator.budget_residual:.3g}, tolerance {CG_TOL:.0e}); those "
+        "gradients are biased. No parameter sets this budget: "
+        "solver='cholesky' avoids conjugate gradients where the kernel matrix "
+        "fits in memory.",
+        ConvergenceWarning,
+    )
+
+
 # What did not reliably meet SVGD's stopping rule (see _warn_not_converged).
 _UNTRIED_REGRESSOR = ", whatever max_iter, learning_rate or learning_rate_decay"
 
@@ -838,6 +852,8 @@ class SteinGPRegressor(
                 history.setdefault(key, []).extend(trace)
             if not converged and self.max_iter > 0 and not use_cg:
                 _warn_not_converged(self, result, particles)
+            if use_cg and evaluator.budget_exhausted:
+                _warn_cg_budget(evaluator, X.shape[0])
         _warn_at_bounds(particles, bounds, names)
         if target.max_jitter > 0:
             warn_user(
