@@ -373,8 +373,11 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
     def _warn_diagnostics(self, names, rhat, ess, n_div):
         if n_div:
             warn_user(
-                f"{n_div} divergent HMC transitions after warm-up; raise "
-                "target_accept (smaller steps) or check the priors.",
+                f"{n_div} divergent HMC transitions after warm-up: the steps "
+                "were too large for the posterior's curvature somewhere, so the "
+                "samples may miss that region. Lengthen n_warmup (the step size "
+                "adapts for longer) or raise target_accept towards 0.99 (smaller "
+                "steps, slower sampling).",
                 SamplerWarning,
             )
         if np.any(np.isfinite(rhat)) and np.nanmax(rhat) > _RHAT_MAX:

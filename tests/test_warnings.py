@@ -341,3 +341,29 @@ def test_svgd_instability_advice_lower_learning_rate():
 
     assert unstable(1e3)
     assert unstable(0.1) == []
+
+
+@pytest.mark.parametrize(
+    "remedy", [dict(n_warmup=200), dict(target_accept=0.99)], ids=str
+)
+def test_divergence_advice_longer_warmup_or_higher_target_accept(remedy):
+    # A 20-iteration warm-up leaves the step size too large.
+    short = dict(_VMCMC_SMALL, svgp_max_iter=2)
+    caught = _fit_recording(VariationalMCMCClassifier(**short), Y_CLF)
+    assert _messages(caught, "divergent")
+    followed = VariationalMCMCClassifier(**dict(short, **remedy))
+    assert _messages(_fit_recording(followed, Y_CLF), "divergent") == []
+
+
+def test_rhat_and_ess_advice_more_warmup_and_samples():
+    def fit(n_samples):
+        estimator = VariationalMCMCClassifier(
+            **dict(_VMCMC_SMALL, n_warmup=100, n_samples=n_samples, max_leapfrog=10)
+        )
+        caught = _fit_recording(estimator, Y_CLF)
+        return _messages(caught, "R-hat"), _messages(caught, "Effective sample size")
+
+    rhat, ess = fit(50)
+    assert "increase n_warmup and n_samples" in rhat[0]
+    assert "increase n_samples" in ess[0]
+    assert fit(500) == ([], [])
