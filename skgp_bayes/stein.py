@@ -112,15 +112,18 @@ def _warn_cg_budget(evaluator, n_samples):
 
 
 # What did not reliably meet SVGD's stopping rule (see _warn_not_converged).
-_UNTRIED_REGRESSOR = ", whatever max_iter, learning_rate or learning_rate_decay"
+_UNTRIED_REGRESSOR = ", with a smaller learning_rate or with learning_rate_decay too"
 
 
 def _warn_not_converged(estimator, result, particles, untried=_UNTRIED_REGRESSOR):
     """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``.
 
-    No setting met the stopping rule reliably on ordinary data sets (see
-    ``tests/test_warnings.py``), so the message states what the unmet rule
-    means instead of advising a change that may fail.
+    With the default learning rate, mcycle met the stopping rule within
+    300-400 iterations, but 60-100 point synthetic sets (a sine, a 2-D
+    quadratic) did not within 1,500, at learning rates 0.05 to 0.005 or with
+    decay; Adam keeps the particles jittering by about the learning rate.
+    The message therefore states what the unmet rule means instead of
+    advising a change that may fail.
     """
     move = result.history["max_move"][-1]
     spread = float(np.median(np.std(particles, axis=0))) if particles.size else 0.0
@@ -134,7 +137,7 @@ def _warn_not_converged(estimator, result, particles, untried=_UNTRIED_REGRESSOR
         "which matters only when the moves are not small against the spread. "
         "No setting reliably meets the rule: on some data a larger max_iter "
         "(or warm_start=True and another fit) does; on others the moves "
-        f"never fall below tol{untried}.",
+        f"stay above tol after several times as many iterations{untried}.",
         ConvergenceWarning,
         worst=move,
     )

@@ -103,7 +103,7 @@ __all__ = ["SteinGPClassifier"]
 
 # What did not reliably meet SVGD's stopping rule on the exact latent model,
 # where learning_rate_decay does not apply.
-_UNTRIED_CLASSIFIER = ", whatever max_iter or learning_rate"
+_UNTRIED_CLASSIFIER = ", with a smaller or a larger learning_rate too"
 
 # Newton iterations for a Laplace mode; logistic and probit problems converge
 # quadratically in well under 20 from a warm start.
