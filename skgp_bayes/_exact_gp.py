@@ -8,8 +8,6 @@ exact per-draw GP posterior (``self._draws`` with ``X``, ``y``,
 ``sample_functions``.
 """
 
-import warnings
-
 import numpy as np
 from sklearn.base import clone
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
@@ -26,6 +24,7 @@ from ._validation import (
     log_noise_bounds,
     positive_finite,
 )
+from ._warnings import warn_user
 from .kernels import KernelAdapter, lower_kernel
 from .kernels.spectral import spectral_parameters
 from .priors import PriorSet
@@ -60,7 +59,7 @@ def default_kernel():
     return ConstantKernel(1.0) * RBF(1.0)
 
 
-def check_exact_sampling(n_points, no_spectral, stacklevel=3):
+def check_exact_sampling(n_points, no_spectral):
     """MemoryError or a cost warning before an exact joint draw at ``n_points``.
 
     Examples
@@ -82,13 +81,12 @@ def check_exact_sampling(n_points, no_spectral, stacklevel=3):
             "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
         )
     if n_points > EXACT_SAMPLE_WARN:
-        warnings.warn(
+        warn_user(
             f"sample_y at {n_points} points builds a dense "
             f"{n_points} x {n_points} covariance and factorises it for "
             "each draw used; this costs O(n^3) time and O(n^2) memory"
             f"{reason}.",
             UserWarning,
-            stacklevel=stacklevel,
         )
 
 
@@ -114,17 +112,16 @@ def sample_y_spec(kernel, method, n_points):
         )
     spec = lower_kernel(kernel)
     if spec is None and method == "pathwise":
-        warnings.warn(
+        warn_user(
             f"The kernel {kernel!r} has no spectral density for random Fourier "
             "features; sampling exactly instead.",
             UserWarning,
-            stacklevel=3,
         )
     if spec is not None and (
         method == "pathwise" or (method == "auto" and n_points >= PATHWISE_MIN_POINTS)
     ):
         return spec
-    check_exact_sampling(n_points, spec is None, stacklevel=4)
+    check_exact_sampling(n_points, spec is None)
     return None
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
+from ._warnings import bound_to_fit
 from .exceptions import NotPSDError
 
 __all__ = []
@@ -180,7 +181,9 @@ class ParticleEvaluator:
             blocks = np.array_split(particles, n_threads)
             with threadpool_limits(limits=1, user_api="blas"):
                 parts = Parallel(n_jobs=n_threads, backend="threading")(
-                    delayed(_evaluate_block)(self.target, block, batch, True)
+                    delayed(bound_to_fit(_evaluate_block))(
+                        self.target, block, batch, True
+                    )
                     for block in blocks
                 )
             values = np.concatenate([p[0] for p in parts])

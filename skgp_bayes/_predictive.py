@@ -7,11 +7,10 @@ weighted mixture over draws. The mixture algebra lives in free functions so
 that other per-draw posteriors (sparse, latent) plug into the same path.
 """
 
-import warnings
-
 import numpy as np
 from scipy.special import logsumexp
 
+from ._warnings import warn_user
 from .exceptions import NumericalWarning
 from .linalg import (
     batched_cg,
@@ -155,12 +154,12 @@ def _clamp_variances(variances):
     if lowest < 0.0:
         scale = max(float(np.max(np.abs(variances))), np.finfo(float).tiny)
         if lowest < -1e-6 * scale:
-            warnings.warn(
+            warn_user(
                 f"Predictive variances as low as {lowest:.3g} were computed "
                 "(loss of precision in an ill-conditioned kernel matrix); "
                 "they were set to 0.",
                 NumericalWarning,
-                stacklevel=4,
+                worst=-lowest,
             )
         np.maximum(variances, 0.0, out=variances)
 

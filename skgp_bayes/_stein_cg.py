@@ -107,3 +107,13 @@ class CGParticleGradients:
     @property
     def max_residual(self):
         return max((stream.max_residual for stream in self.streams), default=0.0)
+
+    @property
+    def budget_exhausted(self):
+        """Gradients whose solves ran out of the CG budget, over all particles."""
+        return sum(stream.budget_exhausted for stream in self.streams)
+
+    @property
+    def budget_residual(self):
+        """Largest relative residual those unfinished solves left."""
+        return max((stream.budget_residual for stream in self.streams), default=0.0)

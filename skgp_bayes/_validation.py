@@ -1,13 +1,13 @@
 """Checks and conversions shared by every estimator."""
 
 import numbers
-import warnings
 from contextlib import contextmanager
 
 import numpy as np
 
 from . import __version__
 from ._config import MAX_ABS_LOG_PARAM
+from ._warnings import warn_user
 
 __all__ = [
     "check_n_samples",
@@ -314,11 +314,10 @@ class VersionedStateMixin:
     def __setstate__(self, state):
         version = state.get("_skgp_version", __version__)
         if version != __version__:
-            warnings.warn(
+            warn_user(
                 f"Trying to unpickle {type(self).__name__} from skgp_bayes "
                 f"{version} with skgp_bayes {__version__}; results may differ.",
                 UserWarning,
-                stacklevel=2,
             )
         setstate = getattr(super(), "__setstate__", None)
         if setstate is not None:

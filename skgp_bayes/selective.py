@@ -43,7 +43,6 @@ classifier, :class:`SelectiveSVGPClassifier` (Bernoulli likelihood).
 """
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -76,6 +75,7 @@ from ._validation import (
     check_n_samples,
     safe_mean_std,
 )
+from ._warnings import fit_warnings, warn_user
 from .exceptions import NotPSDError
 from .inference import (
     DecayingBaseline,
@@ -379,11 +379,10 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
         n,
     )
     if not converged:
-        warnings.warn(
+        warn_user(
             f"Post-training did not converge in {est.n_post_iter} L-BFGS-B "
             "iterations; increase n_post_iter.",
             ConvergenceWarning,
-            stacklevel=5,
         )
     t3 = time.perf_counter()
     return {
@@ -576,6 +575,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         return _check_candidates(self.candidates, X.shape[1])
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_warnings()
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
 
@@ -691,11 +691,10 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             bound, kept, hyper, bounds, self.n_post_iter
         )
         if not converged:
-            warnings.warn(
+            warn_user(
                 f"Post-training did not converge in {self.n_post_iter} L-BFGS-B "
                 "iterations; increase n_post_iter.",
                 ConvergenceWarning,
-                stacklevel=5,
             )
         t3 = time.perf_counter()
         return {
@@ -1023,6 +1022,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         print(f"[{type(self).__name__}] {msg}")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_warnings()
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
 

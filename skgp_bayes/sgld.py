@@ -2,12 +2,12 @@
 
 import copy
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -22,6 +22,7 @@ from ._validation import (
     check_input_magnitude,
     target_scale,
 )
+from ._warnings import collect_warnings, fit_warnings, report, warn_user
 from .diagnostics import effective_sample_size, split_rhat
 from .exceptions import SamplerWarning
 from .inference import run_sgld, sgld_schedule
@@ -115,9 +116,8 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
     )
     if resumed is not None:
         gradient.set_state(resumed["gradient"])
-    with warnings.catch_warnings(record=True) as caught:
-        # CG budget warnings of single gradients are summarised once, in fit.
-        warnings.simplefilter("always")
+    # A chain may run in another process: its warnings travel back as a log.
+    with collect_warnings() as log:
         result = run_sgld(
             _SafeGradient(gradient),
             chain.get("start"),
@@ -136,7 +136,7 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
             ),
             resume=None if resumed is None else resumed["sgld"],
         )
-    messages = [str(w.message) for w in caught if issubclass(w.category, Warning)]
+    n_gradients = len(gradient.cg_iterations)
     cg_iterations = np.asarray(gradient.cg_iterations, dtype=np.int64)
     max_residual = gradient.max_residual
     if resumed is not None:
@@ -149,7 +149,10 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
         "n_rejected": result.n_rejected,
         "cg_iterations": cg_iterations,
         "max_residual": max_residual,
-        "warnings": messages,
+        "warnings": log,
+        "n_gradients": n_gradients,
+        "budget_exhausted": gradient.budget_exhausted,
+        "budget_residual": gradient.budget_residual,
         "state": {
             "sgld": result.state,
             "noise_rng": noise_rng,
@@ -537,6 +540,7 @@ class SGLDGPRegressor(
         return map_params, _laplace_cov(target, map_params, bounds)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_warnings()
     def fit(self, X, y):
         """Run the SGLD chains.
 
@@ -651,7 +655,7 @@ class SGLDGPRegressor(
         burn = min(burn, n_total - 1)
         kept = chains[:, burn :: self.thin]
         rhat, ess = self._diagnostics(kept, notes)
-        self._report_warnings(runs, rhat, names)
+        self._report_warnings(runs, rhat, names, X.shape[0])
         pooled = kept.reshape(-1, p)
         pick = np.unique(
             np.linspace(
@@ -774,15 +778,27 @@ class SGLDGPRegressor(
             rhat = np.atleast_1d(split_rhat(kept, rank_normalized=True))
         return rhat, ess
 
-    def _report_warnings(self, runs, rhat, names):
-        messages = sorted({m for r in runs for m in r["warnings"]})
-        for message in messages:
-            warnings.warn(message, SamplerWarning, stacklevel=4)
+    def _report_warnings(self, runs, rhat, names, n_samples):
+        for run in runs:
+            report(run["warnings"])
+        exhausted = sum(r["budget_exhausted"] for r in runs)
+        if exhausted:
+            warn_user(
+                f"Conjugate gradients ran out of their budget of cg_max_iter="
+                f"{self.cg_max_iter} iterations in {exhausted} of "
+                f"{sum(r['n_gradients'] for r in runs)} gradient evaluations "
+                f"(relative residual left up to "
+                f"{max(r['budget_residual'] for r in runs):.3g}, cg_tol="
+                f"{self.cg_tol}); those gradients are biased, so the chains may "
+                "not sample the posterior. Increase cg_max_iter, or set it to "
+                f"None for the default budget max(2 n, 100) = "
+                f"{max(2 * n_samples, 100)} on these data.",
+                ConvergenceWarning,
+            )
         bad = [n for n, r in zip(names, rhat, strict=True) if r > _RHAT_WARN]
         if bad:
-            warnings.warn(
+            warn_user(
                 f"The chains disagree (split R-hat above {_RHAT_WARN}) for {bad}; "
                 "increase n_iter.",
                 SamplerWarning,
-                stacklevel=4,
             )

@@ -35,7 +35,6 @@ inputs, so the samples mix over hyperparameters and inducing values.
 """
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -73,6 +72,7 @@ from ._validation import (
     check_n_samples,
     safe_mean_std,
 )
+from ._warnings import fit_warnings, warn_user
 from .diagnostics import effective_sample_size, split_rhat
 from .exceptions import NotPSDError, SamplerWarning
 from .inference import run_hmc_chains
@@ -257,11 +257,10 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
                 bound, start, opt_bounds, self.svgp_max_iter
             )
         if not converged:
-            warnings.warn(
+            warn_user(
                 f"The Gaussian approximation did not converge in "
                 f"{self.svgp_max_iter} L-BFGS iterations; increase svgp_max_iter.",
                 ConvergenceWarning,
-                stacklevel=4,
             )
         theta, log_noise, q_mean, q_L, Z = bound.split(svgp_params)
         Z = np.array(Z)
@@ -373,29 +372,29 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
 
     def _warn_diagnostics(self, names, rhat, ess, n_div):
         if n_div:
-            warnings.warn(
-                f"{n_div} divergent HMC transitions after warm-up; raise "
-                "target_accept (smaller steps) or check the priors.",
+            warn_user(
+                f"{n_div} divergent HMC transitions after warm-up: the steps "
+                "were too large for the posterior's curvature somewhere, so the "
+                "samples may miss that region. Lengthen n_warmup (the step size "
+                "adapts for longer) or raise target_accept towards 0.99 (smaller "
+                "steps, slower sampling).",
                 SamplerWarning,
-                stacklevel=5,
             )
         if np.any(np.isfinite(rhat)) and np.nanmax(rhat) > _RHAT_MAX:
             j = int(np.nanargmax(rhat))
-            warnings.warn(
+            warn_user(
                 f"Split R-hat is {rhat[j]:.3f} > {_RHAT_MAX} for {names[j]} (the "
                 "worst parameter): the chains have not converged; increase "
                 "n_warmup and n_samples.",
                 SamplerWarning,
-                stacklevel=5,
             )
         threshold = _ESS_PER_CHAIN_MIN * self.n_chains
         if np.any(np.isfinite(ess)) and np.nanmin(ess) < threshold:
             j = int(np.nanargmin(ess))
-            warnings.warn(
+            warn_user(
                 f"Effective sample size is {ess[j]:.0f} < {threshold} for "
                 f"{names[j]} (the worst parameter); increase n_samples.",
                 SamplerWarning,
-                stacklevel=5,
             )
 
     # ---------------------------------------------------------- prediction
@@ -671,6 +670,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_warnings()
     def fit(self, X, y):
         """Fit the Gaussian approximation, then sample by HMC.
 
@@ -1002,6 +1002,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_warnings()
     def fit(self, X, y, exposure=None):
         """Fit the Gaussian approximation, then sample by HMC.
 

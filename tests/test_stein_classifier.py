@@ -425,7 +425,7 @@ def test_max_iter_warning(data):
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        with pytest.raises(ConvergenceWarning, match="did not converge"):
+        with pytest.raises(ConvergenceWarning, match="did not meet its stopping rule"):
             SteinGPClassifier(**FAST).fit(X, y)
 
 

@@ -14,10 +14,10 @@ The engine knows nothing about Gaussian processes: it calls
 """
 
 import time
-import warnings
 
 import numpy as np
 
+from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 
 __all__ = ["SGLDResult", "SGLDState", "sgld_schedule", "run_sgld"]
@@ -282,12 +282,11 @@ def run_sgld(
             n_rejected += 1
             scale *= 0.5
             if n_rejected == 1:
-                warnings.warn(
+                warn_user(
                     f"SGLD update {t} was rejected: the gradient or the new state "
                     "was not finite. The step size is halved after every "
                     "rejection.",
                     SamplerWarning,
-                    stacklevel=2,
                 )
             if failures >= max_failures:
                 raise FloatingPointError(

@@ -6,10 +6,10 @@ density given as ``logp_and_grad(particles) -> (values, grads)``.
 """
 
 import time
-import warnings
 
 import numpy as np
 
+from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 from .adam import adam_init, adam_update
 
@@ -282,20 +282,18 @@ def run_svgd(
             and history["log_density"][-1] < history["log_density"][0] - 1.0
         )
         if capped or fell:
-            warnings.warn(
+            warn_user(
                 "SVGD looks unstable: "
                 + ("steps kept hitting the cap of max_step; " if capped else "")
                 + ("the mean log density fell during the run; " if fell else "")
-                + "the learning rate is probably too large.",
+                + "the learning rate is probably too large: lower learning_rate.",
                 SamplerWarning,
-                stacklevel=2,
             )
     spread = np.max(np.ptp(particles, axis=0)) if n_particles > 1 else np.inf
     if n_particles > 1 and particles.shape[1] > 0 and spread < 1e-8:
-        warnings.warn(
+        warn_user(
             f"SVGD particles collapsed to one point (spread {spread:.2e}).",
             SamplerWarning,
-            stacklevel=2,
         )
     return SVGDResult(
         particles,

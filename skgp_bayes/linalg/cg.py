@@ -10,12 +10,11 @@ The code uses only operations common to NumPy and CuPy, through an array
 module ``xp``; no ``fastmath`` and no reduced precision are involved.
 """
 
-import warnings
-
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._config import MAX_DENSE_BYTES
+from .._warnings import warn_user
 
 __all__ = ["CGResult", "CGIteration", "batched_cg", "kernel_operator"]
 
@@ -292,14 +291,15 @@ def batched_cg(
         residual = np.where(zero, 0.0, state.residual_norm / b_norm)
     converged = state.residual_norm <= threshold
     if warn and not converged.all():
-        warnings.warn(
+        worst = float(np.max(residual))
+        warn_user(
             f"Conjugate gradients reached a relative residual of "
-            f"{float(np.max(residual)):.3g} (tolerance {tol:.3g}) after "
+            f"{worst:.3g} (tolerance {tol:.3g}) after "
             f"{state.n_iter} iterations for {int((~converged).sum())} of {k} "
             "right-hand sides; increase max_iter, or the noise variance if the "
             "kernel matrix is ill-conditioned.",
             ConvergenceWarning,
-            stacklevel=2,
+            worst=worst,
         )
     x = state.x[:, 0] if vector else state.x
     return CGResult(x, state.n_iter, residual, converged)

@@ -1,11 +1,10 @@
 """Cholesky factorisation with a jitter ladder, and the solves built on it."""
 
-import warnings
-
 import numpy as np
 from scipy.linalg import lapack, solve_triangular
 
 from .._config import JITTER_FACTOR, JITTER_START, JITTER_TRIES
+from .._warnings import warn_user
 from ..exceptions import NotPSDError, NumericalWarning
 
 __all__ = ["cholesky", "cho_solve", "cho_inverse", "log_det_from_cholesky"]
@@ -85,12 +84,12 @@ def cholesky(matrix, *, max_tries=JITTER_TRIES, warn=True, context=None):
         factor, info = _potrf(work)
         if info == 0:
             if warn:
-                warnings.warn(
+                warn_user(
                     f"Matrix was not positive definite; added jitter {jitter:.3g} "
                     f"({jitter / scale:.1e} x mean diagonal) to the diagonal"
                     f"{suffix}.",
                     NumericalWarning,
-                    stacklevel=2,
+                    worst=jitter / scale,
                 )
             return factor, jitter
         jitter *= JITTER_FACTOR

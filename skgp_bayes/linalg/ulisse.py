@@ -29,11 +29,10 @@ product to be unbiased. A pivoted-Cholesky preconditioner (optional) makes
 the CG increments shrink fast, so that few of them are randomised.
 """
 
-import warnings
-
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._warnings import warn_user
 from .cg import CGIteration, _host, batched_cg, kernel_operator
 from .precondition import kernel_preconditioner
 
@@ -111,6 +110,12 @@ class ULISSEResult:
         Importance weight ``W_j`` of each estimate's last increment (1 for an
         estimate that never passed the early-stop threshold); at most
         ``exp(beta J (J + 1) / 2)`` with ``J = max_random_steps``.
+    unfinished : int
+        Randomised continuations still drawing when the budget ran out;
+        those estimates are biased.
+    unfinished_residual : float
+        Largest relative residual among the columns of those continuations
+        (0 when none).
 
     Examples
     --------
@@ -123,7 +128,16 @@ class ULISSEResult:
     """
 
     def __init__(
-        self, estimates, owner, x, n_iter, n_iter_early, residual, weights=None
+        self,
+        estimates,
+        owner,
+        x,
+        n_iter,
+        n_iter_early,
+        residual,
+        weights=None,
+        unfinished=0,
+        unfinished_residual=0.0,
     ):
         self.estimates = estimates
         self.owner = owner
@@ -132,6 +146,8 @@ class ULISSEResult:
         self.n_iter_early = n_iter_early
         self.residual = residual
         self.weights = np.ones(owner.shape[0]) if weights is None else weights
+        self.unfinished = unfinished
+        self.unfinished_residual = unfinished_residual
 
 
 def ulisse_solve(
@@ -259,20 +275,30 @@ def ulisse_solve(
         n_iter_early[reached] = state.n_iter
         steps[(steps < 0) & reached[owner]] = 0
         alive = still & (residual[owner] > solved_at[owner]) & np.isfinite(weight)
-    if warn and alive.any():
+    unfinished, worst = int(alive.sum()), 0.0
+    if unfinished:
         worst = float(np.max(state.residual_norm[owner[alive]] / b_norm[owner[alive]]))
-        warnings.warn(
+    if warn and unfinished:
+        warn_user(
             f"ULISSE ran out of its budget of {max_iter} CG iterations with "
-            f"{int(alive.sum())} randomised continuations unfinished (relative "
+            f"{unfinished} randomised continuations unfinished (relative "
             f"residual {worst:.3g}, tolerance {tol:.3g}); those estimates are "
             "biased. Increase max_iter.",
             ConvergenceWarning,
-            stacklevel=2,
+            worst=worst,
         )
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(b_norm > 0, state.residual_norm / b_norm, 0.0)
     return ULISSEResult(
-        estimates, owner, state.x, state.n_iter, n_iter_early, relative, weight
+        estimates,
+        owner,
+        state.x,
+        state.n_iter,
+        n_iter_early,
+        relative,
+        weight,
+        unfinished,
+        worst,
     )
 
 
@@ -381,6 +407,14 @@ class StochasticMarginalGradient:
     n_calls : int
     cg_iterations : list of int
         Block CG iterations of every call.
+    max_residual : float
+        Largest final relative residual of any solve.
+    budget_exhausted : int
+        Calls whose solves ran out of ``max_iter`` before they were done
+        (their gradients are biased). Calls never warn: their caller knows
+        which of its parameters sets the budget, and reports once.
+    budget_residual : float
+        Largest relative residual among those unfinished solves.
 
     Examples
     --------
@@ -441,6 +475,8 @@ class StochasticMarginalGradient:
         self.n_calls = 0
         self.cg_iterations = []
         self.max_residual = 0.0
+        self.budget_exhausted = 0
+        self.budget_residual = 0.0
         self._probes = None
         self._x_prev = None
 
@@ -600,8 +636,10 @@ class StochasticMarginalGradient:
                 max_iter=self.max_iter,
                 rng=self.rng,
                 xp=xp,
+                warn=False,
                 precondition=precond,
             )
+            unfinished, worst = res.unfinished, res.unfinished_residual
             sol = res.estimates
             a1, a2, S = sol[:, 0], sol[:, 1], sol[:, 2:]
             self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
@@ -614,14 +652,20 @@ class StochasticMarginalGradient:
                 tol=self.tol,
                 max_iter=budget,
                 xp=xp,
+                warn=False,
                 precondition=precond,
             )
+            unfinished = int(np.sum(~res.converged))
+            worst = float(np.max(res.residual)) if unfinished else 0.0
             a1 = a2 = res.x[:, 0]
             S = res.x[:, 1:]
             self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
         self.n_calls += 1
         self.cg_iterations.append(int(n_iter))
         self.max_residual = max(self.max_residual, float(np.max(resid)))
+        if unfinished:
+            self.budget_exhausted += 1
+            self.budget_residual = max(self.budget_residual, worst)
         U = np.column_stack([0.5 * _host(a1), -_host(S) / (2.0 * self.n_probes)])
         V = np.column_stack([_host(a2), _host(self._probes)])
         grad = np.empty(self.n_params)

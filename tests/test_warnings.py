@@ -1,0 +1,369 @@
+"""Warnings point at the user's line, come once per fit, and give advice that works."""
+
+import pickle
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skgp_bayes import (
+    SelectiveSVGP,
+    SelectiveSVGPClassifier,
+    SGLDGPRegressor,
+    SteinGPClassifier,
+    SteinGPRegressor,
+    VariationalMCMCClassifier,
+    VariationalMCMCRegressor,
+)
+from skgp_bayes._warnings import (
+    WarningLog,
+    bound_to_fit,
+    collect_warnings,
+    fit_warnings,
+    report,
+    warn_user,
+)
+from skgp_bayes.exceptions import NumericalWarning, SamplerWarning
+from skgp_bayes.inference import run_svgd
+
+_RNG = np.random.default_rng(0)
+X = _RNG.uniform(-3, 3, (40, 1))
+Y_REG = np.sin(X[:, 0]) + 0.1 * _RNG.standard_normal(40)
+Y_CLF = (X[:, 0] > 0).astype(int)
+
+_VMCMC_SMALL = dict(
+    n_inducing=5, n_chains=2, n_warmup=20, n_samples=10, max_leapfrog=3, random_state=0
+)
+_SELECTIVE_SMALL = dict(n_candidates=8, n_pre_iter=2, n_select_iter=2, random_state=0)
+
+# One line per estimator: a cheap instance whose fit warns, and its target.
+_WARNING_FITS = {
+    "SteinGPRegressor": (lambda: SteinGPRegressor(n_particles=3, max_iter=3), Y_REG),
+    "SteinGPClassifier": (lambda: SteinGPClassifier(n_particles=3, max_iter=3), Y_CLF),
+    "SGLDGPRegressor": (
+        lambda: SGLDGPRegressor(
+            n_iter=20, n_chains=1, cg_max_iter=3, cg_preconditioner_rank=0
+        ),
+        Y_REG,
+    ),
+    "VariationalMCMCClassifier": (
+        lambda: VariationalMCMCClassifier(svgp_max_iter=2, **_VMCMC_SMALL),
+        Y_CLF,
+    ),
+    "VariationalMCMCRegressor": (
+        lambda: VariationalMCMCRegressor(svgp_max_iter=2, **_VMCMC_SMALL),
+        Y_REG,
+    ),
+    "SelectiveSVGP": (lambda: SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL), Y_REG),
+    "SelectiveSVGPClassifier": (
+        lambda: SelectiveSVGPClassifier(n_post_iter=1, **_SELECTIVE_SMALL),
+        Y_CLF,
+    ),
+}
+_LIBRARY_CATEGORIES = (ConvergenceWarning, SamplerWarning, NumericalWarning)
+
+
+def _library_warnings(caught):
+    return [w for w in caught if issubclass(w.category, _LIBRARY_CATEGORIES)]
+
+
+def _fit_recording(estimator, y=Y_REG):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    return _library_warnings(caught)
+
+
+def _messages(caught, text):
+    return [str(w.message) for w in caught if text in str(w.message)]
+
+
+# ---------------------------------------------------------------- attribution
+@pytest.mark.parametrize("name", sorted(_WARNING_FITS))
+@pytest.mark.parametrize("how", ["direct", "pipeline", "cross_val_score"])
+def test_fit_warnings_point_at_the_calling_line(name, how):
+    make, y = _WARNING_FITS[name]
+    estimator = make().set_params(random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if how == "direct":
+            line = _line() + 1
+            estimator.fit(X, y)
+        elif how == "pipeline":
+            line = _line() + 1
+            make_pipeline(StandardScaler(), estimator).fit(X, y)
+        else:
+            line = _line() + 1
+            cross_val_score(estimator, X, y, cv=2, n_jobs=1, error_score="raise")
+    ours = _library_warnings(caught)
+    assert ours, f"{name} raised no warning in this configuration"
+    assert {(w.filename, w.lineno) for w in ours} == {(__file__, line)}
+
+
+def _line():
+    import sys
+
+    return sys._getframe(1).f_lineno
+
+
+# ---------------------------------------------------------------- aggregation
+def test_sgld_cg_budget_warns_once_naming_cg_max_iter():
+    caught = _fit_recording(_WARNING_FITS["SGLDGPRegressor"][0]().set_params(n_iter=40))
+    budget = [w for w in caught if "budget" in str(w.message)]
+    assert len(budget) == 1
+    assert "cg_max_iter=3" in str(budget[0].message)
+    assert "in 40 of 40 gradient evaluations" in str(budget[0].message)
+
+
+def test_sgld_cg_budget_advice_removes_the_warning():
+    # The advice: cg_max_iter=None, the default budget.
+    estimator = _WARNING_FITS["SGLDGPRegressor"][0]().set_params(
+        cg_max_iter=None, random_state=0
+    )
+    assert _messages(_fit_recording(estimator), "budget") == []
+
+
+def test_grouping_counts_and_keeps_the_worst():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fit_warnings():
+            for residual in (0.5, 3.0, 1.0):
+                warn_user(f"residual {residual}", UserWarning, worst=residual)
+            warn_user("k1__length_scale at 2", UserWarning)
+            warn_user("k2__length_scale at 2", UserWarning)
+            warn_user("residual 9.0", RuntimeWarning)  # another category
+            warn_user("first wording 1", UserWarning, key="same")
+            warn_user("second wording 2", UserWarning, key="same")
+    got = [(w.category, str(w.message)) for w in caught]
+    assert got == [
+        (
+            UserWarning,
+            "residual 3.0 (Raised 3 times during this fit; the figures are "
+            "those of the worst occurrence.)",
+        ),
+        (UserWarning, "k1__length_scale at 2"),
+        (UserWarning, "k2__length_scale at 2"),
+        (RuntimeWarning, "residual 9.0"),
+        (
+            UserWarning,
+            "first wording 1 (Raised 2 times during this fit; the figures are "
+            "those of the first occurrence.)",
+        ),
+    ]
+    assert {w.filename for w in caught} == {__file__}
+
+
+def test_nested_fits_report_once_from_the_outermost():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fit_warnings() as outer:
+            warn_user("step 1 failed", UserWarning)
+            with fit_warnings() as inner:
+                assert inner is None
+                warn_user("step 2 failed", UserWarning)
+            assert caught == []  # nothing before the outer fit ends
+            assert outer.groups()[0]["count"] == 2
+    assert len(caught) == 1
+    assert "Raised 2 times" in str(caught[0].message)
+
+
+def test_estimator_fit_inside_a_fit_is_reported_by_the_outer_one():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fit_warnings():
+            SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL).fit(X, Y_REG)
+            SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL).fit(X, Y_REG)
+    post = _messages(caught, "Post-training")
+    assert len(post) == 1 and "Raised 2 times" in post[0]
+
+
+def test_warnings_reach_the_user_when_the_fit_fails():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyError, match="boom"):
+            with fit_warnings():
+                warn_user("seen before the failure", UserWarning)
+                raise KeyError("boom")
+    assert [str(w.message) for w in caught] == ["seen before the failure"]
+    assert caught[0].filename == __file__
+
+
+def test_error_filter_raises_when_the_fit_ends_or_notes_the_failure():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="late"):
+            with fit_warnings():
+                warn_user("late", UserWarning)
+                warn_user("late", UserWarning)
+        with pytest.raises(KeyError) as failure:
+            with fit_warnings():
+                warn_user("noted", UserWarning)
+                raise KeyError("first")
+    assert any("noted" in note for note in failure.value.__notes__)
+
+
+def test_pytest_warns_and_ignore_filters_see_the_grouped_warning():
+    estimator = SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL)
+    with pytest.warns(ConvergenceWarning, match="n_post_iter") as record:
+        estimator.fit(X, Y_REG)
+    assert record[0].filename == __file__
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        estimator.fit(X, Y_REG)
+    assert _messages(caught, "Post-training") == []
+
+
+def test_other_libraries_and_worker_threads_are_grouped():
+    def worker():
+        warn_user("from a thread 1", UserWarning)
+        np.log(np.zeros(1))  # NumPy's own RuntimeWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fit_warnings():
+            threads = [threading.Thread(target=bound_to_fit(worker)) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    got = sorted((w.category.__name__, str(w.message)) for w in caught)
+    assert [name for name, _ in got] == ["RuntimeWarning", "UserWarning"]
+    assert got[0][1].startswith("divide by zero")
+    assert got[1][1].startswith("from a thread 1 (Raised 3 times")
+    assert {w.filename for w in caught} == {__file__}
+
+
+def test_a_worker_process_log_travels_back():
+    with collect_warnings() as log:
+        warn_user("in the worker 1", UserWarning)
+        warn_user("in the worker 2", UserWarning)
+    shipped = pickle.loads(pickle.dumps(log))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fit_warnings():
+            report(shipped)
+            report(shipped)
+    assert len(caught) == 1 and "Raised 4 times" in str(caught[0].message)
+    assert caught[0].filename == __file__
+
+
+def test_warning_log_merge_keeps_keys_and_worst():
+    a, b = WarningLog(), WarningLog()
+    a.add("r 1", UserWarning, key="k", worst=1.0)
+    b.add("other r 5", UserWarning, key="k", worst=5.0, count=2)
+    a.merge(b)
+    (group,) = a.groups()
+    assert (group["message"], group["count"], group["worst"]) == ("other r 5", 3, 5.0)
+
+
+# --------------------------------------------------------------------- advice
+@pytest.mark.parametrize(
+    "make, y",
+    [
+        (lambda m: SteinGPRegressor(n_particles=3, max_iter=m, random_state=0), Y_REG),
+        (lambda m: SteinGPClassifier(n_particles=3, max_iter=m, random_state=0), Y_CLF),
+    ],
+    ids=["regressor", "classifier"],
+)
+def test_svgd_non_convergence_states_its_figures(make, y):
+    # The message gives no advice (none met the stopping rule reliably);
+    # what it promises is the size of the last moves and of the spread.
+    estimator = make(4)
+    (message,) = _messages(_fit_recording(estimator, y), "stopping rule")
+    move = estimator.history_["max_move"][-1]
+    spread = np.median(np.std(estimator.particles_, axis=0))
+    assert f"moved by up to {move:.2e}" in message
+    assert f"spread of {spread:.2e}" in message
+    assert "increase" not in message.lower()
+
+
+def test_bound_advice_widening_the_bound_removes_the_warning():
+    def fit(bounds):
+        kernel = ConstantKernel(1.0) * RBF(0.02, length_scale_bounds=bounds)
+        estimator = SteinGPRegressor(kernel, n_particles=4, max_iter=30, random_state=0)
+        return _messages(_fit_recording(estimator), "bound")
+
+    (message,) = fit((1e-3, 0.05))
+    assert "Raise that bound (the kernel's k2__length_scale_bounds)" in message
+    assert fit((1e-3, 1e3)) == []
+
+
+def test_noise_bound_advice_names_noise_variance_bounds():
+    def fit(bounds):
+        estimator = SteinGPRegressor(
+            n_particles=4, max_iter=30, noise_variance_bounds=bounds, random_state=0
+        )
+        return _messages(_fit_recording(estimator), "bound")
+
+    (message,) = fit((1.0, 10.0))
+    assert "Lower that bound (noise_variance_bounds)" in message
+    assert fit((1e-6, 10.0)) == []
+
+
+@pytest.mark.parametrize(
+    "cls, y", [(SelectiveSVGP, Y_REG), (SelectiveSVGPClassifier, Y_CLF)]
+)
+def test_post_training_advice_more_n_post_iter(cls, y):
+    few = cls(n_post_iter=1, **_SELECTIVE_SMALL)
+    assert _messages(_fit_recording(few, y), "n_post_iter")
+    more = cls(n_post_iter=500, **_SELECTIVE_SMALL)
+    assert _messages(_fit_recording(more, y), "n_post_iter") == []
+
+
+@pytest.mark.parametrize(
+    "cls, y", [(VariationalMCMCRegressor, Y_REG), (VariationalMCMCClassifier, Y_CLF)]
+)
+def test_svgp_advice_more_svgp_max_iter(cls, y):
+    few = cls(svgp_max_iter=2, **_VMCMC_SMALL)
+    assert _messages(_fit_recording(few, y), "svgp_max_iter")
+    more = cls(svgp_max_iter=1000, **_VMCMC_SMALL)
+    assert _messages(_fit_recording(more, y), "svgp_max_iter") == []
+
+
+def test_svgd_instability_advice_lower_learning_rate():
+    def logp(x):  # standard normal in 1-D
+        return -0.5 * np.sum(x**2, axis=1), -x
+
+    start = np.linspace(-3, 3, 20)[:, None] + 2.0
+
+    def unstable(learning_rate):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_svgd(logp, start, max_iter=200, learning_rate=learning_rate)
+        return _messages(caught, "lower learning_rate")
+
+    assert unstable(1e3)
+    assert unstable(0.1) == []
+
+
+@pytest.mark.parametrize(
+    "remedy", [dict(n_warmup=200), dict(target_accept=0.99)], ids=str
+)
+def test_divergence_advice_longer_warmup_or_higher_target_accept(remedy):
+    # A 20-iteration warm-up leaves the step size too large.
+    short = dict(_VMCMC_SMALL, svgp_max_iter=2)
+    caught = _fit_recording(VariationalMCMCClassifier(**short), Y_CLF)
+    assert _messages(caught, "divergent")
+    followed = VariationalMCMCClassifier(**dict(short, **remedy))
+    assert _messages(_fit_recording(followed, Y_CLF), "divergent") == []
+
+
+def test_rhat_and_ess_advice_more_warmup_and_samples():
+    def fit(n_samples):
+        estimator = VariationalMCMCClassifier(
+            **dict(_VMCMC_SMALL, n_warmup=100, n_samples=n_samples, max_leapfrog=10)
+        )
+        caught = _fit_recording(estimator, Y_CLF)
+        return _messages(caught, "R-hat"), _messages(caught, "Effective sample size")
+
+    rhat, ess = fit(50)
+    assert "increase n_warmup and n_samples" in rhat[0]
+    assert "increase n_samples" in ess[0]
+    assert fit(500) == ([], [])
