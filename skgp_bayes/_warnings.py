@@ -381,7 +381,14 @@ def _issue(log, failure=None):
         try:
             warnings.warn(message, group["category"], stacklevel=_stacklevel())
         except Exception as error:  # a filter made it an error
-            failure.add_note(f"The fit also raised {type(error).__name__}: {error}")
+            _add_note(failure, f"The fit also raised {type(error).__name__}: {error}")
+
+
+def _add_note(exception, note):
+    # BaseException.add_note is new in Python 3.11; 3.10 keeps the note in
+    # the same attribute, where a debugger or a later Python shows it.
+    notes = getattr(exception, "__notes__", None)
+    exception.__notes__ = [*(notes or []), note]
 
 
 @contextlib.contextmanager
