@@ -12,11 +12,18 @@ and what to change; the estimator modules call :func:`warn_degenerate_fit`
 import warnings
 
 import numpy as np
+from sklearn.base import clone
 
 from ._warnings import warn_user
 from .exceptions import DegenerateFitWarning
 
-__all__ = ["warn_degenerate_fit", "warn_at_bounds", "signal_ratio", "NEAR_BOUND"]
+__all__ = [
+    "warn_degenerate_fit",
+    "warn_at_bounds",
+    "signal_ratio",
+    "prior_only",
+    "NEAR_BOUND",
+]
 
 # A fitted function whose spread over the training inputs is below this
 # fraction of the target's spread explains under 1e-4 of its variance
@@ -27,9 +34,9 @@ NO_SIGNAL_RATIO = 0.01
 _CHECK_ROWS = 200
 # Distance (log units) from a bound within which draws of a sampler that
 # reflects at the bound (SGLD) or rejects beyond it (HMC) count as on it:
-# such draws never reach the bound exactly, and half of them within 1% of
-# it is a posterior pressed against it.
-NEAR_BOUND = 1e-2
+# such draws never reach the bound exactly, and a posterior with half its
+# draws within 5% of the bound is pressed against it.
+NEAR_BOUND = 0.05
 # Fraction of particles or draws on a bound that counts as collapsed there.
 _PINNED_FRACTION = 0.5
 
@@ -95,6 +102,45 @@ def signal_ratio(estimator, X, y):
         return np.nan
     ratios = np.std(outputs[:, varies], axis=0) / target_spread[varies]
     return float(np.max(ratios))
+
+
+def prior_only(estimator, n_samples):
+    """The estimator to fit ``n_samples`` with: with one, a prior-only copy.
+
+    One sample carries no information about the kernel's hyperparameters
+    (its target is 0 once scaled), so optimising them on it only drives the
+    signal variance to its lower bound. With one sample this returns a copy
+    of ``estimator`` that runs no optimisation iteration (every parameter
+    named ``n_*_iter`` set to 0): the hyperparameters keep their initial,
+    prior values. Otherwise it returns ``estimator`` itself.
+
+    Parameters
+    ----------
+    estimator : estimator
+    n_samples : int
+
+    Returns
+    -------
+    estimator
+
+    Examples
+    --------
+    >>> from skgp_bayes import SelectiveSVGP
+    >>> from skgp_bayes._fit_checks import prior_only
+    >>> prior_only(SelectiveSVGP(), 1).n_pre_iter
+    0
+    >>> est = SelectiveSVGP()
+    >>> prior_only(est, 10) is est
+    True
+    """
+    if n_samples != 1:
+        return estimator
+    iterations = [
+        p
+        for p in estimator.get_params(deep=False)
+        if p.startswith("n_") and p.endswith("_iter")
+    ]
+    return clone(estimator).set_params(**dict.fromkeys(iterations, 0))
 
 
 def _warn_one_sample(name):

@@ -64,7 +64,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._exact_gp import sample_y_spec
-from ._fit_checks import warn_at_bounds, warn_degenerate_fit
+from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._predictive import gaussian_joint_draws
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
@@ -610,7 +610,9 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             seeds = rng.randint(0, 2**31 - 1, size=3)
             Zc = self._candidates(X, np.random.default_rng(int(seeds[0])))
             with blas_threads_for(X.shape[0], Zc.shape[0]):
-                fitted = self._fit_phases(X, y_std_units, Zc, seeds)
+                fitted = prior_only(self, X.shape[0])._fit_phases(
+                    X, y_std_units, Zc, seeds
+                )
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
         self.__dict__.update(fitted)

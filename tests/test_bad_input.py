@@ -25,6 +25,7 @@ from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils._param_validation import InvalidParameterError, make_constraint
+from threadpoolctl import threadpool_limits
 
 from skgp_bayes import (
     SelectiveSVGP,
@@ -67,6 +68,13 @@ ESTIMATORS = {
 
 # A failing case must fail fast; a cheap fit takes well under a second.
 _MAX_SECONDS = 10.0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _serial_blas():
+    # every matrix here is tiny: BLAS threads only contend for the cores
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 # ------------------------------------------------------------ expectations
