@@ -153,7 +153,7 @@ def _warn_one_sample(name):
     )
 
 
-def _warn_no_signal(name, ratio, n_features, n_samples):
+def _warn_no_signal(estimator, ratio, n_samples, n_features):
     wide = (
         f" With {n_features} features and {n_samples} samples, a kernel "
         "over all the features sees mostly noise: keep the relevant features "
@@ -161,14 +161,24 @@ def _warn_no_signal(name, ratio, n_features, n_samples):
         if n_features >= n_samples
         else ""
     )
+    # the count penalty can prune the inducing points until the signal
+    # variance collapses with them (seen on 150 rows of sklearn's diabetes)
+    pruned = (
+        " The penalty on the number of inducing points (alpha) can prune "
+        "them until nothing is left to fit: lower alpha (alpha=0 removes the "
+        "penalty) and fit again."
+        if "alpha" in estimator.get_params(deep=False)
+        else ""
+    )
     warn_user(
-        f"{name} kept no signal: its fitted function varies by {ratio:.2g} "
-        "of the target's spread over the training inputs (training R^2 about "
-        f"{ratio**2:.1g}), so every prediction is close to the mean. Either X "
-        "does not predict y, or the fit missed it: standardise X (for example "
-        "with sklearn.preprocessing.StandardScaler) and check that the "
-        "kernel's length-scale and signal-variance bounds allow the "
-        f"variation you expect.{wide}",
+        f"{type(estimator).__name__} kept no signal: its fitted function "
+        f"varies by {ratio:.2g} of the target's spread over the training "
+        f"inputs (training R^2 about {ratio**2:.1g}), so every prediction is "
+        "close to the mean. Either X does not predict y, or the fit missed "
+        f"it.{pruned} Standardise X (for example with "
+        "sklearn.preprocessing.StandardScaler) and check that the kernel's "
+        f"length-scale and signal-variance bounds allow the variation you "
+        f"expect.{wide}",
         DegenerateFitWarning,
     )
 
@@ -219,7 +229,7 @@ def warn_degenerate_fit(estimator, X, y):
         return
     ratio = signal_ratio(estimator, X, y)
     if ratio < NO_SIGNAL_RATIO:
-        _warn_no_signal(name, ratio, X.shape[1], X.shape[0])
+        _warn_no_signal(estimator, ratio, *X.shape)
     candidates = getattr(estimator, "candidates_", None)
     if getattr(estimator, "n_inducing_", None) == 1 and candidates.shape[0] > 1:
         _warn_single_inducing(name, candidates.shape[0], estimator.expected_n_inducing_)
