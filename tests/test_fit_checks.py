@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.linear_model import LinearRegression, LogisticRegression
@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from skgp_bayes import (
     SelectiveSVGP,
     SelectiveSVGPClassifier,
+    SteinGPClassifier,
     SteinGPRegressor,
     VariationalMCMCRegressor,
 )
@@ -197,8 +198,23 @@ def test_default_fit_on_mcycle_is_not_degenerate(est):
     assert est.score(X, y) > 0.7
 
 
+@pytest.mark.parametrize(
+    "est",
+    [
+        SteinGPClassifier(random_state=0),
+        pytest.param(SelectiveSVGPClassifier(random_state=0), marks=pytest.mark.slow),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_default_fit_on_breast_cancer_is_not_degenerate(est):
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[:150, :5]
+    assert _degenerate(lambda: est.fit(X, y[:150])) == []
+    assert est.score(X, y[:150]) > 0.9
+
+
 @pytest.mark.slow
-def test_default_fit_on_diabetes_is_not_degenerate():
+def test_fit_on_diabetes_with_the_advised_alpha_is_not_degenerate():
     X, y = _diabetes()
     est = SelectiveSVGP(alpha=0.0, n_select_iter=100, random_state=0)
     assert _degenerate(lambda: est.fit(X, y)) == []
