@@ -279,11 +279,18 @@ def warn_at_bounds(values, bounds, names, what, tol=1e-6):
 
 
 def _warn_pinned(name, label, bound, pinned, what):
-    hint = (
-        " A signal variance at its lower bound means the fit found no signal in X."
-        if label == "lower" and "constant_value" in name
-        else ""
-    )
+    hint = ""
+    if label == "lower" and "constant_value" in name:
+        hint = (
+            " A signal variance at its lower bound means the fit found no signal in X."
+        )
+    elif label == "lower" and name == "noise_variance":
+        # the bound exists to keep K + noise I well conditioned
+        hint = (
+            " Data without noise at this scale pin it there: if y is exact, "
+            "set noise_variance to a small value with "
+            "noise_variance_bounds='fixed'."
+        )
     warn_user(
         f"The parameter {name} is at its {label} bound {bound:.3g} for "
         f"{int(pinned.sum())} of {pinned.size} {what}: the data pull it "

@@ -97,6 +97,12 @@ def test_warn_at_bounds_counts_pinned_rows():
     # within 5% (log units) of the bound counts for a sampler's draws
     assert "3 of 4" in check(pinned, tol=0.05)[0]
     assert check(np.log([[1.0, 1.0]])) == []
+    noise = _degenerate(
+        lambda: warn_at_bounds(
+            np.log([[1e-6]]), np.log([[1e-6, 1e3]]), ["noise_variance"], "fits"
+        )
+    )
+    assert "noise_variance_bounds='fixed'" in noise[0]
     # extra unbounded columns are ignored
     assert len(check(np.hstack([pinned, np.zeros((4, 3))]))) == 2
 
