@@ -12,6 +12,7 @@ __all__ = [
     "NotPSDError",
     "NumericalWarning",
     "SamplerWarning",
+    "DegenerateFitWarning",
     "BackendUnavailableError",
     "ConvergenceWarning",
 ]
@@ -56,6 +57,22 @@ class SamplerWarning(ConvergenceWarning):
     >>> from sklearn.exceptions import ConvergenceWarning
     >>> from skgp_bayes.exceptions import SamplerWarning
     >>> issubclass(SamplerWarning, ConvergenceWarning)
+    True
+    """
+
+
+class DegenerateFitWarning(ConvergenceWarning):
+    """A fit finished but learned (almost) nothing from the data.
+
+    Raised for a fit on one sample, a fitted function that is constant over
+    the training inputs, a single kept inducing point, and hyperparameters
+    that most particles or draws pin to a bound.
+
+    Examples
+    --------
+    >>> from sklearn.exceptions import ConvergenceWarning
+    >>> from skgp_bayes.exceptions import DegenerateFitWarning
+    >>> issubclass(DegenerateFitWarning, ConvergenceWarning)
     True
     """
 

@@ -63,6 +63,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._exact_gp import sample_y_spec
+from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._predictive import gaussian_joint_draws
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
@@ -609,10 +610,13 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             seeds = rng.randint(0, 2**31 - 1, size=3)
             Zc = self._candidates(X, np.random.default_rng(int(seeds[0])))
             with blas_threads_for(X.shape[0], Zc.shape[0]):
-                fitted = self._fit_phases(X, y_std_units, Zc, seeds)
+                fitted = prior_only(self, X.shape[0])._fit_phases(
+                    X, y_std_units, Zc, seeds
+                )
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
         self.__dict__.update(fitted)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds):
@@ -642,6 +646,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             )
         fitted = _selection_attributes(Zc, out)
         theta = hyper[:-1].copy()
+        warn_at_bounds(theta, kernel_bounds, adapter.param_names, "point estimates")
         fitted.update(
             {
                 "elbo_": float(elbo),
@@ -1073,6 +1078,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 fitted = self._fit_phases(X, y_enc.astype(np.float64), Zc, seeds)
         fitted["classes_"] = classes
         self.__dict__.update(fitted)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds):
@@ -1095,6 +1101,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 f"(E|Z| = {out['lam'].sum():.1f}); bound {elbo:.4g}"
             )
         fitted = _selection_attributes(Zc, out)
+        warn_at_bounds(theta, kernel_bounds, adapter.param_names, "point estimates")
         fitted.update(
             {
                 "elbo_": float(elbo),

@@ -15,6 +15,7 @@ from sklearn.utils.validation import validate_data
 
 from ._backend import get_array_module
 from ._exact_gp import ExactGPRegressorMixin
+from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
 from ._predictive import CGGPDraws, ExactGPDraws
 from ._validation import (
     VersionedStateMixin,
@@ -569,6 +570,7 @@ class SGLDGPRegressor(
             )
             fitted = self._fit(X, y)
         self.__dict__.update(fitted)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _fit(self, X, y):
@@ -657,6 +659,7 @@ class SGLDGPRegressor(
         rhat, ess = self._diagnostics(kept, notes)
         self._report_warnings(runs, rhat, names, X.shape[0])
         pooled = kept.reshape(-1, p)
+        warn_at_bounds(pooled, bounds, names, "SGLD draws", tol=NEAR_BOUND)
         pick = np.unique(
             np.linspace(
                 0, pooled.shape[0] - 1, min(self.n_predict_draws, pooled.shape[0])

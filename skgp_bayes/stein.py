@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
 from ._exact_gp import ExactGPRegressorMixin
+from ._fit_checks import warn_degenerate_fit
 from ._particles import ParticleEvaluator
 from ._predictive import (
     CGGPDraws,
@@ -769,6 +770,7 @@ class SteinGPRegressor(
             fitted = self._fit_model(X, y, continuing, partial=partial)
         # Set together at the end, so an interrupted fit leaves the old state.
         set_fitted(self, fitted, _MODEL_SPECIFIC)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_model(self, X, y, continuing, partial):

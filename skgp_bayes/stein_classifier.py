@@ -50,6 +50,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._fit_checks import warn_degenerate_fit
 from ._predictive import gaussian_joint_draws, mixture_mean_var
 from ._sparse import (
     SparseDrawsBase,
@@ -997,6 +998,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             fitted = self._fit_model(X, y, continuing, partial, classes)
         # Set together at the end, so an interrupted fit leaves the old state.
         set_fitted(self, fitted, _MODEL_SPECIFIC)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _stream_classes(self, classes, continuing):

@@ -54,6 +54,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._exact_gp import sample_y_spec
+from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
 from ._sparse import (
     fit_svgp_adam,
     fit_svgp_lbfgs,
@@ -307,6 +308,8 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         hmc_time = time.perf_counter() - t_hmc
         chains = np.stack([r.samples for r in results])
         names = target.param_names
+        samples = chains.reshape(-1, chains.shape[2])
+        warn_at_bounds(samples, kernel_bounds, names, "HMC draws", NEAR_BOUND)
 
         # 3. diagnostics
         n_kept = chains.shape[1]
@@ -720,6 +723,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
             fitted = self._fit_pipeline(X, y_lik, likelihood, None)
         fitted["classes_"] = classes
         self.__dict__.update(fitted)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _proba_from_moments(self, mu, var):
@@ -1057,6 +1061,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             fitted = self._fit_pipeline(X, y_lik, likelihood, offset)
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         self.__dict__.update(fitted)
+        warn_degenerate_fit(self, X, y)
         return self
 
     def _moments_per_draw(self, X, exposure):

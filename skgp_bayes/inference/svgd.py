@@ -159,7 +159,8 @@ def run_svgd(
     logp_and_grad : callable
         ``logp_and_grad(particles) -> (values (J,), grads (J, P))``. A
         non-finite value or gradient rejects the step: particles stay, the
-        learning rate halves, and after 10 consecutive rejections the run
+        learning rate halves (the first rejection of a run issues a
+        ``SamplerWarning``), and after 10 consecutive rejections the run
         raises ``FloatingPointError``.
     particles : ndarray of shape (J, P)
         Starting particles (not modified).
@@ -230,6 +231,7 @@ def run_svgd(
         )
     quiet_iters = 0
     failures = 0
+    rejected = False
     converged = False
     n_iter = 0
     start = time.perf_counter()
@@ -247,6 +249,14 @@ def run_svgd(
             failures += 1
             adam = saved_adam
             lr *= 0.5
+            if not rejected:  # once per run: later ones add nothing
+                warn_user(
+                    f"SVGD step {done + n_iter + 1} was rejected: the log density "
+                    "or its gradient was not finite at the moved particles. The "
+                    "learning rate is halved after every rejection.",
+                    SamplerWarning,
+                )
+            rejected = True
             if failures >= _MAX_CONSECUTIVE_FAILURES:
                 raise FloatingPointError(
                     f"SVGD abandoned after {failures} consecutive steps with a "
