@@ -12,6 +12,7 @@ __all__ = [
     "NotPSDError",
     "NumericalWarning",
     "SamplerWarning",
+    "SolverConvergenceWarning",
     "DegenerateFitWarning",
     "BackendUnavailableError",
     "ConvergenceWarning",
@@ -57,6 +58,24 @@ class SamplerWarning(ConvergenceWarning):
     >>> from sklearn.exceptions import ConvergenceWarning
     >>> from skgp_bayes.exceptions import SamplerWarning
     >>> issubclass(SamplerWarning, ConvergenceWarning)
+    True
+    """
+
+
+class SolverConvergenceWarning(NumericalWarning, ConvergenceWarning):
+    """An iterative linear solver (conjugate gradients) missed its tolerance.
+
+    Both a :class:`NumericalWarning` (the arithmetic is less exact than
+    asked) and a :class:`~sklearn.exceptions.ConvergenceWarning` (an
+    iteration budget ran out), so a filter on either catches it.
+
+    Examples
+    --------
+    >>> from sklearn.exceptions import ConvergenceWarning
+    >>> from skgp_bayes.exceptions import NumericalWarning, SolverConvergenceWarning
+    >>> issubclass(SolverConvergenceWarning, NumericalWarning)
+    True
+    >>> issubclass(SolverConvergenceWarning, ConvergenceWarning)
     True
     """
 

@@ -7,7 +7,6 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -25,7 +24,7 @@ from ._validation import (
 )
 from ._warnings import collect_warnings, fit_warnings, report, warn_user
 from .diagnostics import effective_sample_size, split_rhat
-from .exceptions import SamplerWarning
+from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld, sgld_schedule
 from .linalg import StochasticMarginalGradient
 from .stein import _find_map, _laplace_cov
@@ -796,7 +795,7 @@ class SGLDGPRegressor(
                 "not sample the posterior. Increase cg_max_iter, or set it to "
                 f"None for the default budget max(2 n, 100) = "
                 f"{max(2 * n_samples, 100)} on these data.",
-                ConvergenceWarning,
+                SolverConvergenceWarning,
             )
         bad = [n for n, r in zip(names, rhat, strict=True) if r > _RHAT_WARN]
         if bad:

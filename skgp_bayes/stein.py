@@ -42,7 +42,7 @@ from ._validation import (
 )
 from ._warnings import fit_warnings, warn_user
 from .diagnostics import kernel_stein_discrepancy
-from .exceptions import NotPSDError, NumericalWarning
+from .exceptions import NotPSDError, NumericalWarning, SolverConvergenceWarning
 from .inference import run_svgd
 from .likelihoods import Gaussian
 from .sampling import DEFAULT_N_FEATURES
@@ -99,7 +99,7 @@ def _warn_at_bounds(particles, bounds, names):
 
 
 def _warn_cg_budget(evaluator, n_samples):
-    """ConvergenceWarning when solver="cg" left solves unfinished."""
+    """SolverConvergenceWarning when solver="cg" left solves unfinished."""
     warn_user(
         "Conjugate gradients ran out of their budget of max(2 n, 100) = "
         f"{max(2 * n_samples, 100)} iterations in {evaluator.budget_exhausted} "
@@ -108,7 +108,7 @@ def _warn_cg_budget(evaluator, n_samples):
         "gradients are biased. No parameter sets this budget: "
         "solver='cholesky' avoids conjugate gradients where the kernel matrix "
         "fits in memory.",
-        ConvergenceWarning,
+        SolverConvergenceWarning,
     )
 
 

@@ -21,4 +21,6 @@ def stat_seed():
     try:
         return int(raw)
     except ValueError:
-        raise pytest.UsageError(f"SKGP_TEST_SEED must be an integer; got {raw!r}.")
+        raise pytest.UsageError(
+            f"SKGP_TEST_SEED must be an integer; got {raw!r}."
+        ) from None

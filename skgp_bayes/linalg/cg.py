@@ -11,10 +11,10 @@ module ``xp``; no ``fastmath`` and no reduced precision are involved.
 """
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .._config import MAX_DENSE_BYTES
 from .._warnings import warn_user
+from ..exceptions import SolverConvergenceWarning
 
 __all__ = ["CGResult", "CGIteration", "batched_cg", "kernel_operator"]
 
@@ -235,7 +235,8 @@ def batched_cg(
         Array module (``numpy`` or ``cupy``) of ``B`` and of ``matvec``'s
         output.
     warn : bool, default=True
-        Issue a ``ConvergenceWarning`` when a column misses ``tol``.
+        Issue a :class:`~skgp_bayes.exceptions.SolverConvergenceWarning`
+        when a column misses ``tol``.
     precondition : callable, optional
         ``precondition(R) = P^-1 R`` (preconditioned CG); see
         :class:`~skgp_bayes.linalg.LowRankPreconditioner`.
@@ -253,7 +254,7 @@ def batched_cg(
 
     Warns
     -----
-    ConvergenceWarning
+    SolverConvergenceWarning
         When the budget runs out; the message gives the relative residual
         reached.
 
@@ -298,7 +299,7 @@ def batched_cg(
             f"{state.n_iter} iterations for {int((~converged).sum())} of {k} "
             "right-hand sides; increase max_iter, or the noise variance if the "
             "kernel matrix is ill-conditioned.",
-            ConvergenceWarning,
+            SolverConvergenceWarning,
             worst=worst,
         )
     x = state.x[:, 0] if vector else state.x

@@ -30,9 +30,9 @@ the CG increments shrink fast, so that few of them are randomised.
 """
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .._warnings import warn_user
+from ..exceptions import SolverConvergenceWarning
 from .cg import CGIteration, _host, batched_cg, kernel_operator
 from .precondition import kernel_preconditioner
 
@@ -214,7 +214,7 @@ def ulisse_solve(
 
     Warns
     -----
-    ConvergenceWarning
+    SolverConvergenceWarning
         When the budget runs out before every randomised continuation ended;
         the message gives the residual reached.
 
@@ -284,7 +284,7 @@ def ulisse_solve(
             f"{unfinished} randomised continuations unfinished (relative "
             f"residual {worst:.3g}, tolerance {tol:.3g}); those estimates are "
             "biased. Increase max_iter.",
-            ConvergenceWarning,
+            SolverConvergenceWarning,
             worst=worst,
         )
     with np.errstate(divide="ignore", invalid="ignore"):
