@@ -574,11 +574,6 @@ class SGLDGPRegressor(
 
     def _fit(self, X, y):
         t_start = time.perf_counter()
-        if X.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 samples to infer "
-                f"hyperparameters; got {X.shape[0]} sample."
-            )
         check_input_magnitude(X)
         get_array_module(self.backend)  # fail before any work if unusable
         options = self._options()

@@ -782,11 +782,6 @@ class SteinGPRegressor(
 
     def _fit(self, X, y, continuing):
         t_start = time.perf_counter()
-        if X.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 samples to infer "
-                f"hyperparameters; got {X.shape[0]} sample."
-            )
         check_input_magnitude(X)
         use_cg = self.solver == "cg"
         if not use_cg:
@@ -855,7 +850,11 @@ class SteinGPRegressor(
             )
             for key, trace in result.history.items():
                 history.setdefault(key, []).extend(trace)
-            if not converged and self.max_iter > 0 and not use_cg:
+            # One sample leaves the broad prior, whose particles rarely meet
+            # the move rule; the one-sample warning already says what the
+            # fit is (RELIABILITY row 7).
+            one_sample = X.shape[0] == 1
+            if not converged and self.max_iter > 0 and not use_cg and not one_sample:
                 _warn_not_converged(self, result, particles)
             if use_cg and evaluator.budget_exhausted:
                 _warn_cg_budget(evaluator, X.shape[0])

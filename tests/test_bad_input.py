@@ -373,13 +373,7 @@ CASES = [
 ]
 
 # Cells where an estimator legitimately differs from its kind's default.
-OVERRIDES = {
-    # the exact-marginal regressors refuse one sample instead of fitting
-    # the prior (RELIABILITY row 7 asks for the prior fit: see
-    # test_reliability.py)
-    ("one_sample", "SteinGPRegressor"): Raises(ValueError, "got 1 sample"),
-    ("one_sample", "SGLDGPRegressor"): Raises(ValueError, "got 1 sample"),
-}
+OVERRIDES = {}
 
 
 # ---------------------------------------------------- bad parameter values

@@ -167,18 +167,7 @@ def test_row_07_one_sample_sklearn_check(name):
     _sklearn_check(check_fit2d_1sample, name)
 
 
-_ONE_SAMPLE_GAP = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="row 7 gap: the exact-marginal regressors refuse one sample "
-    "(ValueError '... got 1 sample') instead of fitting the prior",
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=_ONE_SAMPLE_GAP) if n in EXACT else n for n in REGRESSORS],
-)
+@pytest.mark.parametrize("name", REGRESSORS)
 def test_row_07_one_sample_regressor_fits_prior_and_warns(name):
     est = ESTIMATORS[name]()
     with warnings.catch_warnings(record=True) as caught:
