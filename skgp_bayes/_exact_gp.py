@@ -72,14 +72,11 @@ def check_exact_sampling(n_points, no_spectral):
         if no_spectral
         else "; method='pathwise' costs O(n) instead"
     )
-    needed = 3 * 8 * n_points**2
-    if needed > _config.MAX_DENSE_BYTES:
-        raise MemoryError(
-            f"Exact sample_y at {n_points} points needs about "
-            f"{needed / 1024**3:.1f} GiB for the dense predictive covariance"
-            f"{reason}. The limit is {_config.MAX_DENSE_BYTES / 1024**3:.1f} "
-            "GiB (skgp_bayes._config.MAX_DENSE_BYTES)."
-        )
+    _config.check_dense_bytes(
+        3 * 8 * n_points**2,
+        f"Exact sample_y at {n_points} points (a dense predictive covariance)",
+        f"Draw at fewer points{reason}.",
+    )
     if n_points > EXACT_SAMPLE_WARN:
         warn_user(
             f"sample_y at {n_points} points builds a dense "

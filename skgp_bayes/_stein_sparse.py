@@ -72,14 +72,12 @@ def set_fitted(estimator, fitted, model_specific):
 
 def check_sparse_memory(n_rows, n_inducing, estimator_name):
     """MemoryError before building ``(m, rows)`` projections that cannot fit."""
-    needed = 4 * 8 * n_rows * n_inducing
-    if needed > _config.MAX_DENSE_BYTES:
-        raise MemoryError(
-            f"{estimator_name} with {n_inducing} inducing points on batches of "
-            f"{n_rows} points needs about {needed / 1024**3:.1f} GiB, above the "
-            f"limit of {_config.MAX_DENSE_BYTES / 1024**3:.1f} GiB "
-            "(skgp_bayes._config.MAX_DENSE_BYTES). Set batch_size."
-        )
+    _config.check_dense_bytes(
+        4 * 8 * n_rows * n_inducing,
+        f"{estimator_name} with {n_inducing} inducing points on batches of "
+        f"{n_rows} points",
+        "Set batch_size.",
+    )
 
 
 def svgd_decay(learning_rate_decay, stochastic):

@@ -277,7 +277,8 @@ class SGLDGPRegressor(
         ``"dense"`` stores the kernel matrix for the CG products (fast, n^2
         memory); ``"matrix_free"`` regenerates it in every product (O(n)
         memory); ``"auto"`` stores it when it fits in a quarter of
-        ``skgp_bayes._config.MAX_DENSE_BYTES``.
+        ``skgp_bayes._config.MAX_DENSE_BYTES``. ``"dense"`` beyond the whole
+        limit raises ``MemoryError`` before allocating.
     n_chains : int, default=2
     burn_in : int or None, default=None
         Iterations discarded per chain; by default those before the step

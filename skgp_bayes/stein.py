@@ -146,15 +146,11 @@ def _warn_not_converged(estimator, result, particles, untried=_UNTRIED_REGRESSOR
 
 def _check_dense_memory(n_samples, estimator_name):
     """MemoryError before allocating kernel matrices that cannot fit."""
-    needed = 4 * 8 * n_samples**2  # K, its factor, the inverse and one copy
-    if needed > _config.MAX_DENSE_BYTES:
-        raise MemoryError(
-            f"{estimator_name} with {n_samples} samples needs about "
-            f"{needed / 1024**3:.1f} GiB for dense kernel matrices, above the "
-            f"limit of {_config.MAX_DENSE_BYTES / 1024**3:.1f} GiB "
-            "(skgp_bayes._config.MAX_DENSE_BYTES). Subsample the data or use a "
-            "sparse (inducing-point) model."
-        )
+    _config.check_dense_bytes(
+        4 * 8 * n_samples**2,  # K, its factor, the inverse and one copy
+        f"{estimator_name} with {n_samples} samples (dense kernel matrices)",
+        "Subsample the data or use a sparse (inducing-point) model.",
+    )
 
 
 def _find_map(target, start, bounds):

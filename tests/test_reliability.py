@@ -618,6 +618,9 @@ def test_row_32_dense_memory_refused_before_allocating(monkeypatch):
     adapter = KernelAdapter(RBF())
     _, stored = kernel_operator(adapter, np.zeros(1), _X, 0.1, max_bytes=1000)
     assert not stored
+    # ...unless the user insists on storing K: then refused before allocating
+    with pytest.raises(MemoryError, match="storage='matrix_free'"):
+        ESTIMATORS["SGLDGPRegressor"]().set_params(storage="dense").fit(_X, _Y_REG)
 
 
 @pytest.mark.parametrize("name", WITH_COV)

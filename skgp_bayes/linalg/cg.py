@@ -12,7 +12,7 @@ module ``xp``; no ``fastmath`` and no reduced precision are involved.
 
 import numpy as np
 
-from .._config import MAX_DENSE_BYTES
+from .. import _config
 from .._warnings import warn_user
 from ..exceptions import SolverConvergenceWarning
 
@@ -358,11 +358,17 @@ def kernel_operator(
             f"storage must be 'auto', 'dense' or 'matrix_free', got {storage!r}."
         )
     n = X.shape[0]
-    max_bytes = MAX_DENSE_BYTES // 4 if max_bytes is None else max_bytes
+    max_bytes = _config.MAX_DENSE_BYTES // 4 if max_bytes is None else max_bytes
     dense = storage == "dense" or xp is not np
     if storage == "auto":
         dense = dense or 8 * n * n <= max_bytes
     if dense:
+        _config.check_dense_bytes(
+            8 * n * n,
+            f"A stored {n} x {n} kernel matrix",
+            "Use storage='matrix_free' (O(n) memory) on the NumPy backend, or "
+            "a sparse (inducing-point) model.",
+        )
         K = adapter.gram(theta, X)
         K[np.diag_indices_from(K)] += noise_variance
         K = xp.asarray(K)
