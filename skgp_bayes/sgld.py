@@ -15,6 +15,7 @@ from sklearn.utils.validation import validate_data
 
 from ._backend import get_array_module
 from ._exact_gp import ExactGPRegressorMixin
+from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
 from ._validation import (
     VersionedStateMixin,
@@ -537,6 +538,7 @@ class SGLDGPRegressor(
         return map_params, _laplace_cov(target, map_params, bounds)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     def fit(self, X, y):
         """Run the SGLD chains.
 
