@@ -17,6 +17,7 @@ from ._backend import get_array_module
 from ._exact_gp import ExactGPRegressorMixin
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
+from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -565,7 +566,9 @@ class SGLDGPRegressor(
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
-            fitted = self._fit(X, y)
+            # Threaded BLAS on small matrices spins far slower than serial.
+            with blas_threads_for(X.shape[0]):
+                fitted = self._fit(X, y)
         self.__dict__.update(fitted)
         return self
 
