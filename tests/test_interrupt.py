@@ -357,9 +357,14 @@ def test_timed_signal_arrives_as_keyboard_interrupt(estimator, alarm_interrupts)
     fitted = clone(estimator).fit(X, y)  # compiles, and times one fit
     predict = getattr(fitted, "predict_proba", fitted.predict)
     before = predict(X_query)
-    start = time.perf_counter()
-    clone(estimator).fit(X, y)
-    duration = time.perf_counter() - start
+    # The faster of two fits: on a busy machine a refit seldom runs faster,
+    # so nearly every delay below lands inside the fit.
+    durations = []
+    for _ in range(2):
+        start = time.perf_counter()
+        clone(estimator).fit(X, y)
+        durations.append(time.perf_counter() - start)
+    duration = min(durations)
     outcomes = []
     for delay in np.linspace(0.02, 0.98, N_TIMINGS) * duration:
         # Refitting the fitted estimator: an interrupt must leave it as it was.
@@ -368,4 +373,5 @@ def test_timed_signal_arrives_as_keyboard_interrupt(estimator, alarm_interrupts)
         except SystemError as error:  # the failure this test guards against
             pytest.fail(f"interrupt at {delay:.3f} s became {error!r}")
         np.testing.assert_array_equal(predict(X_query), before)
+    # Not a vacuous pass: most of the fits were in fact interrupted.
     assert outcomes.count("interrupt") >= N_TIMINGS // 2, outcomes
