@@ -10,6 +10,7 @@ density itself is never computed.
 """
 
 import copy
+
 import numpy as np
 
 from .linalg.ulisse import StochasticMarginalGradient
