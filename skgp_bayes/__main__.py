@@ -123,36 +123,112 @@ def build_parser():
     return parser
 
 
-def _read_csv(path, target=None):
-    """Read a numeric CSV file with a header into X, y and the column names."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        header = [name.strip() for name in next(csv.reader(handle))]
-        rows = list(csv.reader(handle))
+def _decode(path):
+    """The file's text; an error names the line of a byte that is not UTF-8."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ValueError(
+            f"{path}, line {line}: not UTF-8 text ({err.reason} at byte {err.start})."
+        ) from None
+
+
+def _records(path, text):
+    """``(line, fields)`` for each non-blank record; ``line`` is 1-based.
+
+    ``line`` is where the record starts, which matters when a quoted field
+    spans lines.
+    """
+    reader = csv.reader(text.splitlines(keepends=True))
+    records, line = [], 1
+    try:
+        for fields in reader:
+            if any(cell.strip() for cell in fields):
+                records.append((line, fields))
+            line = reader.line_num + 1
+    except csv.Error as err:
+        raise ValueError(f"{path}, line {reader.line_num}: {err}.") from None
+    return records
+
+
+def _check_header(path, line, header):
     if len(header) < 2:
         raise ValueError(
-            f"{path}: need at least one feature column and a target column; "
-            f"found the columns {header}."
+            f"{path}, line {line}: need at least one feature column and a "
+            f"target column; found the columns {header}."
         )
+    seen = {}
+    for j, name in enumerate(header, start=1):
+        if not name:
+            raise ValueError(f"{path}, line {line}, column {j}: empty column name.")
+        if name in seen:
+            raise ValueError(
+                f"{path}, line {line}, column {j} ({name!r}): the same name as "
+                f"column {seen[name]}."
+            )
+        seen[name] = j
+
+
+def _cell_value(where, cell):
+    """The number in one cell, or a ValueError naming ``where``."""
+    text = cell.strip()
+    if not text:
+        raise ValueError(f"{where}: empty cell.")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{where}: could not read {text!r} as a number.") from None
+    if not np.isfinite(value):
+        raise ValueError(f"{where}: {text!r} is not a finite number.")
+    return value
+
+
+def _row_values(path, line, fields, header, header_line):
+    if len(fields) != len(header):
+        raise ValueError(
+            f"{path}, line {line}: {len(fields)} fields, expected {len(header)} "
+            f"as in the header on line {header_line}."
+        )
+    return [
+        _cell_value(f"{path}, line {line}, column {j} ({name!r})", cell)
+        for j, (name, cell) in enumerate(zip(header, fields, strict=True), start=1)
+    ]
+
+
+def _read_csv(path, target=None):
+    """Read a numeric CSV file with a header into X, y and the column names.
+
+    Every error names the file, the 1-based line and, for a cell, the
+    column by 1-based index and header name.
+    """
+    records = _records(path, _decode(path))
+    if not records:
+        raise ValueError(
+            f"{path}: the file is empty; expected a header line and at least 2 "
+            "rows of numbers."
+        )
+    header_line, header = records[0]
+    header = [name.strip() for name in header]
+    _check_header(path, header_line, header)
     if target is None:
         target = header[-1]
     if target not in header:
         raise ValueError(
             f"{path}: no column named {target!r}; the columns are {header}."
         )
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    try:
-        values = np.array(rows, dtype=np.float64)
-    except ValueError as err:
+    rows = records[1:]
+    if len(rows) < 2:
         raise ValueError(
-            f"{path}: every column must be numeric and every row must have "
-            f"{len(header)} fields ({err})."
-        ) from None
-    if values.ndim != 2 or values.shape[1] != len(header) or len(values) < 2:
-        raise ValueError(
-            f"{path}: expected at least 2 rows of {len(header)} fields each."
+            f"{path}: {len(rows)} data row{'s' if len(rows) != 1 else ''} after "
+            f"the header on line {header_line}; need at least 2."
         )
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"{path}: the file contains missing or infinite values.")
+    values = np.array(
+        [_row_values(path, line, fields, header, header_line) for line, fields in rows],
+        dtype=np.float64,
+    )
     j = header.index(target)
     feature_names = header[:j] + header[j + 1 :]
     return np.delete(values, j, axis=1), values[:, j], feature_names, target
@@ -197,10 +273,12 @@ def load_data(data="concrete", target=None):
     elif os.path.isfile(data):
         X, y, feature_names, target = _read_csv(data, target)
         name = os.path.basename(data)
+    elif os.path.isdir(data):
+        raise ValueError(f"{data}: a directory, not a CSV file.")
     else:
         raise ValueError(
-            f"--data must be one of {', '.join(_BUILTIN)} or an existing CSV "
-            f"file; got {data!r}."
+            f"{data}: no such file (--data takes {', '.join(_BUILTIN)} or the "
+            "path of a CSV file)."
         )
     n_features = X.shape[1]
     shown = ", ".join(feature_names[:4]) + (", ..." if n_features > 4 else "")

@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_cov, mixture_mean_var
 from ._validation import (
     check_bounds,
@@ -161,6 +162,7 @@ class ExactGPRegressorMixin:
         check_input_magnitude(X)
         return X
 
+    @keyboard_interrupt_passes
     def predict(self, X, return_std=False, return_cov=False):
         """Mean (and spread) of the predictive mixture over the draws.
 
@@ -215,6 +217,7 @@ class ExactGPRegressorMixin:
     def _to_y(self, values):
         return values * self._y_std + self._y_mean
 
+    @keyboard_interrupt_passes
     def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
         """Draw functions from the predictive mixture at ``X``.
 
@@ -309,6 +312,7 @@ class ExactGPRegressorMixin:
             out += rng.standard_normal(out.shape) * noise_sd
         return out
 
+    @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Posterior function samples that can be evaluated anywhere.
 

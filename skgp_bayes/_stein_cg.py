@@ -9,6 +9,8 @@ unbiased estimate, which SVGD then follows with a decaying step; the log
 density itself is never computed.
 """
 
+import copy
+
 import numpy as np
 
 from .linalg.ulisse import StochasticMarginalGradient
@@ -95,9 +97,14 @@ class CGParticleGradients:
         return [stream.get_state() for stream in self.streams]
 
     def set_state(self, states):
-        """Continue the streams saved by :meth:`get_state`."""
+        """Continue the streams saved by :meth:`get_state`.
+
+        The streams continue copies: the saved generators and arrays stay as
+        they are, so a fit interrupted part-way leaves the fitted state that
+        holds them unchanged.
+        """
         for stream, state in zip(self.streams, states, strict=True):
-            stream.set_state(state)
+            stream.set_state(copy.deepcopy(state))
 
     @property
     def cg_iterations(self):

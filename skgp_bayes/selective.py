@@ -64,6 +64,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
+from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
@@ -576,6 +577,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         return _check_candidates(self.candidates, X.shape[1])
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
@@ -758,6 +760,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             full_cov,
         )
 
+    @keyboard_interrupt_passes
     def predict(self, X, return_std=False):
         """Predictive mean (and standard deviation) of the latent function.
 
@@ -809,6 +812,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             **kw,
         )
 
+    @keyboard_interrupt_passes
     def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
         """Joint draws of the latent function at ``X``.
 
@@ -868,6 +872,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         draws = gaussian_joint_draws(mean, cov, int(n_samples), rng)
         return draws * self.y_std_ + self.y_mean_
 
+    @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Posterior function samples that can be evaluated anywhere.
 
@@ -1027,6 +1032,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         print(f"[{type(self).__name__}] {msg}")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
@@ -1129,6 +1135,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             X,
         )
 
+    @keyboard_interrupt_passes
     def predict_proba(self, X):
         """Class probabilities, ``E[p(y = 1 | f)]`` under ``q(f)``.
 
@@ -1156,6 +1163,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         p1 = np.clip(self._likelihood.predictive(mu, var), 0.0, 1.0)
         return np.stack([1.0 - p1, p1], axis=1)
 
+    @keyboard_interrupt_passes
     def predict(self, X):
         """The more probable class.
 
@@ -1180,6 +1188,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         proba = self.predict_proba(X)
         return self.classes_[(proba[:, 1] > 0.5).astype(int)]
 
+    @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Latent function samples from ``q(f)``, callable anywhere.
 

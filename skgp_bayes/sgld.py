@@ -15,7 +15,9 @@ from sklearn.utils.validation import validate_data
 from ._backend import get_array_module
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
+from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
+from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -541,6 +543,7 @@ class SGLDGPRegressor(
         return map_params, _laplace_cov(target, map_params, bounds)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
         """Run the SGLD chains.
@@ -568,7 +571,9 @@ class SGLDGPRegressor(
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
-            fitted = self._fit(X, y)
+            # Threaded BLAS on small matrices spins far slower than serial.
+            with blas_threads_for(X.shape[0]):
+                fitted = self._fit(X, y)
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _config
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_degenerate_fit
+from ._interrupt import keyboard_interrupt_passes
 from ._particles import ParticleEvaluator
 from ._predictive import (
     CGGPDraws,
@@ -677,6 +678,7 @@ class SteinGPRegressor(
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), best
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
         """Move the particles towards the hyperparameter posterior.
@@ -709,6 +711,7 @@ class SteinGPRegressor(
 
     @available_if(_is_sparse_config)
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def partial_fit(self, X, y):
         """Move the particles on one chunk of a stream (sparse model only).
@@ -1036,6 +1039,7 @@ class SteinGPRegressor(
             )
         return super()._pathwise(spec, n_samples, random_state, n_features)
 
+    @keyboard_interrupt_passes
     def log_predictive_density(self, X, y):
         """Mean log density of noisy observations under the predictive mixture.
 
@@ -1077,6 +1081,7 @@ class SteinGPRegressor(
         return float(np.mean(density) - np.log(self._y_std))
 
     @available_if(_is_exact)
+    @keyboard_interrupt_passes
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """Log marginal likelihood of the (normalised) training targets.
 

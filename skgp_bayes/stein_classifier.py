@@ -51,6 +51,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._fit_checks import warn_degenerate_fit
+from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
 from ._sparse import (
     SparseDrawsBase,
@@ -901,6 +902,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         return particles, map_theta
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
         """Move the particles towards the joint posterior.
@@ -930,6 +932,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
 
     @available_if(_is_sparse_config)
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def partial_fit(self, X, y, classes=None):
         """Move the particles on one chunk of a stream (sparse model only).
@@ -1265,6 +1268,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         lp0 = lik.log_predictive_density(np.zeros_like(mu), mu, var).reshape(J, m)
         return logsumexp(lp1, axis=0) - logsumexp(lp0, axis=0)
 
+    @keyboard_interrupt_passes
     def predict_proba(self, X):
         """Class probabilities averaged over particles and latent functions.
 
@@ -1316,6 +1320,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         proba /= proba.sum(axis=1, keepdims=True)
         return proba
 
+    @keyboard_interrupt_passes
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, exact in the tails for two classes.
 
@@ -1343,6 +1348,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(self._proba(X))
 
+    @keyboard_interrupt_passes
     def predict(self, X):
         """Most probable class under :meth:`predict_proba`.
 
@@ -1368,6 +1374,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
     @available_if(_has_binary_decision)
+    @keyboard_interrupt_passes
     def decision_function(self, X):
         """Log predictive odds of ``classes_[1]`` (two classes only).
 
@@ -1397,6 +1404,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         X = self._validate_query(X)
         return self._binary_log_odds(X)
 
+    @keyboard_interrupt_passes
     def latent_mean_and_variance(self, X):
         """Mean and variance of each latent function under the particle mixture.
 
@@ -1430,6 +1438,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             return mean[:, 0], var[:, 0]
         return mean, var
 
+    @keyboard_interrupt_passes
     def sample_latent(self, X, n_samples=1, random_state=0):
         """Draw latent functions at ``X`` from the particle mixture.
 
@@ -1472,6 +1481,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                 )
         return out[:, 0, :] if C == 1 else out
 
+    @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Latent function samples from the posterior, callable anywhere.
 

@@ -55,6 +55,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._exact_gp import sample_y_spec
 from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
+from ._interrupt import keyboard_interrupt_passes
 from ._sparse import (
     fit_svgp_adam,
     fit_svgp_lbfgs,
@@ -673,6 +674,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
         """Fit the Gaussian approximation, then sample by HMC.
@@ -737,6 +739,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         proba = lik.predictive(mu.reshape(-1, shape[-1]), var.reshape(-1, shape[-1]))
         return proba.reshape(shape)
 
+    @keyboard_interrupt_passes
     def predict_proba(self, X, method="mcmc"):
         """Class probabilities.
 
@@ -785,6 +788,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         proba = total / means.shape[0]
         return proba / proba.sum(axis=1, keepdims=True)
 
+    @keyboard_interrupt_passes
     def predict(self, X, method="mcmc"):
         """Most probable class.
 
@@ -815,6 +819,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         proba = self.predict_proba(X, method=method)
         return self.classes_[np.argmax(proba, axis=1)]
 
+    @keyboard_interrupt_passes
     def sample_functions(
         self, n_samples=1, random_state=0, n_features=None, posterior="mcmc"
     ):
@@ -1006,6 +1011,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y, exposure=None):
         """Fit the Gaussian approximation, then sample by HMC.
@@ -1071,6 +1077,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             mu = mu + np.log(exposure)
         return mu, variances
 
+    @keyboard_interrupt_passes
     def predict(self, X, exposure=None, return_std=False, method="mcmc"):
         """Posterior predictive mean (and standard deviation) of ``y``.
 
@@ -1140,6 +1147,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             return np.array([np.exp(self._q[1])])
         return self._noise_draws()[:n_draws]
 
+    @keyboard_interrupt_passes
     def log_predictive_density(self, X, y, exposure=None, method="mcmc"):
         """Log posterior predictive density (or probability) of each ``y``.
 
@@ -1194,6 +1202,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             lpd = lpd - np.log(self.y_std_)
         return logsumexp(lpd, axis=0) - np.log(mu.shape[0])
 
+    @keyboard_interrupt_passes
     def sample_latent(self, X, method="mcmc", n_samples=1000, random_state=0):
         """Draws of the latent function at ``X`` (marginally per point).
 
@@ -1237,6 +1246,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             return mu + np.sqrt(var) * z
         return mu + np.sqrt(var) * rng.standard_normal(mu.shape)
 
+    @keyboard_interrupt_passes
     def sample_functions(
         self, n_samples=1, random_state=0, n_features=None, posterior="mcmc"
     ):
@@ -1311,6 +1321,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         )
         return functions[0], white
 
+    @keyboard_interrupt_passes
     def sample_y(
         self,
         X,

@@ -102,19 +102,71 @@ def test_load_data_builtin_and_csv(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "content, target",
+    "content, target, message",
     [
-        ("x,t\n1,2\n3,4\n", "missing"),
-        ("x,t\n1,a\n3,4\n", None),
-        ("x,t\n1,\n3,4\n", None),
-        ("t\n1\n2\n", None),
+        ("x,t\n1,2\n3,4\n", "missing", "no column named 'missing'"),
+        ("x,t\n1,a\n3,4\n", None, ", line 2, column 2 ('t'): could not read 'a'"),
+        (
+            "x,age,t\n1,2,3\n4,5,6\n7,,9\n",
+            None,
+            ", line 4, column 2 ('age'): empty cell",
+        ),
+        ("x,t\n1,2\n\n \n3, \n", None, ", line 5, column 2 ('t'): empty cell"),
+        ("x,t\n1,2\n3,4,5\n", None, ", line 3: 3 fields, expected 2 as in the header"),
+        ("x,t\n1,2\n3\n", None, ", line 3: 1 fields, expected 2"),
+        ("x,t\n1,inf\n3,4\n", None, ", line 2, column 2 ('t'): 'inf' is not a finite"),
+        (
+            "x,t\n1,2\n-nan,4\n",
+            None,
+            ", line 3, column 1 ('x'): '-nan' is not a finite",
+        ),
+        ("x,t\n1,2\n1e999,4\n", None, ", line 3, column 1 ('x'): '1e999' is not"),
+        ('x,t\n"1\n2",3\n4,5\n', None, ", line 2, column 1 ('x'): could not read"),
+        ('x,t\n"1\n",3\n4,a\n', None, ", line 4, column 2 ('t'): could not read 'a'"),
+        ("", None, ": the file is empty"),
+        ("\n\n", None, ": the file is empty"),
+        ("x,t\n", None, ": 0 data rows after the header on line 1; need at least 2"),
+        ("x,t\n1,2\n", None, ": 1 data row after the header on line 1"),
+        ("t\n1\n2\n", None, ", line 1: need at least one feature column"),
+        ("x,,t\n1,2,3\n4,5,6\n", None, ", line 1, column 2: empty column name"),
+        (
+            "x,t,x\n1,2,3\n4,5,6\n",
+            None,
+            ", line 1, column 3 ('x'): the same name as column 1",
+        ),
     ],
 )
-def test_load_data_bad_csv(tmp_path, content, target):
+def test_load_data_bad_csv_names_line_and_column(tmp_path, content, target, message):
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as info:
         load_data(str(path), target=target)
+    assert str(info.value).startswith(str(path))
+    assert message in str(info.value)
+
+
+def test_load_data_bad_bytes_name_the_line(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"x,t\n1,2\n3,\xff4\n")
+    with pytest.raises(ValueError, match=r", line 3: not UTF-8 text"):
+        load_data(str(path))
+
+
+def test_load_data_missing_path_and_directory(tmp_path):
+    with pytest.raises(ValueError, match=r"nope\.csv: no such file"):
+        load_data(str(tmp_path / "nope.csv"))
+    with pytest.raises(ValueError, match="a directory, not a CSV file"):
+        load_data(str(tmp_path))
+
+
+def test_csv_error_reaches_the_command_line(tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    path.write_text("x,age,t\n1,2,3\n4,5,6\n7,,9\n")
+    with pytest.raises(SystemExit) as info:
+        main(["--data", str(path), *FAST])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}, line 4, column 2 ('age'): empty cell." in err
 
 
 def test_bad_options_exit_with_usage_error(tmp_path):
