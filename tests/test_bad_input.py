@@ -21,50 +21,17 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _estimators import CHEAP
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils._param_validation import InvalidParameterError, make_constraint
 from threadpoolctl import threadpool_limits
 
-from skgp_bayes import (
-    SelectiveSVGP,
-    SelectiveSVGPClassifier,
-    SGLDGPRegressor,
-    SteinGPClassifier,
-    SteinGPRegressor,
-    VariationalMCMCClassifier,
-    VariationalMCMCRegressor,
-)
 from skgp_bayes.exceptions import DegenerateFitWarning
 
-_VMCMC = dict(
-    n_inducing=4, n_chains=1, n_warmup=10, n_samples=5, max_leapfrog=3, random_state=0
-)
-_SELECTIVE = dict(
-    n_candidates=6, n_pre_iter=5, n_select_iter=5, n_post_iter=5, random_state=0
-)
-
-# One line per estimator: the cheapest settings that still fit.
-ESTIMATORS = {
-    "SteinGPRegressor": lambda: SteinGPRegressor(
-        n_particles=2, max_iter=5, n_restarts=0, random_state=0
-    ),
-    "SteinGPClassifier": lambda: SteinGPClassifier(
-        n_particles=2, max_iter=5, random_state=0
-    ),
-    "SGLDGPRegressor": lambda: SGLDGPRegressor(
-        n_iter=10, n_chains=1, n_predict_draws=2, random_state=0
-    ),
-    "VariationalMCMCRegressor": lambda: VariationalMCMCRegressor(
-        svgp_max_iter=10, **_VMCMC
-    ),
-    "VariationalMCMCClassifier": lambda: VariationalMCMCClassifier(
-        svgp_max_iter=10, **_VMCMC
-    ),
-    "SelectiveSVGP": lambda: SelectiveSVGP(**_SELECTIVE),
-    "SelectiveSVGPClassifier": lambda: SelectiveSVGPClassifier(**_SELECTIVE),
-}
+# One line per estimator, in tests/_estimators.py.
+ESTIMATORS = CHEAP
 
 # A failing case must fail fast; a cheap fit takes well under a second.
 _MAX_SECONDS = 10.0
@@ -526,6 +493,6 @@ def test_every_estimator_has_every_case():
 
 def test_new_estimator_is_one_line(monkeypatch):
     # a clone of an existing factory under a new name gets every case
-    monkeypatch.setitem(ESTIMATORS, "Another", lambda: clone(SelectiveSVGP()))
+    monkeypatch.setitem(ESTIMATORS, "Another", lambda: clone(CHEAP["SelectiveSVGP"]()))
     names = {p.values[0] for p in _table()}
     assert "Another" in names

@@ -16,16 +16,15 @@ import time
 
 import numpy as np
 import pytest
+from _estimators import ESTIMATOR_CLASSES
 from sklearn.base import clone, is_classifier
 
 import skgp_bayes
 from skgp_bayes import (
     SelectiveSVGP,
-    SelectiveSVGPClassifier,
     SGLDGPRegressor,
     SteinGPClassifier,
     SteinGPRegressor,
-    VariationalMCMCClassifier,
     VariationalMCMCRegressor,
 )
 from skgp_bayes._interrupt import keyboard_interrupt_passes
@@ -216,15 +215,7 @@ def test_decorator_keeps_name_doc_and_result():
     assert inspect.signature(wrapped) == inspect.signature(method)
 
 
-ESTIMATORS = [
-    SelectiveSVGP,
-    SelectiveSVGPClassifier,
-    SGLDGPRegressor,
-    SteinGPClassifier,
-    SteinGPRegressor,
-    VariationalMCMCClassifier,
-    VariationalMCMCRegressor,
-]
+ESTIMATORS = ESTIMATOR_CLASSES
 _GUARDED_PREFIXES = (
     "fit",
     "partial_fit",

@@ -1,7 +1,7 @@
 """One test per row of the fault catalogue (RELIABILITY.md), named by the row.
 
 ``test_row_NN_*`` checks row NN's promise, parametrised over the estimators
-the row concerns (the cheap ones of ``test_bad_input.ESTIMATORS``); where
+the row concerns (the cheap ones of ``tests/_estimators.py``); where
 another file checks a row thoroughly, the row test re-runs scikit-learn's
 check for it over every estimator or re-checks the promise directly.
 ``test_every_row_has_a_test`` fails if a row has neither a test nor a
@@ -20,6 +20,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 import pytest
+from _estimators import CHEAP as ESTIMATORS
 from sklearn.base import is_classifier
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct
@@ -47,7 +48,6 @@ from sklearn.utils.estimator_checks import (
     check_readonly_memmap_input,
     check_supervised_y_no_nan,
 )
-from test_bad_input import ESTIMATORS
 from threadpoolctl import threadpool_limits
 
 import skgp_bayes

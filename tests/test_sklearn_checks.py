@@ -1,6 +1,7 @@
 """scikit-learn's estimator checks, with no expected failures."""
 
 import pytest
+from _estimators import ESTIMATOR_CLASSES
 from sklearn.utils.estimator_checks import (
     check_dataframe_column_names_consistency,
     check_methods_sample_order_invariance,
@@ -90,15 +91,7 @@ def test_dataframe_column_names_consistency(estimator):
     check_dataframe_column_names_consistency(type(estimator).__name__, estimator)
 
 
-DEFAULTS = [
-    SelectiveSVGP,
-    SelectiveSVGPClassifier,
-    SGLDGPRegressor,
-    SteinGPClassifier,
-    SteinGPRegressor,
-    VariationalMCMCClassifier,
-    VariationalMCMCRegressor,
-]
+DEFAULTS = ESTIMATOR_CLASSES
 
 
 @pytest.mark.slow

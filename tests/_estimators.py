@@ -1,0 +1,45 @@
+"""Every estimator of the package, and its cheapest fitting configuration.
+
+Tests that run over all estimators take them from here, so that a new
+estimator is covered by adding one line to ``CHEAP``.
+"""
+
+from skgp_bayes import (
+    SelectiveSVGP,
+    SelectiveSVGPClassifier,
+    SGLDGPRegressor,
+    SteinGPClassifier,
+    SteinGPRegressor,
+    VariationalMCMCClassifier,
+    VariationalMCMCRegressor,
+)
+
+_VMCMC = dict(
+    n_inducing=4, n_chains=1, n_warmup=10, n_samples=5, max_leapfrog=3, random_state=0
+)
+_SELECTIVE = dict(
+    n_candidates=6, n_pre_iter=5, n_select_iter=5, n_post_iter=5, random_state=0
+)
+
+# One line per estimator: the cheapest settings that still fit.
+CHEAP = {
+    "SteinGPRegressor": lambda: SteinGPRegressor(
+        n_particles=2, max_iter=5, n_restarts=0, random_state=0
+    ),
+    "SteinGPClassifier": lambda: SteinGPClassifier(
+        n_particles=2, max_iter=5, random_state=0
+    ),
+    "SGLDGPRegressor": lambda: SGLDGPRegressor(
+        n_iter=10, n_chains=1, n_predict_draws=2, random_state=0
+    ),
+    "VariationalMCMCRegressor": lambda: VariationalMCMCRegressor(
+        svgp_max_iter=10, **_VMCMC
+    ),
+    "VariationalMCMCClassifier": lambda: VariationalMCMCClassifier(
+        svgp_max_iter=10, **_VMCMC
+    ),
+    "SelectiveSVGP": lambda: SelectiveSVGP(**_SELECTIVE),
+    "SelectiveSVGPClassifier": lambda: SelectiveSVGPClassifier(**_SELECTIVE),
+}
+
+ESTIMATOR_CLASSES = [type(make()) for make in CHEAP.values()]
