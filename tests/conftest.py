@@ -14,11 +14,23 @@ import os
 import pytest
 
 
-@pytest.fixture
-def stat_seed():
-    """Seed offset for statistical tests, from ``SKGP_TEST_SEED``."""
+def _seed_from_environment():
     raw = os.environ.get("SKGP_TEST_SEED", "0")
     try:
         return int(raw)
     except ValueError:
-        raise pytest.UsageError(f"SKGP_TEST_SEED must be an integer; got {raw!r}.")
+        raise pytest.UsageError(
+            f"SKGP_TEST_SEED must be an integer; got {raw!r}."
+        ) from None
+
+
+@pytest.fixture
+def stat_seed():
+    """Seed offset for statistical tests, from ``SKGP_TEST_SEED``."""
+    return _seed_from_environment()
+
+
+@pytest.fixture(scope="session")
+def shared_stat_seed():
+    """``stat_seed`` for module-scoped fixtures whose fit several tests share."""
+    return _seed_from_environment()
