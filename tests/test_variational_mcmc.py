@@ -66,7 +66,9 @@ def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed):
             max_leapfrog=8,
         )
     v = np.stack([r.samples for r in results])
-    assert float(np.min(effective_sample_size(v))) > 400  # the sampler mixes
+    # the sampler mixes: the least ESS over v was 632-1159 of 1500 draws
+    # over seeds 0-5; 400 leaves the reference check below its power
+    assert float(np.min(effective_sample_size(v))) > 400
     K = kernel(X)
     Kj = K + 1e-6 * np.mean(np.diag(K)) * np.eye(n)
     R = np.linalg.cholesky(Kj)
