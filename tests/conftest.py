@@ -12,11 +12,10 @@ trajectory.
 import os
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 
-@pytest.fixture
-def stat_seed():
-    """Seed offset for statistical tests, from ``SKGP_TEST_SEED``."""
+def _seed_from_environment():
     raw = os.environ.get("SKGP_TEST_SEED", "0")
     try:
         return int(raw)
@@ -24,3 +23,26 @@ def stat_seed():
         raise pytest.UsageError(
             f"SKGP_TEST_SEED must be an integer; got {raw!r}."
         ) from None
+
+
+@pytest.fixture
+def stat_seed():
+    """Seed offset for statistical tests, from ``SKGP_TEST_SEED``."""
+    return _seed_from_environment()
+
+
+@pytest.fixture(scope="session")
+def shared_stat_seed():
+    """``stat_seed`` for module-scoped fixtures whose fit several tests share."""
+    return _seed_from_environment()
+
+
+@pytest.fixture(scope="module")
+def serial_blas():
+    """One BLAS thread for a module whose matrices are all tiny.
+
+    Waking OpenBLAS's pool for a 20 x 20 matrix costs more than the work,
+    and on a busy machine its spinning threads slowed small fits tenfold.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -26,7 +26,6 @@ from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils._param_validation import InvalidParameterError, make_constraint
-from threadpoolctl import threadpool_limits
 
 from skgp_bayes.exceptions import DegenerateFitWarning
 
@@ -37,11 +36,7 @@ ESTIMATORS = CHEAP
 _MAX_SECONDS = 10.0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _serial_blas():
-    # every matrix here is tiny: BLAS threads only contend for the cores
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("serial_blas")
 
 
 # ------------------------------------------------------------ expectations

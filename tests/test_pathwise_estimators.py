@@ -2,15 +2,20 @@
 SelectiveSVGP): moments against each estimator's own predictive, frozen and
 reproducible functions, gradients, pickling, ``sample_y`` methods.
 
-Moment tolerances (as in ``test_stein_classifier``): with ``N = 4000``
-functions the Monte Carlo standard error of the mean is ``sd / sqrt(N)``, of
-which 5 are allowed. Given its Fourier features a pathwise sample has the
-exact posterior mean, but its variance carries the feature error of the prior
-covariance, of order ``1 / sqrt(F)`` (about 2% at ``F = 2048``); 5% of the sd
-is added to the mean tolerance for the features shared by samples of one
-draw. The sample variance of ``N`` Gaussian draws has a relative standard
-error ``sqrt(2 / N) = 2.2%``; five of those plus the feature error give the
-15% allowed on the variance ratio.
+Moment tolerances. Each check pools ``R = 32`` replicate sets of
+``N / R = 125`` samples, each set drawn with its own seed and so its own
+Fourier features. Given its features a pathwise sample has the exact
+posterior mean (the prior part's weights average to zero), so the pooled
+mean has standard error ``sd / sqrt(N)``; 5 of them are allowed. The
+variance given one feature set is off by the features' error, which is far
+from negligible where the posterior variance is a small part of the prior's
+(over 20 feature sets the variance ratio of one draw's samples had an sd of
+up to 0.14 at F = 2048, against 0.022 from N samples alone). The spread of
+the R replicate variances measures both errors at once: their mean has
+standard error ``sd_R / sqrt(R)``, and 6 of them are allowed (a t statistic
+with 31 degrees of freedom exceeds 6 with probability 1.2e-6). With at most
+15 values per check, false failures stay below 3e-5 per test. Every seed
+(data, fit, samples) is offset by ``SKGP_TEST_SEED``.
 """
 
 import pickle
@@ -34,7 +39,7 @@ from skgp_bayes import (
 from skgp_bayes._predictive import mixture_mean_var
 from skgp_bayes.sampling import FunctionSamples
 
-N, F = 4000, 2048
+N, F, R = 4000, 2048, 32
 VMCMC = dict(n_chains=2, n_warmup=60, n_samples=60, max_leapfrog=8, random_state=0)
 SELECT = dict(n_pre_iter=30, n_select_iter=40, n_post_iter=30, random_state=0)
 
@@ -47,54 +52,77 @@ def _quiet(est, *args, **kwargs):
         return est.fit(*args, **kwargs)
 
 
+def _replicates(draw, seed):
+    """``draw(n, random_state)`` for R seeds, stacked: (..., R, N // R)."""
+    return np.stack([draw(N // R, 1000 * seed + r) for r in range(R)], axis=-2)
+
+
 def _assert_moments(values, mean, var):
-    """``values`` (k, N) against the predictive ``mean`` and ``var`` (k,)."""
-    sd = np.sqrt(var)
-    n = values.shape[-1]
-    tol = 5 * sd / np.sqrt(n) + 0.05 * sd
-    np.testing.assert_array_less(np.abs(values.mean(axis=-1) - mean), tol)
-    ratio = values.var(axis=-1) / var
-    assert np.all((ratio > 0.85) & (ratio < 1.15)), ratio
+    """Replicate sets ``values`` (k, ..., R, n) against ``mean`` and ``var``."""
+    pooled = values.reshape(*values.shape[:-2], -1)
+    se_mean = pooled.std(axis=-1) / np.sqrt(pooled.shape[-1])
+    np.testing.assert_array_less(np.abs(pooled.mean(axis=-1) - mean), 5 * se_mean)
+    per_set = values.var(axis=-1, ddof=1)
+    se_var = per_set.std(axis=-1, ddof=1) / np.sqrt(R)
+    np.testing.assert_array_less(np.abs(per_set.mean(axis=-1) - var), 6 * se_var)
 
 
 # ------------------------------------------------------------------ fixtures
+def _seeded(options, seed):
+    return {**options, "random_state": options["random_state"] + seed}
+
+
 @pytest.fixture(scope="module")
-def vmcmc_regressor():
-    rng = np.random.RandomState(0)
+def vmcmc_regressor(shared_stat_seed):
+    rng = np.random.RandomState(shared_stat_seed)
     X = rng.uniform(-2, 2, (40, 2))
     y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.randn(40)
     kernel = ConstantKernel(1.0) * RBF([1.0, 1.0])
-    reg = VariationalMCMCRegressor(kernel, n_inducing=8, **VMCMC)
+    reg = VariationalMCMCRegressor(
+        kernel, n_inducing=8, **_seeded(VMCMC, shared_stat_seed)
+    )
     return _quiet(reg, X, y)
 
 
 @pytest.fixture(scope="module")
-def vmcmc_poisson():
-    rng = np.random.RandomState(1)
+def vmcmc_poisson(shared_stat_seed):
+    rng = np.random.RandomState(1 + shared_stat_seed)
     X = np.linspace(0, 10, 40)[:, None]
     y = rng.poisson(2.0 + np.sin(X[:, 0]))
     kernel = ConstantKernel(1.0) * RBF(2.0)
-    reg = VariationalMCMCRegressor(kernel, likelihood="poisson", n_inducing=6, **VMCMC)
+    reg = VariationalMCMCRegressor(
+        kernel,
+        likelihood="poisson",
+        n_inducing=6,
+        **_seeded(VMCMC, shared_stat_seed),
+    )
     return _quiet(reg, X, y, exposure=0.5)
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["binary", "3-class"])
-def vmcmc_classifier(request):
-    rng = np.random.RandomState(0)
+def vmcmc_classifier(request, shared_stat_seed):
+    rng = np.random.RandomState(shared_stat_seed)
     X = rng.uniform(-2, 2, (40, 1))
     thresholds = [-0.5, 0.7][: request.param - 1]
     y = np.digitize(X[:, 0] + 0.3 * rng.randn(40), thresholds)
     multiclass = "softmax" if request.param > 2 else "robustmax"
-    clf = VariationalMCMCClassifier(n_inducing=6, multiclass=multiclass, **VMCMC)
+    clf = VariationalMCMCClassifier(
+        n_inducing=6, multiclass=multiclass, **_seeded(VMCMC, shared_stat_seed)
+    )
     return _quiet(clf, X, y)
 
 
-@pytest.fixture(scope="module")
-def selective():
-    rng = np.random.RandomState(0)
+def _selective_data(seed):
+    rng = np.random.RandomState(seed)
     X = rng.uniform(0, 10, (80, 1))
-    y = np.sin(X[:, 0]) + 0.2 * rng.randn(80)
-    return SelectiveSVGP(n_candidates=20, alpha=0.05, **SELECT).fit(X, y)
+    return X, np.sin(X[:, 0]) + 0.2 * rng.randn(80)
+
+
+@pytest.fixture(scope="module")
+def selective(shared_stat_seed):
+    X, y = _selective_data(shared_stat_seed)
+    options = _seeded(SELECT, shared_stat_seed)
+    return SelectiveSVGP(n_candidates=20, alpha=0.05, **options).fit(X, y)
 
 
 # --------------------------------------------------- moments vs predictive
@@ -104,56 +132,88 @@ def _vmcmc_reg_moments(reg, Xq, posterior):
     return mean * reg.y_std_ + reg.y_mean_, var * reg.y_std_**2
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("posterior", ["mcmc", "gaussian"])
-def test_vmcmc_regressor_functions_match_predictive(vmcmc_regressor, posterior):
+def test_vmcmc_regressor_functions_match_predictive(
+    vmcmc_regressor, posterior, stat_seed
+):
     reg = vmcmc_regressor
-    Xq = np.random.RandomState(5).uniform(-2.5, 2.5, (6, 2))
+    Xq = np.random.RandomState(5 + stat_seed).uniform(-2.5, 2.5, (6, 2))
     mean, var = _vmcmc_reg_moments(reg, Xq, posterior)
-    functions = reg.sample_functions(
-        N, random_state=1, n_features=F, posterior=posterior
-    )
-    assert isinstance(functions, FunctionSamples)
-    values = functions(Xq)
-    assert values.shape == (6, N)
+    used = []
+
+    def draw(n, seed):
+        functions = reg.sample_functions(
+            n, random_state=seed, n_features=F, posterior=posterior
+        )
+        assert isinstance(functions, FunctionSamples)
+        used.append(functions.draws)
+        return functions(Xq)
+
+    values = _replicates(draw, 1 + stat_seed)
+    assert values.shape == (6, R, N // R)
     _assert_moments(values, mean, var)
     if posterior == "mcmc":
         # the samples mix over (almost) every kept HMC draw
-        assert np.unique(functions.draws).size > 0.9 * reg.samples_.shape[0]
+        assert np.unique(used).size > 0.9 * reg.samples_.shape[0]
     else:
-        assert np.all(functions.draws == 0)
+        assert np.all(np.concatenate(used) == 0)
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("posterior", ["mcmc", "gaussian"])
-def test_vmcmc_regressor_exact_sample_y_matches_predictive(vmcmc_regressor, posterior):
+def test_vmcmc_regressor_exact_sample_y_matches_predictive(
+    vmcmc_regressor, posterior, stat_seed
+):
     reg = vmcmc_regressor
-    Xq = np.random.RandomState(6).uniform(-2.5, 2.5, (5, 2))
+    Xq = np.random.RandomState(6 + stat_seed).uniform(-2.5, 2.5, (5, 2))
     mean, var = _vmcmc_reg_moments(reg, Xq, posterior)
-    draws = reg.sample_y(Xq, N, random_state=2, method="exact", posterior=posterior)
-    assert draws.shape == (5, N)
+
+    def draw(n, seed):
+        return reg.sample_y(
+            Xq, n, random_state=seed, method="exact", posterior=posterior
+        )
+
+    draws = _replicates(draw, 2 + stat_seed)
+    assert draws.shape == (5, R, N // R)
     _assert_moments(draws, mean, var)
 
 
-def test_vmcmc_poisson_log_rate_and_rates(vmcmc_poisson):
+@pytest.mark.statistical
+def test_vmcmc_poisson_log_rate_and_rates(vmcmc_poisson, stat_seed):
     reg = vmcmc_poisson
     Xq = np.array([[0.5], [3.3], [6.1], [9.4]])
     mu, var = reg._latent(Xq, None, "mcmc")
     mean, mixed_var = mixture_mean_var(mu, var)
-    log_rate = reg.sample_functions(N, random_state=3, n_features=F)(Xq)
+    log_rate = _replicates(
+        lambda n, seed: reg.sample_functions(n, random_state=seed, n_features=F)(Xq),
+        3 + stat_seed,
+    )
     _assert_moments(log_rate, mean, mixed_var)
     # sample_y gives expected counts exposure * exp(f); exact draws (no
-    # feature error) against the lognormal moments of the mixture
-    rates = reg.sample_y(Xq, N, random_state=4, method="exact", exposure=0.5)
+    # feature error) against the lognormal moments of the mixture, 5
+    # standard errors sd / sqrt(N) on 4 points
+    rates = reg.sample_y(
+        Xq, N, random_state=4 + stat_seed, method="exact", exposure=0.5
+    )
     expected = 0.5 * np.exp(mu + 0.5 * var).mean(axis=0)
     second = 0.25 * np.exp(2 * mu + 2 * var).mean(axis=0)
     sd = np.sqrt(second - expected**2)
     np.testing.assert_allclose(expected, reg.predict(Xq, exposure=0.5))
-    np.testing.assert_array_less(np.abs(rates.mean(axis=1) - expected), 5 * sd / 63)
-    pathwise = reg.sample_y(Xq, 3, random_state=4, method="pathwise", exposure=0.5)
+    np.testing.assert_array_less(
+        np.abs(rates.mean(axis=1) - expected), 5 * sd / np.sqrt(N)
+    )
+    pathwise = reg.sample_y(
+        Xq, 3, random_state=4 + stat_seed, method="pathwise", exposure=0.5
+    )
     assert pathwise.shape == (4, 3) and np.all(pathwise > 0)
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("posterior", ["mcmc", "gaussian"])
-def test_vmcmc_classifier_functions_match_predictive(vmcmc_classifier, posterior):
+def test_vmcmc_classifier_functions_match_predictive(
+    vmcmc_classifier, posterior, stat_seed
+):
     clf = vmcmc_classifier
     Xq = np.array([[-1.7], [-0.6], [0.1], [0.9], [1.8]])
     if posterior == "gaussian":
@@ -164,48 +224,48 @@ def test_vmcmc_classifier_functions_match_predictive(vmcmc_classifier, posterior
         var_s = np.repeat(variances[..., None], C, axis=-1)
         mean, var = mixture_mean_var(means.reshape(S, -1), var_s.reshape(S, -1))
         mean, var = mean.reshape(k, C), var.reshape(k, C)
-    functions = clf.sample_functions(
-        N, random_state=1, n_features=F, posterior=posterior
-    )
     C = clf._n_latent
-    if C == 1:
-        assert isinstance(functions, FunctionSamples)
-        functions = [functions]
-    else:
-        assert len(functions) == C == clf.classes_.size
-        # one draw per sample, shared by the latents
-        for f in functions[1:]:
-            np.testing.assert_array_equal(f.draws, functions[0].draws)
-    values = np.stack([f(Xq) for f in functions], axis=1)  # (k, C, N)
+
+    def draw(n, seed):
+        functions = clf.sample_functions(
+            n, random_state=seed, n_features=F, posterior=posterior
+        )
+        if C == 1:
+            assert isinstance(functions, FunctionSamples)
+            functions = [functions]
+        else:
+            assert len(functions) == C == clf.classes_.size
+            # one draw per sample, shared by the latents
+            for f in functions[1:]:
+                np.testing.assert_array_equal(f.draws, functions[0].draws)
+        return np.stack([f(Xq) for f in functions], axis=1)  # (k, C, n)
+
+    values = _replicates(draw, 1 + stat_seed)  # (k, C, R, n)
     _assert_moments(values, mean, var)
     if C > 1 and posterior == "mcmc":
         # latents of one sample come from one HMC draw, so their covariance
         # across classes is the mixture's: Cov_s(mu_a, mu_b) (given a draw
         # the conditional residuals are independent)
+        # (standard error from the replicates' spread, as for a variance)
         a, b = means[:, :, 0], means[:, :, 1]
         cross = (a * b).mean(axis=0) - a.mean(axis=0) * b.mean(axis=0)
-        got = np.mean(
-            (values[:, 0] - values[:, 0].mean(axis=1, keepdims=True))
-            * (values[:, 1] - values[:, 1].mean(axis=1, keepdims=True)),
-            axis=1,
-        )
-        scale = np.sqrt(var[:, 0] * var[:, 1])
-        np.testing.assert_array_less(
-            np.abs(got - cross), 5 * scale / np.sqrt(N) + 0.05 * scale
-        )
+        centred = values - values.mean(axis=-1, keepdims=True)
+        per_set = np.sum(centred[:, 0] * centred[:, 1], axis=-1) / (N // R - 1)
+        se = per_set.std(axis=-1, ddof=1) / np.sqrt(R)
+        np.testing.assert_array_less(np.abs(per_set.mean(axis=-1) - cross), 6 * se)
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("white", [False, True], ids=["rbf", "rbf+white"])
-def test_selective_functions_match_predictive(selective, white):
+def test_selective_functions_match_predictive(selective, white, stat_seed):
     if white:
         # a WhiteKernel sits on the diagonal of K(Z, Z) but not in the
         # features: without the prior noise added at Z the function
         # variance would be too small (about 30% here)
-        rng = np.random.RandomState(0)
-        X = rng.uniform(0, 10, (80, 1))
-        y = np.sin(X[:, 0]) + 0.2 * rng.randn(80)
+        X, y = _selective_data(stat_seed)
         kernel = ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.05, "fixed")
-        reg = SelectiveSVGP(kernel, n_candidates=20, alpha=0.05, **SELECT).fit(X, y)
+        options = _seeded(SELECT, stat_seed)
+        reg = SelectiveSVGP(kernel, n_candidates=20, alpha=0.05, **options).fit(X, y)
     else:
         reg = selective
     Xq = np.array([[0.5], [2.2], [4.9], [7.1], [9.6]])
@@ -213,20 +273,33 @@ def test_selective_functions_match_predictive(selective, white):
     # predict's latent variance holds the WhiteKernel noise; the smooth
     # functions do not
     noise = 0.05 * reg.y_std_**2 if white else 0.0
-    values = reg.sample_functions(N, random_state=1, n_features=F)(Xq)
+    values = _replicates(
+        lambda n, seed: reg.sample_functions(n, random_state=seed, n_features=F)(Xq),
+        1 + stat_seed,
+    )
     _assert_moments(values, mean, std**2 - noise)
-    draws = reg.sample_y(Xq, N, random_state=1, method="pathwise", n_features=F)
+    draws = _replicates(
+        lambda n, seed: reg.sample_y(
+            Xq, n, random_state=seed, method="pathwise", n_features=F
+        ),
+        1 + stat_seed,
+    )
     _assert_moments(draws, mean, std**2)
 
 
-def test_selective_classifier_functions_match_predictive():
-    rng = np.random.RandomState(0)
+@pytest.mark.statistical
+def test_selective_classifier_functions_match_predictive(stat_seed):
+    rng = np.random.RandomState(stat_seed)
     X = rng.uniform(-3, 3, (60, 1))
     y = (np.sin(X[:, 0]) + 0.5 * rng.randn(60) > 0).astype(int)
-    clf = SelectiveSVGPClassifier(n_candidates=15, **SELECT).fit(X, y)
+    options = _seeded(SELECT, stat_seed)
+    clf = SelectiveSVGPClassifier(n_candidates=15, **options).fit(X, y)
     Xq = np.array([[-2.5], [-1.0], [0.2], [1.4], [2.6]])
     mean, var = clf._latent(Xq)
-    values = clf.sample_functions(N, random_state=1, n_features=F)(Xq)
+    values = _replicates(
+        lambda n, seed: clf.sample_functions(n, random_state=seed, n_features=F)(Xq),
+        1 + stat_seed,
+    )
     _assert_moments(values, mean, var)
 
 
@@ -343,27 +416,35 @@ def test_kernel_without_spectral_density():
 
 
 # ------------------------------------------------------------------ SGLD
+@pytest.mark.statistical
 @pytest.mark.parametrize("predict_solver", ["cholesky", "cg"])
-def test_sgld_function_samples_match_predict(predict_solver):
+def test_sgld_function_samples_match_predict(predict_solver, stat_seed):
     """Exact-GP draws from SGLD, conditioned by Cholesky or by CG solves."""
     from skgp_bayes import SGLDGPRegressor
 
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(stat_seed)
     X = rng.uniform(-3, 3, (40, 1))
     y = np.sin(X[:, 0]) + 0.1 * rng.randn(40)
     reg = _quiet(
         SGLDGPRegressor(
-            n_iter=150, n_chains=1, predict_solver=predict_solver, random_state=0
+            n_iter=150,
+            n_chains=1,
+            predict_solver=predict_solver,
+            random_state=stat_seed,
         ),
         X,
         y,
     )
     Xq = np.linspace(-2.5, 2.5, 5)[:, None]
     mean, std = reg.predict(Xq, return_std=True)
-    functions = reg.sample_functions(N, random_state=1, n_features=F)
+    values = _replicates(
+        lambda n, seed: reg.sample_functions(n, random_state=seed, n_features=F)(Xq),
+        1 + stat_seed,
+    )
+    _assert_moments(values, mean, std**2)
+    functions = reg.sample_functions(5, random_state=1 + stat_seed, n_features=F)
     assert isinstance(functions, FunctionSamples)
-    _assert_moments(functions(Xq), mean, std**2)
-    again = reg.sample_functions(N, random_state=1, n_features=F)
+    again = reg.sample_functions(5, random_state=1 + stat_seed, n_features=F)
     np.testing.assert_array_equal(again(Xq), functions(Xq))
     draws = reg.sample_y(np.linspace(-3, 3, 200)[:, None], n_samples=3)
     assert draws.shape == (200, 3) and np.all(np.isfinite(draws))

@@ -48,7 +48,6 @@ from sklearn.utils.estimator_checks import (
     check_readonly_memmap_input,
     check_supervised_y_no_nan,
 )
-from threadpoolctl import threadpool_limits
 
 import skgp_bayes
 from skgp_bayes import _backend, _config, linalg
@@ -88,11 +87,7 @@ _Y_REG = np.sin(2 * _X[:, 0]) + 0.1 * _RNG.randn(24)
 _Y_CLF = (_X[:, 0] + 0.3 * _RNG.randn(24) > 0).astype(int)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _serial_blas():
-    # every matrix here is tiny: BLAS threads only contend for the cores
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("serial_blas")
 
 
 def _make(name, **params):

@@ -60,7 +60,10 @@ def _grid_posterior(X, y, ranges, size=24):
 
 
 @pytest.mark.slow
-def test_posterior_matches_quadrature(data):
+@pytest.mark.statistical
+def test_posterior_matches_quadrature(data, stat_seed):
+    # The data set is the shared one (the grid's ranges are set to hold its
+    # posterior); the seed changes the chains.
     X, y = data
     y = (y - y.mean()) / y.std()  # the model's scale (normalize_y=True)
     mean, sd, marginals = _grid_posterior(
@@ -77,20 +80,32 @@ def test_posterior_matches_quadrature(data):
         step_size_start=0.1,
         step_size_end=0.1,
         step_size_gamma=0.0,
-        random_state=0,
+        random_state=stat_seed,
     ).fit(X, y)
     draws = reg.samples_.reshape(-1, 3)
-    # Tolerances: the kept draws have an ESS of about 100 per parameter, so
-    # the Monte Carlo sd of the mean is about 0.1 posterior sd and that of
-    # the sd about 7%; the step's own bias (variance inflated by about
-    # eps / 4 = 2.5% for a preconditioner near the posterior covariance,
-    # plus the gradient noise's eps / 4 lambda_max(M V) of about 1%) is
-    # smaller. 0.35 sd for the means and 30% for the sds are 3.5-4 Monte
-    # Carlo sds.
-    assert np.all(reg.ess_ > 50)
-    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 0.35)
-    np.testing.assert_allclose(draws.std(axis=0) / sd, 1.0, atol=0.3)
-    assert np.all(reg.rhat_ < 1.1)
+    # Standard errors from the chains' own ESS (24-234 over seeds 0-4; the
+    # noise variance mixes slowest): sd / sqrt(ESS) for a mean,
+    # sd * sqrt(1 / (2 ESS)) for an sd (the Gaussian var * sqrt(2 / ESS),
+    # halved for the square root). The step's
+    # own bias inflates the variance by about eps / 4 = 2.5% for a
+    # preconditioner near the posterior covariance, plus the gradient
+    # noise's eps / 4 lambda_max(M V) of about 1%: 0.02 is added to the sd
+    # ratio's bound for it. 5 standard errors on 3 means and 3 sds: 3e-6
+    # false failures for Gaussian errors, below 1e-4 with a 10% error in the
+    # estimated ESS. Over seeds 0-4 the 30 errors were all within 1.2
+    # standard errors. The chains must mix at all (a stuck chain has an ESS
+    # of a few; 24 is the least seen).
+    assert np.all(reg.ess_ > 10)
+    se_mean = 1.0 / np.sqrt(reg.ess_)
+    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 5 * se_mean)
+    se_sd = np.sqrt(1.0 / (2 * reg.ess_))
+    np.testing.assert_array_less(np.abs(draws.std(axis=0) / sd - 1.0), 5 * se_sd + 0.02)
+    # R-hat of two stationary chains: R^2 - 1 is about (2 / ESS) chi^2_1
+    # (the squared gap between the chain means over twice the variance), so
+    # 5 standard deviations of the gap allow sqrt(1 + 50 / ESS): 1.16-1.75
+    # for the ESS seen, against R-hat 1.003-1.079 over seeds 0-4. A fixed
+    # 1.1 would fail for about 1 seed in 10 where the ESS is near 25.
+    assert np.all(reg.rhat_ < np.sqrt(1.0 + 50.0 / reg.ess_))
 
 
 def test_fitted_attributes(fitted, data):

@@ -30,19 +30,27 @@ def _quiet_convergence():
         yield
 
 
-@pytest.fixture(scope="module")
-def moons():
-    X, y = make_moons(600, noise=0.2, random_state=0)
-    X_test, y_test = make_moons(400, noise=0.2, random_state=1)
+def _moons(seed):
+    X, y = make_moons(600, noise=0.2, random_state=seed)
+    X_test, y_test = make_moons(400, noise=0.2, random_state=1 + seed)
     return X, y, X_test, y_test
 
 
 @pytest.fixture(scope="module")
-def small():
-    rng = np.random.RandomState(0)
+def moons():
+    return _moons(0)
+
+
+def _small(seed):
+    rng = np.random.RandomState(seed)
     X = rng.normal(size=(40, 2))
     y = (X[:, 0] + 0.5 * X[:, 1] + 0.4 * rng.randn(40) > 0).astype(int)
     return X, y, 1.5 * rng.normal(size=(30, 2))
+
+
+@pytest.fixture(scope="module")
+def small():
+    return _small(0)
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +64,14 @@ def blobs():
 
 
 @pytest.fixture(scope="module")
-def fitted_moons(moons):
-    X, y, _, _ = moons
+def seeded_moons(shared_stat_seed):
+    # the statistical tests' data: fresh for every SKGP_TEST_SEED
+    return _moons(shared_stat_seed)
+
+
+@pytest.fixture(scope="module")
+def fitted_moons(seeded_moons, shared_stat_seed):
+    X, y, _, _ = seeded_moons
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return SteinGPClassifier(
@@ -65,7 +79,7 @@ def fitted_moons(moons):
             batch_size=64,
             n_particles=8,
             max_iter=100,
-            random_state=0,
+            random_state=shared_stat_seed,
         ).fit(X, y)
 
 
@@ -166,37 +180,40 @@ def test_sparse_target_at_z_equal_x_is_the_exact_target(small):
         assert np.max(np.abs(grad_a - grad_b)) < 1e-2 * np.max(np.abs(grad_b))
 
 
-def test_fit_with_z_equal_x_agrees_with_the_exact_fit(small):
+@pytest.mark.statistical
+def test_fit_with_z_equal_x_agrees_with_the_exact_fit(stat_seed):
     # Both fits approximate the same posterior with 10 SVGD particles from
     # different starts (Laplace vs SVGP), so they differ by the particle
-    # approximation's error. Its size is measured here as the gap between
-    # two exact fits with different seeds; the sparse fit must stay within
-    # three times that, and never beyond 0.05 so that the check keeps its
-    # teeth. Measured when written: exact vs exact 0.059, sparse vs exact
-    # 0.025; with 3 inducing inputs instead of Z = X the gap is 0.47.
-    X, y, X_query = small
-    kw = dict(n_particles=10, max_iter=100, random_state=0)
+    # approximation's error, partly a bias of SVGD with 10 particles in 42
+    # dimensions (variance collapse), partly the starts. Over seeds 0-5
+    # (data, queries and starts) the largest gap between the sparse and
+    # the exact fit's probabilities at 30 points was 0.017-0.061 (mean
+    # 0.029, sd 0.016), and between two exact fits with different seeds
+    # 0.023-0.049. 0.12 is 5.7 sds beyond the mean gap; with 3 inducing
+    # inputs instead of Z = X the gap is 0.47.
+    X, y, X_query = _small(stat_seed)
+    kw = dict(n_particles=10, max_iter=100, random_state=stat_seed)
     exact = SteinGPClassifier(**kw).fit(X, y).predict_proba(X_query)[:, 1]
-    other = (
-        SteinGPClassifier(**{**kw, "random_state": 1})
-        .fit(X, y)
-        .predict_proba(X_query)[:, 1]
-    )
     sparse = (
         SteinGPClassifier(inducing_points=X, **kw).fit(X, y).predict_proba(X_query)
     )[:, 1]
-    spread = np.max(np.abs(exact - other))
     gap = np.max(np.abs(sparse - exact))
-    assert gap < min(max(3 * spread, 0.01), 0.05), (gap, spread)
+    assert gap < 0.12, gap
 
 
 # ---------------------------------------------------------------- quality
-def test_sparse_fit_classifies_moons(fitted_moons, moons):
-    _, _, X_test, y_test = moons
+@pytest.mark.statistical
+def test_sparse_fit_classifies_moons(fitted_moons, seeded_moons):
+    _, _, X_test, y_test = seeded_moons
     proba = fitted_moons.predict_proba(X_test)
-    # the Bayes error of noise-0.2 moons is about 3%
-    assert fitted_moons.score(X_test, y_test) > 0.94
-    assert log_loss(y_test, proba) < 0.15
+    # The Bayes error of noise-0.2 moons is about 3%, so the accuracy on 400
+    # test points has binomial sd 0.0085 even for the Bayes rule. Over seeds
+    # 0-5 (data and fit): accuracy 0.958-0.985 (mean 0.967, sd 0.0095), log
+    # loss 0.061-0.103 (mean 0.092, sd 0.016). 0.92 and 0.18 are 5 and 5.5
+    # sds from the means (below 3e-7 for Gaussian spread); a constant guess
+    # scores 0.5 and 0.69.
+    assert fitted_moons.score(X_test, y_test) > 0.92
+    assert log_loss(y_test, proba) < 0.18
     assert fitted_moons.particles_.shape == (8, 2 + 20)
     assert fitted_moons.param_names_[2:4] == ["v[0]", "v[1]"]
     assert fitted_moons.inducing_points_.shape == (20, 2)
@@ -206,21 +223,27 @@ def test_sparse_fit_classifies_moons(fitted_moons, moons):
     assert fitted_moons.diagnostics_["batch_size"] == 64
 
 
-def test_partial_fit_reaches_the_quality_of_fit(fitted_moons, moons):
+@pytest.mark.statistical
+def test_partial_fit_reaches_the_quality_of_fit(
+    fitted_moons, seeded_moons, shared_stat_seed
+):
     # 3 shuffled chunks of 200 with a third of the iterations each: the same
-    # number of SVGD steps on the same batch size as the fit. On this problem
-    # both reach a test log loss near 0.085 and 97% accuracy; the tolerance,
-    # 0.03 in log loss and 2% in accuracy, is several times the spread
-    # between fits with different seeds.
-    X, y, X_test, y_test = moons
+    # number of SVGD steps on the same batch size as the fit. Both reach a
+    # test log loss near 0.09 and 97% accuracy. Over seeds 0-5 (data,
+    # chunks, starts) the stream's difference from the fit was -0.006 to
+    # 0.024 in log loss (mean 0.007, sd 0.0095) and -0.0075 to 0.0025 in
+    # accuracy (mean -0.001, sd 0.0035); the tolerances, 0.055 and 0.02, are
+    # 5 sds beyond the means (below 3e-7 each for Gaussian spread).
+    X, y, X_test, y_test = seeded_moons
     clf = clone(fitted_moons).set_params(max_iter=34)
-    for chunk in np.array_split(np.random.RandomState(0).permutation(600), 3):
+    order = np.random.RandomState(shared_stat_seed).permutation(600)
+    for chunk in np.array_split(order, 3):
         clf.partial_fit(X[chunk], y[chunk], classes=[0, 1])
     assert clf.n_samples_seen_ == 600
     assert clf.n_iter_ == 102
     loss_fit = log_loss(y_test, fitted_moons.predict_proba(X_test))
     loss_partial = log_loss(y_test, clf.predict_proba(X_test))
-    assert abs(loss_partial - loss_fit) < 0.03
+    assert abs(loss_partial - loss_fit) < 0.055
     assert abs(clf.score(X_test, y_test) - fitted_moons.score(X_test, y_test)) < 0.02
 
 
@@ -262,8 +285,8 @@ def test_n_jobs_gives_the_same_result(moons):
 
 
 # ------------------------------------------------------------ predictions
-def test_binary_predictions_are_consistent(fitted_moons, moons):
-    _, _, X_test, _ = moons
+def test_binary_predictions_are_consistent(fitted_moons, seeded_moons):
+    _, _, X_test, _ = seeded_moons
     clf = fitted_moons
     proba = clf.predict_proba(X_test)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
@@ -274,25 +297,34 @@ def test_binary_predictions_are_consistent(fitted_moons, moons):
     assert np.array_equal(proba, clf.predict_proba(X_test))  # deterministic
 
 
-def test_latent_samples_match_the_mixture_moments(fitted_moons, moons):
-    # Monte Carlo means of S draws lie within 5 standard errors of the
-    # mixture mean; a wrong conditioning (e.g. on u = v instead of R v)
-    # moves them by far more.
-    _, _, X_test, _ = moons
+@pytest.mark.statistical
+def test_latent_samples_match_the_mixture_moments(
+    fitted_moons, seeded_moons, stat_seed
+):
+    # Monte Carlo means of S draws lie within 5 standard errors sd / sqrt(S)
+    # of the mixture mean (pathwise functions too: given their features
+    # their mean is exact); a wrong conditioning (e.g. on u = v instead of
+    # R v) moves them by far more. The variance of the exact draws within 5
+    # standard errors from their own fourth moment, sqrt((m4 - m2^2) / S).
+    # 18 values: 1e-5 false failures.
+    _, _, X_test, _ = seeded_moons
     clf = fitted_moons
     X_q = X_test[:6]
     mean, var = clf.latent_mean_and_variance(X_q)
     S = 2000
     bound = 5 * np.sqrt(var / S)
-    f = clf.sample_functions(S, random_state=0)
+    f = clf.sample_functions(S, random_state=stat_seed)
     values = f(X_q)
     assert values.shape == (6, S)
     assert np.all(np.abs(values.mean(axis=1) - mean) < bound)
     assert np.array_equal(values, f(X_q))
-    draws = clf.sample_latent(X_q, n_samples=S, random_state=0)
+    draws = clf.sample_latent(X_q, n_samples=S, random_state=stat_seed)
     assert draws.shape == (6, S)
     assert np.all(np.abs(draws.mean(axis=1) - mean) < bound)
-    np.testing.assert_allclose(draws.var(axis=1), var, rtol=0.25)
+    centred = draws - draws.mean(axis=1, keepdims=True)
+    m2 = np.mean(centred**2, axis=1)
+    se_var = np.sqrt((np.mean(centred**4, axis=1) - m2**2) / S)
+    assert np.all(np.abs(m2 - var) < 5 * se_var)
 
 
 def test_multiclass(blobs):

@@ -66,8 +66,8 @@ def test_fixed_hyperparameters_equal_scikit_learn(data, kernel, normalize_y):
     np.testing.assert_allclose(c1, c2, rtol=1e-8, atol=1e-10)
 
 
-def _grid_posterior_problem():
-    rng = np.random.RandomState(3)
+def _grid_posterior_problem(seed=0):
+    rng = np.random.RandomState(3 + seed)
     X = np.sort(rng.uniform(0, 5, 10))[:, None]
     y = np.sin(1.3 * X[:, 0]) + 0.2 * rng.randn(10)
     kernel = ConstantKernel(1.0, "fixed") * RBF(1.0, (1e-3, 1e3))
@@ -75,12 +75,22 @@ def _grid_posterior_problem():
 
 
 @pytest.mark.slow
-def test_particles_match_grid_posterior():
+@pytest.mark.statistical
+def test_particles_match_grid_posterior(stat_seed):
     # One free hyperparameter, the log length scale: its exact posterior on a
-    # 2,000-point grid is the reference. With 100 particles SVGD's Monte Carlo
-    # error of the mean is about sd/10, so we ask for 0.1 sd, and the spread
-    # within 20% (RELIABILITY, statistical test 1).
-    X, y, kernel = _grid_posterior_problem()
+    # 2,000-point grid is the reference (RELIABILITY, statistical test 1).
+    # SVGD's particles are deterministic given their prior draws; their error
+    # is the method's bias plus the part that depends on the start, which
+    # the seed changes. Over seeds 0-3 (data and start): mean error
+    # 0.029-0.051 sd (mean 0.038, sd 0.009), sd ratio 0.858-0.927 (mean
+    # 0.893, sd 0.03: the 1500 iterations end at max_iter with the spread
+    # still short, a bias of the run), predictive error 0.004-0.008 sd(y)
+    # (sd 0.002). Bounds: mean 0.1 sd, sd ratio in [0.7, 1.05], predictive
+    # 0.02 sd(y), each at least 6 seed-to-seed sds beyond the mean error
+    # (false failure below 1e-6 per bound for Gaussian spread). An iid sample
+    # of 100 would miss the mean bound with probability 0.3: SVGD must do far
+    # better than Monte Carlo to pass.
+    X, y, kernel = _grid_posterior_problem(stat_seed)
     reg = SteinGPRegressor(
         kernel,
         noise_variance=0.04,
@@ -91,7 +101,7 @@ def test_particles_match_grid_posterior():
         tol=1e-5,
         init="prior",
         normalize_y=False,
-        random_state=0,
+        random_state=stat_seed,
     ).fit(X, y)
     target = reg._target
     grid = np.linspace(np.log(1e-3), np.log(1e3), 2000)
@@ -101,7 +111,7 @@ def test_particles_match_grid_posterior():
     sd = np.sqrt(np.sum(w * (grid - mean) ** 2))
     particles = reg.particles_[:, 0]
     assert abs(particles.mean() - mean) < 0.1 * sd
-    assert 0.8 < particles.std() / sd < 1.2
+    assert 0.7 < particles.std() / sd < 1.05
     # the averaged predictive mean against the grid-weighted mixture
     Xq = np.linspace(0, 5, 7)[:, None]
     top = np.argsort(w)[-400:]
@@ -112,11 +122,15 @@ def test_particles_match_grid_posterior():
         ).fit(X, y)
         means.append(gp.predict(Xq))
     ref = np.average(np.array(means), axis=0, weights=w[top])
-    np.testing.assert_allclose(reg.predict(Xq), ref, atol=0.05 * y.std())
+    np.testing.assert_allclose(reg.predict(Xq), ref, atol=0.02 * y.std())
 
 
-def test_one_particle_converges_to_the_map():
-    X, y, kernel = _grid_posterior_problem()
+@pytest.mark.statistical
+def test_one_particle_converges_to_the_map(stat_seed):
+    # An optimisation check, not a Monte Carlo one: from any prior draw the
+    # single particle climbs to the MAP, which L-BFGS-B finds from three
+    # starts; 1e-3 is the step size the tolerance 1e-7 leaves.
+    X, y, kernel = _grid_posterior_problem(stat_seed)
     reg = SteinGPRegressor(
         kernel,
         n_particles=1,
@@ -124,7 +138,7 @@ def test_one_particle_converges_to_the_map():
         learning_rate=0.02,
         tol=1e-7,
         init="prior",
-        random_state=0,
+        random_state=stat_seed,
     ).fit(X, y)
     target = reg._target
     best = min(
@@ -176,16 +190,25 @@ def test_predict_shapes_and_consistency(fitted, data):
         fitted.predict(X, return_std=True, return_cov=True)
 
 
-def test_sample_y_statistics_match_predict(fitted, data):
+@pytest.mark.statistical
+def test_sample_y_statistics_match_predict(fitted, data, stat_seed):
+    # The fit is the shared one; what is random here are the 20,000 draws
+    # given the fit, whose seed is offset.
     X, _ = data
-    draws = fitted.sample_y(X[:4], n_samples=20000, random_state=1)
-    assert draws.shape == (4, 20000)
+    S = 20000
+    draws = fitted.sample_y(X[:4], n_samples=S, random_state=1 + stat_seed)
+    assert draws.shape == (4, S)
     m, cov = fitted.predict(X[:4], return_cov=True)
     sd = np.sqrt(np.diag(cov))
-    np.testing.assert_allclose(
-        draws.mean(1), m, atol=5 * sd.max() / np.sqrt(20000) + 1e-3
-    )
-    np.testing.assert_allclose(np.cov(draws), cov, atol=0.05 * cov.max())
+    # Standard errors of independent draws: sd / sqrt(S) for a mean, and for
+    # a covariance entry the sd of the centred products over sqrt(S) (the
+    # draws are a particle mixture, so no Gaussian formula). 5 of them on 4
+    # means and 10 distinct entries: 14 * 5.7e-7 = 8e-6 false failures.
+    np.testing.assert_array_less(np.abs(draws.mean(1) - m), 5 * sd / np.sqrt(S))
+    centred = draws - draws.mean(1, keepdims=True)
+    products = centred[:, None, :] * centred[None, :, :]
+    se_cov = products.std(axis=2) / np.sqrt(S)
+    np.testing.assert_array_less(np.abs(np.cov(draws) - cov), 5 * se_cov)
     np.testing.assert_array_equal(fitted.sample_y(X[:4], 3), fitted.sample_y(X[:4], 3))
 
 
@@ -489,23 +512,40 @@ def test_large_exact_sample_y_warns(fitted, data, monkeypatch):
 
 # ------------------------------------------------------------ multimodality
 @pytest.mark.slow
-def test_particles_share_out_over_two_modes_like_quadrature():
+@pytest.mark.statistical
+def test_particles_share_out_over_two_modes_like_quadrature(stat_seed):
     """Neal's data (40 points) have two modes of the length scale.
 
     The reference is the marginal posterior of the log length scale by
     quadrature on a 3-D grid (log amplitude, log length scale, log noise).
-    With 20 particles the share of particles in a mode can be off by a
-    particle or two (1/20 each) plus the error of the Laplace mass estimate
-    that sets the initial shares, so the mass of the short-length-scale mode
-    must match within 0.15, the posterior mean within 0.25 log units (about
-    a third of the posterior sd) and the sd within 30%.
+    The data set is fixed (it is chosen for its two modes; another draw need
+    not have them); the seed changes the restarts and the particles' starts.
+
+    The particles find the short-length-scale mode only if an L-BFGS
+    restart from a prior draw does: 41 of 300 prior draws (0.137) lead
+    there. With the default 4 restarts the mode is missed with probability
+    0.863^4 = 0.55 (5 of seeds 0-9 missed it and failed this test), so the
+    test asks for 64 restarts: a miss has probability 0.863^64 = 8e-5
+    (4e-4 at q one binomial sd lower). Given both modes, the shares are set
+    by the Laplace mass estimates (0.422 against the grid's 0.442, then the
+    largest remainder over 20 particles), a bias of the method of about one
+    particle (0.05). Over seeds 0-9: mass error -0.042 to 0.058 (one
+    particle either way), mean error -0.043 to 0.092 log units, sd ratio
+    1.001-1.029. The bounds: mass 0.15 (three particles), mean 0.25 log
+    units (about four particles moved between the modes, 1.3 log units
+    apart; a third of the posterior sd) and sd within 10%, each over twice
+    the largest error seen.
     """
     from skgp_bayes.datasets import make_neal_multimodal
 
     X, y = make_neal_multimodal(200, random_state=0)
     X, y = X[:40], y[:40]
     reg = SteinGPRegressor(
-        ConstantKernel() * RBF(), n_particles=20, max_iter=300, random_state=0
+        ConstantKernel() * RBF(),
+        n_particles=20,
+        max_iter=300,
+        n_restarts=64,
+        random_state=stat_seed,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -532,4 +572,4 @@ def test_particles_share_out_over_two_modes_like_quadrature():
     ell = reg.particles_[:, 1]
     assert abs(np.mean(ell < -1.4) - mass_short) < 0.15
     assert abs(ell.mean() - mean) < 0.25
-    assert 0.7 < ell.std() / sd < 1.3
+    assert 0.9 < ell.std() / sd < 1.1
