@@ -364,5 +364,9 @@ def test_timed_signal_arrives_as_keyboard_interrupt(estimator, alarm_interrupts)
         except SystemError as error:  # the failure this test guards against
             pytest.fail(f"interrupt at {delay:.3f} s became {error!r}")
         np.testing.assert_array_equal(predict(X_query), before)
-    # Not a vacuous pass: most of the fits were in fact interrupted.
-    assert outcomes.count("interrupt") >= N_TIMINGS // 2, outcomes
+    # Not a vacuous pass: fits were in fact interrupted. The delays span the
+    # fastest of two timed fits, so only a refit over five times faster than
+    # both (a load spike during the timing) leaves fewer than 3 of 15 inside
+    # it; asking for most of them failed once in about ten runs on a machine
+    # whose load changed between the timing and the refits.
+    assert outcomes.count("interrupt") >= 3, outcomes
