@@ -367,6 +367,6 @@ def test_timed_signal_arrives_as_keyboard_interrupt(estimator, alarm_interrupts)
     # Not a vacuous pass: fits were in fact interrupted. The delays span the
     # fastest of two timed fits, so only a refit over five times faster than
     # both (a load spike during the timing) leaves fewer than 3 of 15 inside
-    # it; asking for most of them failed once in about ten runs on a machine
-    # whose load changed between the timing and the refits.
+    # it. Asking for most of them rested on the load staying the same
+    # between the timing and the refits.
     assert outcomes.count("interrupt") >= 3, outcomes
