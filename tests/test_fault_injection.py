@@ -188,6 +188,14 @@ _STEIN_SPARSE = dict(inducing_points=8, batch_size=16, random_state=0)
 # (id, estimator, classification, target class, method, how the fit updates)
 # "fit": a fresh refit; "warm": fit continues the previous one; "partial":
 # partial_fit continues it.
+# Each selective estimator is interrupted in two phases: selection and SVGP.
+_SELECTIVE = SelectiveSVGP(
+    n_candidates=8, n_pre_iter=10, n_select_iter=10, n_post_iter=10, random_state=0
+)
+_SELECTIVE_CLASSIFIER = SelectiveSVGPClassifier(
+    n_candidates=8, n_pre_iter=20, n_select_iter=10, n_post_iter=20, random_state=0
+)
+
 CASES = [
     # SVGD
     (
@@ -323,13 +331,7 @@ CASES = [
     # Adam with score-function gradients, and the SVGP phases
     (
         "selective",
-        SelectiveSVGP(
-            n_candidates=8,
-            n_pre_iter=10,
-            n_select_iter=10,
-            n_post_iter=10,
-            random_state=0,
-        ),
+        _SELECTIVE,
         False,
         SubsetBound,
         "value_and_grad",
@@ -337,13 +339,7 @@ CASES = [
     ),
     (
         "selective-svgp-phase",
-        SelectiveSVGP(
-            n_candidates=8,
-            n_pre_iter=10,
-            n_select_iter=10,
-            n_post_iter=10,
-            random_state=0,
-        ),
+        _SELECTIVE,
         False,
         SVGPBound,
         "elbo_and_grad",
@@ -351,13 +347,7 @@ CASES = [
     ),
     (
         "selective-classifier",
-        SelectiveSVGPClassifier(
-            n_candidates=8,
-            n_pre_iter=20,
-            n_select_iter=10,
-            n_post_iter=20,
-            random_state=0,
-        ),
+        _SELECTIVE_CLASSIFIER,
         True,
         SharedSubsetBound,
         "value_and_grad",
@@ -365,13 +355,7 @@ CASES = [
     ),
     (
         "selective-classifier-svgp-phase",
-        SelectiveSVGPClassifier(
-            n_candidates=8,
-            n_pre_iter=20,
-            n_select_iter=10,
-            n_post_iter=20,
-            random_state=0,
-        ),
+        _SELECTIVE_CLASSIFIER,
         True,
         SVGPBound,
         "elbo_and_grad",
