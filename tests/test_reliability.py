@@ -711,10 +711,11 @@ def test_row_37_determinism_across_runs_and_n_jobs(name):
     if name in JOBS:
         params = {"n_chains": 2} if "n_chains" in first.get_params() else {}
         one = _quiet_fit(_make(name, n_jobs=1, **params), _X, _y(name))
-        # threads, not processes: the seeds are spawned before dispatch either
-        # way, and worker processes would cost seconds to start
-        with joblib.parallel_config(backend="threading"):
-            two = _quiet_fit(_make(name, n_jobs=2, **params), _X, _y(name))
+        # joblib's default backend, as a user gets it. (SGLD's chains on the
+        # threading backend hung once in a full run under Prescott, waiting
+        # on a worker thread, and did not again in 300 fits: unexplained, so
+        # this row is checked on the path users take by default.)
+        two = _quiet_fit(_make(name, n_jobs=2, **params), _X, _y(name))
         np.testing.assert_array_equal(_output(one, _X), _output(two, _X))
 
 
