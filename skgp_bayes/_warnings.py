@@ -374,13 +374,11 @@ def bound_to_fit(function):
 
 def _issue(log, failure=None):
     for group in log.groups():
-        message = _summary(group)
-        if failure is None:
-            warnings.warn(message, group["category"], stacklevel=_stacklevel())
-            continue
         try:
-            warnings.warn(message, group["category"], stacklevel=_stacklevel())
+            warnings.warn(_summary(group), group["category"], stacklevel=_stacklevel())
         except Exception as error:  # a filter made it an error
+            if failure is None:
+                raise
             _add_note(failure, f"The fit also raised {type(error).__name__}: {error}")
 
 
