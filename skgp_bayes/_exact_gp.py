@@ -10,11 +10,11 @@ exact per-draw GP posterior (``self._draws`` with ``X``, ``y``,
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._defaults import default_kernel, merged_priors, scale_inputs
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_cov, mixture_mean_var
 from ._validation import (
@@ -46,18 +46,6 @@ EXACT_SAMPLE_WARN = 5000
 # with 1 sample, but under 0.15 s below 100 points: there the exact draw, free
 # of random-feature error, costs little; at 100 it was 8-50x slower.
 PATHWISE_MIN_POINTS = 100
-
-
-def default_kernel():
-    """The kernel used when none is given: ``ConstantKernel() * RBF()``.
-
-    Examples
-    --------
-    >>> from skgp_bayes._exact_gp import default_kernel
-    >>> default_kernel()
-    1**2 * RBF(length_scale=1)
-    """
-    return ConstantKernel(1.0) * RBF(1.0)
 
 
 def check_exact_sampling(n_points, no_spectral):
@@ -133,7 +121,10 @@ class ExactGPRegressorMixin:
         bounds are ``"fixed"``; then the last entry is its log value, else
         ``None``.
         """
-        kernel = default_kernel() if self.kernel is None else clone(self.kernel)
+        n_features = self.n_features_in_
+        kernel = (
+            default_kernel(n_features) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         noise = positive_finite("noise_variance", self.noise_variance)
@@ -152,13 +143,14 @@ class ExactGPRegressorMixin:
             slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
         check_bounds(bounds, names)
         start = np.clip(start, bounds[:, 0], bounds[:, 1])
-        prior_set = PriorSet(slices, self.priors)
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, n_features))
         return kernel, adapter, names, bounds, start, prior_set, fixed_log_noise
 
     # -------------------------------------------------------------- predict
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 

@@ -204,11 +204,12 @@ def sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
     return out
 
 
-def resolve_inducing(inducing_points, X, seed):
+def resolve_inducing(inducing_points, X, seed, scaling=None):
     """Inducing inputs from an estimator's ``inducing_points`` argument.
 
     An int picks that many by k-means on ``X`` (all distinct inputs when
-    there are fewer); an array is checked and used as given.
+    there are fewer); an array, in the user's units, is checked and brought
+    to the model's units by ``scaling`` (the estimator's input scaling).
     """
     if isinstance(inducing_points, (int, np.integer)):
         if inducing_points < 1:
@@ -228,6 +229,8 @@ def resolve_inducing(inducing_points, X, seed):
         )
     if not np.all(np.isfinite(Z)):
         raise ValueError("inducing_points contains NaN or infinity.")
+    if scaling is not None:
+        Z = scaling.transform(Z)
     return np.ascontiguousarray(Z)
 
 

@@ -56,12 +56,18 @@ from sklearn.base import (
     clone,
 )
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._defaults import (
+    NOISE_VARIANCE_BOUNDS,
+    default_kernel,
+    fit_input_scaling,
+    scale_inputs,
+)
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -97,19 +103,12 @@ __all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
 # starts from the pre-trained model on all candidates and prunes from there.
 _INITIAL_INCLUSION = 0.9
 # Log noise variance bounds (standardised targets), as the other regressors.
-_LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
+_LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Decay of the score-function baseline: an average over roughly the last
 # ten steps follows the bound as the hyperparameters move.
 _BASELINE_DECAY = 0.9
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
-
-
-def _default_kernel(X):
-    # sqrt(d) times the median feature spread gives O(1) squared distances
-    spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
 
 
 def _maximise(bound, idx, start, bounds, max_iter):
@@ -413,8 +412,9 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     ----------
     kernel : sklearn kernel, default=None
         Prior covariance of the latent function; its hyperparameters are
-        the starting point and are fitted. None uses
-        ``ConstantKernel(1.0) * RBF(sqrt(d) * median feature std)``.
+        the starting point and are fitted. None gives
+        ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on standardised inputs, one
+        length scale per input (see :ref:`defaults`).
     n_candidates : int, default=80
         Number of candidates drawn at random (without replacement) from the
         training inputs when ``candidates`` is None (the seed paper's
@@ -455,6 +455,13 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         targets (the seed paper initialises every hyperparameter to 1).
     jitter : float, default=1e-6
         Relative diagonal jitter on ``K(Z, Z)``.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds the candidates, the point-process draws and ``keep="sample"``.
     verbose : int, default=0
@@ -526,6 +533,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         "keep": [StrOptions({"threshold", "sample"})],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "jitter": [Interval(Real, 0, None, closed="left")],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -547,6 +555,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         keep="threshold",
         noise_variance=1.0,
         jitter=1e-6,
+        normalize_X=True,
         random_state=None,
         verbose=0,
     ):
@@ -564,6 +573,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         self.keep = keep
         self.noise_variance = noise_variance
         self.jitter = jitter
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
 
@@ -571,10 +581,10 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     def _log(self, msg):
         print(f"[{type(self).__name__}] {msg}")
 
-    def _candidates(self, X, rng):
+    def _candidates(self, X, rng, scaling):
         if self.candidates is None:
             return _random_candidates(X, self.n_candidates, rng)
-        return _check_candidates(self.candidates, X.shape[1])
+        return scaling.transform(_check_candidates(self.candidates, X.shape[1]))
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keyboard_interrupt_passes
@@ -605,16 +615,20 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
-            check_input_magnitude(X)
+            X_model, scaling = fit_input_scaling(self, X)
+            check_input_magnitude(X_model)
             y_mean, y_std = safe_mean_std(y)
             y_std_units = (y - y_mean) / y_std
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=3)
-            Zc = self._candidates(X, np.random.default_rng(int(seeds[0])))
+            Zc = self._candidates(
+                X_model, np.random.default_rng(int(seeds[0])), scaling
+            )
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = prior_only(self, X.shape[0])._fit_phases(
-                    X, y_std_units, Zc, seeds
+                    X_model, y_std_units, Zc, seeds
                 )
+        fitted["input_scaling_"] = scaling
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
         self.__dict__.update(fitted)
@@ -623,7 +637,9 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
 
     def _fit_phases(self, X, y, Zc, seeds):
         t0 = time.perf_counter()
-        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
@@ -743,6 +759,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 
@@ -954,7 +971,7 @@ class SelectiveSVGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimato
         As in :class:`SelectiveSVGP`.
     n_candidates, candidates, alpha, n_score_samples, n_pre_iter, \
 n_select_iter, n_post_iter, learning_rate, selection_learning_rate, keep, \
-jitter, random_state, verbose
+jitter, normalize_X, random_state, verbose
         As in :class:`SelectiveSVGP`; ``n_pre_iter`` and ``n_post_iter`` are
         Adam steps when ``batch_size`` is set.
     batch_size : int, default=None
@@ -1008,6 +1025,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         keep="threshold",
         link="logit",
         jitter=1e-6,
+        normalize_X=True,
         random_state=None,
         verbose=0,
     ):
@@ -1025,6 +1043,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.keep = keep
         self.link = link
         self.jitter = jitter
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
 
@@ -1059,7 +1078,8 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         with atomic_feature_state(self):
             X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_input_magnitude(X)
+            X_model, scaling = fit_input_scaling(self, X)
+            check_input_magnitude(X_model)
             check_classification_targets(y)
             classes, y_enc = np.unique(y, return_inverse=True)
             if classes.size > 2:
@@ -1074,21 +1094,21 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 )
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=4)
-            if self.candidates is None:
-                Zc = _random_candidates(
-                    X, self.n_candidates, np.random.default_rng(int(seeds[0]))
-                )
-            else:
-                Zc = _check_candidates(self.candidates, X.shape[1])
+            Zc = SelectiveSVGP._candidates(
+                self, X_model, np.random.default_rng(int(seeds[0])), scaling
+            )
             with blas_threads_for(X.shape[0], Zc.shape[0]):
-                fitted = self._fit_phases(X, y_enc.astype(np.float64), Zc, seeds)
+                fitted = self._fit_phases(X_model, y_enc.astype(np.float64), Zc, seeds)
+        fitted["input_scaling_"] = scaling
         fitted["classes_"] = classes
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds):
-        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         likelihood = Bernoulli(link=self.link)
@@ -1123,6 +1143,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
     def _latent(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         q_mean, q_L = self._q
         return _sparse_moments(

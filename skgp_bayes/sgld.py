@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ._backend import get_array_module
+from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -183,17 +184,21 @@ class SGLDGPRegressor(
 
     Parameters
     ----------
-    kernel : sklearn kernel, default=ConstantKernel(1.0) * RBF(1.0)
+    kernel : sklearn kernel, default=None
+        None gives ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on
+        standardised inputs, one length scale per input (see
+        :ref:`defaults`).
         Prior covariance; its values start the MAP search and its bounds
         (log scale) box the chains.
     priors : dict, default=None
         Hyperparameter name (``"k2__length_scale"``, ``"noise_variance"``...)
         to a prior on the natural scale (:class:`skgp_bayes.priors.Prior` or a
-        frozen ``scipy.stats`` distribution). Unnamed ones get
-        ``Gamma(shape=1, scale=2)``.
+        frozen ``scipy.stats`` distribution). Unnamed length scales get
+        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
+        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
     noise_variance : float, default=0.1
         Initial noise variance, on the scale of the (normalised) target.
-    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e3)
+    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
         Box for the noise variance; ``"fixed"`` keeps ``noise_variance``.
     n_iter : int, default=2000
         SGLD iterations per chain.
@@ -320,6 +325,13 @@ class SGLDGPRegressor(
         Array module of the CG solves and ``K @ V`` products. ``"cupy"``
         stores the kernel matrix on the GPU (built on the CPU); fitted
         attributes stay NumPy arrays.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         The same seed gives bit-identical samples, whatever ``n_jobs``.
     verbose : int, default=0
@@ -420,6 +432,7 @@ class SGLDGPRegressor(
         "warm_start": ["boolean"],
         "n_jobs": [None, Integral],
         "backend": [StrOptions({"numpy", "cupy"})],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -430,7 +443,7 @@ class SGLDGPRegressor(
         *,
         priors=None,
         noise_variance=0.1,
-        noise_variance_bounds=(1e-6, 1e3),
+        noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
         n_iter=2000,
         step_size_start=0.1,
         step_size_end=1e-4,
@@ -458,6 +471,7 @@ class SGLDGPRegressor(
         warm_start=False,
         n_jobs=None,
         backend="numpy",
+        normalize_X=True,
         random_state=None,
         verbose=0,
     ):
@@ -492,6 +506,7 @@ class SGLDGPRegressor(
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.backend = backend
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
 
@@ -571,9 +586,11 @@ class SGLDGPRegressor(
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
+            X_model, scaling = fit_input_scaling(self, X)
             # Threaded BLAS on small matrices spins far slower than serial.
             with blas_threads_for(X.shape[0]):
-                fitted = self._fit(X, y)
+                fitted = self._fit(X_model, y)
+        fitted["input_scaling_"] = scaling
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self

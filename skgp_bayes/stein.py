@@ -15,6 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -381,7 +382,10 @@ class SteinGPRegressor(
 
     Parameters
     ----------
-    kernel : sklearn kernel, default=ConstantKernel(1.0) * RBF(1.0)
+    kernel : sklearn kernel, default=None
+        None gives ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on
+        standardised inputs, one length scale per input (see
+        :ref:`defaults`).
         Prior covariance. Its hyperparameter values are the starting point of
         the MAP search (``init="map"``); its bounds (log scale) box the
         particles. Hyperparameters with ``"fixed"`` bounds are not inferred. A
@@ -391,11 +395,13 @@ class SteinGPRegressor(
         Hyperparameter name (``"k2__length_scale"``, ``"noise_variance"``, or
         one entry ``"k2__length_scale[0]"``) to a prior on the natural scale:
         a :class:`skgp_bayes.priors.Prior` or a frozen ``scipy.stats``
-        distribution. Unnamed parameters get ``Gamma(shape=1, scale=2)``.
+        distribution. Unnamed length scales get
+        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
+        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
     noise_variance : float, default=0.1
         Initial observation-noise variance, on the scale of the (normalised)
         target.
-    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e3)
+    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
         Box for the noise variance, on the scale of the (normalised) target;
         ``"fixed"`` keeps it at ``noise_variance``. The lower bound keeps
         duplicate inputs from making the kernel matrix singular.
@@ -424,6 +430,13 @@ class SteinGPRegressor(
     normalize_y : bool, default=True
         Standardise the target before fitting; priors and noise bounds then
         refer to the standardised scale.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds the particle initialisation. The same seed gives bit-identical
         particles.
@@ -551,6 +564,7 @@ class SteinGPRegressor(
         "init": [StrOptions({"map", "prior"})],
         "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "normalize_y": ["boolean"],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -575,7 +589,7 @@ class SteinGPRegressor(
         *,
         priors=None,
         noise_variance=0.1,
-        noise_variance_bounds=(1e-6, 1e3),
+        noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
         n_particles=20,
         max_iter=300,
         learning_rate=0.05,
@@ -583,6 +597,7 @@ class SteinGPRegressor(
         init="map",
         n_restarts=4,
         normalize_y=True,
+        normalize_X=True,
         random_state=None,
         verbose=0,
         warm_start=False,
@@ -603,6 +618,7 @@ class SteinGPRegressor(
         self.init = init
         self.n_restarts = n_restarts
         self.normalize_y = normalize_y
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -766,18 +782,20 @@ class SteinGPRegressor(
                 y_numeric=True,
                 reset=not continuing,
             )
-            fitted = self._fit_model(X, y, continuing, partial=partial)
+            X_model, scaling = fit_input_scaling(self, X, continuing)
+            fitted = self._fit_model(X_model, y, continuing, partial, scaling)
+            fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
         set_fitted(self, fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
 
-    def _fit_model(self, X, y, continuing, partial):
+    def _fit_model(self, X, y, continuing, partial, scaling):
         if not check_same_model(self, continuing):
             check_sparse_options(self, X.shape[0])  # batch_size needs sparse
             with blas_threads_for(X.shape[0]):
                 return self._fit(X, y, continuing)
-        return self._fit_sparse(X, y, continuing, partial)
+        return self._fit_sparse(X, y, continuing, partial, scaling)
 
     def _fit(self, X, y, continuing):
         t_start = time.perf_counter()
@@ -921,7 +939,7 @@ class SteinGPRegressor(
             "_bounds": bounds,
         }
 
-    def _fit_sparse(self, X, y, continuing, partial):
+    def _fit_sparse(self, X, y, continuing, partial, scaling):
         t_start = time.perf_counter()
         name = type(self).__name__
         if X.shape[0] < 2 and not continuing:
@@ -944,7 +962,7 @@ class SteinGPRegressor(
         if continuing:
             Z = self.inducing_points_
         else:
-            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]))
+            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]), scaling)
         check_sparse_memory(batch_size or X.shape[0], Z.shape[0], name)
         n_seen = X.shape[0] + (self.n_samples_seen_ if partial and continuing else 0)
         learn_noise = fixed_log_noise is None

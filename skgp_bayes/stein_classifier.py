@@ -43,13 +43,14 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import expit, log_expit, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._defaults import default_kernel, fit_input_scaling, merged_priors, scale_inputs
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
@@ -131,12 +132,6 @@ _MODEL_SPECIFIC = (
     "_target",
     "_batch_state",
 )
-
-
-def _default_kernel(n_features):
-    # Length scale sqrt(d): the seed paper's initialisation, so that standard
-    # scaled inputs start with O(1) squared distances in any dimension.
-    return ConstantKernel(1.0) * RBF(float(np.sqrt(max(n_features, 1))))
 
 
 # --------------------------------------------------------------------------
@@ -526,7 +521,8 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     ----------
     kernel : sklearn kernel, default=None
         Prior covariance of each latent function. ``None`` gives
-        ``ConstantKernel(1.0) * RBF(sqrt(n_features))``. Its hyperparameter
+        ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on standardised inputs, one
+        length scale per input (see :ref:`defaults`). Its hyperparameter
         values start the MAP search (``init="map"``); its bounds (log scale)
         box the particles. Hyperparameters with ``"fixed"`` bounds are not
         inferred.
@@ -547,7 +543,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         Hyperparameter name (``"k2__length_scale"``, or one entry
         ``"k2__length_scale[0]"``) to a prior on the natural scale: a
         :class:`skgp_bayes.priors.Prior` or a frozen ``scipy.stats``
-        distribution. Unnamed parameters get ``Gamma(shape=1, scale=2)``.
+        distribution. Unnamed length scales get
+        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
+        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
         With ``shared_kernel=False`` a prior applies to every class's copy.
     n_particles : int, default=10
         Number of SVGD particles.
@@ -570,6 +568,13 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         particle (see the module notes). ``"prior"``: hyperparameters from
         their prior and latents from ``N(0, I)``, as in the seed paper; it
         needs many more iterations.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds the particle initialisation. The same seed gives bit-identical
         particles.
@@ -711,6 +716,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "init": [StrOptions({"map", "prior"})],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -740,6 +746,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         learning_rate=0.02,
         tol=1e-4,
         init="map",
+        normalize_X=True,
         random_state=None,
         verbose=0,
         warm_start=False,
@@ -757,6 +764,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.tol = tol
         self.init = init
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -775,14 +783,15 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     def _kernel_prior(self, n_features):
         """Kernel, its adapter, bounds (log scale) and the prior of one block."""
         if self.kernel is None:
-            kernel = _default_kernel(n_features)
+            kernel = default_kernel(n_features)
         else:
             kernel = clone(self.kernel)
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         block_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
         check_bounds(block_bounds, adapter.param_names)
-        prior_set = PriorSet(dict(adapter.hyperparameter_slices), self.priors)
+        slices = dict(adapter.hyperparameter_slices)
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, n_features))
         return kernel, adapter, block_bounds, prior_set
 
     def _likelihood(self, n_classes):
@@ -998,7 +1007,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             if partial:
                 classes = self._stream_classes(classes, continuing)
-            fitted = self._fit_model(X, y, continuing, partial, classes)
+            X_model, scaling = fit_input_scaling(self, X, continuing)
+            fitted = self._fit_model(X_model, y, continuing, partial, classes, scaling)
+            fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
         set_fitted(self, fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
@@ -1026,12 +1037,12 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             )
         return classes
 
-    def _fit_model(self, X, y, continuing, partial, classes=None):
+    def _fit_model(self, X, y, continuing, partial, classes, scaling):
         if not check_same_model(self, continuing):
             check_sparse_options(self, X.shape[0])  # rejects a batch_size
             with blas_threads_for(X.shape[0]):
                 return self._fit(X, y, continuing)
-        return self._fit_sparse(X, y, continuing, partial, classes)
+        return self._fit_sparse(X, y, continuing, partial, classes, scaling)
 
     def _fit(self, X, y, continuing):
         t_start = time.perf_counter()
@@ -1158,7 +1169,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             )
         return classes, np.searchsorted(classes, y)
 
-    def _fit_sparse(self, X, y, continuing, partial, classes):
+    def _fit_sparse(self, X, y, continuing, partial, classes, scaling):
         t_start = time.perf_counter()
         name = type(self).__name__
         classes, y_enc = self._sparse_labels(y, classes, continuing)
@@ -1179,7 +1190,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         if continuing:
             Z = self.inducing_points_
         else:
-            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]))
+            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]), scaling)
         check_sparse_memory(batch_size or X.shape[0], Z.shape[0], name)
         n_seen = X.shape[0] + (self.n_samples_seen_ if partial and continuing else 0)
         target = SparseWhitenedTarget(
@@ -1255,6 +1266,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 

@@ -47,12 +47,19 @@ from sklearn.base import (
     clone,
 )
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._defaults import (
+    NOISE_VARIANCE_BOUNDS,
+    default_kernel,
+    fit_input_scaling,
+    merged_priors,
+    scale_inputs,
+)
 from ._exact_gp import sample_y_spec
 from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -106,18 +113,9 @@ _HYPER_INV_MASS = 0.1
 _RHAT_MAX = 1.01
 _ESS_PER_CHAIN_MIN = 100
 # Log noise variance bounds of a Gaussian likelihood (standardised targets).
-_LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
+_LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
-
-
-def _default_kernel(X):
-    # Length scale: sqrt(d) times the median feature spread, so that unscaled
-    # inputs start with O(1) squared distances (seed 000's initialisation
-    # for standardised inputs).
-    spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
 
 
 class _GuardedTarget:
@@ -161,6 +159,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "svgp_max_iter": [Interval(Integral, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
         "verbose": ["verbose"],
@@ -170,7 +169,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
     def _log(self, msg):
         print(f"[{type(self).__name__}] {msg}")
 
-    def _inducing(self, X, seed):
+    def _inducing(self, X, seed, scaling):
         if self.inducing_points is None:
             return initial_inducing(X, self.n_inducing, seed)
         Z = np.asarray(self.inducing_points, dtype=np.float64)
@@ -180,7 +179,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             )
         if not np.all(np.isfinite(Z)):
             raise ValueError("inducing_points must be finite.")
-        return np.ascontiguousarray(Z)
+        return np.ascontiguousarray(scaling.transform(Z))
 
     def _blas_limit(self, n_rows, n_inducing):
         # Small triangular solves are dominated by BLAS thread start-up (and
@@ -196,10 +195,13 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             if self.inducing_points is None
             else len(self.inducing_points)
         )
+        X_model, scaling = fit_input_scaling(self, X)
         with self._blas_limit(X.shape[0], m):
-            return self._fit_stages(X, y_lik, likelihood, offset)
+            fitted = self._fit_stages(X_model, y_lik, likelihood, offset, scaling)
+        fitted["input_scaling_"] = scaling
+        return fitted
 
-    def _fit_stages(self, X, y_lik, likelihood, offset):
+    def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
         t_start = time.perf_counter()
         if self.thin > self.n_samples:
             raise ValueError(
@@ -208,7 +210,9 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         check_input_magnitude(X)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(0, 2**31 - 1, size=4)
-        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
@@ -219,10 +223,10 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         if is_gaussian:
             slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
             hyper_bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
-        prior_set = PriorSet(slices, self.priors)
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
 
         # 1. Gaussian approximation
-        Z0 = self._inducing(X, int(seeds[0]))
+        Z0 = self._inducing(X, int(seeds[0]), scaling)
         bound = SVGPBound(
             adapter,
             X,
@@ -405,6 +409,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 
@@ -500,9 +505,10 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     ----------
     kernel : sklearn kernel, default=None
         Prior covariance, shared by all latent functions; its ``theta``
-        starts the fit and its ``bounds`` bound the hyperparameters. The
-        default is ``ConstantKernel(1.0) * RBF(sqrt(d) * median feature
-        standard deviation)``.
+        starts the fit and its ``bounds`` bound the hyperparameters. None
+        gives ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on
+        standardised inputs, one length scale per input (see
+        :ref:`defaults`).
     n_inducing : int, default=50
         Number of inducing inputs placed by k-means (fewer if ``X`` has
         fewer distinct rows). Ignored when ``inducing_points`` is given.
@@ -539,8 +545,8 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     target_accept : float, default=0.8
         Target acceptance probability of the step-size adaptation.
     priors : dict, default=None
-        Priors on the natural scale by hyperparameter name; missing names
-        get Gamma(1, 2).
+        Priors on the natural scale by hyperparameter name; missing
+        names get the defaults of :ref:`defaults`.
     batch_size : int, default=None
         Minibatch size of the Adam fit of the Gaussian approximation. None
         uses full-batch L-BFGS-B up to 5000 points and minibatches of 512
@@ -549,6 +555,13 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         L-BFGS-B iterations, or Adam steps, of the Gaussian approximation.
     learning_rate : float, default=0.01
         Adam's learning rate (minibatch fits only).
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds k-means, the minibatches, the chain starts and the chains.
     n_jobs : int, default=None
@@ -649,6 +662,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         batch_size=None,
         svgp_max_iter=1000,
         learning_rate=0.01,
+        normalize_X=True,
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -669,6 +683,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.batch_size = batch_size
         self.svgp_max_iter = svgp_max_iter
         self.learning_rate = learning_rate
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -928,7 +943,7 @@ class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
         name ``"noise_variance"``, in standardised units).
     n_inducing, inducing_points, optimize_inducing, n_chains, n_warmup, \
 n_samples, thin, max_leapfrog, target_accept, priors, batch_size, svgp_max_iter, \
-learning_rate, random_state, n_jobs, verbose
+learning_rate, normalize_X, random_state, n_jobs, verbose
         As in :class:`VariationalMCMCClassifier`.
 
     Attributes
@@ -987,6 +1002,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         batch_size=None,
         svgp_max_iter=1000,
         learning_rate=0.01,
+        normalize_X=True,
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -1006,6 +1022,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.batch_size = batch_size
         self.svgp_max_iter = svgp_max_iter
         self.learning_rate = learning_rate
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose

@@ -277,12 +277,7 @@ def test_row_17_unscaled_X_centred_at_100(name):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="row 17 gap: inputs above 1e150 are refused (ValueError asking to "
-    "rescale X) instead of being standardised overflow-safely",
-)
+# Inputs are standardised overflow-safely before any squared distance.
 @pytest.mark.parametrize("name", REGRESSORS)
 def test_row_17_huge_X_predicts_like_rescaled(name):
     est = _quiet_fit(ESTIMATORS[name](), _X, _Y_REG)
