@@ -69,6 +69,7 @@ __all__ = [
     "default_priors",
     "fit_input_scaling",
     "scale_inputs",
+    "in_natural_units",
 ]
 
 # Noise variance as a fraction of Var(y): from nearly noiseless (1e-6, below
@@ -349,3 +350,34 @@ def merged_priors(user_priors, param_names, n_features):
     }
     merged.update(user)
     return merged
+
+
+def in_natural_units(functions, estimator):
+    """Function samples that take inputs in the user's units.
+
+    The samples were built in the model's (standardised) units; evaluation
+    and input gradients then go through the estimator's input scaling.
+
+    Parameters
+    ----------
+    functions : FunctionSamples or list of FunctionSamples
+    estimator : fitted estimator with ``input_scaling_``
+
+    Returns
+    -------
+    The same object(s).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from skgp_bayes._defaults import InputScaling, in_natural_units
+    >>> est = SimpleNamespace(input_scaling_=InputScaling.identity(1))
+    >>> f = SimpleNamespace()
+    >>> in_natural_units(f, est) is f
+    True
+    """
+    scaling = getattr(estimator, "input_scaling_", None)
+    for one in functions if isinstance(functions, list) else [functions]:
+        one._input_scaling = scaling
+    return functions

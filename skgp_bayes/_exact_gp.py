@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
-from ._defaults import default_kernel, merged_priors, scale_inputs
+from ._defaults import default_kernel, in_natural_units, merged_priors, scale_inputs
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_cov, mixture_mean_var
 from ._validation import (
@@ -361,4 +361,5 @@ class ExactGPRegressorMixin:
             self._draws.adapter.kernel, "sample_y(X, method='exact')"
         )
         rng = check_random_state(random_state)
-        return self._pathwise(spec, n_samples, rng, n_features)[0]
+        functions = self._pathwise(spec, n_samples, rng, n_features)[0]
+        return in_natural_units(functions, self)

@@ -66,6 +66,7 @@ from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
     default_kernel,
     fit_input_scaling,
+    in_natural_units,
     scale_inputs,
 )
 from ._exact_gp import sample_y_spec
@@ -939,7 +940,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         functions, _ = self._functions(
             n_samples, random_state, n_features, offset=self.y_mean_, scale=self.y_std_
         )
-        return functions[0]
+        return in_natural_units(functions[0], self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1266,7 +1267,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             check_random_state(random_state),
             n_features,
         )
-        return functions[0]
+        return in_natural_units(functions[0], self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

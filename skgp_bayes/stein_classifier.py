@@ -50,7 +50,13 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._defaults import default_kernel, fit_input_scaling, merged_priors, scale_inputs
+from ._defaults import (
+    default_kernel,
+    fit_input_scaling,
+    in_natural_units,
+    merged_priors,
+    scale_inputs,
+)
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
@@ -1543,7 +1549,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         check_n_samples(n_samples)
         if self._is_sparse():
-            return self._sparse_function_samples(n_samples, random_state, n_features)
+            return in_natural_units(
+                self._sparse_function_samples(n_samples, random_state, n_features),
+                self,
+            )
         draws, target = self._draws, self._target
         spec = require_spectral_spec(target.adapter.kernel, "sample_latent(X)")
         rng = check_random_state(random_state)
@@ -1575,7 +1584,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                     draws=which,
                 )
             )
-        return functions[0] if len(functions) == 1 else functions
+        return in_natural_units(
+            functions[0] if len(functions) == 1 else functions, self
+        )
 
     def _sparse_function_samples(self, n_samples, random_state, n_features):
         draws = self._draws

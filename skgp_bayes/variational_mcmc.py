@@ -57,6 +57,7 @@ from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
     default_kernel,
     fit_input_scaling,
+    in_natural_units,
     merged_priors,
     scale_inputs,
 )
@@ -901,7 +902,9 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         check_is_fitted(self)
         require_spectral_spec(self._adapter.kernel, "predict_proba(X)")
         functions, _ = self._functions(n_samples, random_state, n_features, posterior)
-        return functions[0] if len(functions) == 1 else functions
+        return in_natural_units(
+            functions[0] if len(functions) == 1 else functions, self
+        )
 
 
 # ==========================================================================
@@ -1323,9 +1326,10 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         check_is_fitted(self)
         require_spectral_spec(self._adapter.kernel, "sample_y(X, method='exact')")
-        return self._regression_functions(
+        functions = self._regression_functions(
             n_samples, random_state, n_features, posterior
         )[0]
+        return in_natural_units(functions, self)
 
     def _regression_functions(self, n_samples, random_state, n_features, posterior):
         functions, white = self._functions(
