@@ -692,6 +692,7 @@ class SGLDGPRegressor(
         cg_iters = np.concatenate([r["cg_iterations"] for r in runs])
         return {
             "samples_": kept,
+            "draws_": draws_params,
             "chains_": chains,
             "step_sizes_": step_sizes,
             "frozen_at_": frozen_at,

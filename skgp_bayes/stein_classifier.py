@@ -53,6 +53,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
+from ._predictive_contract import draws_alias, fit_time_from_diagnostics
 from ._sparse import (
     SparseDrawsBase,
     resolve_inducing,
@@ -1403,6 +1404,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         """
         X = self._validate_query(X)
         return self._binary_log_odds(X)
+
+    draws_ = draws_alias("particles_")
+    fit_time_ = fit_time_from_diagnostics(init="init_time")
 
     @keyboard_interrupt_passes
     def latent_mean_and_variance(self, X):
