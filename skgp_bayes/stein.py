@@ -479,6 +479,9 @@ class SteinGPRegressor(
     param_names_ : list of str
         Names of the particle coordinates (``kernel.theta`` entries, then
         ``"noise_variance"`` unless it is fixed).
+    draws_ : ndarray of shape (n_particles, n_params)
+        ``particles_`` under the name every estimator uses for the draws
+        its predictions average over.
     kernels_ : list of Kernel
         One fitted kernel per particle.
     noise_variance_ : ndarray of shape (n_particles,)
@@ -497,6 +500,8 @@ class SteinGPRegressor(
     diagnostics_ : dict
         ``max_jitter`` added to kernel diagonals, ``converged``,
         ``fit_time``.
+    fit_time_ : dict
+        ``{"total": seconds}``.
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (sparse model only).
     n_samples_seen_ : int

@@ -623,6 +623,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         ``"nu[i]"`` (two classes) or ``"nu[c,i]"``; for the sparse model
         ``"v[j]"`` (two classes) or ``"v[j,c]"``, ``j`` over the inducing
         inputs.
+    draws_ : ndarray of shape (n_particles, n_params)
+        ``particles_`` under the name every estimator uses for the draws
+        its predictions average over.
     kernels_ : list
         One fitted kernel per particle; with ``shared_kernel=False`` and
         more than two classes, one list of per-class kernels per particle.
@@ -645,6 +648,8 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         ``converged``, ``init_time``, ``fit_time``; the sparse model adds
         ``svgp_elbo`` (of the initial approximation, full batch only) and
         ``batch_size``.
+    fit_time_ : dict
+        ``{"total": seconds, "init": seconds}``.
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (sparse model only).
     n_samples_seen_ : int
