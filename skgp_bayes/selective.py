@@ -1267,7 +1267,8 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> clf.predict([[-1.5], [1.5]])
         array([False,  True])
         """
-        return self.classes_[(self._log_odds(X) > 0).astype(int)]
+        scores = self._log_odds(X)  # checks that the model is fitted
+        return self.classes_[(scores > 0).astype(int)]
 
     @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):

@@ -833,7 +833,10 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         for s in range(means.shape[0]):
             total += self._proba_from_moments(means[s], var[s])
         proba = total / means.shape[0]
-        return proba / proba.sum(axis=1, keepdims=True)
+        proba /= proba.sum(axis=1, keepdims=True)
+        # Through the log, so that classes whose probabilities differ by
+        # round-off (the robust-max floor) rank alike in predict_log_proba.
+        return np.exp(log_of_proba(proba))
 
     def _latent_draws(self, X, method):
         """Latent means and variances per draw, ``(S, k, C)`` each."""
