@@ -41,7 +41,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import expit, log_expit, logsumexp, softmax
+from scipy.special import expit, log_expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
 from sklearn.utils import check_random_state
@@ -53,7 +53,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
-from ._predictive_contract import draws_alias, fit_time_from_diagnostics
+from ._predictive_contract import (
+    binary_log_odds,
+    draws_alias,
+    fit_time_from_diagnostics,
+)
 from ._sparse import (
     SparseDrawsBase,
     resolve_inducing,
@@ -1267,12 +1271,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     def _binary_log_odds(self, X):
         """Log predictive odds, averaged over particles in probability space."""
         means, variances = self._draws.moments(X)
-        mu, var = means[:, 0].ravel(), variances[:, 0].ravel()
-        lik = self._draws.likelihood
-        J, m = means.shape[0], X.shape[0]
-        lp1 = lik.log_predictive_density(np.ones_like(mu), mu, var).reshape(J, m)
-        lp0 = lik.log_predictive_density(np.zeros_like(mu), mu, var).reshape(J, m)
-        return logsumexp(lp1, axis=0) - logsumexp(lp0, axis=0)
+        return binary_log_odds(self._draws.likelihood, means[:, 0], variances[:, 0])
 
     @keyboard_interrupt_passes
     def predict_proba(self, X):

@@ -1257,9 +1257,10 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Notes
         -----
-        Until version 0.x the standard deviation included the observation
-        noise; it is now, as for every regressor of the package and as in
-        scikit-learn, that of the latent function unless ``noise=True``.
+        In skgp_bayes 0.1.0 the standard deviation included the
+        observation noise; it is now, as for every regressor of the package
+        and as in scikit-learn, that of the latent function unless
+        ``noise=True``.
 
         Examples
         --------
@@ -1658,8 +1659,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         y_samples : ndarray of shape (n_queries, n_samples)
             Gaussian likelihood: draws of the latent function in the units
             of ``y`` (plus a ``WhiteKernel``'s noise), without the sampled
-            observation noise, as in scikit-learn (:meth:`predict`'s
-            ``std`` includes that noise). Poisson: draws of the expected
+            observation noise, as in scikit-learn and as :meth:`predict`'s
+            ``std``. Poisson: draws of the expected
             count ``exposure * exp(f)``, whose average over draws is
             :meth:`predict`'s mean; counts themselves would add Poisson
             noise.
