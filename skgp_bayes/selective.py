@@ -73,6 +73,14 @@ from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws
+from ._predictive_contract import (
+    GaussianMixturePredictive,
+    LatentDraws,
+    RegressorContractMixin,
+    binary_log_odds,
+    mixture_prediction,
+    proba_from_log_odds,
+)
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
@@ -400,7 +408,9 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     }
 
 
-class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
+class SelectiveSVGP(
+    RegressorContractMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+):
     """Sparse variational GP regression with a learned set of inducing points.
 
     A Bernoulli point process over candidate inducing inputs, with a prior
@@ -779,21 +789,25 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         )
 
     @keyboard_interrupt_passes
-    def predict(self, X, return_std=False):
-        """Predictive mean (and standard deviation) of the latent function.
+    def predict(self, X, return_std=False, return_cov=False, *, noise=False):
+        """Predictive mean (and spread) of the latent function.
 
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
         return_std : bool, default=False
             Also return the standard deviation of the latent function (as
-            in scikit-learn, without the observation noise; add
-            ``noise_variance_`` for that of ``y``).
+            in scikit-learn, without the observation noise).
+        return_cov : bool, default=False
+            Also return the joint covariance of the latent function.
+        noise : bool, default=False
+            Add ``noise_variance_``: the spread of a noisy observation.
 
         Returns
         -------
         mean : ndarray of shape (n_queries,)
         std : ndarray of shape (n_queries,), only if ``return_std``
+        cov : ndarray of shape (n_queries, n_queries), only if ``return_cov``
 
         Examples
         --------
@@ -805,13 +819,25 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         >>> mean, std = reg.predict(X[:2], return_std=True)
         >>> bool(np.all(std > 0))
         True
+        >>> mean, cov = reg.predict(X[:2], return_cov=True)
+        >>> cov.shape
+        (2, 2)
         """
-        X = self._validate_query(X)
-        mean, var = self._latent(X)
-        mean = mean * self.y_std_ + self.y_mean_
-        if return_std:
-            return mean, np.sqrt(var) * self.y_std_
-        return mean
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
+        draws = self._predictive_draws(self._validate_query(X), full_cov=return_cov)
+        return mixture_prediction(draws, return_std, return_cov, noise)
+
+    def _predictive_draws(self, X, full_cov=False):
+        """``q(f)`` as a one-draw :class:`LatentDraws`, standardised units."""
+        mean, spread = self._latent(X, full_cov=full_cov)
+        noise = np.array([self.noise_variance_ / self.y_std_**2])
+        return LatentDraws(mean[None], spread[None], noise, self.y_mean_, self.y_std_)
+
+    def _observation_predictive(self, X):
+        return GaussianMixturePredictive.from_draws(self._predictive_draws(X))
 
     def _functions(self, n_samples, random_state, n_features, **kw):
         check_is_fitted(self)
@@ -1181,9 +1207,65 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> bool(proba[0, 0] > 0.5 and proba[1, 1] > 0.5)
         True
         """
+        return proba_from_log_odds(self._log_odds(X))
+
+    def _log_odds(self, X):
         mu, var = self._latent(X)
-        p1 = np.clip(self._likelihood.predictive(mu, var), 0.0, 1.0)
-        return np.stack([1.0 - p1, p1], axis=1)
+        return binary_log_odds(self._likelihood, mu[None], var[None])
+
+    @keyboard_interrupt_passes
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, finite in the tails.
+
+        Computed from the log probabilities of the two classes, so that it
+        stays finite where a probability rounds to 0 or 1.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, 2)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> bool(np.allclose(np.exp(clf.predict_log_proba(X)), clf.predict_proba(X)))
+        True
+        """
+        return proba_from_log_odds(self._log_odds(X), log=True)
+
+    @keyboard_interrupt_passes
+    def decision_function(self, X):
+        """Log predictive odds of ``classes_[1]``.
+
+        ``log P(y = classes_[1]) - log P(y = classes_[0])``: positive
+        exactly where :meth:`predict` returns ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf.decision_function([[-1.5], [1.5]]) > 0
+        array([False,  True])
+        """
+        return self._log_odds(X)
 
     @keyboard_interrupt_passes
     def predict(self, X):
@@ -1207,8 +1289,8 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> clf.predict([[-1.5], [1.5]])
         array([False,  True])
         """
-        proba = self.predict_proba(X)
-        return self.classes_[(proba[:, 1] > 0.5).astype(int)]
+        scores = self._log_odds(X)  # checks that the model is fitted
+        return self.classes_[(scores > 0).astype(int)]
 
     @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):

@@ -357,6 +357,9 @@ class SGLDGPRegressor(
     map_params_ : ndarray of shape (n_params,)
         MAP on the subset.
     preconditioner_ : ndarray of shape (n_params, n_params)
+    draws_ : ndarray of shape (n_predict_draws, n_params)
+        The kept samples that predictions average over (evenly spaced in
+        the pooled chains), log coordinates.
     kernels_ : list of Kernel
         Kernels of the predictive draws.
     noise_variance_ : ndarray of shape (n_predict_draws,)
@@ -367,6 +370,8 @@ class SGLDGPRegressor(
         ``cg_iterations_mean`` (block CG iterations per gradient),
         ``cg_max_residual``, ``n_rejected``, ``rhat``, ``ess``,
         ``fit_time``, ``notes``.
+    fit_time_ : dict
+        ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
         Training data (``y`` on the model's normalised scale).
     n_features_in_ : int
@@ -709,6 +714,7 @@ class SGLDGPRegressor(
         cg_iters = np.concatenate([r["cg_iterations"] for r in runs])
         return {
             "samples_": kept,
+            "draws_": draws_params,
             "chains_": chains,
             "step_sizes_": step_sizes,
             "frozen_at_": frozen_at,

@@ -23,8 +23,8 @@ from ._particles import ParticleEvaluator
 from ._predictive import (
     CGGPDraws,
     ExactGPDraws,
-    mixture_log_density,
 )
+from ._predictive_contract import draws_alias
 from ._sparse import SparseGPDraws, resolve_inducing
 from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
 from ._stein_sparse import (
@@ -492,6 +492,9 @@ class SteinGPRegressor(
     param_names_ : list of str
         Names of the particle coordinates (``kernel.theta`` entries, then
         ``"noise_variance"`` unless it is fixed).
+    draws_ : ndarray of shape (n_particles, n_params)
+        ``particles_`` under the name every estimator uses for the draws
+        its predictions average over.
     kernels_ : list of Kernel
         One fitted kernel per particle.
     noise_variance_ : ndarray of shape (n_particles,)
@@ -510,6 +513,8 @@ class SteinGPRegressor(
     diagnostics_ : dict
         ``max_jitter`` added to kernel diagonals, ``converged``,
         ``fit_time``.
+    fit_time_ : dict
+        ``{"total": seconds}``.
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (sparse model only).
     n_samples_seen_ : int
@@ -1057,46 +1062,7 @@ class SteinGPRegressor(
             )
         return super()._pathwise(spec, n_samples, random_state, n_features)
 
-    @keyboard_interrupt_passes
-    def log_predictive_density(self, X, y):
-        """Mean log density of noisy observations under the predictive mixture.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        float
-            ``mean_i log(1/J sum_j N(y_i; m_ij, v_ij + noise_j))``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SteinGPRegressor
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.uniform(-3, 3, (30, 1))
-        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
-        >>> bool(reg.log_predictive_density(X, y) > 0)  # noise sd is 0.1
-        True
-        """
-        X = self._validate_query(X)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"Found input variables with inconsistent numbers of samples: "
-                f"[{X.shape[0]}, {y.shape[0]}]"
-            )
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        means, variances = self._draws.moments(X)
-        variances = variances + self._draws.noise_variances[:, None]
-        y_model = (y - self._y_mean) / self._y_std
-        density = mixture_log_density(y_model, means, variances)
-        return float(np.mean(density) - np.log(self._y_std))
+    draws_ = draws_alias("particles_")
 
     @available_if(_is_exact)
     @keyboard_interrupt_passes

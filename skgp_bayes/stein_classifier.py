@@ -41,7 +41,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import expit, log_expit, logsumexp, softmax
+from scipy.special import expit, log_expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -60,6 +60,11 @@ from ._defaults import (
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
+from ._predictive_contract import (
+    binary_log_odds,
+    draws_alias,
+    fit_time_from_diagnostics,
+)
 from ._sparse import (
     SparseDrawsBase,
     resolve_inducing,
@@ -633,6 +638,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         ``"nu[i]"`` (two classes) or ``"nu[c,i]"``; for the sparse model
         ``"v[j]"`` (two classes) or ``"v[j,c]"``, ``j`` over the inducing
         inputs.
+    draws_ : ndarray of shape (n_particles, n_params)
+        ``particles_`` under the name every estimator uses for the draws
+        its predictions average over.
     kernels_ : list
         One fitted kernel per particle; with ``shared_kernel=False`` and
         more than two classes, one list of per-class kernels per particle.
@@ -655,6 +663,8 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         ``converged``, ``init_time``, ``fit_time``; the sparse model adds
         ``svgp_elbo`` (of the initial approximation, full batch only) and
         ``batch_size``.
+    fit_time_ : dict
+        ``{"total": seconds, "init": seconds}``.
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (sparse model only).
     n_samples_seen_ : int
@@ -1279,12 +1289,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     def _binary_log_odds(self, X):
         """Log predictive odds, averaged over particles in probability space."""
         means, variances = self._draws.moments(X)
-        mu, var = means[:, 0].ravel(), variances[:, 0].ravel()
-        lik = self._draws.likelihood
-        J, m = means.shape[0], X.shape[0]
-        lp1 = lik.log_predictive_density(np.ones_like(mu), mu, var).reshape(J, m)
-        lp0 = lik.log_predictive_density(np.zeros_like(mu), mu, var).reshape(J, m)
-        return logsumexp(lp1, axis=0) - logsumexp(lp0, axis=0)
+        return binary_log_odds(self._draws.likelihood, means[:, 0], variances[:, 0])
 
     @keyboard_interrupt_passes
     def predict_proba(self, X):
@@ -1421,6 +1426,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         """
         X = self._validate_query(X)
         return self._binary_log_odds(X)
+
+    draws_ = draws_alias("particles_")
+    fit_time_ = fit_time_from_diagnostics(init="init_time")
 
     @keyboard_interrupt_passes
     def latent_mean_and_variance(self, X):

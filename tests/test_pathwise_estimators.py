@@ -155,7 +155,7 @@ def test_vmcmc_regressor_functions_match_predictive(
     _assert_moments(values, mean, var)
     if posterior == "mcmc":
         # the samples mix over (almost) every kept HMC draw
-        assert np.unique(used).size > 0.9 * reg.samples_.shape[0]
+        assert np.unique(used).size > 0.9 * reg.draws_.shape[0]
     else:
         assert np.all(np.concatenate(used) == 0)
 

@@ -191,9 +191,11 @@ def test_row_08_constant_y(name):
     mean, std = est.predict(_X[:6], return_std=True)
     assert np.all(np.isfinite(std)) and np.all(std >= 0)
     # Exact models predict 2 to rounding; a sampled model averages posterior
-    # draws of f, each within the predictive spread of 2: beyond 4 sds is a
-    # draw outside the posterior (probability < 1e-4 per point).
-    assert np.all(np.abs(mean - 2.0) <= 1e-6 + 4 * std)
+    # draws of f, each within the predictive spread of an observation of 2
+    # (noise included): beyond 4 sds is a draw outside the posterior
+    # (probability < 1e-4 per point).
+    _, std_y = est.predict(_X[:6], return_std=True, noise=True)
+    assert np.all(np.abs(mean - 2.0) <= 1e-6 + 4 * std_y)
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
