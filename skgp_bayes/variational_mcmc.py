@@ -840,7 +840,10 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         >>> clf.predict_proba(X[:2], method="gaussian").shape
         (2, 2)
         """
-        X = self._validate_query(X)
+        return self._proba(self._validate_query(X), method)
+
+    def _proba(self, X, method):
+        """``predict_proba`` at inputs already in the model's units."""
         means, var = self._latent_draws(X, method)
         if self._n_latent == 1:
             # Through the log odds, so that predict_log_proba is its log.
@@ -903,7 +906,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         if self._n_latent == 1:
             means, var = self._latent_draws(X, method)
             return proba_from_log_odds(self._log_odds(means, var), log=True)
-        return log_of_proba(self.predict_proba(X, method=method))
+        return log_of_proba(self._proba(X, method))
 
     @available_if(has_two_classes)
     @keyboard_interrupt_passes
