@@ -13,7 +13,8 @@ from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
 
-FAST = dict(n_iter=60, n_chains=2, random_state=0)
+# The ULISSE path, which "auto" would not take on 40 points.
+FAST = dict(n_iter=60, n_chains=2, solver="ulisse", random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def test_posterior_matches_quadrature(data, stat_seed):
         n_chains=2,
         n_jobs=2,
         burn_in=200,
-        thin=1,
+        solver="ulisse",
         step_size_start=0.1,
         step_size_end=0.1,
         step_size_gamma=0.0,
@@ -120,11 +121,12 @@ def test_fitted_attributes(fitted, data):
     ]
     assert reg.samples_.shape[0] == 2 and reg.samples_.shape[2] == 3
     assert reg.burn_in_ == 30  # no freezing in 60 iterations: half discarded
-    np.testing.assert_array_equal(reg.samples_[0], reg.chains_[0, 30::10])
+    np.testing.assert_array_equal(reg.samples_[0], reg.chains_[0, 30:])
+    assert reg.solver_ == "ulisse" and reg.n_iter_ == 60
     assert np.all(np.isnan(reg.rhat_)) and np.all(np.isnan(reg.ess_))
     assert any("not computed" in note for note in reg.diagnostics_["notes"])
     assert reg.diagnostics_["cg_iterations_mean"] > 0
-    assert len(reg.kernels_) == len(reg.noise_variance_) == 6
+    assert len(reg.kernels_) == len(reg.noise_variance_) == 30
     assert reg.n_features_in_ == 1
     assert np.all(np.isfinite(reg.predict(X)))
 
@@ -134,6 +136,8 @@ def test_step_size_schedule_and_freezing(data):
     reg = SGLDGPRegressor(
         n_iter=400,
         n_chains=1,
+        solver="ulisse",
+        step_size_end=1e-4,
         freeze_threshold=0.05,
         freeze_window=50,
         random_state=0,
@@ -315,7 +319,7 @@ def test_verbose_prints_progress(data, capsys):
 
 def test_diagnostics_with_one_chain(data):
     reg = SGLDGPRegressor(
-        n_iter=250, n_chains=1, burn_in=50, thin=1, random_state=0
+        n_iter=250, n_chains=1, burn_in=50, solver="ulisse", random_state=0
     ).fit(*data)
     assert reg.samples_.shape == (1, 200, 3)
     assert np.all(np.isnan(reg.rhat_))
@@ -327,6 +331,7 @@ def test_diagnostics_with_one_chain(data):
 # equal one long fit. probe_refresh=7 puts the split (45) inside a probe block.
 WARM = dict(
     n_chains=2,
+    solver="ulisse",
     step_size_start=0.05,
     step_size_end=0.05,
     probe_refresh=7,
@@ -383,7 +388,13 @@ def test_warm_start_equals_one_long_fit(data, monkeypatch):
 def test_warm_start_continues_the_first_schedule(data):
     X, y = data
     reg = SGLDGPRegressor(
-        n_iter=40, n_chains=1, warm_start=True, freeze_threshold=None, random_state=0
+        n_iter=40,
+        n_chains=1,
+        solver="ulisse",
+        step_size_end=1e-4,
+        warm_start=True,
+        freeze_threshold=None,
+        random_state=0,
     ).fit(X, y)
     first = reg.chains_.copy()
     reg.set_params(n_iter=20).fit(X, y)
