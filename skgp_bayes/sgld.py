@@ -1,4 +1,5 @@
-"""SGLD over GP hyperparameters with unbiased early-stopped CG (seed 002)."""
+"""Langevin sampling of GP hyperparameters: exact-gradient MALA, or SGLD with
+unbiased early-stopped CG (ULISSE, seed 002) where a factorisation is dear."""
 
 import copy
 import time
@@ -241,18 +242,25 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
 class SGLDGPRegressor(
     ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
 ):
-    """Gaussian-process regression sampling hyperparameters by SGLD with ULISSE.
+    """Gaussian-process regression sampling hyperparameters by Langevin dynamics.
 
     Draws samples from the exact posterior ``p(theta | y)`` of the kernel
     hyperparameters and the noise variance of a full GP (no inducing points)
-    without factorising the kernel matrix. Stochastic gradient Langevin
-    dynamics (Welling and Teh) needs only unbiased gradients of the log
-    marginal likelihood, and those need only linear solves: Rademacher probes
-    estimate the trace term, and every solve is one column of a single
-    batched conjugate-gradient run, stopped early at residual
-    ``early_stop_q * sqrt(n)`` and continued past it with random stopping so
-    that it stays unbiased (ULISSE, Filippone and Engler). Predictions average
-    the GP posteriors of thinned samples.
+    by preconditioned Langevin dynamics. While a factorisation of the kernel
+    matrix is cheap (``solver="auto"``: up to 5000 training points), the
+    gradient and the log marginal likelihood are exact (one Cholesky
+    factorisation per iteration) and every Langevin proposal is accepted or
+    rejected by Metropolis-Hastings (MALA): no bias, and steps an order of
+    magnitude larger than unadjusted SGLD can take. Beyond it, stochastic
+    gradient Langevin dynamics (Welling and Teh) needs only unbiased
+    gradients of the log marginal likelihood, and those need only linear
+    solves: Rademacher probes estimate the trace term, and every solve is
+    one column of a single batched conjugate-gradient run, stopped early at
+    residual ``early_stop_q * sqrt(n)`` and continued past it with random
+    stopping so that it stays unbiased (ULISSE, Filippone and Engler); the
+    kernel matrix is never factorised. By default the chains run until
+    every split R-hat is at most 1.01 and every bulk ESS at least 100
+    (``n_iter="auto"``). Predictions average the GP posteriors of samples.
 
     Parameters
     ----------
@@ -268,12 +276,33 @@ class SGLDGPRegressor(
         Initial noise variance, on the scale of the (normalised) target.
     noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e3)
         Box for the noise variance; ``"fixed"`` keeps ``noise_variance``.
-    n_iter : int, default=2000
-        SGLD iterations per chain.
-    step_size_start, step_size_end : float, default=0.1, 1e-4
-        The step size ``eps_t = a (b + t)^-step_size_gamma`` runs from
-        ``step_size_start`` at the first iteration to ``step_size_end`` at
-        the last (until it is frozen).
+    n_iter : int or "auto", default="auto"
+        Iterations per chain. ``"auto"``: a first block of the warm-up plus
+        1000 iterations, then further blocks of half the post-warm-up span,
+        until every split R-hat (rank-normalised, Vehtari et al. 2021) is at
+        most 1.01 and every bulk ESS at least 100, or ``max_iter`` is
+        reached, in which case a ``SamplerWarning`` gives the figures. An
+        integer runs exactly that many (and warns only at R-hat above 1.1).
+    max_iter : int, default=20000
+        Budget of iterations per chain for ``n_iter="auto"`` (per fit: a
+        warm start may run as many again).
+    step_size_start : float, default=0.1
+        Step size of the stochastic-gradient chains (``solver`` "ulisse" or
+        "cg"). With ``M`` near the posterior covariance, unadjusted Langevin
+        inflates the posterior variance by about ``eps / 4`` (exact for a
+        Gaussian target), plus the gradient noise's share; 0.1 keeps that
+        near 2.5%, below the Monte Carlo error of a variance at an ESS of a
+        few hundred, at an integrated autocorrelation time of about
+        ``4 / eps = 40`` iterations. MALA (``solver="cholesky"``) does not
+        use it: its step starts at ``1.65^2 p^(-1/3)`` (Roberts and
+        Rosenthal's optimal scaling for ``p`` parameters) and is tuned
+        during the warm-up.
+    step_size_end : float or None, default=None
+        ``None`` keeps the step constant; otherwise the step
+        ``eps_t = a (b + t)^-step_size_gamma`` runs from ``step_size_start``
+        at the first iteration to ``step_size_end`` at the last of the first
+        block (until it is frozen), as in seed 002, and a decay continues
+        past it in later blocks.
     step_size_gamma : float, default=1.0
         Decay exponent of the schedule; 0 keeps ``step_size_start``.
     freeze_threshold : float or None, default=0.002
@@ -332,8 +361,19 @@ class SGLDGPRegressor(
         the posterior. Smaller values lower the variance further but finish
         more solves to full tolerance (more CG iterations); 0 is CG to
         ``cg_tol``.
-    solver : {"ulisse", "cg"}, default="ulisse"
-        ``"cg"`` solves every system to ``cg_tol`` (slower; the reference).
+    solver : {"auto", "cholesky", "ulisse", "cg"}, default="auto"
+        Gradient of the log marginal likelihood. ``"cholesky"``: exact, from
+        one factorisation per iteration (``n^3 / 3`` flops for the factor and
+        ``2 n^3 / 3`` for the inverse the trace term needs), with the exact
+        log density that lets every proposal be Metropolis-adjusted (MALA).
+        ``"ulisse"``: unbiased stochastic gradients from early-stopped CG
+        (``O(n^2)`` per CG iteration, a few tens of iterations of
+        ``n_probes + 2`` columns), no factorisation, unadjusted Langevin.
+        ``"cg"``: the same with every solve run to ``cg_tol`` (the
+        reference). ``"auto"`` takes ``"cholesky"`` up to 5000 training
+        points, when its two dense ``n x n`` matrices fit in a quarter of
+        ``skgp_bayes._config.MAX_DENSE_BYTES``, and ``"ulisse"`` beyond;
+        ``solver_`` says which ran. ``doc/sgld.rst`` gives the reasoning.
     cg_tol : float, default=1e-8
         Relative residual at which a solve counts as exact.
     cg_preconditioner_rank : int, default=100
@@ -356,11 +396,17 @@ class SGLDGPRegressor(
         limit raises ``MemoryError`` before allocating.
     n_chains : int, default=2
     burn_in : int or None, default=None
-        Iterations discarded per chain; by default those before the step
-        size froze (the last chain to freeze), or the first half when a chain
-        never froze.
-    thin : int, default=10
-        Keep every ``thin``-th iteration after the burn-in.
+        Iterations discarded per chain. With exact gradients they are MALA's
+        warm-up, during which the step is tuned toward an acceptance rate of
+        0.574 (200 by default, ``min(200, n_iter // 2)`` for an integer
+        ``n_iter``). With stochastic gradients they default to those before
+        the step size froze (the last chain to freeze), else to 200 with
+        ``n_iter="auto"`` and to the first half of an integer ``n_iter``.
+    thin : int, default=1
+        Keep every ``thin``-th iteration after the burn-in. R-hat and ESS
+        are computed on the kept draws, so thinning only loses information
+        (Link and Eaton, 2012); the trace is small (iterations x
+        parameters) whatever it is.
     n_predict_draws : int, default=30
         Samples (evenly spaced over the pooled kept draws) whose GP
         posteriors form the predictive mixture.
@@ -372,7 +418,8 @@ class SGLDGPRegressor(
         standardised scale.
     warm_start : bool, default=False
         When fitted before, continue every chain from where it stopped for
-        ``n_iter`` further iterations, appending to ``chains_`` and
+        ``n_iter`` further iterations (with ``"auto"``: at least one block,
+        then until the rule holds or ``max_iter`` more), appending to ``chains_`` and
         ``step_sizes_`` (position, step-size counter, halvings, freezing
         window and frozen step, probes, warm-start solutions and random
         streams all continue), and recompute the burn-in, ``samples_``,
@@ -414,7 +461,8 @@ class SGLDGPRegressor(
         Rank-normalised split R-hat over chains (NaN with one chain or fewer
         than 100 kept draws per chain; ``diagnostics_["notes"]`` says why).
     ess_ : ndarray of shape (n_params,)
-        Effective sample size of the kept draws (NaN likewise).
+        Bulk effective sample size of the kept draws (rank-normalised split
+        chains; NaN likewise).
     map_params_ : ndarray of shape (n_params,)
         MAP on the subset.
     preconditioner_ : ndarray of shape (n_params, n_params)
@@ -423,11 +471,17 @@ class SGLDGPRegressor(
     noise_variance_ : ndarray of shape (n_predict_draws,)
         Noise variances of the predictive draws, in the units of ``y``.
     n_iter_ : int
-        Iterations per chain, over all warm-started fits.
+        Iterations per chain, over all warm-started fits (the length of
+        ``chains_``).
+    solver_ : {"cholesky", "ulisse", "cg"}
+        The gradient solver used (``"auto"`` resolved).
     diagnostics_ : dict
-        ``cg_iterations_mean`` (block CG iterations per gradient),
-        ``cg_max_residual``, ``n_rejected``, ``rhat``, ``ess``,
-        ``fit_time``, ``notes``.
+        ``cg_iterations_mean`` (block CG iterations per gradient; 0 with
+        exact gradients), ``cg_max_residual``, ``n_rejected``,
+        ``acceptance_rate`` (MALA after the warm-up; NaN otherwise),
+        ``blocks`` (runs of the chains in this fit), ``converged`` (the
+        run-length rule was met), ``rhat``, ``ess``, ``fit_time``,
+        ``notes``.
     X_train_, y_train_ : ndarray
         Training data (``y`` on the model's normalised scale).
     n_features_in_ : int
@@ -453,9 +507,11 @@ class SGLDGPRegressor(
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (40, 1))
     >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(40)
-    >>> reg = SGLDGPRegressor(n_iter=100, burn_in=50, random_state=0).fit(X, y)
-    >>> reg.samples_.shape  # chains, kept draws (every 10th), parameters
-    (2, 5, 3)
+    >>> reg = SGLDGPRegressor(random_state=0).fit(X, y)
+    >>> reg.solver_, bool(reg.diagnostics_["converged"])
+    ('cholesky', True)
+    >>> reg.samples_.shape[0], reg.samples_.shape[2]  # chains, ..., parameters
+    (2, 3)
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape
     (3,)
