@@ -774,7 +774,7 @@ class SGLDGPRegressor(
             options["a"], options["b"] = self._schedule
             options["adapt_steps"] = self._adapt_steps
             if self.n_iter == "auto":
-                options["n_iter"] = self._next_block(self.n_iter_, self.burn_in_, 0)
+                options["n_iter"] = self._next_block(self.n_iter_, self.burn_in_, None)
             # Copies: the stored states stay as they are if this fit fails.
             chain_inputs = [{"state": copy.deepcopy(s)} for s in self._chain_states]
             previous = (self.chains_, self.step_sizes_, self._accepted)
@@ -934,8 +934,8 @@ class SGLDGPRegressor(
             if self.verbose and auto:
                 print(
                     f"[SGLDGPRegressor] {chains.shape[1]} iterations per chain: "
-                    f"split R-hat up to {np.nanmax(rhat):.3f} (target "
-                    f"{_RHAT_TARGET}), bulk ESS down to {np.nanmin(ess):.0f} "
+                    f"split R-hat up to {_worst(rhat, np.nanmax):.3f} (target "
+                    f"{_RHAT_TARGET}), bulk ESS down to {_worst(ess, np.nanmin):.0f} "
                     f"(target {_ESS_TARGET})" + ("" if done else "; extending")
                 )
             if done:
@@ -1104,6 +1104,11 @@ def _mixed(rhat, ess):
     return bool(rhat_ok and np.all(ess >= _ESS_TARGET))
 
 
+def _worst(values, reduce):
+    """``reduce`` over the non-NaN values; NaN (not a warning) if none."""
+    return reduce(values) if np.any(~np.isnan(values)) else float("nan")
+
+
 def _not_mixed_message(rhat, ess, names, ran, max_iter):
     worst = []
     for name, r, e in zip(names, rhat, ess, strict=True):
@@ -1112,8 +1117,9 @@ def _not_mixed_message(rhat, ess, names, ran, max_iter):
     return (
         f"The chains did not mix within the budget of max_iter={max_iter} "
         f"iterations per chain ({ran} run by this fit): split R-hat up to "
-        f"{np.nanmax(rhat):.3f} where {_RHAT_TARGET} is wanted and bulk ESS down "
-        f"to {np.nanmin(ess):.0f} where {_ESS_TARGET} is wanted, for "
+        f"{_worst(rhat, np.nanmax):.3f} where {_RHAT_TARGET} is wanted and bulk "
+        f"ESS down to {_worst(ess, np.nanmin):.0f} where {_ESS_TARGET} is "
+        "wanted, for "
         f"{', '.join(worst)}. Summaries of these draws are unreliable; "
         "increase max_iter, or continue the chains with warm_start=True."
     )
