@@ -669,12 +669,12 @@ class SGLDGPRegressor(
             # 1.65^2 d^(-1/3) for a preconditioner equal to the covariance.
             a, b, gamma = _MALA_SCALE**2 * n_params ** (-1.0 / 3.0), 1.0, 0.0
         else:
-            end = (
-                self.step_size_start
-                if self.step_size_end is None
-                else self.step_size_end
-            )
-            gamma = self.step_size_gamma
+            end = self.step_size_end
+            # No end, or the start again: the constant step (a decay from a
+            # to itself would still decay as a (1 + t)^-gamma).
+            constant = end is None or end == self.step_size_start
+            end = self.step_size_start if constant else end
+            gamma = 0.0 if constant else self.step_size_gamma
             a, b = sgld_schedule(self.step_size_start, end, n_iter, gamma)
         return {
             "n_iter": n_iter,
