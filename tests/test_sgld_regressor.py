@@ -551,3 +551,16 @@ def test_exact_gradient_chain_matches_quadrature(data, default_fit, stat_seed):
     np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 5 * se_mean)
     se_sd = np.sqrt(1.0 / (2 * reg.ess_))
     np.testing.assert_array_less(np.abs(draws.std(axis=0) / sd - 1.0), 5 * se_sd)
+
+
+def test_auto_blocks_are_the_same_in_worker_processes(data):
+    # Two blocks (1200, then the 100 left of max_iter): the chain states,
+    # MALA's adapted step and random streams cross process boundaries.
+    kw = dict(max_iter=1300, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        one = SGLDGPRegressor(**kw, n_jobs=1).fit(*data)
+        two = SGLDGPRegressor(**kw, n_jobs=2).fit(*data)
+    assert one.n_iter_ == 1300 or one.diagnostics_["converged"]
+    np.testing.assert_array_equal(one.chains_, two.chains_)
+    np.testing.assert_array_equal(one.step_sizes_, two.step_sizes_)
