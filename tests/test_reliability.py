@@ -664,9 +664,11 @@ def test_row_35_warm_start_continues_and_checks_shape(name):
     if budget == "max_iter":
         params["tol"] = 0.0
     else:
-        # SGLD's decaying step spans n_iter; with a constant step the
-        # schedule is the same however the iterations are split
-        params.update(step_size_start=0.05, step_size_end=0.05)
+        # SGLD's decaying step spans n_iter, and its MALA warm-up (exact
+        # gradients) is min(200, n_iter // 2) unless burn_in is given: with
+        # a constant step and a given warm-up the chain is the same however
+        # the iterations are split
+        params.update(step_size_start=0.05, step_size_end=0.05, burn_in=5)
     whole = _quiet_fit(_make(name, **{**params, budget: 20}), _X, _y(name))
     est = _quiet_fit(_make(name, **params), _X, _y(name))
     est = _quiet_fit(est.set_params(warm_start=True, **{budget: 10}), _X, _y(name))

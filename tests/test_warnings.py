@@ -48,7 +48,11 @@ _WARNING_FITS = {
     "SteinGPClassifier": (lambda: SteinGPClassifier(n_particles=3, max_iter=3), Y_CLF),
     "SGLDGPRegressor": (
         lambda: SGLDGPRegressor(
-            n_iter=20, n_chains=1, cg_max_iter=3, cg_preconditioner_rank=0
+            n_iter=20,
+            n_chains=1,
+            solver="ulisse",
+            cg_max_iter=3,
+            cg_preconditioner_rank=0,
         ),
         Y_REG,
     ),
