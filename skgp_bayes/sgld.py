@@ -763,7 +763,8 @@ class SGLDGPRegressor(
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
-            X_model, scaling = fit_input_scaling(self, X)
+            warm = self.warm_start and hasattr(self, "_chain_states")
+            X_model, scaling = fit_input_scaling(self, X, continuing=warm)
             # Threaded BLAS on small matrices spins far slower than serial.
             with blas_threads_for(X.shape[0]):
                 fitted = self._fit(X_model, y)
