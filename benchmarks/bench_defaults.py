@@ -38,7 +38,9 @@ Usage (``benchmarks/`` is ``sys.path[0]``, the package must be importable)::
     python benchmarks/bench_defaults.py --estimators SteinGPRegressor \\
         --datasets diabetes,engel --max-train 300 --out results.md
 
-``--out FILE.md`` also writes ``FILE.json`` (raw figures and the machine),
+Every model runs with one BLAS thread unless ``--blas-threads`` says
+otherwise (see ``DEFAULT_BLAS_THREADS``). ``--out FILE.md`` also writes
+``FILE.json`` (raw figures, CPU times and the machine),
 rewritten after every row so that an interrupted run keeps what it measured;
 Ctrl-C stops the run and prints the rows done so far. The data sets from
 statsmodels need the optional ``bench`` extra (``pip install
@@ -106,7 +108,12 @@ Z_INTERVAL = norm.ppf(INTERVAL[1])
 
 QUICK = {
     "datasets": ["mcycle", "iris"],
-    "estimators": ["SteinGPRegressor", "SteinGPClassifier", "SelectiveSVGPClassifier"],
+    "estimators": [
+        "SteinGPRegressor",
+        "SelectiveSVGP",
+        "SteinGPClassifier",
+        "SelectiveSVGPClassifier",
+    ],
     "max_train": 40,
 }
 DEFAULT_MAX_TRAIN = 300
