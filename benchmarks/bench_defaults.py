@@ -321,7 +321,7 @@ def compare(row, peer):
     if "coverage" in row and not (
         COVERAGE_RANGE[0] <= row["coverage"] <= COVERAGE_RANGE[1]
     ):
-        misses.append(f"coverage {row['coverage']:.0%} outside 85-95%")
+        misses.append(f"coverage {row['coverage']:.1%} outside 85-95%")
     if row["fit_warnings"] or row.get("predict_warnings"):
         misses.append("warnings")
     row["misses"] = misses
@@ -674,9 +674,16 @@ def _write_json(report, path):
         path.write_text(json.dumps(report, indent=1, default=str) + "\n")
 
 
-def run_dataset(name, args, report):
+def load_all(names):
+    """Every requested data set, before any fit: a missing extra stops at once."""
+    try:
+        return {name: LOADERS[name]() for name in names}
+    except ImportError as error:
+        raise SystemExit(str(error)) from error
+
+
+def run_dataset(name, data, args, report):
     """Peer and estimators on one data set; rows appended to ``report``."""
-    data = LOADERS[name]()
     X_tr, X_te, y_tr, y_te = split(data, args.test_fraction, args.max_train, args.seed)
     n_classes = len(np.unique(data.y)) if data.task == "classification" else None
     report["datasets"][name] = {
@@ -718,6 +725,7 @@ def run_dataset(name, args, report):
 
 def main(argv=None):
     args = parse_args(argv)
+    datasets = load_all(args.datasets)
     report = {
         "command": shlex.join(
             ["python", "benchmarks/bench_defaults.py"]
@@ -741,8 +749,8 @@ def main(argv=None):
     try:
         with limits:
             report["machine"]["thread_pools_in_run"] = _thread_pools()
-            for name in args.datasets:
-                run_dataset(name, args, report)
+            for name, data in datasets.items():
+                run_dataset(name, data, args, report)
     except KeyboardInterrupt:
         report["interrupted"] = True
         _progress("interrupted: reporting the rows done so far")
