@@ -838,7 +838,7 @@ class SGLDGPRegressor(
             noise_model = np.exp(draws_params[:, -1])
         else:
             noise_model = np.full(draws_params.shape[0], np.exp(log_noise))
-        draws = self._predictive_draws(adapter, X, y_model, thetas, noise_model)
+        draws = self._build_predictive_draws(adapter, X, y_model, thetas, noise_model)
         cg_iters = runs["cg_iterations"]
         return {
             "samples_": kept,
@@ -1011,7 +1011,7 @@ class SGLDGPRegressor(
             )
         return n_total // 2
 
-    def _predictive_draws(self, adapter, X, y_model, thetas, noise_model):
+    def _build_predictive_draws(self, adapter, X, y_model, thetas, noise_model):
         use_cg = self.predict_solver == "cg" or (
             self.predict_solver == "auto" and X.shape[0] > _CHOLESKY_MAX_N
         )
