@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
+from skgp_bayes.priors import Gamma
 
 # The ULISSE path, which "auto" would not take on 40 points.
 FAST = dict(n_iter=60, n_chains=2, solver="ulisse", random_state=0)
@@ -31,10 +32,14 @@ def fitted(data):
     return SGLDGPRegressor(**FAST).fit(*data)
 
 
-def _grid_posterior(X, y, ranges, size=24):
+def _grid_posterior(X, y, ranges, size=24, length_scale_prior="gamma"):
     """Posterior mean and sd of (log c, log ell, log s2) for c RBF(ell) + s2 I
     with Gamma(1, 2) priors, by quadrature on a grid; plain NumPy, batched
-    Cholesky factorisations, nothing from the library."""
+    Cholesky factorisations, nothing from the library.
+
+    ``length_scale_prior="default"`` puts the estimators' default on ell
+    instead, ``log ell ~ N(1, 1)`` in one dimension (inputs standardised).
+    """
     axes = [np.linspace(lo, hi, size) for lo, hi in ranges]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
     d2 = (X[:, None, 0] - X[None, :, 0]) ** 2
@@ -50,7 +55,10 @@ def _grid_posterior(X, y, ranges, size=24):
         loglik = -0.5 * np.sum(z * z, 1) - np.sum(
             np.log(np.diagonal(L, axis1=1, axis2=2)), 1
         )
-        logp[s : s + 2000] = loglik + np.sum(-np.exp(P) / 2 + P, 1)
+        log_prior = -np.exp(P) / 2 + P
+        if length_scale_prior == "default":
+            log_prior[:, 1] = -0.5 * (P[:, 1] - 1.0) ** 2
+        logp[s : s + 2000] = loglik + np.sum(log_prior, 1)
     w = np.exp(logp - logp.max())
     w /= w.sum()
     marginals = [
@@ -82,6 +90,8 @@ def test_posterior_matches_quadrature(data, stat_seed):
         step_size_start=0.1,
         step_size_end=0.1,
         step_size_gamma=0.0,
+        normalize_X=False,
+        priors={"k2__length_scale": Gamma(1.0, 2.0)},
         random_state=stat_seed,
     ).fit(X, y)
     draws = reg.samples_.reshape(-1, 3)
@@ -163,6 +173,7 @@ def test_prediction_matches_sklearn_with_fixed_hyperparameters(data):
         n_chains=1,
         burn_in=0,
         thin=1,
+        normalize_X=False,
         random_state=0,
         preconditioner="identity",
     )
@@ -432,7 +443,7 @@ def test_warm_start_with_other_dynamics_raises(data):
     with pytest.raises(ValueError, match="hyperparameters"):
         reg.set_params(n_probes=16, noise_variance_bounds="fixed").fit(X, y)
     # allowed changes, and warm_start=False starts afresh
-    reg.set_params(noise_variance_bounds=(1e-6, 1e3), thin=2, burn_in=5).fit(X, y)
+    reg.set_params(noise_variance_bounds=(1e-6, 1e2), thin=2, burn_in=5).fit(X, y)
     assert reg.chains_.shape == (2, 40, 3) and reg.samples_.shape == (2, 18, 3)
     reg.set_params(warm_start=False, n_probes=2).fit(X, y)
     assert reg.chains_.shape == (2, 20, 3)
@@ -545,7 +556,11 @@ def test_exact_gradient_chain_matches_quadrature(data, default_fit, stat_seed):
     if stat_seed:
         reg = SGLDGPRegressor(random_state=stat_seed).fit(X, y)
     ys = (y - y.mean()) / y.std()
-    mean, sd, _ = _grid_posterior(X, ys, [(-2.5, 4.5), (-1.2, 1.6), (-3.2, -0.3)])
+    Xs = (X - X.mean()) / X.std()  # the model's units (normalize_X=True)
+    ranges = [(-2.5, 4.5), (-1.9, 1.1), (-3.2, -0.3)]
+    mean, sd, marginals = _grid_posterior(Xs, ys, ranges, length_scale_prior="default")
+    for marginal in marginals:  # the grid holds the whole posterior
+        assert max(marginal[0], marginal[-1]) < 1e-3
     draws = reg.samples_.reshape(-1, 3)
     se_mean = 1.0 / np.sqrt(reg.ess_)
     np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 5 * se_mean)
