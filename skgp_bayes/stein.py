@@ -55,7 +55,7 @@ __all__ = ["SteinGPRegressor"]
 # tol="auto" is AUTO_TOL_SCALE / sqrt(n_particles) posterior sds: the
 # particles stop within a tenth of the Monte Carlo error of their mean
 # (1/sqrt(J) sds), so the unfinished optimisation adds at most about
-# 0.5% to the variance of any particle average.
+# 1% to the variance of any particle average.
 AUTO_TOL_SCALE = 0.1
 # Fraction of the whitened, mass-normalised field taken per step
 # (learning_rate="auto" with a preconditioner): a Gaussian target whose
