@@ -40,7 +40,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import block_diag, solve_triangular
 from scipy.special import expit, log_expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import Kernel
@@ -57,7 +57,7 @@ from ._defaults import (
     merged_priors,
     scale_inputs,
 )
-from ._fit_checks import warn_degenerate_fit
+from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws, mixture_mean_var
 from ._predictive_contract import (
@@ -75,6 +75,7 @@ from ._stein_sparse import (
     check_sparse_memory,
     check_sparse_options,
     set_fitted,
+    svgd_decay,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -106,18 +107,15 @@ from .stein import (
     _find_map,
     _is_sparse_config,
     _laplace_cov,
+    _learning_rate,
     _sparse_svgd_stage,
-    _warn_at_bounds,
+    _tol,
     _warn_not_converged,
 )
 from .targets.sparse import SparseWhitenedTarget
 from .targets.whitened import WhitenedLatentTarget
 
 __all__ = ["SteinGPClassifier"]
-
-# What did not reliably meet SVGD's stopping rule on the exact latent model,
-# where learning_rate_decay does not apply.
-_UNTRIED_CLASSIFIER = ", with a smaller or a larger learning_rate too"
 
 # Newton iterations for a Laplace mode; logistic and probit problems converge
 # quadratically in well under 20 from a warm start.
@@ -142,6 +140,7 @@ _MODEL_SPECIFIC = (
     "_y_train",
     "_target",
     "_batch_state",
+    "_preconditioner",
 )
 
 
@@ -312,7 +311,27 @@ def _binary_laplace_draw(problem, theta, rng, a0):
     z2 = rng.standard_normal(n)
     r = z1 + L.T @ (fit.sW * z2)
     Ar = fit.sW * (L @ r)
-    return nu_hat + r - L.T @ (fit.sW * cho_solve(fit.Lb, Ar)), fit.a
+    return nu_hat + r - L.T @ (fit.sW * cho_solve(fit.Lb, Ar)), fit.a, (L, fit.W)
+
+
+def _binary_precision_factor(L, W):
+    """Lower Cholesky factor of the whitened Laplace precision ``I + L'WL``."""
+    P = L.T @ (W[:, None] * L)
+    P[np.diag_indices_from(P)] += 1.0
+    R, _ = cholesky(P, max_tries=0, warn=False)
+    return R
+
+
+def _covariance_root(precision_factors):
+    """``S`` with ``S S' = P^-1`` for a block-diagonal ``P = blockdiag(R R')``.
+
+    ``S = R^-T`` per block: the preconditioner of the latent coordinates.
+    """
+    blocks = []
+    for R in precision_factors:
+        eye = np.eye(R.shape[0])
+        blocks.append(solve_triangular(R, eye, lower=True, trans=1, check_finite=False))
+    return block_diag(*blocks)
 
 
 def _softmax_laplace_draw(target, thetas, nu0, rng):
@@ -356,7 +375,7 @@ def _softmax_laplace_draw(target, thetas, nu0, rng):
     R = _softmax_precision_factor(Ls, softmax(F, axis=1))
     z = rng.standard_normal(C * n)
     draw = solve_triangular(R, z, lower=True, trans=1, check_finite=False)
-    return nu + draw.reshape(C, n), nu
+    return nu + draw.reshape(C, n), nu, R
 
 
 def _softmax_precision_factor(Ls, pi):
@@ -560,18 +579,23 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         With ``shared_kernel=False`` a prior applies to every class's copy.
     n_particles : int, default=10
         Number of SVGD particles.
-    max_iter : int, default=30
-        SVGD iterations per call to ``fit``. The Laplace initialisation
-        starts the particles close to the posterior; on the benchmark data
-        sets (``benchmarks/bench_stein_classifier.py``) 30 iterations gave
-        a lower test log loss than 100 on two of three, because long runs
-        of few particles in ``n``-dimensional latent space drift towards
-        the joint mode (see Notes), and cost a third.
-    learning_rate : float, default=0.02
-        Adam learning rate for the particle updates.
-    tol : float, default=1e-4
-        Stop when no particle coordinate moved more than ``tol`` for three
-        consecutive iterations.
+    max_iter : int, default=200
+        Budget of SVGD iterations per call to ``fit``, a safeguard: a fit
+        normally ends on ``tol``, in tens of iterations from ``init="map"``.
+    learning_rate : "auto" or float, default="auto"
+        With ``init="map"`` (exact model) SVGD is preconditioned by the
+        Laplace approximation at the MAP hyperparameters (their surrogate
+        covariance, and ``(I + L'WL)^-1`` for the whitened latents) and
+        steps a fraction ``learning_rate`` of its whitened field (``"auto"``:
+        0.5, halved by the engine where the field oscillates). Otherwise
+        (``init="prior"``, the sparse model) it is Adam's learning rate
+        (``"auto"``: 0.02).
+    tol : "auto" or float, default="auto"
+        Stopping rule: the run ends once the root mean square of the Stein
+        field, in posterior standard deviations, stays at most ``tol`` for
+        two iterations. ``"auto"`` is ``0.1 / sqrt(n_particles)``, a tenth
+        of the Monte Carlo error of a particle average. Never met on
+        minibatch gradients, which run ``max_iter`` iterations.
     init : {"map", "prior"}, default="map"
         ``"map"``: hyperparameters at the maximum of the Laplace-approximate
         marginal posterior, spread by its Laplace covariance; latents drawn
@@ -649,9 +673,13 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         ``batch_size``, its estimate on the last minibatch.
     n_iter_ : int
         SVGD iterations run (cumulative over warm starts).
+    converged_ : bool
+        Whether the last fit ended because its stopping rule (``tol``) was
+        met rather than on ``max_iter``.
     history_ : dict of lists
         Per-iteration trace: mean ``log_density``, ``learning_rate``,
-        ``max_move``, ``bandwidth`` and elapsed ``time``.
+        ``max_move``, ``field`` (the stopping rule's value), ``bandwidth``
+        and elapsed ``time``.
     ksd_ : float
         Kernel Stein discrepancy of the final particle set.
     map_params_ : ndarray of shape (n_theta,) or None
@@ -695,9 +723,11 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     particle (``benchmarks/bench_stein_classifier.py``). The particle
     dimension is ``n * n_latent`` plus the hyperparameters, so SVGD with
     tens of particles under-represents the latent spread in directions the
-    data do not constrain, and long runs drift towards the joint mode of
-    ``(theta, nu)`` (shorter length scales, more confident probabilities);
-    the Laplace initialisation places the particles well from the start.
+    data do not constrain: its fixed point lies nearer the joint mode of
+    ``(theta, nu)`` than the posterior does (shorter length scales, more
+    confident probabilities). The Laplace start and preconditioner reach
+    that fixed point in tens of iterations; ``doc/stein_classifier.rst``
+    says what it costs in log loss.
 
     References
     ----------
@@ -722,6 +752,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     (2, 2)
     """
 
+    # Adam's learning rate for learning_rate="auto" without a preconditioner
+    # (init="prior", the sparse model).
+    _adam_rate = 0.02
+
     _parameter_constraints = {
         "kernel": [None, Kernel],
         "link": [StrOptions({"logit", "probit"})],
@@ -729,8 +763,11 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         "priors": [None, dict],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "tol": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
         "init": [StrOptions({"map", "prior"})],
         "normalize_X": ["boolean"],
         "random_state": ["random_state"],
@@ -758,9 +795,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         shared_kernel=True,
         priors=None,
         n_particles=10,
-        max_iter=30,
-        learning_rate=0.02,
-        tol=1e-4,
+        max_iter=200,
+        learning_rate="auto",
+        tol="auto",
         init="map",
         normalize_X=True,
         random_state=None,
@@ -874,9 +911,10 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             )
             thetas = np.clip(thetas, theta_bounds[:, 0], theta_bounds[:, 1])
             nus = rng.standard_normal((J, n * C))
-            return np.hstack([thetas, nus]), None
+            return np.hstack([thetas, nus]), None, None
 
         surrogate = self._surrogate(target, y_enc)
+        theta_root = np.empty((0, 0))
         if target.n_theta:
             map_theta, result = _find_map(surrogate, start, theta_bounds)
             if self.verbose:
@@ -887,10 +925,11 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                         for t in map_theta.reshape(target.n_blocks, -1)
                     )
                 )
+            cov = _laplace_cov(surrogate, map_theta, theta_bounds)
+            theta_root = np.linalg.cholesky(cov)
             if J > 1:
-                cov = _laplace_cov(surrogate, map_theta, theta_bounds)
                 noise = rng.standard_normal((J, map_theta.size))
-                thetas = map_theta + noise @ np.linalg.cholesky(cov).T
+                thetas = map_theta + noise @ theta_root.T
                 thetas = np.clip(thetas, theta_bounds[:, 0], theta_bounds[:, 1])
                 # One particle stays at the MAP: the surrogate's best guess.
                 thetas[0] = map_theta
@@ -904,6 +943,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
         dense = C > 1 and n * C <= _DENSE_NEWTON_MAX
         particles = np.empty((J, target.n_params))
         nu_start = None
+        precision_factors = []
         for j in range(J):
             blocks = thetas[j].reshape(target.n_blocks, target.n_kernel_params)
             if dense:
@@ -916,15 +956,22 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                             for c in range(C)
                         ]
                     )
-                nu, nu_start = _softmax_laplace_draw(target, blocks, nu_start, rng)
+                nu, nu_start, R = _softmax_laplace_draw(target, blocks, nu_start, rng)
+                if j == 0:
+                    precision_factors.append(R)
             else:
                 nu = np.empty((C, n))
                 for c, problem in enumerate(surrogate.problems):
-                    nu[c], _ = _binary_laplace_draw(
+                    nu[c], _, (L, W) = _binary_laplace_draw(
                         problem, blocks[target.block_of_latent(c)], rng, warm[c]
                     )
+                    if j == 0:
+                        precision_factors.append(_binary_precision_factor(L, W))
             particles[j] = target.join(blocks, nu)
-        return particles, map_theta
+        # The first particle sits at the MAP: the Laplace curvature there, in
+        # theta and in the whitened latents, preconditions SVGD.
+        root = block_diag(theta_root, _covariance_root(precision_factors))
+        return particles, map_theta, root
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keyboard_interrupt_passes
@@ -1102,8 +1149,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             particles = self.particles_
             state = self._svgd_state
             map_params = self.map_params_
+            root = getattr(self, "_preconditioner", None)
         else:
-            particles, map_params = self._initial_particles(
+            particles, map_params, root = self._initial_particles(
                 target, y_enc, start, bounds, rng
             )
         t_init = time.perf_counter() - t_start
@@ -1114,22 +1162,25 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             evaluator,
             particles,
             max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            tol=self.tol,
+            learning_rate=_learning_rate(self, root is not None),
+            tol=_tol(self),
             bounds=bounds,
             state=state,
             verbose=self.verbose,
             print_fn=self._log,
+            decay=svgd_decay(self.learning_rate_decay, False),
+            preconditioner=root,
         )
         particles, values, grads = result.particles, result.log_density, result.grads
         for key, trace in result.history.items():
             history.setdefault(key, []).extend(trace)
         if not result.converged and self.max_iter > 0:
-            _warn_not_converged(self, result, particles, _UNTRIED_CLASSIFIER)
-        _warn_at_bounds(
+            _warn_not_converged(self, result)
+        warn_at_bounds(
             particles[:, : target.n_theta],
             bounds[: target.n_theta],
             names[: target.n_theta],
+            "particles",
         )
         draws = _LatentDraws(target, particles)
         kernels = []
@@ -1145,6 +1196,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             "kernels_": kernels,
             "log_posterior_": values,
             "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
+            "converged_": bool(result.converged),
             "history_": history,
             "ksd_": float(ksd),
             "map_params_": map_params,
@@ -1160,6 +1212,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
             "_draws": draws,
             "_target": target,
             "_svgd_state": result.state,
+            "_preconditioner": root,
         }
 
     def _sparse_labels(self, y, classes, continuing):
