@@ -18,7 +18,7 @@ from ._backend import get_array_module
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
-from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
+from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
 from ._threads import blas_threads_for
@@ -824,7 +824,7 @@ class SGLDGPRegressor(
             runs["last"], runs["budget"], rhat, ess, names, X.shape[0], run_len
         )
         pooled = kept.reshape(-1, p)
-        warn_at_bounds(pooled, bounds, names, "SGLD draws", tol=NEAR_BOUND)
+        warn_at_bounds(pooled, bounds, names, "SGLD draws", tol="spread")
         pick = np.unique(
             np.linspace(
                 0, pooled.shape[0] - 1, min(self.n_predict_draws, pooled.shape[0])

@@ -62,7 +62,7 @@ from ._defaults import (
     scale_inputs,
 )
 from ._exact_gp import sample_y_spec
-from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
+from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
     DEFAULT_QUANTILES,
@@ -332,7 +332,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         chains = np.stack([r.samples for r in results])
         names = target.param_names
         samples = chains.reshape(-1, chains.shape[2])
-        warn_at_bounds(samples, kernel_bounds, names, "HMC draws", NEAR_BOUND)
+        warn_at_bounds(samples, kernel_bounds, names, "HMC draws", "spread")
 
         # 3. diagnostics
         n_kept = chains.shape[1]
