@@ -814,8 +814,13 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         posterior is close to a standard normal, for which a trajectory of
         about ``pi / 2`` (a quarter period) decorrelates best; the adapted
         steps are about 0.3, so 1..10 steps (5.5 on average) cover it.
-    target_accept : float, default=0.8
-        Target acceptance probability of the step-size adaptation.
+    target_accept : float, default=0.9
+        Target acceptance probability of the step-size adaptation. The
+        whitened parametrisation couples the hyperparameters and ``v`` in
+        a funnel (small length scales or signal variances narrow the
+        posterior of ``v``), where Stan's advice for funnels is a target
+        above its default 0.8; at 0.8 a default fit on diabetes diverged
+        twice in 3,000 transitions.
     priors : dict, default=None
         Priors on the natural scale by hyperparameter name; missing names
         get Gamma(1, 2).
@@ -937,7 +942,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         max_samples=2000,
         thin=1,
         max_leapfrog=10,
-        target_accept=0.8,
+        target_accept=0.9,
         priors=None,
         batch_size=None,
         svgp_max_iter=1000,
@@ -1282,7 +1287,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         max_samples=2000,
         thin=1,
         max_leapfrog=10,
-        target_accept=0.8,
+        target_accept=0.9,
         priors=None,
         batch_size=None,
         svgp_max_iter=1000,
