@@ -433,12 +433,18 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
                 report=report,
             )
         if not converged:
+            gain = _svgp_recent_gain(svgp_trace)
+            why = (
+                f"the bound still rose by {gain / n:.2g} nats per point over the "
+                f"last {_SVGP_WINDOW} iterations, against a tolerance of "
+                f"{_SVGP_TOL:g}"
+                if np.isfinite(gain)
+                else f"too few to apply the stopping rule over {_SVGP_WINDOW}"
+            )
             warn_user(
                 f"The Gaussian approximation did not converge in "
-                f"{self.svgp_max_iter} L-BFGS iterations (the bound still rose "
-                f"by {_svgp_recent_gain(svgp_trace) / n:.2g} nats per point over "
-                f"the last {_SVGP_WINDOW} iterations, against a tolerance of "
-                f"{_SVGP_TOL:g}); increase svgp_max_iter.",
+                f"{self.svgp_max_iter} L-BFGS iterations ({why}); increase "
+                "svgp_max_iter.",
                 ConvergenceWarning,
             )
         theta, log_noise, q_mean, q_L, Z = bound.split(svgp_params)
