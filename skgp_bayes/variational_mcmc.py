@@ -785,14 +785,18 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         they start). They are fixed during sampling either way.
     link : {"logit", "probit"}, default="logit"
         Link of the Bernoulli likelihood for two classes.
-    multiclass : {"robustmax", "softmax"}, default="robustmax"
-        Likelihood for more than two classes: robust-max with
-        ``epsilon = 1e-3`` (the seed paper's section 4.4) or softmax with
-        fixed Monte Carlo draws for its expectation. Robust-max is almost a
-        step function of the latent values where their conditional variance
-        is small, and HMC then mixes slowly between class regions; adding a
-        fixed ``WhiteKernel`` nugget to the kernel smooths it (as the seed
-        paper suggests), and softmax mixes better still.
+    multiclass : {"robustmax", "softmax"}, default="softmax"
+        Likelihood for more than two classes: softmax with fixed Monte
+        Carlo draws for its expectation, or robust-max with ``epsilon =
+        1e-3`` (the seed paper's section 4.4). Robust-max is almost a step
+        function of the latent values where their conditional variance is
+        small, and HMC then mixes slowly between class regions (a fixed
+        ``WhiteKernel`` nugget in the kernel smooths it, as the seed paper
+        suggests); softmax is smooth. On wine (124 training points) the
+        default fit with robust-max spent the 2,000-iteration budget with
+        split R-hat 1.024 and two divergences; with softmax it met the
+        run-length rule after the first 250 iterations, without a
+        divergence.
     n_chains : int, default=4
         Independent HMC chains.
     n_warmup : int, default=300
@@ -941,7 +945,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         inducing_points=None,
         optimize_inducing=True,
         link="logit",
-        multiclass="robustmax",
+        multiclass="softmax",
         n_chains=4,
         n_warmup=300,
         n_samples=250,
