@@ -32,6 +32,8 @@ __all__ = []
 MINIBATCH_KMEANS_N = 10000
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
+# Iterations over which the SVGP stopping rule measures the bound's gain.
+_SVGP_WINDOW = 10
 
 
 def initial_inducing(X, n_inducing, seed):
@@ -52,7 +54,18 @@ def initial_inducing(X, n_inducing, seed):
     return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64)
 
 
-def fit_svgp_lbfgs(bound, start, bounds, max_iter):
+def fit_svgp_lbfgs(bound, start, bounds, max_iter, tol=None, report=None):
+    """L-BFGS-B on the bound; returns ``(params, trace, converged, n_iter)``.
+
+    ``tol`` (nats per data point) adds a stopping rule: the optimiser stops
+    once the bound has risen by less than ``tol * n`` nats over the last
+    ``_SVGP_WINDOW`` iterations. A gain in nats is a log likelihood ratio,
+    so the rule does not depend on the units of ``X`` or ``y`` (unlike a
+    tolerance on the gradient, whose entries carry the units of the
+    parameters, or scipy's ``ftol``, relative to the bound's value and so
+    to the offset a change of units adds to it). ``report(n_iter, elbo)``
+    is called after every iteration, for progress lines.
+    """
     scale = 1.0 / bound.n
 
     def objective(params):
@@ -65,6 +78,21 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter):
         return -value * scale, -grad * scale
 
     trace = []
+    settled = [False]
+
+    def callback(intermediate_result):
+        # scipy hands over the objective at the new iterate: no extra pass
+        trace.append(-float(intermediate_result.fun) * bound.n)
+        if report is not None:
+            report(len(trace), trace[-1])
+        if (
+            tol is not None
+            and len(trace) > _SVGP_WINDOW
+            and trace[-1] - trace[-1 - _SVGP_WINDOW] < tol * bound.n
+        ):
+            settled[0] = True
+            raise StopIteration
+
     result = minimize(
         objective,
         start,
@@ -72,10 +100,10 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter):
         method="L-BFGS-B",
         bounds=bounds,
         options={"maxiter": int(max_iter)},
-        callback=lambda xk: trace.append(float(bound.elbo(xk))),
+        callback=callback,
     )
     params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-    converged = bool(result.success) or result.nit < max_iter
+    converged = settled[0] or bool(result.success) or result.nit < max_iter
     return params, trace, converged, int(result.nit)
 
 

@@ -15,7 +15,13 @@ from skgp_bayes import (
 )
 
 _VMCMC = dict(
-    n_inducing=4, n_chains=1, n_warmup=10, n_samples=5, max_leapfrog=3, random_state=0
+    n_inducing=4,
+    n_chains=1,
+    n_warmup=10,
+    n_samples=5,
+    max_samples=5,
+    max_leapfrog=3,
+    random_state=0,
 )
 _SELECTIVE = dict(
     n_candidates=6, n_pre_iter=5, n_select_iter=5, n_post_iter=5, random_state=0

@@ -20,10 +20,20 @@ FAST = {
     SteinGPClassifier: dict(n_particles=3, max_iter=10),
     SGLDGPRegressor: dict(n_iter=60, n_chains=1),
     VariationalMCMCClassifier: dict(
-        n_inducing=5, n_chains=1, n_warmup=20, n_samples=20, max_leapfrog=5
+        n_inducing=5,
+        n_chains=1,
+        n_warmup=20,
+        n_samples=20,
+        max_samples=20,
+        max_leapfrog=5,
     ),
     VariationalMCMCRegressor: dict(
-        n_inducing=5, n_chains=1, n_warmup=20, n_samples=20, max_leapfrog=5
+        n_inducing=5,
+        n_chains=1,
+        n_warmup=20,
+        n_samples=20,
+        max_samples=20,
+        max_leapfrog=5,
     ),
     SelectiveSVGP: dict(n_candidates=10, n_pre_iter=5, n_select_iter=5, n_post_iter=5),
     SelectiveSVGPClassifier: dict(

@@ -179,6 +179,7 @@ _VMCMC = dict(
     n_chains=2,
     n_warmup=20,
     n_samples=10,
+    max_samples=10,
     max_leapfrog=3,
     svgp_max_iter=30,
     random_state=0,

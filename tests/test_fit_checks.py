@@ -120,7 +120,12 @@ def test_prior_only_sets_every_iteration_count_to_zero():
     "est",
     [
         VariationalMCMCRegressor(
-            n_inducing=4, n_chains=1, n_warmup=10, n_samples=5, random_state=0
+            n_inducing=4,
+            n_chains=1,
+            n_warmup=10,
+            n_samples=5,
+            max_samples=5,
+            random_state=0,
         ),
         SelectiveSVGP(n_candidates=4, n_select_iter=5, random_state=0),
     ],

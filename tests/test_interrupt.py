@@ -313,6 +313,7 @@ SIGNAL_CASES = [
         n_chains=1,
         n_warmup=15,
         n_samples=10,
+        max_samples=10,
         max_leapfrog=4,
         svgp_max_iter=30,
         random_state=0,

@@ -40,7 +40,14 @@ from skgp_bayes._predictive import mixture_mean_var
 from skgp_bayes.sampling import FunctionSamples
 
 N, F, R = 4000, 2048, 32
-VMCMC = dict(n_chains=2, n_warmup=60, n_samples=60, max_leapfrog=8, random_state=0)
+VMCMC = dict(
+    n_chains=2,
+    n_warmup=60,
+    n_samples=60,
+    max_samples=60,
+    max_leapfrog=8,
+    random_state=0,
+)
 SELECT = dict(n_pre_iter=30, n_select_iter=40, n_post_iter=30, random_state=0)
 
 

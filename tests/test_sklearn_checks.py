@@ -25,6 +25,7 @@ _VMCMC_SMALL = dict(
     n_chains=1,
     n_warmup=10,
     n_samples=6,
+    max_samples=6,
     max_leapfrog=2,
     svgp_max_iter=15,
     random_state=0,

@@ -21,9 +21,18 @@ from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
-from skgp_bayes.variational_mcmc import _GuardedTarget
+from skgp_bayes.variational_mcmc import _GuardedTarget, _run_length_met
 
-SMALL = dict(n_chains=2, n_warmup=60, n_samples=60, max_leapfrog=8, random_state=0)
+# Fixed-length runs (max_samples = n_samples): these tests check the fit and
+# its predictions, not the run-length rule, which has tests of its own.
+SMALL = dict(
+    n_chains=2,
+    n_warmup=60,
+    n_samples=60,
+    max_samples=60,
+    max_leapfrog=8,
+    random_state=0,
+)
 
 
 def _quiet_fit(est, *args, **kwargs):
@@ -99,6 +108,8 @@ def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed):
 
 def _seeded(seed, **changes):
     """SMALL with ``random_state`` offset by the statistical seed."""
+    if "n_samples" in changes:
+        changes.setdefault("max_samples", changes["n_samples"])
     return {**SMALL, "random_state": SMALL["random_state"] + seed, **changes}
 
 
@@ -163,7 +174,14 @@ def test_multiclass(multiclass, stat_seed):
 
 def test_same_result_with_one_or_two_jobs_and_random_state():
     X, y = _binary(30)
-    params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20, random_state=3)
+    params = dict(
+        n_inducing=5,
+        n_chains=2,
+        n_warmup=30,
+        n_samples=20,
+        max_samples=60,
+        random_state=3,
+    )
     a = _quiet_fit(VariationalMCMCClassifier(n_jobs=1, **params), X, y)
     b = _quiet_fit(VariationalMCMCClassifier(n_jobs=2, **params), X, y)
     np.testing.assert_array_equal(a.draws_, b.draws_)
@@ -187,13 +205,82 @@ def test_pickle_and_clone_round_trip():
     np.testing.assert_array_equal(twin.draws_, clf.draws_)
 
 
-def test_low_effective_sample_size_warns_naming_a_parameter():
+def test_spent_budget_warns_once_with_the_figures():
     X, y = _binary(30)
     clf = VariationalMCMCClassifier(
-        n_inducing=5, n_chains=2, n_warmup=10, n_samples=10, random_state=0
+        n_inducing=5,
+        n_chains=2,
+        n_warmup=10,
+        n_samples=10,
+        max_samples=10,
+        random_state=0,
     )
-    with pytest.warns(SamplerWarning, match=r"worst parameter"):
+    # 2 chains x 10 draws: the bulk ESS is at most 20 log10(20) = 26 < 100
+    with pytest.warns(SamplerWarning) as record:
         clf.fit(X, y)
+    rule = [w for w in record if "run-length rule" in str(w.message)]
+    assert len(rule) == 1
+    message = str(rule[0].message)
+    assert "10 sampling iterations per chain" in message
+    assert f"{clf.diagnostics_['min_ess']:.0f} for" in message
+    assert "worst parameters" in message
+
+
+def test_run_length_rule_extends_until_met():
+    # Blocks of 20 draws per chain and 2 chains: one block holds 40 draws,
+    # whose bulk ESS cannot reach 100 (the estimator caps it at 40 log10(40)
+    # = 64), so the rule must extend; it must then stop at the first block
+    # boundary where R-hat <= 1.01 and the bulk ESS >= 100.
+    X, y = _binary(30)
+    clf = VariationalMCMCClassifier(
+        n_inducing=5,
+        n_chains=2,
+        n_warmup=100,
+        n_samples=20,
+        max_samples=2000,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplerWarning)
+        clf.fit(X, y)
+    done = clf.diagnostics_["sampling_iterations"]
+    assert done % 20 == 0 and 20 < done < 2000
+    assert clf.diagnostics_["sampling_blocks"] == done // 20
+    assert clf.samples_.shape[0] == 2 * done
+    assert np.nanmax(clf.rhat_) <= 1.01 and np.nanmin(clf.ess_) >= 100
+    chains = clf.samples_.reshape(2, done, -1)
+    met, _, _ = _run_length_met(chains[:, : done - 20])
+    assert not met  # one block earlier the rule was not yet met
+    assert clf.trace_["accept_prob"].shape == (2, 100 + done)
+
+
+def test_run_length_rule_on_known_chains():
+    rng = np.random.default_rng(0)
+    iid = rng.standard_normal((4, 500, 3))
+    met, rhat, ess = _run_length_met(iid)
+    # independent draws: R-hat - 1 is of order 1 / 500 and the bulk ESS
+    # about 2000
+    assert met and rhat < 1.01 and ess > 1000
+    stuck = iid.copy()
+    stuck[0] += 1.0  # one chain a posterior sd away
+    assert not _run_length_met(stuck)[0]
+    # 40 draws: the ESS estimator is capped at 40 log10(40) = 64 < 100
+    assert not _run_length_met(iid[:, :10])[0]
+
+
+def test_gaussian_approximation_stops_on_its_rule(capsys):
+    X, y = _binary(40)
+    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=1, **SMALL), X, y)
+    n_iter = clf.diagnostics_["svgp_iterations"]
+    trace = clf.trace_["svgp_elbo"]
+    assert n_iter < clf.svgp_max_iter
+    # stopped because the bound rose by less than 1e-4 nats per point over
+    # the last 10 iterations
+    assert trace[-1] - trace[-11] < 1e-4 * 40
+    out = capsys.readouterr().out
+    assert "Gaussian approximation" in out
+    assert "(warm-up)" in out and "(sampling)" in out
+    assert "sampling iterations per chain, max R-hat" in out
 
 
 @pytest.mark.statistical

@@ -38,7 +38,13 @@ Y_REG = np.sin(X[:, 0]) + 0.1 * _RNG.standard_normal(40)
 Y_CLF = (X[:, 0] > 0).astype(int)
 
 _VMCMC_SMALL = dict(
-    n_inducing=5, n_chains=2, n_warmup=20, n_samples=10, max_leapfrog=3, random_state=0
+    n_inducing=5,
+    n_chains=2,
+    n_warmup=20,
+    n_samples=10,
+    max_samples=10,
+    max_leapfrog=3,
+    random_state=0,
 )
 _SELECTIVE_SMALL = dict(n_candidates=8, n_pre_iter=2, n_select_iter=2, random_state=0)
 

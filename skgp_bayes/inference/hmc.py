@@ -212,6 +212,9 @@ class HMCResult:
         Divergent transitions after warm-up.
     elapsed : float
         Seconds spent.
+    final_state : ndarray of shape (n_params,)
+        The chain's last state (kept or not), from which a continuation
+        with ``n_warmup=0`` picks up.
 
     Examples
     --------
@@ -236,6 +239,7 @@ class HMCResult:
     acceptance_rate: float
     n_divergent: int
     elapsed: float
+    final_state: np.ndarray = None
 
 
 class _WindowMoments:
@@ -514,6 +518,7 @@ def run_hmc(
         acceptance_rate=float(np.mean(accept_prob[sampling])),
         n_divergent=int(divergent[sampling].sum()),
         elapsed=time.perf_counter() - t_start,
+        final_state=x,
     )
 
 
@@ -537,7 +542,8 @@ def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kw
     **kwargs
         Passed to :func:`run_hmc` (the same for every chain, except
         ``inv_mass``, which may be an array of shape ``(n_chains,
-        n_params)``).
+        n_params)``, and ``step_size``, which may be an array of shape
+        ``(n_chains,)``: a continuation passes each chain's own).
 
     Returns
     -------
@@ -562,12 +568,18 @@ def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kw
         masses = list(np.asarray(inv_mass, dtype=np.float64))
     else:
         masses = [inv_mass] * n_chains
+    step = kwargs.pop("step_size", None)
+    if step is not None and np.ndim(step) == 1:
+        steps = [float(s) for s in step]
+    else:
+        steps = [step] * n_chains
     jobs = (
         delayed(run_hmc)(
             logp_and_grad,
             inits[c],
             random_state=np.random.default_rng(seeds[c]),
             inv_mass=masses[c],
+            step_size=steps[c],
             **kwargs,
         )
         for c in range(n_chains)
