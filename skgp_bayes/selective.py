@@ -16,19 +16,27 @@ closed form (:class:`~skgp_bayes.targets.selective.BernoulliPointProcess`).
 1. **Pre-training**: the hyperparameters (kernel and noise) maximise the
    bound with *all* candidates (L-BFGS-B, at most ``n_pre_iter``
    iterations).
-2. **Selection**: ``n_select_iter`` steps of Adam on the logits of the
-   inclusion probabilities, with the score-function gradient of
-   ``E_q[L(Z)]`` from ``n_score_samples`` draws (and a decaying-average
-   baseline, :mod:`skgp_bayes.inference.score_function`) minus the exact
-   gradient of the divergence; in the same steps Adam moves the
-   hyperparameters along the average gradient of the sampled subsets'
-   bounds, an unbiased gradient of ``E_q[L(Z)]``.
-3. **Keep and post-train**: the kept set is the candidates with
-   ``lambda_k > 1/2`` (``keep="threshold"``, the default: deterministic and
-   the mode of ``q_lambda``) or one draw from ``q_lambda``
-   (``keep="sample"``, the seed paper's choice); at least one point is kept.
-   The hyperparameters are then refitted on the kept set (L-BFGS-B, at most
-   ``n_post_iter`` iterations).
+2. **Selection**: Adam on the logits of the inclusion probabilities, with
+   the score-function gradient of ``E_q[L(Z)]`` from ``n_score_samples``
+   draws (and a decaying-average baseline,
+   :mod:`skgp_bayes.inference.score_function`) minus the exact gradient of
+   the divergence; in the same steps Adam moves the hyperparameters along
+   the average gradient of the sampled subsets' bounds, an unbiased
+   gradient of ``E_q[L(Z)]``. The phase ends when the objective and
+   ``E|Z|`` no longer move by more than their Monte Carlo error between
+   windows of 50 steps (:class:`~skgp_bayes.inference.StationarityRule`);
+   ``n_select_iter`` only bounds it.
+3. **Keep and post-train**: the kept set is the ``round(E|Z|)``
+   candidates with the largest ``lambda_k`` (``keep="expected"``, the
+   default: the most probable set under ``q_lambda`` among the sets of its
+   expected size), the candidates with ``lambda_k > 1/2``
+   (``keep="threshold"``, the mode of ``q_lambda``, which keeps almost
+   nothing when many candidates are interchangeable and their
+   probabilities settle below one half) or one draw from ``q_lambda``
+   (``keep="sample"``, the seed paper's choice); at least one point is
+   kept. The hyperparameters are then refitted on the kept set (L-BFGS-B,
+   at most ``n_post_iter`` iterations). ``doc/selective_svgp.rst`` gives
+   the reasoning.
 
 With the Gaussian likelihood the variational ``q(u | Z)`` of every subset
 is the optimal one, in closed form (Titsias' collapsed bound, the seed's
@@ -78,9 +86,10 @@ from ._validation import (
     safe_mean_std,
 )
 from ._warnings import fit_warnings, warn_user
-from .exceptions import NotPSDError
+from .exceptions import DegenerateFitWarning, NotPSDError
 from .inference import (
     DecayingBaseline,
+    StationarityRule,
     adam_init,
     adam_update,
     estimate_bernoulli_gradient,
@@ -101,6 +110,13 @@ _LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
 # Decay of the score-function baseline: an average over roughly the last
 # ten steps follows the bound as the hyperparameters move.
 _BASELINE_DECAY = 0.9
+# Selection stopping rule (StationarityRule): batches of ten steps, the
+# memory of Adam's momentum (1 / (1 - 0.9)) and of the baseline above, so
+# that batch means are close to independent; five batches a window; a
+# change of two standard errors between windows still counts as noise.
+_SELECT_WINDOW = 50
+_SELECT_BATCHES = 5
+_SELECT_Z = 2.0
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 
@@ -189,14 +205,18 @@ def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, 
     ``idx`` on the data rows ``rows`` (None: all). The logits follow the
     score-function estimate of ``d E_q[L] / d logits`` minus the exact
     gradient of the divergence; ``params`` follow the average gradient of
-    the sampled subsets' bounds, an unbiased gradient of ``E_q[L]``.
+    the sampled subsets' bounds, an unbiased gradient of ``E_q[L]``. The
+    phase ends when the objective and ``E|Z|`` stop trending
+    (:class:`~skgp_bayes.inference.StationarityRule`), or after
+    ``n_select_iter`` steps. Returns the parameters, the logits, the traces
+    of the objective and of ``E|Z|``, and whether the rule was met.
     """
     batch = getattr(est, "batch_size", None)
     param_state, logit_state = adam_init(params), adam_init(logits)
     baseline = DecayingBaseline(_BASELINE_DECAY)
-    trace = []
+    rule = StationarityRule(_SELECT_WINDOW, _SELECT_BATCHES, _SELECT_Z)
+    trace, counts = [], []
     n_iter = int(est.n_select_iter)
-    report = max(1, n_iter // 10)
     for it in range(n_iter):
         rows = None
         if batch is not None and batch < n:
@@ -224,13 +244,21 @@ def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, 
         step = adam_update(param_state, grads.mean(axis=0) / n, est.learning_rate)
         params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
         trace.append(float(values.mean()) - kl)
-        if est.verbose and (it + 1) % report == 0:
-            mean_count, _ = process.cardinality_moments(logits)
-            print(
-                f"[{type(est).__name__}] selection step {it + 1}/{n_iter}: "
-                f"objective {trace[-1]:.4g}, E|Z| = {mean_count:.1f}"
+        counts.append(process.cardinality_moments(logits)[0])
+        stop = rule.update([trace[-1], counts[-1]])
+        if est.verbose and rule.n_steps % _SELECT_WINDOW == 0:
+            zs = (
+                ""
+                if rule.z_scores is None
+                else f", change/error {rule.z_scores.max():.2f}"
             )
-    return params, logits, trace
+            print(
+                f"[{type(est).__name__}] selection step {it + 1}: "
+                f"objective {trace[-1]:.4g}, E|Z| = {counts[-1]:.1f}{zs}"
+            )
+        if stop:
+            break
+    return params, logits, trace, counts, rule.converged
 
 
 def _ascend(fn, start, bounds, max_iter, batch_size, learning_rate, rng, n):
@@ -291,8 +319,20 @@ def _kernel_bounds(kernel, adapter):
 
 
 def _keep(est, process, logits, seed):
-    """The kept set: ``lambda > 1/2`` or one draw; never empty."""
+    """The kept set of ``q_lambda``; never empty (see ``keep`` in the docs).
+
+    ``"expected"``: the ``round(E|Z|)`` most probable candidates, which is
+    the most probable set under ``q_lambda`` among the sets of its expected
+    size (``log q(b) = sum_k b_k l_k + const``, so for a fixed count the
+    largest logits win). ``"threshold"``: ``lambda_k > 1/2``, the mode of
+    ``q_lambda``. ``"sample"``: one draw.
+    """
     lam = process.probabilities(logits)
+    if est.keep == "expected":
+        count = int(np.clip(np.round(lam.sum()), 1, lam.size))
+        support = np.zeros(lam.size, dtype=bool)
+        support[np.argsort(-logits, kind="stable")[:count]] = True
+        return support
     if est.keep == "threshold":
         support = lam > 0.5
     else:
@@ -300,7 +340,40 @@ def _keep(est, process, logits, seed):
     if not np.any(support):
         # an empty set would predict the prior everywhere
         support[int(np.argmax(lam))] = True
+    if est.keep == "threshold":
+        _warn_atypical_mode(process, logits, int(support.sum()))
     return support
+
+
+def _warn_atypical_mode(process, logits, n_kept):
+    mean, var = process.cardinality_moments(logits)
+    # |Z| under q is Poisson-binomial: a kept count more than three standard
+    # deviations (plus one point of rounding) below its mean is a set that
+    # q itself almost never draws
+    if n_kept >= mean - 3.0 * np.sqrt(var) - 1.0:
+        return
+    warn_user(
+        f"keep='threshold' kept {n_kept} of {logits.size} candidate inducing "
+        f"points, while the fitted point process expects {mean:.1f} "
+        f"(sd {np.sqrt(var):.1f}): most inclusion probabilities lie below "
+        "1/2 without being small, so the mode of the process is far from the "
+        "sets it draws, and a model on the mode can lose most of the signal. "
+        "Use keep='expected' (the most probable set of the expected size) "
+        "or keep='sample'.",
+        DegenerateFitWarning,
+    )
+
+
+def _warn_unfinished_selection(est, stopped, n_steps):
+    if stopped or n_steps == 0:
+        return
+    warn_user(
+        f"The selection of inducing points did not settle in {n_steps} steps "
+        "(its objective or expected number of points still moved by more "
+        "than their Monte Carlo error between the last two windows of "
+        f"{_SELECT_WINDOW} steps); increase n_select_iter.",
+        ConvergenceWarning,
+    )
 
 
 def _selection_attributes(Zc, out):
@@ -314,6 +387,7 @@ def _selection_attributes(Zc, out):
         "n_inducing_": int(support.sum()),
         "expected_n_inducing_": mean_count,
         "var_n_inducing_": var_count,
+        "n_iter_": len(out["traces"]["select"]),
         "elbo_history_": {
             key: np.asarray(out["traces"][key], dtype=np.float64)
             for key in ("pre", "select", "post")
@@ -324,6 +398,10 @@ def _selection_attributes(Zc, out):
             if len(out["traces"]["post"])
             else np.nan,
             "n_select_steps": len(out["traces"]["select"]),
+            "selection_converged": bool(out["stopped"]),
+            "expected_n_inducing_trace": np.asarray(out["counts"], dtype=np.float64),
+            "n_pre_iter": len(out["traces"]["pre"]),
+            "n_post_iter": len(out["traces"]["post"]),
             "expected_n_inducing": float(mean_count),
             "n_inducing": int(support.sum()),
         },
@@ -360,9 +438,10 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     # of the sampled subsets' bounds
     process = BernoulliPointProcess(K, est.alpha)
     logits = np.full(K, logit(_INITIAL_INCLUSION))
-    params, logits, select_trace = _selection_phase(
+    params, logits, select_trace, counts, stopped = _selection_phase(
         est, bound.value_and_grad, params, logits, bounds, process, rng, n
     )
+    _warn_unfinished_selection(est, stopped, len(select_trace))
     t2 = time.perf_counter()
 
     # 3. keep a set, post-train its own bound from the shared q
@@ -396,6 +475,8 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
         "process": process,
         "logits": logits,
         "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+        "counts": counts,
+        "stopped": stopped,
         "times": {"pre": t1 - t0, "select": t2 - t1, "post": t3 - t2, "total": t3 - t0},
     }
 
@@ -430,8 +511,11 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         Draws from the point process per selection step.
     n_pre_iter : int, default=200
         Maximum L-BFGS-B iterations of the pre-training on all candidates.
-    n_select_iter : int, default=600
-        Adam steps of the selection phase.
+    n_select_iter : int, default=2000
+        Most Adam steps of the selection phase. The phase ends earlier, as
+        soon as its objective and ``E|Z|`` stop trending against their own
+        Monte Carlo error (checked every 50 steps from step 100); when it
+        runs out instead, a ``ConvergenceWarning`` is raised.
     n_post_iter : int, default=200
         Maximum L-BFGS-B iterations of the post-training on the kept set.
     batch_size : int, default=None
@@ -447,9 +531,13 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         Adam step size of the hyperparameters in the selection phase.
     selection_learning_rate : float, default=0.2
         Adam step size of the inclusion logits.
-    keep : {"threshold", "sample"}, default="threshold"
-        Kept set: candidates with inclusion probability above one half, or
-        one draw from the fitted point process (seeded by ``random_state``).
+    keep : {"expected", "threshold", "sample"}, default="expected"
+        Kept set: the ``round(expected_n_inducing_)`` candidates with the
+        largest inclusion probabilities (the most probable set of the
+        expected size), the candidates with probability above one half
+        (the mode; a ``DegenerateFitWarning`` when it is far smaller than
+        the expected size), or one draw from the fitted point process
+        (seeded by ``random_state``).
     noise_variance : float, default=1.0
         Initial Gaussian noise variance, in units of the standardised
         targets (the seed paper initialises every hyperparameter to 1).
@@ -458,7 +546,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the candidates, the point-process draws and ``keep="sample"``.
     verbose : int, default=0
-        Print progress every tenth of the selection phase.
+        Print the phases, and the selection's progress every 50 steps.
 
     Attributes
     ----------
@@ -474,9 +562,15 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         ``E|Z| = sum_k lambda_k`` under the fitted process.
     var_n_inducing_ : float
         ``Var|Z| = sum_k lambda_k (1 - lambda_k)``.
+    n_iter_ : int
+        Selection steps taken.
     diagnostics_ : dict
         ``final_elbo`` (last post-training bound), ``n_select_steps``,
-        ``expected_n_inducing`` and ``n_inducing``, in one place.
+        ``selection_converged`` (whether the stopping rule was met),
+        ``expected_n_inducing_trace`` (``E|Z|`` after each selection step),
+        ``n_pre_iter`` and ``n_post_iter`` (L-BFGS-B iterations, or Adam
+        steps with ``batch_size``), ``expected_n_inducing`` and
+        ``n_inducing``, in one place.
     elbo_history_ : dict of ndarray
         ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
         ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
@@ -523,7 +617,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "selection_learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "keep": [StrOptions({"threshold", "sample"})],
+        "keep": [StrOptions({"expected", "threshold", "sample"})],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "jitter": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
@@ -539,12 +633,12 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         alpha=0.01,
         n_score_samples=4,
         n_pre_iter=200,
-        n_select_iter=600,
+        n_select_iter=2000,
         n_post_iter=200,
         batch_size=None,
         learning_rate=0.01,
         selection_learning_rate=0.2,
-        keep="threshold",
+        keep="expected",
         noise_variance=1.0,
         jitter=1e-6,
         random_state=None,
@@ -679,7 +773,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         # 2. selection
         process = BernoulliPointProcess(K, self.alpha)
         logits = np.full(K, logit(_INITIAL_INCLUSION))
-        hyper, logits, select_trace = _selection_phase(
+        hyper, logits, select_trace, counts, stopped = _selection_phase(
             self,
             lambda h, idx, rows: bound.value_and_grad(h, idx),
             hyper,
@@ -689,6 +783,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             np.random.default_rng(int(seeds[1])),
             bound.X.shape[0],
         )
+        _warn_unfinished_selection(self, stopped, len(select_trace))
         t2 = time.perf_counter()
 
         # 3. keep a set, post-train
@@ -712,6 +807,8 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             "process": process,
             "logits": logits,
             "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+            "counts": counts,
+            "stopped": stopped,
             "times": {
                 "pre": t1 - t0,
                 "select": t2 - t1,
@@ -965,8 +1062,8 @@ jitter, random_state, verbose
     ----------
     classes_ : ndarray of shape (2,)
     candidates_, inclusion_probabilities_, support_, inducing_points_, \
-n_inducing_, expected_n_inducing_, var_n_inducing_, elbo_history_, elbo_, \
-kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
+n_inducing_, expected_n_inducing_, var_n_inducing_, n_iter_, elbo_history_, \
+elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`SelectiveSVGP`.
 
     Examples
@@ -1000,12 +1097,12 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         alpha=0.01,
         n_score_samples=4,
         n_pre_iter=200,
-        n_select_iter=600,
+        n_select_iter=2000,
         n_post_iter=200,
         batch_size=None,
         learning_rate=0.01,
         selection_learning_rate=0.2,
-        keep="threshold",
+        keep="expected",
         link="logit",
         jitter=1e-6,
         random_state=None,
