@@ -1162,7 +1162,9 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             if classes.size > 2:
                 raise ValueError(
                     "Only binary classification is supported; "
-                    f"{type(self).__name__} got {classes.size} classes."
+                    f"{type(self).__name__} got {classes.size} classes. "
+                    "SteinGPClassifier and VariationalMCMCClassifier fit "
+                    "several classes."
                 )
             if classes.size < 2:
                 raise ValueError(
