@@ -95,7 +95,7 @@ from .inference import (
     estimate_bernoulli_gradient,
 )
 from .kernels import KernelAdapter
-from .likelihoods import Bernoulli, Gaussian
+from .likelihoods import Bernoulli, Gaussian, Softmax
 from .sampling import require_spectral_spec
 from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetBound
 from .targets.sparse import _inducing_factor, _project
@@ -117,6 +117,10 @@ _BASELINE_DECAY = 0.9
 _SELECT_WINDOW = 50
 _SELECT_BATCHES = 5
 _SELECT_Z = 2.0
+# Softmax draws for multiclass probabilities at prediction (the fit uses
+# the likelihood's default 100): the Monte Carlo error of a probability
+# p is sqrt(p (1 - p) / 256) at most 0.03, before the antithetic pairing.
+_SOFTMAX_PREDICT_DRAWS = 256
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 
@@ -179,6 +183,17 @@ def _sparse_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
             mean[rows] = A.T @ q_mean
             var[rows] = gamma + np.einsum("ij,ij->j", B, B)
     return mean, np.maximum(var, 0.0)
+
+
+def _classification_likelihood(n_classes, link):
+    """Bernoulli with ``link`` for two classes, else the softmax.
+
+    The softmax's expectations use fixed Monte Carlo draws (common random
+    numbers), so the bound stays a deterministic function for L-BFGS-B.
+    """
+    if n_classes == 2:
+        return Bernoulli(link=link)
+    return Softmax(n_classes=n_classes, random_state=0)
 
 
 def _random_candidates(X, n_candidates, rng):
@@ -1032,13 +1047,16 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
 
 
 class SelectiveSVGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
-    """Binary sparse GP classification with a learned set of inducing points.
+    """Sparse GP classification with a learned set of inducing points.
 
     The counterpart of :class:`SelectiveSVGP` for a Bernoulli likelihood
-    (logit or probit link, Gauss-Hermite expectations). Without a
-    closed-form optimal ``q(u)``, one whitened ``q(v*) = N(m*, S*)`` over all
-    candidates is learned and shared by the subsets (each uses its
-    sub-vector and the sub-block of the factor of ``S*``; see
+    with two classes (logit or probit link, Gauss-Hermite expectations)
+    and a softmax over one latent function per class with more (Monte
+    Carlo expectations over fixed draws, as :class:`SteinGPClassifier`).
+    Without a closed-form optimal ``q(u)``, one whitened
+    ``q(v*) = N(m*, S*)`` per latent over all candidates is learned and
+    shared by the subsets (each uses its sub-vector and the sub-block of
+    the factor of ``S*``, the same candidates in every latent; see
     :class:`~skgp_bayes.targets.selective.SharedSubsetBound`). The three
     phases are those of :class:`SelectiveSVGP`; ``q`` and the kernel
     hyperparameters are trained in all of them, by L-BFGS-B in pre- and
@@ -1057,10 +1075,11 @@ jitter, random_state, verbose
     batch_size : int, default=None
         Minibatch size of every phase; None uses all points.
     link : {"logit", "probit"}, default="logit"
+        Link of the two-class likelihood; more classes use the softmax.
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
+    classes_ : ndarray of shape (n_classes,)
     candidates_, inclusion_probabilities_, support_, inducing_points_, \
 n_inducing_, expected_n_inducing_, var_n_inducing_, n_iter_, elbo_history_, \
 elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
@@ -1138,7 +1157,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Two class labels.
+            Class labels (two or more).
 
         Returns
         -------
@@ -1159,13 +1178,6 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             check_input_magnitude(X)
             check_classification_targets(y)
             classes, y_enc = np.unique(y, return_inverse=True)
-            if classes.size > 2:
-                raise ValueError(
-                    "Only binary classification is supported; "
-                    f"{type(self).__name__} got {classes.size} classes. "
-                    "SteinGPClassifier and VariationalMCMCClassifier fit "
-                    "several classes."
-                )
             if classes.size < 2:
                 raise ValueError(
                     f"{type(self).__name__} requires 2 classes; got 1 class "
@@ -1180,17 +1192,19 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             else:
                 Zc = _check_candidates(self.candidates, X.shape[1])
             with blas_threads_for(X.shape[0], Zc.shape[0]):
-                fitted = self._fit_phases(X, y_enc.astype(np.float64), Zc, seeds)
+                fitted = self._fit_phases(
+                    X, y_enc.astype(np.float64), Zc, seeds, classes.size
+                )
         fitted["classes_"] = classes
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
-    def _fit_phases(self, X, y, Zc, seeds):
+    def _fit_phases(self, X, y, Zc, seeds, n_classes):
         kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
-        likelihood = Bernoulli(link=self.link)
+        likelihood = _classification_likelihood(n_classes, self.link)
         bound = SharedSubsetBound(adapter, X, y, Zc, likelihood, jitter=self.jitter)
         bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
         bounds[: bound.n_hyper] = kernel_bounds
@@ -1214,7 +1228,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 "_adapter": adapter,
                 "_likelihood": likelihood,
                 "_theta": np.array(theta),
-                "_q": (np.array(q_mean[:, 0]), np.array(q_L[0])),
+                "_q": (np.array(q_mean), np.array(q_L)),
             }
         )
         return fitted
@@ -1224,19 +1238,30 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         check_input_magnitude(X)
         q_mean, q_L = self._q
-        return _sparse_moments(
-            self._adapter,
-            self._theta,
-            self.inducing_points_,
-            self.jitter,
-            q_mean,
-            q_L,
-            X,
+        # one latent per column: (n_queries, n_latent) means and variances
+        moments = [
+            _sparse_moments(
+                self._adapter,
+                self._theta,
+                self.inducing_points_,
+                self.jitter,
+                q_mean[:, c],
+                q_L[c],
+                X,
+            )
+            for c in range(q_mean.shape[1])
+        ]
+        return (
+            np.stack([m for m, _ in moments], axis=1),
+            np.stack([v for _, v in moments], axis=1),
         )
 
     @keyboard_interrupt_passes
     def predict_proba(self, X):
-        """Class probabilities, ``E[p(y = 1 | f)]`` under ``q(f)``.
+        """Class probabilities, ``E[p(y | f)]`` under ``q(f)``.
+
+        Two classes: Gauss-Hermite quadrature; more: the softmax averaged
+        over 256 fixed draws of the latents.
 
         Parameters
         ----------
@@ -1244,7 +1269,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Returns
         -------
-        ndarray of shape (n_queries, 2)
+        ndarray of shape (n_queries, n_classes)
             Columns in the order of ``classes_``.
 
         Examples
@@ -1259,8 +1284,13 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         True
         """
         mu, var = self._latent(X)
-        p1 = np.clip(self._likelihood.predictive(mu, var), 0.0, 1.0)
-        return np.stack([1.0 - p1, p1], axis=1)
+        if mu.shape[1] == 1:
+            p1 = np.clip(self._likelihood.predictive(mu[:, 0], var[:, 0]), 0.0, 1.0)
+            return np.stack([1.0 - p1, p1], axis=1)
+        # more draws than the fit's: prediction is cheap and read directly
+        draws = Softmax(mu.shape[1], n_samples=_SOFTMAX_PREDICT_DRAWS, random_state=0)
+        proba = np.clip(draws.predictive(mu, var), 0.0, 1.0)
+        return proba / proba.sum(axis=1, keepdims=True)
 
     @keyboard_interrupt_passes
     def predict(self, X):
@@ -1285,7 +1315,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         array([False,  True])
         """
         proba = self.predict_proba(X)
-        return self.classes_[(proba[:, 1] > 0.5).astype(int)]
+        return self.classes_[np.argmax(proba, axis=1)]
 
     @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
@@ -1307,10 +1337,10 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Returns
         -------
-        functions : skgp_bayes.sampling.FunctionSamples
-            The latent of ``classes_[1]``: ``functions(X)`` has shape
-            ``(n_points, n_samples)``. A ``WhiteKernel``'s noise is not part
-            of them.
+        functions : FunctionSamples or list of FunctionSamples
+            Two classes: the latent of ``classes_[1]``, ``functions(X)`` of
+            shape ``(n_points, n_samples)``. More: one per class, on the
+            same draws. A ``WhiteKernel``'s noise is not part of them.
 
         Raises
         ------
@@ -1338,17 +1368,16 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             self.inducing_points_,
             self.jitter,
             np.asarray(self._theta)[None, :],
-            np.asarray(q_mean)[None, :, None],
-            np.asarray(q_L)[None],
+            np.asarray(q_mean)[None],
+            np.asarray(q_L),
             n_samples,
             check_random_state(random_state),
             n_features,
         )
-        return functions[0]
+        return functions[0] if len(functions) == 1 else functions
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         tags.non_deterministic = False
-        tags.classifier_tags.multi_class = False
         return tags

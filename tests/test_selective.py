@@ -14,7 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 from skgp_bayes import SelectiveSVGP, SelectiveSVGPClassifier
 from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.likelihoods import Bernoulli, Gaussian
+from skgp_bayes.likelihoods import Bernoulli, Gaussian, Softmax
 from skgp_bayes.targets.selective import SharedSubsetBound, SubsetBound
 
 # ---------------------------------------------------------------- the bound
@@ -453,12 +453,61 @@ def test_classifier_minibatch_and_determinism(fitted_classifier):
 
 def test_classifier_bad_input():
     X, y = _classification_data(30)
-    with pytest.raises(ValueError, match="Only binary"):
-        SelectiveSVGPClassifier(**_FAST).fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="class"):
         SelectiveSVGPClassifier(**_FAST).fit(X, np.zeros(30))
     with pytest.raises(ValueError, match="link"):
         SelectiveSVGPClassifier(link="cauchit").fit(X, y)
+
+
+def test_shared_bound_with_several_latents_gradient():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-2, 2, (30, 1))
+    y = np.digitize(X[:, 0], [-0.7, 0.7]).astype(float)
+    bound = SharedSubsetBound(
+        KernelAdapter(ConstantKernel(1.5) * RBF(0.7)), X, y, X[:6], Softmax(3)
+    )
+    params = bound.full.initial_params()
+    params[bound.blocks["m"]] = rng.normal(size=18)
+    params[bound.blocks["L"]] = 0.3 * rng.normal(size=3 * 21)
+    # all candidates: the full bound itself
+    value, grad = bound.value_and_grad(params, np.arange(6))
+    full_value, full_grad = bound.full.elbo_and_grad(params)
+    assert value == pytest.approx(full_value, rel=1e-12)
+    np.testing.assert_allclose(grad, full_grad, rtol=1e-12, atol=1e-12)
+    h = 1e-6
+    for idx in ([], [2], [0, 3, 5]):
+        _, grad = bound.value_and_grad(params, idx)
+        fd = np.empty_like(params)
+        for j in range(params.size):
+            e = np.zeros_like(params)
+            e[j] = h
+            plus = bound.value_and_grad(params + e, idx)[0]
+            minus = bound.value_and_grad(params - e, idx)[0]
+            fd[j] = (plus - minus) / (2 * h)
+        # the softmax's fixed draws make the value smooth; O(10) values,
+        # rounding ~1e-8, truncation O(h^2)
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+        unread = np.setdiff1d(np.arange(params.size), bound.subset_index(idx))
+        assert np.all(grad[unread] == 0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_classifier_with_three_classes():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-3, 3, (90, 1))
+    labels = np.array(["low", "mid", "high"])
+    y = labels[np.digitize(X[:, 0], [-1.0, 1.0])]
+    clf = SelectiveSVGPClassifier(n_candidates=12, random_state=0, **_FAST)
+    clf.fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, ["high", "low", "mid"])
+    proba = clf.predict_proba(X)
+    assert proba.shape == (90, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # three intervals, each of about 30 points, with clean boundaries
+    assert clf.score(X, y) > 0.9
+    _assert_expected_size_kept(clf)
+    functions = clf.sample_functions(2, random_state=0)
+    assert len(functions) == 3 and functions[0](X[:4]).shape == (4, 2)
 
 
 def test_shared_bound_with_gaussian_noise_gradient():
