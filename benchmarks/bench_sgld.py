@@ -155,6 +155,7 @@ def quality(quick, n=None):
             n_chains=2,
             n_jobs=2,
             n_probes=n_probes,
+            solver="ulisse",  # the subject here; "auto" would factorise
             step_size_start=step,
             step_size_end=step,
             step_size_gamma=0.0,

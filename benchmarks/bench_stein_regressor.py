@@ -163,7 +163,7 @@ def bench_solvers(seed, n_particles, max_iter):
             fit_time = time.perf_counter() - t0
         pred = reg.predict(X_te)
         rmse = float(np.sqrt(np.mean((pred - y_te) ** 2)))
-        lpd = float(reg.log_predictive_density(X_te, y_te))
+        lpd = float(reg.log_predictive_density(X_te, y_te).mean())
         length = reg.particles_[:, 1:9].mean(0)
         rows.append((solver, rmse, lpd, fit_time, reg.n_iter_, length))
     for solver, rmse, lpd, fit_time, n_iter, length in rows:

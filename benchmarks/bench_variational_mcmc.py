@@ -197,7 +197,7 @@ def bench_large(n, m, n_warmup, n_samples, max_leapfrog, svgp_steps):
         Bernoulli(),
         PriorSet(dict(adapter.hyperparameter_slices)),
     )
-    params = clf.samples_[-1]
+    params = clf.draws_[-1]
     target.logp_and_grad(params)
     times = []
     # under the estimator's own BLAS thread setting, as the sampler ran

@@ -37,6 +37,8 @@ autodoc_default_options = {
             "set_partial_fit_request",
             "set_predict_request",
             "set_predict_proba_request",
+            "set_predict_log_proba_request",
+            "set_decision_function_request",
             "set_score_request",
             "score",
         ]

@@ -70,8 +70,8 @@ ax.set_ylabel("disasters per year")
 ax.legend()
 
 names = model.param_names_
-variance = np.exp(model.samples_[:, names.index("k1__constant_value")])
-length = np.exp(model.samples_[:, names.index("k2__length_scale")])
+variance = np.exp(model.draws_[:, names.index("k1__constant_value")])
+length = np.exp(model.draws_[:, names.index("k2__length_scale")])
 ax_h.scatter(variance, length, s=4, alpha=0.4, label="HMC draws")
 ax_h.scatter(
     model.kernel_.k1.constant_value,

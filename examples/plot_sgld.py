@@ -37,6 +37,7 @@ reg = SGLDGPRegressor(
     ConstantKernel(1.0) * RBF(1.0),
     n_iter=1000,
     n_chains=2,
+    solver="ulisse",  # on 50 points "auto" would take exact gradients
     step_size_start=0.05,
     step_size_end=0.05,
     step_size_gamma=0.0,

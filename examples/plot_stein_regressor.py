@@ -111,7 +111,7 @@ ax_pred.plot(grid[:, 0], skl_mean - 2 * skl_std, "r--", lw=1, label="scikit-lear
 ax_pred.plot(grid[:, 0], skl_mean + 2 * skl_std, "r--", lw=1)
 ax_pred.scatter(X_train[:, 0], y_train, s=10, c="k", label="training data")
 ax_pred.scatter(X_test[:, 0], y_test, s=10, c="0.6", label="test data")
-lpd_stein = stein.log_predictive_density(X_test, y_test)
+lpd_stein = stein.log_predictive_density(X_test, y_test).mean()
 ax_pred.set_title(f"Predictions (SteinGP test log density {lpd_stein:.3f})")
 ax_pred.legend(loc="lower right", fontsize=8)
 fig.tight_layout()

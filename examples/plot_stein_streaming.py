@@ -56,9 +56,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", ConvergenceWarning)
     for chunk in np.array_split(np.arange(n), n_chunks):
         stream.partial_fit(X[chunk], y[chunk])
-        scores.append(stream.log_predictive_density(X_test, y_test))
+        scores.append(stream.log_predictive_density(X_test, y_test).mean())
     whole = SteinGPRegressor(**{**options, "max_iter": 40 * n_chunks}).fit(X, y)
-whole_score = whole.log_predictive_density(X_test, y_test)
+whole_score = whole.log_predictive_density(X_test, y_test).mean()
 # The oracle: the true function with the true noise, on the same test points.
 oracle = np.mean(
     -0.5 * np.log(2 * np.pi * 0.3**2)

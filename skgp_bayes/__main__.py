@@ -393,7 +393,9 @@ def fit_stein(
     mean = model.predict(X_test)
     # The predictive is a mixture over particles, not a normal, so its own
     # log density is used rather than N(mean, std^2).
-    lpd = float(gp.log_predictive_density(model[:-1].transform(X_test), y_test))
+    lpd = float(
+        np.mean(gp.log_predictive_density(model[:-1].transform(X_test), y_test))
+    )
     return {
         "name": f"SteinGPRegressor ({n_particles} particles)",
         "rmse": float(np.sqrt(np.mean((y_test - mean) ** 2))),

@@ -10,13 +10,20 @@ exact per-draw GP posterior (``self._draws`` with ``X``, ``y``,
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._defaults import default_kernel, in_natural_units, merged_priors, scale_inputs
 from ._interrupt import keyboard_interrupt_passes
-from ._predictive import gaussian_joint_draws, mixture_mean_cov, mixture_mean_var
+from ._predictive import gaussian_joint_draws
+from ._predictive_contract import (
+    GaussianMixturePredictive,
+    LatentDraws,
+    RegressorContractMixin,
+    fit_time_from_diagnostics,
+    mixture_prediction,
+)
 from ._validation import (
     check_bounds,
     check_finite_theta,
@@ -46,18 +53,6 @@ EXACT_SAMPLE_WARN = 5000
 # with 1 sample, but under 0.15 s below 100 points: there the exact draw, free
 # of random-feature error, costs little; at 100 it was 8-50x slower.
 PATHWISE_MIN_POINTS = 100
-
-
-def default_kernel():
-    """The kernel used when none is given: ``ConstantKernel() * RBF()``.
-
-    Examples
-    --------
-    >>> from skgp_bayes._exact_gp import default_kernel
-    >>> default_kernel()
-    1**2 * RBF(length_scale=1)
-    """
-    return ConstantKernel(1.0) * RBF(1.0)
 
 
 def check_exact_sampling(n_points, no_spectral):
@@ -123,7 +118,7 @@ def sample_y_spec(kernel, method, n_points):
     return None
 
 
-class ExactGPRegressorMixin:
+class ExactGPRegressorMixin(RegressorContractMixin):
     """Set-up, ``predict`` and sampling of regressors with exact GP draws."""
 
     def _hyperparameters(self):
@@ -133,7 +128,10 @@ class ExactGPRegressorMixin:
         bounds are ``"fixed"``; then the last entry is its log value, else
         ``None``.
         """
-        kernel = default_kernel() if self.kernel is None else clone(self.kernel)
+        n_features = self.n_features_in_
+        kernel = (
+            default_kernel(n_features) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         noise = positive_finite("noise_variance", self.noise_variance)
@@ -152,18 +150,21 @@ class ExactGPRegressorMixin:
             slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
         check_bounds(bounds, names)
         start = np.clip(start, bounds[:, 0], bounds[:, 1])
-        prior_set = PriorSet(slices, self.priors)
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, n_features))
         return kernel, adapter, names, bounds, start, prior_set, fixed_log_noise
+
+    fit_time_ = fit_time_from_diagnostics()
 
     # -------------------------------------------------------------- predict
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 
     @keyboard_interrupt_passes
-    def predict(self, X, return_std=False, return_cov=False):
+    def predict(self, X, return_std=False, return_cov=False, *, noise=False):
         """Mean (and spread) of the predictive mixture over the draws.
 
         Parameters
@@ -174,6 +175,10 @@ class ExactGPRegressorMixin:
             Also return the standard deviation of the latent function.
         return_cov : bool, default=False
             Also return the joint covariance of the latent function.
+        noise : bool, default=False
+            Include each draw's observation noise (``noise_variance_``) in
+            the standard deviation or covariance: the spread of a noisy
+            observation of ``y`` instead of the latent function's.
 
         Returns
         -------
@@ -183,9 +188,12 @@ class ExactGPRegressorMixin:
 
         Notes
         -----
-        As in scikit-learn, the spread is that of the latent function; a
-        ``WhiteKernel`` in the kernel adds its noise, ``noise_variance`` does
-        not. Use :meth:`log_predictive_density` for noisy observations.
+        As in scikit-learn, the spread is by default that of the latent
+        function (a ``WhiteKernel`` in the kernel adds its noise,
+        ``noise_variance`` does not); it is the mixture's, the mean of the
+        draws' variances plus the variance of their means. For intervals of
+        ``y`` use :meth:`predict_interval` or :meth:`predict_quantiles`,
+        which use the exact mixture rather than a Gaussian with this spread.
 
         Examples
         --------
@@ -199,20 +207,25 @@ class ExactGPRegressorMixin:
         >>> mean, std = reg.predict(np.array([[0.0], [1.0]]), return_std=True)
         >>> mean.shape, bool(np.all(std > 0))
         ((2,), True)
+        >>> _, std_y = reg.predict(np.array([[0.0], [1.0]]), return_std=True,
+        ...                        noise=True)
+        >>> bool(np.all(std_y > std))
+        True
         """
         if return_std and return_cov:
             raise RuntimeError(
                 "At most one of return_std or return_cov can be requested."
             )
-        X = self._validate_query(X)
-        means, spread = self._draws.moments(X, full_cov=return_cov)
-        if return_cov:
-            mean, cov = mixture_mean_cov(means, spread)
-            return self._to_y(mean), cov * self._y_std**2
-        mean, var = mixture_mean_var(means, spread)
-        if return_std:
-            return self._to_y(mean), np.sqrt(var) * self._y_std
-        return self._to_y(mean)
+        draws = self._predictive_draws(self._validate_query(X), full_cov=return_cov)
+        return mixture_prediction(draws, return_std, return_cov, noise)
+
+    def _predictive_draws(self, X, full_cov=False):
+        means, spread = self._draws.moments(X, full_cov=full_cov)
+        noise = self._draws.noise_variances
+        return LatentDraws(means, spread, noise, self._y_mean, self._y_std)
+
+    def _observation_predictive(self, X):
+        return GaussianMixturePredictive.from_draws(self._predictive_draws(X))
 
     def _to_y(self, values):
         return values * self._y_std + self._y_mean
@@ -369,4 +382,5 @@ class ExactGPRegressorMixin:
             self._draws.adapter.kernel, "sample_y(X, method='exact')"
         )
         rng = check_random_state(random_state)
-        return self._pathwise(spec, n_samples, rng, n_features)[0]
+        functions = self._pathwise(spec, n_samples, rng, n_features)[0]
+        return in_natural_units(functions, self)

@@ -278,6 +278,17 @@ def warn_at_bounds(values, bounds, names, what, tol=1e-6):
                 _warn_pinned(name, label, np.exp(bounds[j, side]), pinned, what)
 
 
+def _bound_setting(name):
+    """The setting that holds the bound of parameter ``name``."""
+    if name == "noise_variance":
+        return "noise_variance_bounds"
+    # "latent1__k2__length_scale[3]" is bounded by k2__length_scale_bounds
+    base = name.split("[")[0]
+    if base.startswith("latent") and "__" in base:
+        base = base.split("__", 1)[1]
+    return f"the kernel's {base}_bounds"
+
+
 def _warn_pinned(name, label, bound, pinned, what):
     hint = ""
     if label == "lower" and "constant_value" in name:
@@ -291,10 +302,11 @@ def _warn_pinned(name, label, bound, pinned, what):
             "set noise_variance to a small value with "
             "noise_variance_bounds='fixed'."
         )
+    verb = "Lower" if label == "lower" else "Raise"
     warn_user(
         f"The parameter {name} is at its {label} bound {bound:.3g} for "
         f"{int(pinned.sum())} of {pinned.size} {what}: the data pull it "
-        f"beyond the bound. Widen that bound (the kernel's bounds, or "
-        f"noise_variance_bounds) and fit again.{hint}",
+        f"beyond the bound. {verb} that bound ({_bound_setting(name)}) and fit "
+        f"again if such values are plausible.{hint}",
         DegenerateFitWarning,
     )

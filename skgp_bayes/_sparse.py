@@ -79,14 +79,36 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter):
     return params, trace, converged, int(result.nit)
 
 
-def fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rng):
+def _settled(trace, window):
+    """Whether the last ``window`` minibatch ELBOs rose above the window
+    before them by less than twice the standard error of that rise."""
+    if len(trace) < 2 * window or len(trace) % window:
+        return False
+    last = np.asarray(trace[-window:])
+    before = np.asarray(trace[-2 * window : -window])
+    rise = last.mean() - before.mean()
+    se = np.sqrt((last.var(ddof=1) + before.var(ddof=1)) / window)
+    return bool(rise < 2.0 * se)
+
+
+def fit_svgp_adam(
+    bound, start, bounds, max_iter, batch_size, learning_rate, rng, settle_window=None
+):
+    """Adam on minibatch estimates of the SVGP bound.
+
+    With ``settle_window`` the run stops once the mean of the last
+    ``settle_window`` minibatch bounds exceeds the mean of the window before
+    it by less than twice the standard error of that difference: the bound
+    no longer rises by more than its own minibatch noise shows. Returns
+    ``(params, trace, converged, n_iter)``.
+    """
     params = start.copy()
     state = adam_init(params)
     n = bound.n
     order = rng.permutation(n)
     pos = 0
     trace = []
-    for _ in range(int(max_iter)):
+    for it in range(int(max_iter)):
         if pos + batch_size > n:
             order = rng.permutation(n)
             pos = 0
@@ -103,7 +125,9 @@ def fit_svgp_adam(bound, start, bounds, max_iter, batch_size, learning_rate, rng
         params += adam_update(state, grad / n, learning_rate)
         np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
         trace.append(float(value))
-    return params, trace, True, int(max_iter)
+        if settle_window is not None and _settled(trace, settle_window):
+            return params, trace, True, it + 1
+    return params, trace, settle_window is None, int(max_iter)
 
 
 def sparse_function_samples(
@@ -204,11 +228,12 @@ def sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
     return out
 
 
-def resolve_inducing(inducing_points, X, seed):
+def resolve_inducing(inducing_points, X, seed, scaling=None):
     """Inducing inputs from an estimator's ``inducing_points`` argument.
 
     An int picks that many by k-means on ``X`` (all distinct inputs when
-    there are fewer); an array is checked and used as given.
+    there are fewer); an array, in the user's units, is checked and brought
+    to the model's units by ``scaling`` (the estimator's input scaling).
     """
     if isinstance(inducing_points, (int, np.integer)):
         if inducing_points < 1:
@@ -228,6 +253,8 @@ def resolve_inducing(inducing_points, X, seed):
         )
     if not np.all(np.isfinite(Z)):
         raise ValueError("inducing_points contains NaN or infinity.")
+    if scaling is not None:
+        Z = scaling.transform(Z)
     return np.ascontiguousarray(Z)
 
 

@@ -29,6 +29,11 @@ _HYPER_SPREAD = 0.1
 _SVGP_LBFGS_ITER = 200
 _SVGP_ADAM_STEPS = 500
 _SVGP_ADAM_RATE = 0.01
+# The minibatch warm-up stops once its bound, averaged over one epoch (and at
+# least this many batches), rises by less than twice its standard error from
+# one such window to the next: further Adam steps would be lost in the noise
+# that SVGD's own minibatch steps add; _SVGP_ADAM_STEPS is then a budget.
+_SETTLE_MIN_BATCHES = 20
 
 
 def check_sparse_options(estimator, n_samples):
@@ -149,6 +154,7 @@ def sparse_initial_particles(
             batch_size,
             _SVGP_ADAM_RATE,
             rng,
+            settle_window=max(_SETTLE_MIN_BATCHES, -(-target.n // batch_size)),
         )
     theta, log_noise, q_mean, q_L, _ = bound.split(params)
     centre_hyper = np.append(theta, log_noise) if target.learn_noise else theta

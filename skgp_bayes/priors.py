@@ -156,7 +156,8 @@ def _check_positive(name, value):
 class Gamma(Prior):
     """Gamma prior with ``shape`` and ``scale`` (mean ``shape * scale``).
 
-    ``Gamma(1, 2)`` is the default of every estimator.
+    ``Gamma(1, 2)`` is every estimator's default for the signal and noise
+    variances (length scales get a log-normal; see :ref:`defaults`).
 
     Parameters
     ----------

@@ -64,16 +64,34 @@ from sklearn.base import (
     clone,
 )
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._defaults import (
+    NOISE_VARIANCE_BOUNDS,
+    default_kernel,
+    fit_input_scaling,
+    in_natural_units,
+    scale_inputs,
+)
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws
+from ._predictive_contract import (
+    GaussianMixturePredictive,
+    LatentDraws,
+    RegressorContractMixin,
+    binary_log_odds,
+    has_two_classes,
+    log_of_proba,
+    mixture_prediction,
+    proba_from_log_odds,
+)
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
@@ -106,7 +124,7 @@ __all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
 # starts from the pre-trained model on all candidates and prunes from there.
 _INITIAL_INCLUSION = 0.9
 # Log noise variance bounds (standardised targets), as the other regressors.
-_LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
+_LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Decay of the score-function baseline: an average over roughly the last
 # ten steps follows the bound as the hyperparameters move.
 _BASELINE_DECAY = 0.9
@@ -123,13 +141,6 @@ _SELECT_Z = 2.0
 _SOFTMAX_PREDICT_DRAWS = 256
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
-
-
-def _default_kernel(X):
-    # sqrt(d) times the median feature spread gives O(1) squared distances
-    spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
 
 
 def _maximise(bound, idx, start, bounds, max_iter):
@@ -496,7 +507,9 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     }
 
 
-class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
+class SelectiveSVGP(
+    RegressorContractMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+):
     """Sparse variational GP regression with a learned set of inducing points.
 
     A Bernoulli point process over candidate inducing inputs, with a prior
@@ -509,8 +522,9 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     ----------
     kernel : sklearn kernel, default=None
         Prior covariance of the latent function; its hyperparameters are
-        the starting point and are fitted. None uses
-        ``ConstantKernel(1.0) * RBF(sqrt(d) * median feature std)``.
+        the starting point and are fitted. None gives
+        ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on standardised inputs, one
+        length scale per input (see :ref:`defaults`).
     n_candidates : int, default=80
         Number of candidates drawn at random (without replacement) from the
         training inputs when ``candidates`` is None (the seed paper's
@@ -524,15 +538,20 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         for 1030 points, 0.2 for 45730).
     n_score_samples : int, default=4
         Draws from the point process per selection step.
-    n_pre_iter : int, default=200
-        Maximum L-BFGS-B iterations of the pre-training on all candidates.
+    n_pre_iter : int, default=2000
+        Maximum L-BFGS-B iterations of the pre-training on all candidates;
+        a budget only: L-BFGS-B stops on its own (per-point, so scale-free)
+        tolerances first on ordinary data.
     n_select_iter : int, default=2000
         Most Adam steps of the selection phase. The phase ends earlier, as
         soon as its objective and ``E|Z|`` stop trending against their own
         Monte Carlo error (checked every 50 steps from step 100); when it
         runs out instead, a ``ConvergenceWarning`` is raised.
-    n_post_iter : int, default=200
-        Maximum L-BFGS-B iterations of the post-training on the kept set.
+    n_post_iter : int, default=2000
+        Maximum L-BFGS-B iterations of the post-training on the kept set; a
+        budget only, as ``n_pre_iter`` (the classifier's shared ``q`` has
+        ``O(m^2)`` parameters and took 719 iterations on 143 breast-cancer
+        rows).
     batch_size : int, default=None
         None (the default) evaluates every bound on all points, with the
         optimal ``q(u)`` of each subset. An integer below the number of
@@ -558,6 +577,13 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         targets (the seed paper initialises every hyperparameter to 1).
     jitter : float, default=1e-6
         Relative diagonal jitter on ``K(Z, Z)``.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds the candidates, the point-process draws and ``keep="sample"``.
     verbose : int, default=0
@@ -635,6 +661,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         "keep": [StrOptions({"expected", "threshold", "sample"})],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "jitter": [Interval(Real, 0, None, closed="left")],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -647,15 +674,16 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         candidates=None,
         alpha=0.01,
         n_score_samples=4,
-        n_pre_iter=200,
+        n_pre_iter=2000,
         n_select_iter=2000,
-        n_post_iter=200,
+        n_post_iter=2000,
         batch_size=None,
         learning_rate=0.01,
         selection_learning_rate=0.2,
         keep="expected",
         noise_variance=1.0,
         jitter=1e-6,
+        normalize_X=True,
         random_state=None,
         verbose=0,
     ):
@@ -673,6 +701,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         self.keep = keep
         self.noise_variance = noise_variance
         self.jitter = jitter
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
 
@@ -680,10 +709,10 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     def _log(self, msg):
         print(f"[{type(self).__name__}] {msg}")
 
-    def _candidates(self, X, rng):
+    def _candidates(self, X, rng, scaling):
         if self.candidates is None:
             return _random_candidates(X, self.n_candidates, rng)
-        return _check_candidates(self.candidates, X.shape[1])
+        return scaling.transform(_check_candidates(self.candidates, X.shape[1]))
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keyboard_interrupt_passes
@@ -714,16 +743,20 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
-            check_input_magnitude(X)
+            X_model, scaling = fit_input_scaling(self, X)
+            check_input_magnitude(X_model)
             y_mean, y_std = safe_mean_std(y)
             y_std_units = (y - y_mean) / y_std
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=3)
-            Zc = self._candidates(X, np.random.default_rng(int(seeds[0])))
+            Zc = self._candidates(
+                X_model, np.random.default_rng(int(seeds[0])), scaling
+            )
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = prior_only(self, X.shape[0])._fit_phases(
-                    X, y_std_units, Zc, seeds
+                    X_model, y_std_units, Zc, seeds
                 )
+        fitted["input_scaling_"] = scaling
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
         self.__dict__.update(fitted)
@@ -732,7 +765,9 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
 
     def _fit_phases(self, X, y, Zc, seeds):
         t0 = time.perf_counter()
-        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
@@ -855,6 +890,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 
@@ -873,21 +909,25 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         )
 
     @keyboard_interrupt_passes
-    def predict(self, X, return_std=False):
-        """Predictive mean (and standard deviation) of the latent function.
+    def predict(self, X, return_std=False, return_cov=False, *, noise=False):
+        """Predictive mean (and spread) of the latent function.
 
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
         return_std : bool, default=False
             Also return the standard deviation of the latent function (as
-            in scikit-learn, without the observation noise; add
-            ``noise_variance_`` for that of ``y``).
+            in scikit-learn, without the observation noise).
+        return_cov : bool, default=False
+            Also return the joint covariance of the latent function.
+        noise : bool, default=False
+            Add ``noise_variance_``: the spread of a noisy observation.
 
         Returns
         -------
         mean : ndarray of shape (n_queries,)
         std : ndarray of shape (n_queries,), only if ``return_std``
+        cov : ndarray of shape (n_queries, n_queries), only if ``return_cov``
 
         Examples
         --------
@@ -899,13 +939,25 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         >>> mean, std = reg.predict(X[:2], return_std=True)
         >>> bool(np.all(std > 0))
         True
+        >>> mean, cov = reg.predict(X[:2], return_cov=True)
+        >>> cov.shape
+        (2, 2)
         """
-        X = self._validate_query(X)
-        mean, var = self._latent(X)
-        mean = mean * self.y_std_ + self.y_mean_
-        if return_std:
-            return mean, np.sqrt(var) * self.y_std_
-        return mean
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
+        draws = self._predictive_draws(self._validate_query(X), full_cov=return_cov)
+        return mixture_prediction(draws, return_std, return_cov, noise)
+
+    def _predictive_draws(self, X, full_cov=False):
+        """``q(f)`` as a one-draw :class:`LatentDraws`, standardised units."""
+        mean, spread = self._latent(X, full_cov=full_cov)
+        noise = np.array([self.noise_variance_ / self.y_std_**2])
+        return LatentDraws(mean[None], spread[None], noise, self.y_mean_, self.y_std_)
+
+    def _observation_predictive(self, X):
+        return GaussianMixturePredictive.from_draws(self._predictive_draws(X))
 
     def _functions(self, n_samples, random_state, n_features, **kw):
         check_is_fitted(self)
@@ -1034,7 +1086,7 @@ class SelectiveSVGP(VersionedStateMixin, RegressorMixin, BaseEstimator):
         functions, _ = self._functions(
             n_samples, random_state, n_features, offset=self.y_mean_, scale=self.y_std_
         )
-        return functions[0]
+        return in_natural_units(functions[0], self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1069,7 +1121,7 @@ class SelectiveSVGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimato
         As in :class:`SelectiveSVGP`.
     n_candidates, candidates, alpha, n_score_samples, n_pre_iter, \
 n_select_iter, n_post_iter, learning_rate, selection_learning_rate, keep, \
-jitter, random_state, verbose
+jitter, normalize_X, random_state, verbose
         As in :class:`SelectiveSVGP`; ``n_pre_iter`` and ``n_post_iter`` are
         Adam steps when ``batch_size`` is set.
     batch_size : int, default=None
@@ -1115,15 +1167,16 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         candidates=None,
         alpha=0.01,
         n_score_samples=4,
-        n_pre_iter=200,
+        n_pre_iter=2000,
         n_select_iter=2000,
-        n_post_iter=200,
+        n_post_iter=2000,
         batch_size=None,
         learning_rate=0.01,
         selection_learning_rate=0.2,
         keep="expected",
         link="logit",
         jitter=1e-6,
+        normalize_X=True,
         random_state=None,
         verbose=0,
     ):
@@ -1141,6 +1194,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.keep = keep
         self.link = link
         self.jitter = jitter
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
 
@@ -1175,7 +1229,8 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         with atomic_feature_state(self):
             X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-            check_input_magnitude(X)
+            X_model, scaling = fit_input_scaling(self, X)
+            check_input_magnitude(X_model)
             check_classification_targets(y)
             classes, y_enc = np.unique(y, return_inverse=True)
             if classes.size < 2:
@@ -1185,23 +1240,23 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 )
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=4)
-            if self.candidates is None:
-                Zc = _random_candidates(
-                    X, self.n_candidates, np.random.default_rng(int(seeds[0]))
-                )
-            else:
-                Zc = _check_candidates(self.candidates, X.shape[1])
+            Zc = SelectiveSVGP._candidates(
+                self, X_model, np.random.default_rng(int(seeds[0])), scaling
+            )
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = self._fit_phases(
-                    X, y_enc.astype(np.float64), Zc, seeds, classes.size
+                    X_model, y_enc.astype(np.float64), Zc, seeds, classes.size
                 )
+        fitted["input_scaling_"] = scaling
         fitted["classes_"] = classes
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds, n_classes):
-        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         likelihood = _classification_likelihood(n_classes, self.link)
@@ -1236,6 +1291,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
     def _latent(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         q_mean, q_L = self._q
         # one latent per column: (n_queries, n_latent) means and variances
@@ -1283,14 +1339,77 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> bool(proba[0, 0] > 0.5 and proba[1, 1] > 0.5)
         True
         """
+        check_is_fitted(self)
+        if len(self.classes_) == 2:
+            return proba_from_log_odds(self._log_odds(X))
         mu, var = self._latent(X)
-        if mu.shape[1] == 1:
-            p1 = np.clip(self._likelihood.predictive(mu[:, 0], var[:, 0]), 0.0, 1.0)
-            return np.stack([1.0 - p1, p1], axis=1)
         # more draws than the fit's: prediction is cheap and read directly
         draws = Softmax(mu.shape[1], n_samples=_SOFTMAX_PREDICT_DRAWS, random_state=0)
         proba = np.clip(draws.predictive(mu, var), 0.0, 1.0)
         return proba / proba.sum(axis=1, keepdims=True)
+
+    def _log_odds(self, X):
+        mu, var = self._latent(X)
+        return binary_log_odds(self._likelihood, mu[None, :, 0], var[None, :, 0])
+
+    @keyboard_interrupt_passes
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, finite in the tails.
+
+        For two classes, computed from the log odds, so that it stays
+        finite where a probability rounds to 0 or 1; for more, the log of
+        the Monte Carlo probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> bool(np.allclose(np.exp(clf.predict_log_proba(X)), clf.predict_proba(X)))
+        True
+        """
+        check_is_fitted(self)
+        if len(self.classes_) > 2:
+            return log_of_proba(self.predict_proba(X))
+        return proba_from_log_odds(self._log_odds(X), log=True)
+
+    @available_if(has_two_classes)
+    @keyboard_interrupt_passes
+    def decision_function(self, X):
+        """Log predictive odds of ``classes_[1]`` (two classes only).
+
+        ``log P(y = classes_[1]) - log P(y = classes_[0])``: positive
+        exactly where :meth:`predict` returns ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGPClassifier
+        >>> X = np.linspace(-2, 2, 40)[:, None]
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
+        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf.decision_function([[-1.5], [1.5]]) > 0
+        array([False,  True])
+        """
+        return self._log_odds(X)
 
     @keyboard_interrupt_passes
     def predict(self, X):
@@ -1314,8 +1433,11 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> clf.predict([[-1.5], [1.5]])
         array([False,  True])
         """
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        check_is_fitted(self)
+        if len(self.classes_) > 2:
+            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        scores = self._log_odds(X)  # checks that the model is fitted
+        return self.classes_[(scores > 0).astype(int)]
 
     @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
@@ -1374,7 +1496,9 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             check_random_state(random_state),
             n_features,
         )
-        return functions[0] if len(functions) == 1 else functions
+        if len(functions) == 1:
+            return in_natural_units(functions[0], self)
+        return [in_natural_units(f, self) for f in functions]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

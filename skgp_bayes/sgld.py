@@ -1,4 +1,5 @@
-"""SGLD over GP hyperparameters with unbiased early-stopped CG (seed 002)."""
+"""Langevin sampling of GP hyperparameters: exact-gradient MALA, or SGLD with
+unbiased early-stopped CG (ULISSE, seed 002) where a factorisation is dear."""
 
 import copy
 import time
@@ -12,7 +13,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
+from . import _config
 from ._backend import get_array_module
+from ._config import check_dense_bytes
+from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -25,7 +29,12 @@ from ._validation import (
     target_scale,
 )
 from ._warnings import collect_warnings, fit_warnings, report, warn_user
-from .diagnostics import effective_sample_size, split_rhat
+from .diagnostics import (
+    _rank_normalize,
+    _split_chains,
+    effective_sample_size,
+    split_rhat,
+)
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld, sgld_schedule
 from .linalg import StochasticMarginalGradient
@@ -40,7 +49,32 @@ _CHOLESKY_MAX_N = 5000
 # Query points per block of CG solves for predictive variances.
 # Fewer kept draws per chain than this make R-hat and ESS unreliable.
 _MIN_DIAGNOSTIC_DRAWS = 100
+# A fixed n_iter warns beyond this R-hat (the user chose the run length).
 _RHAT_WARN = 1.1
+# n_iter="auto" runs until every split R-hat is at most _RHAT_TARGET and every
+# bulk ESS at least _ESS_TARGET (Vehtari, Gelman, Simpson, Carpenter and
+# Buerkner, 2021), or until max_iter.
+_RHAT_TARGET = 1.01
+_ESS_TARGET = 100
+# solver="auto" takes exact gradients (a Cholesky factorisation per iteration)
+# up to this many training points; doc/sgld.rst gives the reasoning. The
+# exact path holds K and its inverse: _EXACT_MATRICES dense n x n matrices,
+# which must also fit in the quarter of MAX_DENSE_BYTES that storage="auto"
+# allows a stored K.
+_CHOLESKY_GRADIENT_MAX_N = 5000
+_EXACT_MATRICES = 2
+# Warm-up per chain with n_iter="auto": MALA's step adaptation (dual averaging
+# settles within a few hundred transitions), discarded as burn-in.
+_WARMUP = 200
+# Post-warm-up iterations of the first block with n_iter="auto". Two chains
+# split in four halves of total ESS E give E[R-hat - 1] of about 2 / E, so
+# R-hat <= 1.01 needs an ESS of a few hundred: about 1000 MALA iterations
+# per chain (integrated autocorrelation times of 2 to 5) before a check can
+# pass. Each further block adds half the post-warm-up span.
+_FIRST_DRAWS = 1000
+# Roberts and Rosenthal's (1998) optimal MALA scale: proposal variance
+# 1.65^2 d^(-1/3) times the target covariance.
+_MALA_SCALE = 1.65
 # Parameters that define the chains: a warm start needs them unchanged
 # (n_iter, burn-in, thinning, prediction and parallelism may change).
 _CHAIN_PARAMS = (
@@ -68,6 +102,11 @@ _CHAIN_PARAMS = (
 )
 
 
+def _bulk_ess(kept):
+    """Bulk ESS: the ESS of the rank-normalised split chains (Vehtari et al.)."""
+    return effective_sample_size(_rank_normalize(_split_chains(kept)))
+
+
 class _SafeGradient:
     """The stochastic gradient, with NaN where the kernel matrix fails.
 
@@ -85,19 +124,27 @@ class _SafeGradient:
             return float("nan"), np.full(params.shape[0], np.nan)
 
 
-def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, verbose):
-    """Run (or continue) one chain.
+class _SafeTarget:
+    """The exact log posterior and gradient, ``-inf`` where ``K`` fails.
 
-    ``chain`` holds either ``"start"`` and ``"seed"`` (a new chain) or
-    ``"state"``, the state a previous run returned (warm start).
+    MALA rejects such a proposal; the chain stays where it is.
     """
-    xp = get_array_module(options["backend"])
-    resumed = chain.get("state")
-    if resumed is None:
-        grad_rng, noise_rng = (np.random.default_rng(s) for s in chain["seed"].spawn(2))
-    else:
-        grad_rng, noise_rng = None, resumed["noise_rng"]
-    gradient = StochasticMarginalGradient(
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, params):
+        try:
+            return self.target.logp_and_grad(params)
+        except (np.linalg.LinAlgError, FloatingPointError):
+            return -np.inf, np.full(params.shape[0], np.nan)
+
+
+def _gradient(adapter, X, y, prior_set, log_noise, grad_rng, options, xp):
+    """The chain's ``logp_and_grad``: exact (Cholesky) or stochastic (CG)."""
+    if options["solver"] == "cholesky":
+        return ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
+    return StochasticMarginalGradient(
         adapter,
         X,
         y,
@@ -116,12 +163,29 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
         storage=options["storage"],
         xp=xp,
     )
-    if resumed is not None:
+
+
+def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, verbose):
+    """Run (or continue) one chain.
+
+    ``chain`` holds either ``"start"`` and ``"seed"`` (a new chain) or
+    ``"state"``, the state a previous run returned (warm start or a further
+    block of an automatic run length).
+    """
+    xp = get_array_module(options["backend"])
+    resumed = chain.get("state")
+    if resumed is None:
+        grad_rng, noise_rng = (np.random.default_rng(s) for s in chain["seed"].spawn(2))
+    else:
+        grad_rng, noise_rng = None, resumed["noise_rng"]
+    gradient = _gradient(adapter, X, y, prior_set, log_noise, grad_rng, options, xp)
+    exact = isinstance(gradient, ExactMarginalTarget)
+    if resumed is not None and not exact:
         gradient.set_state(resumed["gradient"])
     # A chain may run in another process: its warnings travel back as a log.
     with collect_warnings() as log:
         result = run_sgld(
-            _SafeGradient(gradient),
+            _SafeTarget(gradient) if exact else _SafeGradient(gradient),
             chain.get("start"),
             n_iter=options["n_iter"],
             a=options["a"],
@@ -137,28 +201,39 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
                 f"[SGLDGPRegressor chain {options['chain']}] {msg}"
             ),
             resume=None if resumed is None else resumed["sgld"],
+            metropolis=exact,
+            adapt_steps=options["adapt_steps"],
         )
-    n_gradients = len(gradient.cg_iterations)
-    cg_iterations = np.asarray(gradient.cg_iterations, dtype=np.int64)
-    max_residual = gradient.max_residual
+    if exact:
+        cg_iterations, max_residual = np.zeros(0, dtype=np.int64), 0.0
+        n_gradients, exhausted, budget_residual = options["n_iter"], 0, 0.0
+    else:
+        cg_iterations = np.asarray(gradient.cg_iterations, dtype=np.int64)
+        max_residual = gradient.max_residual
+        n_gradients = len(gradient.cg_iterations)
+        exhausted, budget_residual = (
+            gradient.budget_exhausted,
+            gradient.budget_residual,
+        )
     if resumed is not None:
         cg_iterations = np.concatenate([resumed["cg_iterations"], cg_iterations])
         max_residual = max(max_residual, resumed["max_residual"])
     return {
         "samples": result.samples,
         "step_sizes": result.step_sizes,
+        "accepted": result.accepted,
         "frozen_at": result.frozen_at,
         "n_rejected": result.n_rejected,
         "cg_iterations": cg_iterations,
         "max_residual": max_residual,
         "warnings": log,
         "n_gradients": n_gradients,
-        "budget_exhausted": gradient.budget_exhausted,
-        "budget_residual": gradient.budget_residual,
+        "budget_exhausted": exhausted,
+        "budget_residual": budget_residual,
         "state": {
             "sgld": result.state,
             "noise_rng": noise_rng,
-            "gradient": gradient.get_state(),
+            "gradient": None if exact else gradient.get_state(),
             "cg_iterations": cg_iterations,
             "max_residual": max_residual,
         },
@@ -168,39 +243,71 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
 class SGLDGPRegressor(
     ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
 ):
-    """Gaussian-process regression sampling hyperparameters by SGLD with ULISSE.
+    """Gaussian-process regression sampling hyperparameters by Langevin dynamics.
 
     Draws samples from the exact posterior ``p(theta | y)`` of the kernel
     hyperparameters and the noise variance of a full GP (no inducing points)
-    without factorising the kernel matrix. Stochastic gradient Langevin
-    dynamics (Welling and Teh) needs only unbiased gradients of the log
-    marginal likelihood, and those need only linear solves: Rademacher probes
-    estimate the trace term, and every solve is one column of a single
-    batched conjugate-gradient run, stopped early at residual
-    ``early_stop_q * sqrt(n)`` and continued past it with random stopping so
-    that it stays unbiased (ULISSE, Filippone and Engler). Predictions average
-    the GP posteriors of thinned samples.
+    by preconditioned Langevin dynamics. While a factorisation of the kernel
+    matrix is cheap (``solver="auto"``: up to 5000 training points), the
+    gradient and the log marginal likelihood are exact (one Cholesky
+    factorisation per iteration) and every Langevin proposal is accepted or
+    rejected by Metropolis-Hastings (MALA): no bias, and steps an order of
+    magnitude larger than unadjusted SGLD can take. Beyond it, stochastic
+    gradient Langevin dynamics (Welling and Teh) needs only unbiased
+    gradients of the log marginal likelihood, and those need only linear
+    solves: Rademacher probes estimate the trace term, and every solve is
+    one column of a single batched conjugate-gradient run, stopped early at
+    residual ``early_stop_q * sqrt(n)`` and continued past it with random
+    stopping so that it stays unbiased (ULISSE, Filippone and Engler); the
+    kernel matrix is never factorised. By default the chains run until
+    every split R-hat is at most 1.01 and every bulk ESS at least 100
+    (``n_iter="auto"``). Predictions average the GP posteriors of samples.
 
     Parameters
     ----------
-    kernel : sklearn kernel, default=ConstantKernel(1.0) * RBF(1.0)
+    kernel : sklearn kernel, default=None
+        None gives ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on
+        standardised inputs, one length scale per input (see
+        :ref:`defaults`).
         Prior covariance; its values start the MAP search and its bounds
         (log scale) box the chains.
     priors : dict, default=None
         Hyperparameter name (``"k2__length_scale"``, ``"noise_variance"``...)
         to a prior on the natural scale (:class:`skgp_bayes.priors.Prior` or a
-        frozen ``scipy.stats`` distribution). Unnamed ones get
-        ``Gamma(shape=1, scale=2)``.
+        frozen ``scipy.stats`` distribution). Unnamed length scales get
+        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
+        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
     noise_variance : float, default=0.1
         Initial noise variance, on the scale of the (normalised) target.
-    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e3)
+    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
         Box for the noise variance; ``"fixed"`` keeps ``noise_variance``.
-    n_iter : int, default=2000
-        SGLD iterations per chain.
-    step_size_start, step_size_end : float, default=0.1, 1e-4
-        The step size ``eps_t = a (b + t)^-step_size_gamma`` runs from
-        ``step_size_start`` at the first iteration to ``step_size_end`` at
-        the last (until it is frozen).
+    n_iter : int or "auto", default="auto"
+        Iterations per chain. ``"auto"``: a first block of the warm-up plus
+        1000 iterations, then further blocks of half the post-warm-up span,
+        until every split R-hat (rank-normalised, Vehtari et al. 2021) is at
+        most 1.01 and every bulk ESS at least 100, or ``max_iter`` is
+        reached, in which case a ``SamplerWarning`` gives the figures. An
+        integer runs exactly that many (and warns only at R-hat above 1.1).
+    max_iter : int, default=20000
+        Budget of iterations per chain for ``n_iter="auto"`` (per fit: a
+        warm start may run as many again).
+    step_size_start : float, default=0.1
+        Step size of the stochastic-gradient chains (``solver`` "ulisse" or
+        "cg"). With ``M`` near the posterior covariance, unadjusted Langevin
+        inflates the posterior variance by about ``eps / 4`` (exact for a
+        Gaussian target), plus the gradient noise's share; 0.1 keeps that
+        near 2.5%, below the Monte Carlo error of a variance at an ESS of a
+        few hundred, at an integrated autocorrelation time of about
+        ``4 / eps = 40`` iterations. MALA (``solver="cholesky"``) does not
+        use it: its step starts at ``1.65^2 p^(-1/3)`` (Roberts and
+        Rosenthal's optimal scaling for ``p`` parameters) and is tuned
+        during the warm-up.
+    step_size_end : float or None, default=None
+        ``None`` keeps the step constant; otherwise the step
+        ``eps_t = a (b + t)^-step_size_gamma`` runs from ``step_size_start``
+        at the first iteration to ``step_size_end`` at the last of the first
+        block (until it is frozen), as in seed 002, and a decay continues
+        past it in later blocks.
     step_size_gamma : float, default=1.0
         Decay exponent of the schedule; 0 keeps ``step_size_start``.
     freeze_threshold : float or None, default=0.002
@@ -259,8 +366,19 @@ class SGLDGPRegressor(
         the posterior. Smaller values lower the variance further but finish
         more solves to full tolerance (more CG iterations); 0 is CG to
         ``cg_tol``.
-    solver : {"ulisse", "cg"}, default="ulisse"
-        ``"cg"`` solves every system to ``cg_tol`` (slower; the reference).
+    solver : {"auto", "cholesky", "ulisse", "cg"}, default="auto"
+        Gradient of the log marginal likelihood. ``"cholesky"``: exact, from
+        one factorisation per iteration (``n^3 / 3`` flops for the factor and
+        ``2 n^3 / 3`` for the inverse the trace term needs), with the exact
+        log density that lets every proposal be Metropolis-adjusted (MALA).
+        ``"ulisse"``: unbiased stochastic gradients from early-stopped CG
+        (``O(n^2)`` per CG iteration, a few tens of iterations of
+        ``n_probes + 2`` columns), no factorisation, unadjusted Langevin.
+        ``"cg"``: the same with every solve run to ``cg_tol`` (the
+        reference). ``"auto"`` takes ``"cholesky"`` up to 5000 training
+        points, when its two dense ``n x n`` matrices fit in a quarter of
+        ``skgp_bayes._config.MAX_DENSE_BYTES``, and ``"ulisse"`` beyond;
+        ``solver_`` says which ran. ``doc/sgld.rst`` gives the reasoning.
     cg_tol : float, default=1e-8
         Relative residual at which a solve counts as exact.
     cg_preconditioner_rank : int, default=100
@@ -283,11 +401,17 @@ class SGLDGPRegressor(
         limit raises ``MemoryError`` before allocating.
     n_chains : int, default=2
     burn_in : int or None, default=None
-        Iterations discarded per chain; by default those before the step
-        size froze (the last chain to freeze), or the first half when a chain
-        never froze.
-    thin : int, default=10
-        Keep every ``thin``-th iteration after the burn-in.
+        Iterations discarded per chain. With exact gradients they are MALA's
+        warm-up, during which the step is tuned toward an acceptance rate of
+        0.574 (200 by default, ``min(200, n_iter // 2)`` for an integer
+        ``n_iter``). With stochastic gradients they default to those before
+        the step size froze (the last chain to freeze), else to 200 with
+        ``n_iter="auto"`` and to the first half of an integer ``n_iter``.
+    thin : int, default=1
+        Keep every ``thin``-th iteration after the burn-in. R-hat and ESS
+        are computed on the kept draws, so thinning only loses information
+        (Link and Eaton, 2012); the trace is small (iterations x
+        parameters) whatever it is.
     n_predict_draws : int, default=30
         Samples (evenly spaced over the pooled kept draws) whose GP
         posteriors form the predictive mixture.
@@ -299,7 +423,8 @@ class SGLDGPRegressor(
         standardised scale.
     warm_start : bool, default=False
         When fitted before, continue every chain from where it stopped for
-        ``n_iter`` further iterations, appending to ``chains_`` and
+        ``n_iter`` further iterations (with ``"auto"``: at least one block,
+        then until the rule holds or ``max_iter`` more), appending to ``chains_`` and
         ``step_sizes_`` (position, step-size counter, halvings, freezing
         window and frozen step, probes, warm-start solutions and random
         streams all continue), and recompute the burn-in, ``samples_``,
@@ -320,6 +445,13 @@ class SGLDGPRegressor(
         Array module of the CG solves and ``K @ V`` products. ``"cupy"``
         stores the kernel matrix on the GPU (built on the CPU); fitted
         attributes stay NumPy arrays.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         The same seed gives bit-identical samples, whatever ``n_jobs``.
     verbose : int, default=0
@@ -341,20 +473,32 @@ class SGLDGPRegressor(
         Rank-normalised split R-hat over chains (NaN with one chain or fewer
         than 100 kept draws per chain; ``diagnostics_["notes"]`` says why).
     ess_ : ndarray of shape (n_params,)
-        Effective sample size of the kept draws (NaN likewise).
+        Bulk effective sample size of the kept draws (rank-normalised split
+        chains; NaN likewise).
     map_params_ : ndarray of shape (n_params,)
         MAP on the subset.
     preconditioner_ : ndarray of shape (n_params, n_params)
+    draws_ : ndarray of shape (n_predict_draws, n_params)
+        The kept samples that predictions average over (evenly spaced in
+        the pooled chains), log coordinates.
     kernels_ : list of Kernel
         Kernels of the predictive draws.
     noise_variance_ : ndarray of shape (n_predict_draws,)
         Noise variances of the predictive draws, in the units of ``y``.
     n_iter_ : int
-        Iterations per chain, over all warm-started fits.
+        Iterations per chain, over all warm-started fits (the length of
+        ``chains_``).
+    solver_ : {"cholesky", "ulisse", "cg"}
+        The gradient solver used (``"auto"`` resolved).
     diagnostics_ : dict
-        ``cg_iterations_mean`` (block CG iterations per gradient),
-        ``cg_max_residual``, ``n_rejected``, ``rhat``, ``ess``,
-        ``fit_time``, ``notes``.
+        ``cg_iterations_mean`` (block CG iterations per gradient; 0 with
+        exact gradients), ``cg_max_residual``, ``n_rejected``,
+        ``acceptance_rate`` (MALA after the warm-up; NaN otherwise),
+        ``blocks`` (runs of the chains in this fit), ``converged`` (the
+        run-length rule was met), ``rhat``, ``ess``, ``fit_time``,
+        ``notes``.
+    fit_time_ : dict
+        ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
         Training data (``y`` on the model's normalised scale).
     n_features_in_ : int
@@ -380,9 +524,11 @@ class SGLDGPRegressor(
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (40, 1))
     >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(40)
-    >>> reg = SGLDGPRegressor(n_iter=100, burn_in=50, random_state=0).fit(X, y)
-    >>> reg.samples_.shape  # chains, kept draws (every 10th), parameters
-    (2, 5, 3)
+    >>> reg = SGLDGPRegressor(random_state=0).fit(X, y)
+    >>> reg.solver_, bool(reg.diagnostics_["converged"])
+    ('cholesky', True)
+    >>> reg.samples_.shape[0], reg.samples_.shape[2]  # chains, ..., parameters
+    (2, 3)
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape
     (3,)
@@ -393,9 +539,10 @@ class SGLDGPRegressor(
         "priors": [None, dict],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "noise_variance_bounds": [StrOptions({"fixed"}), tuple, list, np.ndarray],
-        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "step_size_start": [Interval(Real, 0, None, closed="neither")],
-        "step_size_end": [Interval(Real, 0, None, closed="neither")],
+        "step_size_end": [None, Interval(Real, 0, None, closed="neither")],
         "step_size_gamma": [Interval(Real, 0, None, closed="left")],
         "freeze_threshold": [None, Interval(Real, 0, None, closed="neither")],
         "freeze_window": [Interval(Integral, 2, None, closed="left")],
@@ -406,7 +553,7 @@ class SGLDGPRegressor(
         "early_stop_q": [Interval(Real, 0, None, closed="left")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "max_random_steps": [None, Interval(Integral, 0, None, closed="left")],
-        "solver": [StrOptions({"ulisse", "cg"})],
+        "solver": [StrOptions({"auto", "cholesky", "ulisse", "cg"})],
         "cg_tol": [Interval(Real, 0, 1, closed="neither")],
         "cg_preconditioner_rank": [Interval(Integral, 0, None, closed="left")],
         "cg_max_iter": [None, Interval(Integral, 1, None, closed="left")],
@@ -420,6 +567,7 @@ class SGLDGPRegressor(
         "warm_start": ["boolean"],
         "n_jobs": [None, Integral],
         "backend": [StrOptions({"numpy", "cupy"})],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -430,10 +578,11 @@ class SGLDGPRegressor(
         *,
         priors=None,
         noise_variance=0.1,
-        noise_variance_bounds=(1e-6, 1e3),
-        n_iter=2000,
+        noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
+        n_iter="auto",
+        max_iter=20000,
         step_size_start=0.1,
-        step_size_end=1e-4,
+        step_size_end=None,
         step_size_gamma=1.0,
         freeze_threshold=0.002,
         freeze_window=100,
@@ -444,20 +593,21 @@ class SGLDGPRegressor(
         early_stop_q=0.1,
         beta=0.1,
         max_random_steps=10,
-        solver="ulisse",
+        solver="auto",
         cg_tol=1e-8,
         cg_preconditioner_rank=100,
         cg_max_iter=None,
         storage="auto",
         n_chains=2,
         burn_in=None,
-        thin=10,
+        thin=1,
         n_predict_draws=30,
         predict_solver="auto",
         normalize_y=True,
         warm_start=False,
         n_jobs=None,
         backend="numpy",
+        normalize_X=True,
         random_state=None,
         verbose=0,
     ):
@@ -466,6 +616,7 @@ class SGLDGPRegressor(
         self.noise_variance = noise_variance
         self.noise_variance_bounds = noise_variance_bounds
         self.n_iter = n_iter
+        self.max_iter = max_iter
         self.step_size_start = step_size_start
         self.step_size_end = step_size_end
         self.step_size_gamma = step_size_gamma
@@ -492,24 +643,65 @@ class SGLDGPRegressor(
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.backend = backend
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def _options(self):
-        if self.step_size_end > self.step_size_start:
+    def _solver(self, n):
+        """The gradient solver for ``n`` training points ("auto" resolved)."""
+        exact_bytes = _EXACT_MATRICES * 8 * n * n
+        if self.solver == "cholesky":
+            check_dense_bytes(
+                exact_bytes,
+                f"SGLDGPRegressor(solver='cholesky') with {n} samples",
+                "Use solver='ulisse', whose kernel products need no factorisation.",
+            )
+            return "cholesky"
+        if self.solver != "auto":
+            return self.solver
+        fits = exact_bytes <= _config.MAX_DENSE_BYTES / 4
+        return "cholesky" if n <= _CHOLESKY_GRADIENT_MAX_N and fits else "ulisse"
+
+    def _warmup(self):
+        """Warm-up iterations per chain: MALA's adaptation, then discarded."""
+        if self.burn_in is not None:
+            return self.burn_in
+        if self.n_iter == "auto":
+            return _WARMUP
+        return min(_WARMUP, self.n_iter // 2)
+
+    def _first_block(self):
+        if self.n_iter != "auto":
+            return self.n_iter
+        draws = max(_FIRST_DRAWS, self.thin * _MIN_DIAGNOSTIC_DRAWS)
+        return min(self.max_iter, self._warmup() + draws)
+
+    def _options(self, solver, n_params):
+        if self.step_size_end is not None and self.step_size_end > self.step_size_start:
             raise ValueError(
                 f"step_size_end={self.step_size_end} must not exceed "
                 f"step_size_start={self.step_size_start}."
             )
-        a, b = sgld_schedule(
-            self.step_size_start, self.step_size_end, self.n_iter, self.step_size_gamma
-        )
+        n_iter = self._first_block()
+        if solver == "cholesky":
+            # MALA's step starts at Roberts and Rosenthal's optimal scaling
+            # 1.65^2 d^(-1/3) for a preconditioner equal to the covariance.
+            a, b, gamma = _MALA_SCALE**2 * n_params ** (-1.0 / 3.0), 1.0, 0.0
+        else:
+            end = self.step_size_end
+            # No end, or the start again: the constant step (a decay from a
+            # to itself would still decay as a (1 + t)^-gamma).
+            constant = end is None or end == self.step_size_start
+            end = self.step_size_start if constant else end
+            gamma = 0.0 if constant else self.step_size_gamma
+            a, b = sgld_schedule(self.step_size_start, end, n_iter, gamma)
         return {
-            "n_iter": self.n_iter,
+            "n_iter": n_iter,
             "a": a,
             "b": b,
-            "gamma": self.step_size_gamma,
+            "gamma": gamma,
+            "adapt_steps": self._warmup() if solver == "cholesky" else 0,
             "freeze_threshold": self.freeze_threshold,
             "freeze_window": self.freeze_window,
             "n_probes": self.n_probes,
@@ -517,7 +709,7 @@ class SGLDGPRegressor(
             "q": self.early_stop_q,
             "beta": self.beta,
             "max_random_steps": self.max_random_steps,
-            "solver": self.solver,
+            "solver": solver,
             "tol": self.cg_tol,
             "preconditioner_rank": self.cg_preconditioner_rank,
             "max_iter": self.cg_max_iter,
@@ -571,9 +763,12 @@ class SGLDGPRegressor(
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
+            warm = self.warm_start and hasattr(self, "_chain_states")
+            X_model, scaling = fit_input_scaling(self, X, continuing=warm)
             # Threaded BLAS on small matrices spins far slower than serial.
             with blas_threads_for(X.shape[0]):
-                fitted = self._fit(X, y)
+                fitted = self._fit(X_model, y)
+        fitted["input_scaling_"] = scaling
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
@@ -582,7 +777,6 @@ class SGLDGPRegressor(
         t_start = time.perf_counter()
         check_input_magnitude(X)
         get_array_module(self.backend)  # fail before any work if unusable
-        options = self._options()
         kernel, adapter, names, bounds, start, prior_set, log_noise = (
             self._hyperparameters()
         )
@@ -592,15 +786,21 @@ class SGLDGPRegressor(
                 "SGLDGPRegressor needs at least one free hyperparameter; every "
                 "kernel hyperparameter and the noise variance are fixed."
             )
+        solver = self._solver(X.shape[0])
+        options = self._options(solver, p)
         warm = self.warm_start and hasattr(self, "_chain_states")
         if warm:
             y_model = self._check_warm_start(X, y, names, bounds)
             y_mean, y_std = self._y_mean, self._y_std
             map_params, M = self.map_params_, self.preconditioner_
-            # The schedule is the first fit's, continued.
+            # The schedule and warm-up are the first fit's, continued.
             options["a"], options["b"] = self._schedule
+            options["adapt_steps"] = self._adapt_steps
+            if self.n_iter == "auto":
+                options["n_iter"] = self._next_block(self.n_iter_, self.burn_in_, None)
             # Copies: the stored states stay as they are if this fit fails.
             chain_inputs = [{"state": copy.deepcopy(s)} for s in self._chain_states]
+            previous = (self.chains_, self.step_sizes_, self._accepted)
         else:
             y_mean, y_std = target_scale(y, self.normalize_y)
             y_model = (y - y_mean) / y_std
@@ -608,56 +808,21 @@ class SGLDGPRegressor(
             map_params, M = self._preconditioning(
                 adapter, X, y_model, prior_set, log_noise, start, bounds, rng
             )
-            root = np.linalg.cholesky(M)
-            starts = map_params + rng.standard_normal((self.n_chains, p)) @ root.T
-            if self.preconditioner == "identity":
-                starts[:] = map_params
-            starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
-            seeds = np.random.SeedSequence(rng.randint(np.iinfo(np.int32).max)).spawn(
-                self.n_chains
-            )
-            chain_inputs = [
-                {"start": starts[c], "seed": seeds[c]} for c in range(self.n_chains)
-            ]
-        jobs = (
-            delayed(_run_chain)(
-                adapter,
-                X,
-                y_model,
-                prior_set,
-                log_noise,
-                chain_inputs[c],
-                {**options, "chain": c},
-                M,
-                bounds,
-                self.verbose,
-            )
-            for c in range(self.n_chains)
+            chain_inputs = self._chain_starts(map_params, M, bounds, rng)
+            previous = None
+        args = (adapter, X, y_model, prior_set, log_noise, M, bounds)
+        runs, run_len = self._sample(args, chain_inputs, options, previous, names)
+        chains, step_sizes, accepted = runs["chains"], runs["steps"], runs["accepted"]
+        burn, kept, rhat, ess, notes = (
+            runs["burn"],
+            runs["kept"],
+            runs["rhat"],
+            runs["ess"],
+            runs["notes"],
         )
-        runs = Parallel(n_jobs=self.n_jobs)(jobs)
-        chains = np.stack([r["samples"] for r in runs])
-        step_sizes = np.stack([r["step_sizes"] for r in runs])
-        if warm:
-            chains = np.concatenate([self.chains_, chains], axis=1)
-            step_sizes = np.concatenate([self.step_sizes_, step_sizes], axis=1)
-        n_total = chains.shape[1]
-        frozen_at = [r["frozen_at"] for r in runs]
-        notes = []
-        if self.burn_in is not None:
-            burn = min(self.burn_in, n_total - 1)
-        elif all(f is not None for f in frozen_at):
-            burn = max(frozen_at) + 1
-        else:
-            burn = n_total // 2
-            if self.freeze_threshold is not None:
-                notes.append(
-                    "the step size did not freeze in every chain; the first half "
-                    "of each chain was discarded"
-                )
-        burn = min(burn, n_total - 1)
-        kept = chains[:, burn :: self.thin]
-        rhat, ess = self._diagnostics(kept, notes)
-        self._report_warnings(runs, rhat, names, X.shape[0])
+        self._report_warnings(
+            runs["last"], runs["budget"], rhat, ess, names, X.shape[0], run_len
+        )
         pooled = kept.reshape(-1, p)
         warn_at_bounds(pooled, bounds, names, "SGLD draws", tol=NEAR_BOUND)
         pick = np.unique(
@@ -673,28 +838,14 @@ class SGLDGPRegressor(
             noise_model = np.exp(draws_params[:, -1])
         else:
             noise_model = np.full(draws_params.shape[0], np.exp(log_noise))
-        use_cg = self.predict_solver == "cg" or (
-            self.predict_solver == "auto" and X.shape[0] > _CHOLESKY_MAX_N
-        )
-        if use_cg:
-            draws = CGGPDraws(
-                adapter,
-                X,
-                y_model,
-                thetas,
-                noise_model,
-                self.cg_tol,
-                self.storage,
-                self.cg_preconditioner_rank,
-            )
-        else:
-            draws = ExactGPDraws(adapter, X, y_model, thetas, noise_model)
-        cg_iters = np.concatenate([r["cg_iterations"] for r in runs])
+        draws = self._build_predictive_draws(adapter, X, y_model, thetas, noise_model)
+        cg_iters = runs["cg_iterations"]
         return {
             "samples_": kept,
+            "draws_": draws_params,
             "chains_": chains,
             "step_sizes_": step_sizes,
-            "frozen_at_": frozen_at,
+            "frozen_at_": runs["frozen_at"],
             "burn_in_": int(burn),
             "param_names_": names,
             "rhat_": rhat,
@@ -703,11 +854,17 @@ class SGLDGPRegressor(
             "preconditioner_": M,
             "kernels_": [kernel.clone_with_theta(t) for t in thetas],
             "noise_variance_": noise_model * np.float64(y_std) * y_std,
-            "n_iter_": n_total,
+            "n_iter_": chains.shape[1],
+            "solver_": solver,
             "diagnostics_": {
                 "cg_iterations_mean": float(cg_iters.mean()) if cg_iters.size else 0.0,
-                "cg_max_residual": max(r["max_residual"] for r in runs),
-                "n_rejected": int(sum(r["n_rejected"] for r in runs)),
+                "cg_max_residual": runs["max_residual"],
+                "n_rejected": runs["n_rejected"],
+                "acceptance_rate": float(accepted[:, burn:].mean())
+                if solver == "cholesky" and burn < chains.shape[1]
+                else float("nan"),
+                "blocks": runs["blocks"],
+                "converged": runs["converged"],
                 "rhat": rhat,
                 "ess": ess,
                 "fit_time": time.perf_counter() - t_start,
@@ -718,10 +875,158 @@ class SGLDGPRegressor(
             "_y_mean": y_mean,
             "_y_std": y_std,
             "_draws": draws,
-            "_chain_states": [r["state"] for r in runs],
+            "_accepted": accepted,
+            "_chain_states": [r["state"] for r in runs["last"]],
             "_schedule": (options["a"], options["b"]),
+            "_adapt_steps": options["adapt_steps"],
             "_signature": self._chain_signature(names, bounds),
         }
+
+    def _chain_starts(self, map_params, M, bounds, rng):
+        """Starts from ``N(MAP, M)`` (the MAP for ``preconditioner="identity"``)
+        and one seed per chain."""
+        p = map_params.shape[0]
+        root = np.linalg.cholesky(M)
+        starts = map_params + rng.standard_normal((self.n_chains, p)) @ root.T
+        if self.preconditioner == "identity":
+            starts[:] = map_params
+        starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
+        seeds = np.random.SeedSequence(rng.randint(np.iinfo(np.int32).max)).spawn(
+            self.n_chains
+        )
+        return [{"start": starts[c], "seed": seeds[c]} for c in range(self.n_chains)]
+
+    def _run_block(self, args, chain_inputs, options):
+        adapter, X, y_model, prior_set, log_noise, M, bounds = args
+        jobs = (
+            delayed(_run_chain)(
+                adapter,
+                X,
+                y_model,
+                prior_set,
+                log_noise,
+                chain_inputs[c],
+                {**options, "chain": c},
+                M,
+                bounds,
+                self.verbose,
+            )
+            for c in range(self.n_chains)
+        )
+        return Parallel(n_jobs=self.n_jobs)(jobs)
+
+    def _sample(self, args, chain_inputs, options, previous, names):
+        """Run the chains, in blocks until they mix when ``n_iter="auto"``.
+
+        Returns the pooled record and the iterations this fit ran.
+        """
+        if previous is None:
+            p = len(names)
+            chains = np.empty((self.n_chains, 0, p))
+            steps = np.empty((self.n_chains, 0))
+            accepted = np.empty((self.n_chains, 0), dtype=bool)
+        else:
+            chains, steps, accepted = previous
+        auto = self.n_iter == "auto"
+        limit = chains.shape[1] + self.max_iter if auto else None
+        record = {"blocks": 0, "budget": [0, 0, 0.0]}
+        ran = 0
+        while True:
+            runs = self._run_block(args, chain_inputs, options)
+            ran += options["n_iter"]
+            record["blocks"] += 1
+            chains = np.concatenate([chains, np.stack([r["samples"] for r in runs])], 1)
+            steps = np.concatenate(
+                [steps, np.stack([r["step_sizes"] for r in runs])], 1
+            )
+            accepted = np.concatenate(
+                [accepted, np.stack([r["accepted"] for r in runs])], 1
+            )
+            budget = record["budget"]
+            budget[0] += sum(r["budget_exhausted"] for r in runs)
+            budget[1] += sum(r["n_gradients"] for r in runs)
+            budget[2] = max([budget[2]] + [r["budget_residual"] for r in runs])
+            for r in runs:
+                report(r["warnings"])
+            frozen_at = [r["frozen_at"] for r in runs]
+            notes = []
+            burn = self._burn_in(chains.shape[1], frozen_at, notes)
+            kept = chains[:, burn :: self.thin]
+            rhat, ess = self._diagnostics(kept, notes)
+            converged = _mixed(rhat, ess)
+            done = not auto or converged or chains.shape[1] >= limit
+            if self.verbose and auto:
+                print(
+                    f"[SGLDGPRegressor] {chains.shape[1]} iterations per chain: "
+                    f"split R-hat up to {_worst(rhat, np.nanmax):.3f} (target "
+                    f"{_RHAT_TARGET}), bulk ESS down to {_worst(ess, np.nanmin):.0f} "
+                    f"(target {_ESS_TARGET})" + ("" if done else "; extending")
+                )
+            if done:
+                break
+            options = {
+                **options,
+                "n_iter": self._next_block(chains.shape[1], burn, limit),
+            }
+            chain_inputs = [{"state": r["state"]} for r in runs]
+        cg = np.concatenate([r["cg_iterations"] for r in runs])
+        record.update(
+            chains=chains,
+            steps=steps,
+            accepted=accepted,
+            burn=burn,
+            kept=kept,
+            rhat=rhat,
+            ess=ess,
+            notes=notes,
+            converged=bool(converged),
+            frozen_at=frozen_at,
+            last=runs,
+            cg_iterations=cg,
+            max_residual=max(r["max_residual"] for r in runs),
+            n_rejected=int(sum(r["n_rejected"] for r in runs)),
+        )
+        return record, ran
+
+    def _next_block(self, n_total, burn, limit):
+        """Half the kept span more (at least enough for 50 kept draws), so
+        that the checks are few (logarithmic in the run length) and each run
+        overshoots the length it needed by at most half."""
+        block = max(self.thin * _MIN_DIAGNOSTIC_DRAWS // 2, (n_total - burn) // 2)
+        if limit is not None:
+            block = min(block, limit - n_total)
+        return max(block, 1)
+
+    def _burn_in(self, n_total, frozen_at, notes):
+        if self.burn_in is not None:
+            return min(self.burn_in, n_total - 1)
+        if all(f is not None for f in frozen_at):
+            return min(max(frozen_at) + 1, n_total - 1)
+        if self.n_iter == "auto":
+            return min(self._warmup(), n_total - 1)
+        if self.freeze_threshold is not None:
+            notes.append(
+                "the step size did not freeze in every chain; the first half "
+                "of each chain was discarded"
+            )
+        return n_total // 2
+
+    def _build_predictive_draws(self, adapter, X, y_model, thetas, noise_model):
+        use_cg = self.predict_solver == "cg" or (
+            self.predict_solver == "auto" and X.shape[0] > _CHOLESKY_MAX_N
+        )
+        if use_cg:
+            return CGGPDraws(
+                adapter,
+                X,
+                y_model,
+                thetas,
+                noise_model,
+                self.cg_tol,
+                self.storage,
+                self.cg_preconditioner_rank,
+            )
+        return ExactGPDraws(adapter, X, y_model, thetas, noise_model)
 
     def _chain_signature(self, names, bounds):
         """What a warm start must find unchanged, as comparable values."""
@@ -766,6 +1071,7 @@ class SGLDGPRegressor(
         return y_model
 
     def _diagnostics(self, kept, notes):
+        """Rank-normalised split R-hat and bulk ESS (Vehtari et al., 2021)."""
         p = kept.shape[2]
         if kept.shape[1] < _MIN_DIAGNOSTIC_DRAWS:
             notes.append(
@@ -774,30 +1080,34 @@ class SGLDGPRegressor(
             )
             return np.full(p, np.nan), np.full(p, np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ess = np.atleast_1d(effective_sample_size(kept))
+            ess = np.atleast_1d(_bulk_ess(kept))
             if kept.shape[0] < 2:
                 notes.append("R-hat was not computed: it needs at least 2 chains")
                 return np.full(p, np.nan), ess
             rhat = np.atleast_1d(split_rhat(kept, rank_normalized=True))
         return rhat, ess
 
-    def _report_warnings(self, runs, rhat, names, n_samples):
-        for run in runs:
-            report(run["warnings"])
-        exhausted = sum(r["budget_exhausted"] for r in runs)
+    def _report_warnings(self, runs, budget, rhat, ess, names, n_samples, ran):
+        exhausted, n_gradients, residual = budget
         if exhausted:
             warn_user(
                 f"Conjugate gradients ran out of their budget of cg_max_iter="
                 f"{self.cg_max_iter} iterations in {exhausted} of "
-                f"{sum(r['n_gradients'] for r in runs)} gradient evaluations "
-                f"(relative residual left up to "
-                f"{max(r['budget_residual'] for r in runs):.3g}, cg_tol="
+                f"{n_gradients} gradient evaluations "
+                f"(relative residual left up to {residual:.3g}, cg_tol="
                 f"{self.cg_tol}); those gradients are biased, so the chains may "
                 "not sample the posterior. Increase cg_max_iter, or set it to "
                 f"None for the default budget max(2 n, 100) = "
                 f"{max(2 * n_samples, 100)} on these data.",
                 SolverConvergenceWarning,
             )
+        if self.n_iter == "auto":
+            if not _mixed(rhat, ess):
+                warn_user(
+                    _not_mixed_message(rhat, ess, names, ran, self.max_iter),
+                    SamplerWarning,
+                )
+            return
         bad = [n for n, r in zip(names, rhat, strict=True) if r > _RHAT_WARN]
         if bad:
             warn_user(
@@ -805,3 +1115,35 @@ class SGLDGPRegressor(
                 "increase n_iter.",
                 SamplerWarning,
             )
+
+
+def _mixed(rhat, ess):
+    """The run-length rule: every split R-hat and bulk ESS on target.
+
+    R-hat is NaN with one chain: the rule is then the ESS alone.
+    """
+    if np.any(np.isnan(ess)):
+        return False
+    rhat_ok = np.all(np.isnan(rhat)) or np.all(rhat <= _RHAT_TARGET)
+    return bool(rhat_ok and np.all(ess >= _ESS_TARGET))
+
+
+def _worst(values, reduce):
+    """``reduce`` over the non-NaN values; NaN (not a warning) if none."""
+    return reduce(values) if np.any(~np.isnan(values)) else float("nan")
+
+
+def _not_mixed_message(rhat, ess, names, ran, max_iter):
+    worst = []
+    for name, r, e in zip(names, rhat, ess, strict=True):
+        if not (r <= _RHAT_TARGET or np.isnan(r)) or not e >= _ESS_TARGET:
+            worst.append(f"{name} (R-hat {r:.3f}, ESS {e:.0f})")
+    return (
+        f"The chains did not mix within the budget of max_iter={max_iter} "
+        f"iterations per chain ({ran} run by this fit): split R-hat up to "
+        f"{_worst(rhat, np.nanmax):.3f} where {_RHAT_TARGET} is wanted and bulk "
+        f"ESS down to {_worst(ess, np.nanmin):.0f} where {_ESS_TARGET} is "
+        "wanted, for "
+        f"{', '.join(worst)}. Summaries of these draws are unreliable; "
+        "increase max_iter, or continue the chains with warm_start=True."
+    )

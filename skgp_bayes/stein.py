@@ -15,15 +15,16 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
-from ._fit_checks import warn_degenerate_fit
+from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._particles import ParticleEvaluator
 from ._predictive import (
     CGGPDraws,
     ExactGPDraws,
-    mixture_log_density,
 )
+from ._predictive_contract import draws_alias
 from ._sparse import SparseGPDraws, resolve_inducing
 from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
 from ._stein_sparse import (
@@ -52,6 +53,16 @@ from .targets.sparse import SparseWhitenedTarget
 
 __all__ = ["SteinGPRegressor"]
 
+# tol="auto" is AUTO_TOL_SCALE / sqrt(n_particles) posterior sds: the
+# particles stop within a tenth of the Monte Carlo error of their mean
+# (1/sqrt(J) sds), so the unfinished optimisation adds at most about
+# 1% to the variance of any particle average.
+AUTO_TOL_SCALE = 0.1
+# Fraction of the whitened, mass-normalised field taken per step
+# (learning_rate="auto" with a preconditioner): a Gaussian target whose
+# covariance is the preconditioner then contracts by about half per step, and
+# the engine halves it where the field starts to oscillate.
+WHITENED_STEP = 0.5
 # Cap on the Laplace standard deviation used to spread initial particles, in
 # log units: beyond it the quadratic approximation is meaningless.
 _MAX_INIT_STD = 1.0
@@ -68,35 +79,13 @@ _MODEL_SPECIFIC = (
     "_last_grads",
     "_data_fingerprint",
     "_cg_state",
+    "_preconditioner",
 )
 
 
 def _batch_evaluator(target, **options):
     """A :class:`~skgp_bayes._particles.ParticleEvaluator` over ``target``."""
     return ParticleEvaluator(target, **options)
-
-
-def _warn_at_bounds(particles, bounds, names):
-    """ConvergenceWarning naming parameters that most particles pin to a bound."""
-    if particles.shape[0] == 0:
-        return
-    for j, name in enumerate(names):
-        where = (
-            "noise_variance_bounds"
-            if name == "noise_variance"
-            else f"the kernel's {name}_bounds"
-        )
-        for side, label, verb in ((0, "lower", "Lower"), (1, "upper", "Raise")):
-            pinned = np.abs(particles[:, j] - bounds[j, side]) < 1e-6
-            if np.mean(pinned) >= 0.5:
-                warn_user(
-                    f"The parameter {name} is at its {label} bound "
-                    f"{np.exp(bounds[j, side]):.3g} for {int(pinned.sum())} of "
-                    f"{particles.shape[0]} particles: the data favour values "
-                    f"beyond it. {verb} that bound ({where}) and fit again if "
-                    "such values are plausible.",
-                    ConvergenceWarning,
-                )
 
 
 def _warn_cg_budget(evaluator, n_samples):
@@ -113,36 +102,33 @@ def _warn_cg_budget(evaluator, n_samples):
     )
 
 
-# What did not reliably meet SVGD's stopping rule (see _warn_not_converged).
-_UNTRIED_REGRESSOR = ", with a smaller learning_rate or with learning_rate_decay too"
-
-
-def _warn_not_converged(estimator, result, particles, untried=_UNTRIED_REGRESSOR):
-    """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``.
-
-    With the default learning rate, mcycle met the stopping rule within
-    300-400 iterations, but 60-100 point synthetic sets (a sine, a 2-D
-    quadratic) did not within 1,500, at learning rates 0.05 to 0.005 or with
-    decay; Adam keeps the particles jittering by about the learning rate.
-    The message therefore states what the unmet rule means instead of
-    advising a change that may fail.
-    """
-    move = result.history["max_move"][-1]
-    spread = float(np.median(np.std(particles, axis=0))) if particles.size else 0.0
+def _warn_not_converged(estimator, result):
+    """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``."""
+    field = result.history["field"][-1] if result.history["field"] else np.nan
     warn_user(
         f"SVGD did not meet its stopping rule in {estimator.max_iter} "
-        f"iterations: the particles still moved by up to {move:.2e} per "
-        f"iteration (tol={estimator.tol}), against a spread of {spread:.2e} "
-        "(median standard deviation of a particle coordinate, log scale). "
-        "Predictions average over the particles as they stand; they keep "
-        "jittering around the posterior by about the size of those moves, "
-        "which matters only when the moves are not small against the spread. "
-        "No setting reliably meets the rule: on some data a larger max_iter "
-        "(or warm_start=True and another fit) does; on others the moves "
-        f"stay above tol after several times as many iterations{untried}.",
+        f"iterations: the Stein field was still {field:.2e} posterior "
+        f"standard deviations (root mean square), above tol={_tol(estimator):.2e}. "
+        "The particles are about that far from SVGD's fixed point; "
+        "predictions average over them as they stand. A larger max_iter, or "
+        "warm_start=True and another fit, continues the run.",
         ConvergenceWarning,
-        worst=move,
+        worst=field,
     )
+
+
+def _tol(estimator):
+    """The stopping tolerance in posterior sds: ``"auto"`` is ``0.1/sqrt(J)``."""
+    if estimator.tol == "auto":
+        return AUTO_TOL_SCALE / np.sqrt(estimator.n_particles)
+    return float(estimator.tol)
+
+
+def _learning_rate(estimator, whitened):
+    """The step: a fraction of the whitened field, or the estimator's Adam rate."""
+    if estimator.learning_rate != "auto":
+        return float(estimator.learning_rate)
+    return WHITENED_STEP if whitened else estimator._adam_rate
 
 
 def _check_dense_memory(n_samples, estimator_name):
@@ -264,15 +250,24 @@ def _check_particle_shape(estimator, n_params, action):
         )
 
 
-def _run_stein_svgd(estimator, evaluator, particles, bounds, state, stochastic):
+def _run_stein_svgd(
+    estimator,
+    evaluator,
+    particles,
+    bounds,
+    state,
+    stochastic,
+    preconditioner=None,
+):
     """SVGD with the estimator's step, tolerance, decay and progress lines."""
     name = type(estimator).__name__
     return run_svgd(
         evaluator,
         particles,
         max_iter=estimator.max_iter,
-        learning_rate=estimator.learning_rate,
-        tol=estimator.tol,
+        learning_rate=_learning_rate(estimator, preconditioner is not None),
+        tol=_tol(estimator),
+        preconditioner=preconditioner,
         bounds=bounds,
         state=state,
         verbose=estimator.verbose,
@@ -361,8 +356,8 @@ def _sparse_svgd_stage(
     for key, trace in result.history.items():
         history.setdefault(key, []).extend(trace)
     if not stochastic and not result.converged and estimator.max_iter > 0:
-        _warn_not_converged(estimator, result, result.particles)
-    _warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h])
+        _warn_not_converged(estimator, result)
+    warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h], "particles")
     return result, centre, elbo, history, init_done
 
 
@@ -381,7 +376,10 @@ class SteinGPRegressor(
 
     Parameters
     ----------
-    kernel : sklearn kernel, default=ConstantKernel(1.0) * RBF(1.0)
+    kernel : sklearn kernel, default=None
+        None gives ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on
+        standardised inputs, one length scale per input (see
+        :ref:`defaults`).
         Prior covariance. Its hyperparameter values are the starting point of
         the MAP search (``init="map"``); its bounds (log scale) box the
         particles. Hyperparameters with ``"fixed"`` bounds are not inferred. A
@@ -391,23 +389,37 @@ class SteinGPRegressor(
         Hyperparameter name (``"k2__length_scale"``, ``"noise_variance"``, or
         one entry ``"k2__length_scale[0]"``) to a prior on the natural scale:
         a :class:`skgp_bayes.priors.Prior` or a frozen ``scipy.stats``
-        distribution. Unnamed parameters get ``Gamma(shape=1, scale=2)``.
+        distribution. Unnamed length scales get
+        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
+        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
     noise_variance : float, default=0.1
         Initial observation-noise variance, on the scale of the (normalised)
         target.
-    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e3)
+    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
         Box for the noise variance, on the scale of the (normalised) target;
         ``"fixed"`` keeps it at ``noise_variance``. The lower bound keeps
         duplicate inputs from making the kernel matrix singular.
     n_particles : int, default=20
         Number of SVGD particles.
     max_iter : int, default=300
-        SVGD iterations per call to ``fit``.
-    learning_rate : float, default=0.05
-        Adam learning rate for the particle updates (log units per step).
-    tol : float, default=1e-4
-        Stop when no particle coordinate moved more than ``tol`` for three
-        consecutive iterations.
+        Budget of SVGD iterations per call to ``fit``, a safeguard: a fit
+        normally ends on ``tol`` (tens of iterations from ``init="map"``).
+    learning_rate : "auto" or float, default="auto"
+        With ``init="map"`` (exact model, ``solver="cholesky"``) SVGD is
+        preconditioned by the Laplace covariance of the most probable mode
+        and steps a fraction ``learning_rate`` of its whitened field
+        (``"auto"``: 0.5, halved by the engine where the field
+        oscillates). Otherwise (``init="prior"``, the sparse model,
+        ``solver="cg"``) it is Adam's learning rate in log units per step
+        (``"auto"``: 0.05).
+    tol : "auto" or float, default="auto"
+        Stopping rule: the run ends once the root mean square of the Stein
+        field, in posterior standard deviations, stays at most ``tol``
+        for two iterations; the particles are then about ``tol`` sds from
+        SVGD's fixed point. ``"auto"`` is ``0.1 / sqrt(n_particles)``, a
+        tenth of the Monte Carlo error of a particle average. Never met
+        on minibatch or ``solver="cg"`` gradients, which run ``max_iter``
+        iterations.
     init : {"map", "prior"}, default="map"
         ``"map"``: find the maximum a posteriori point by L-BFGS-B and spread
         the particles by its Laplace approximation (with standard deviations
@@ -424,6 +436,13 @@ class SteinGPRegressor(
     normalize_y : bool, default=True
         Standardise the target before fitting; priors and noise bounds then
         refer to the standardised scale.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds the particle initialisation. The same seed gives bit-identical
         particles.
@@ -479,6 +498,9 @@ class SteinGPRegressor(
     param_names_ : list of str
         Names of the particle coordinates (``kernel.theta`` entries, then
         ``"noise_variance"`` unless it is fixed).
+    draws_ : ndarray of shape (n_particles, n_params)
+        ``particles_`` under the name every estimator uses for the draws
+        its predictions average over.
     kernels_ : list of Kernel
         One fitted kernel per particle.
     noise_variance_ : ndarray of shape (n_particles,)
@@ -487,9 +509,13 @@ class SteinGPRegressor(
         Log posterior (up to a constant) at each particle.
     n_iter_ : int
         SVGD iterations run (cumulative over warm starts).
+    converged_ : bool
+        Whether the last fit ended because its stopping rule (``tol``) was
+        met rather than on ``max_iter``.
     history_ : dict of lists
         Per-iteration trace: mean ``log_density``, ``learning_rate``,
-        ``max_move``, ``bandwidth`` and elapsed ``time``.
+        ``max_move``, ``field`` (the stopping rule's value) and
+        ``bandwidth`` and elapsed ``time``.
     ksd_ : float
         Kernel Stein discrepancy of the final particle set.
     map_params_ : ndarray of shape (n_params,) or None
@@ -497,6 +523,8 @@ class SteinGPRegressor(
     diagnostics_ : dict
         ``max_jitter`` added to kernel diagonals, ``converged``,
         ``fit_time``.
+    fit_time_ : dict
+        ``{"total": seconds}``.
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (sparse model only).
     n_samples_seen_ : int
@@ -539,6 +567,10 @@ class SteinGPRegressor(
     (3, 4)
     """
 
+    # Adam's learning rate (log units per step) for learning_rate="auto"
+    # without a preconditioner (init="prior", the sparse model, solver="cg").
+    _adam_rate = 0.05
+
     _parameter_constraints = {
         "kernel": [None, Kernel],
         "priors": [None, dict],
@@ -546,11 +578,15 @@ class SteinGPRegressor(
         "noise_variance_bounds": [StrOptions({"fixed"}), tuple, list, np.ndarray],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [
+            StrOptions({"auto"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "tol": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
         "init": [StrOptions({"map", "prior"})],
         "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "normalize_y": ["boolean"],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -575,14 +611,15 @@ class SteinGPRegressor(
         *,
         priors=None,
         noise_variance=0.1,
-        noise_variance_bounds=(1e-6, 1e3),
+        noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
         n_particles=20,
         max_iter=300,
-        learning_rate=0.05,
-        tol=1e-4,
+        learning_rate="auto",
+        tol="auto",
         init="map",
         n_restarts=4,
         normalize_y=True,
+        normalize_X=True,
         random_state=None,
         verbose=0,
         warm_start=False,
@@ -603,6 +640,7 @@ class SteinGPRegressor(
         self.init = init
         self.n_restarts = n_restarts
         self.normalize_y = normalize_y
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -625,11 +663,16 @@ class SteinGPRegressor(
         return kernel, adapter, target, names, bounds, start, prior_set
 
     def _initial_particles(self, target, start, bounds, prior_set, rng):
+        """Particles, the MAP point and the preconditioner's factor.
+
+        The factor is the Cholesky factor of the (capped) Laplace covariance
+        at the most probable mode; ``None`` with ``init="prior"``.
+        """
         if start.shape[0] == 0:
-            return np.empty((self.n_particles, 0)), None
+            return np.empty((self.n_particles, 0)), None, None
         if self.init == "prior":
             particles = prior_set.sample(rng, self.n_particles)
-            return np.clip(particles, bounds[:, 0], bounds[:, 1]), None
+            return np.clip(particles, bounds[:, 0], bounds[:, 1]), None, None
         if self.n_restarts > 0:
             return self._multimodal_particles(target, start, bounds, prior_set, rng)
         map_params, result = _find_map(target, start, bounds)
@@ -638,26 +681,28 @@ class SteinGPRegressor(
                 f"[SteinGPRegressor] MAP after {result.nit} L-BFGS iterations: "
                 f"{target.describe(map_params)}"
             )
+        factor = np.linalg.cholesky(_laplace_cov(target, map_params, bounds))
         if self.n_particles == 1:
-            return map_params[None, :], map_params
-        cov = _laplace_cov(target, map_params, bounds)
+            return map_params[None, :], map_params, factor
         noise = rng.standard_normal((self.n_particles, map_params.shape[0]))
-        particles = map_params + noise @ np.linalg.cholesky(cov).T
-        return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params
+        particles = map_params + noise @ factor.T
+        return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params, factor
 
     def _multimodal_particles(self, target, start, bounds, prior_set, rng):
         """Particles spread over every mode that L-BFGS finds from restarts.
 
         SVGD moves particles within a basin but rarely across a valley, so
         the share of particles per mode is set here, in proportion to each
-        mode's Laplace estimate of its posterior mass.
+        mode's Laplace estimate of its posterior mass. The preconditioner is
+        the Laplace covariance of the mode with the most mass.
         """
         restarts = prior_set.sample(rng, self.n_restarts)
         starts = np.vstack([start, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
         modes = _laplace_modes(target, starts, bounds)
         if not modes:  # every optimum failed: let the caller report the error
-            return np.clip(starts[: self.n_particles], *bounds.T), None
+            return np.clip(starts[: self.n_particles], *bounds.T), None, None
         best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
+        factor = np.linalg.cholesky(modes[0][1])
         log_mass = np.array([entry[2] for entry in modes])
         weights = np.exp(log_mass - log_mass.max())
         weights /= weights.sum()
@@ -668,14 +713,14 @@ class SteinGPRegressor(
                     f"{target.describe(mode)}"
                 )
         if self.n_particles == 1:
-            return best[None, :], best
+            return best[None, :], best, factor
         counts = _allocate(weights, self.n_particles)
         blocks = []
         for (mode, cov, _), count in zip(modes, counts, strict=True):
             noise = rng.standard_normal((count, mode.shape[0]))
             blocks.append(mode + noise @ np.linalg.cholesky(cov).T)
         particles = np.vstack(blocks)
-        return np.clip(particles, bounds[:, 0], bounds[:, 1]), best
+        return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
 
     @_fit_context(prefer_skip_nested_validation=True)
     @keyboard_interrupt_passes
@@ -766,18 +811,20 @@ class SteinGPRegressor(
                 y_numeric=True,
                 reset=not continuing,
             )
-            fitted = self._fit_model(X, y, continuing, partial=partial)
+            X_model, scaling = fit_input_scaling(self, X, continuing)
+            fitted = self._fit_model(X_model, y, continuing, partial, scaling)
+            fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
         set_fitted(self, fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
 
-    def _fit_model(self, X, y, continuing, partial):
+    def _fit_model(self, X, y, continuing, partial, scaling):
         if not check_same_model(self, continuing):
             check_sparse_options(self, X.shape[0])  # batch_size needs sparse
             with blas_threads_for(X.shape[0]):
                 return self._fit(X, y, continuing)
-        return self._fit_sparse(X, y, continuing, partial)
+        return self._fit_sparse(X, y, continuing, partial, scaling)
 
     def _fit(self, X, y, continuing):
         t_start = time.perf_counter()
@@ -793,11 +840,13 @@ class SteinGPRegressor(
         rng = check_random_state(self.random_state)
         state = None
         map_params = None
+        factor = None
         if continuing:
             _check_particle_shape(self, len(names), "warm_start")
             particles = self.particles_
             state = self._svgd_state
             map_params = self.map_params_
+            factor = getattr(self, "_preconditioner", None)
         else:
             init_target = target
             if use_cg and X.shape[0] > MAP_SUBSET:
@@ -811,9 +860,11 @@ class SteinGPRegressor(
                     prior_set,
                     target.log_noise_variance,
                 )
-            particles, map_params = self._initial_particles(
+            particles, map_params, factor = self._initial_particles(
                 init_target, start, bounds, prior_set, rng
             )
+        if use_cg:  # noisy gradients: Adam with a decaying rate
+            factor = None
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
         if len(names) == 0:
             if use_cg:  # the value would need a factorisation
@@ -836,7 +887,9 @@ class SteinGPRegressor(
             else:
                 evaluator = _batch_evaluator(target)
             evaluator.check_initial(particles)
-            result = _run_stein_svgd(self, evaluator, particles, bounds, state, use_cg)
+            result = _run_stein_svgd(
+                self, evaluator, particles, bounds, state, use_cg, factor
+            )
             particles, values, grads = (
                 result.particles,
                 result.log_density,
@@ -854,10 +907,10 @@ class SteinGPRegressor(
             # fit is (RELIABILITY row 7).
             one_sample = X.shape[0] == 1
             if not converged and self.max_iter > 0 and not use_cg and not one_sample:
-                _warn_not_converged(self, result, particles)
+                _warn_not_converged(self, result)
             if use_cg and evaluator.budget_exhausted:
                 _warn_cg_budget(evaluator, X.shape[0])
-        _warn_at_bounds(particles, bounds, names)
+        warn_at_bounds(particles, bounds, names, "particles")
         if target.max_jitter > 0:
             warn_user(
                 f"Kernel matrices were not positive definite for some particles; "
@@ -900,6 +953,7 @@ class SteinGPRegressor(
             "noise_variance_": noise_model * np.float64(y_std) * y_std,
             "log_posterior_": values,
             "n_iter_": (self.n_iter_ if continuing else 0) + n_iter,
+            "converged_": bool(converged),
             "history_": history,
             "ksd_": float(ksd),
             "map_params_": map_params,
@@ -917,11 +971,12 @@ class SteinGPRegressor(
             "_draws": draws,
             "_target": target,
             "_svgd_state": result_state,
+            "_preconditioner": factor,
             "_cg_state": cg_state,
             "_bounds": bounds,
         }
 
-    def _fit_sparse(self, X, y, continuing, partial):
+    def _fit_sparse(self, X, y, continuing, partial, scaling):
         t_start = time.perf_counter()
         name = type(self).__name__
         if X.shape[0] < 2 and not continuing:
@@ -944,7 +999,7 @@ class SteinGPRegressor(
         if continuing:
             Z = self.inducing_points_
         else:
-            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]))
+            Z = resolve_inducing(self.inducing_points, X, int(seeds[0]), scaling)
         check_sparse_memory(batch_size or X.shape[0], Z.shape[0], name)
         n_seen = X.shape[0] + (self.n_samples_seen_ if partial and continuing else 0)
         learn_noise = fixed_log_noise is None
@@ -1005,6 +1060,7 @@ class SteinGPRegressor(
             "noise_variance_": noise_model * np.float64(y_std) * y_std,
             "log_posterior_": result.log_density,
             "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
+            "converged_": bool(result.converged),
             "history_": history,
             "ksd_": float(kernel_stein_discrepancy(particles, result.grads)),
             "map_params_": centre,
@@ -1039,46 +1095,7 @@ class SteinGPRegressor(
             )
         return super()._pathwise(spec, n_samples, random_state, n_features)
 
-    @keyboard_interrupt_passes
-    def log_predictive_density(self, X, y):
-        """Mean log density of noisy observations under the predictive mixture.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        float
-            ``mean_i log(1/J sum_j N(y_i; m_ij, v_ij + noise_j))``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skgp_bayes import SteinGPRegressor
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.uniform(-3, 3, (30, 1))
-        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
-        >>> bool(reg.log_predictive_density(X, y) > 0)  # noise sd is 0.1
-        True
-        """
-        X = self._validate_query(X)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"Found input variables with inconsistent numbers of samples: "
-                f"[{X.shape[0]}, {y.shape[0]}]"
-            )
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        means, variances = self._draws.moments(X)
-        variances = variances + self._draws.noise_variances[:, None]
-        y_model = (y - self._y_mean) / self._y_std
-        density = mixture_log_density(y_model, means, variances)
-        return float(np.mean(density) - np.log(self._y_std))
+    draws_ = draws_alias("particles_")
 
     @available_if(_is_exact)
     @keyboard_interrupt_passes

@@ -38,7 +38,6 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -47,15 +46,41 @@ from sklearn.base import (
     clone,
 )
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._defaults import (
+    NOISE_VARIANCE_BOUNDS,
+    default_kernel,
+    fit_input_scaling,
+    in_natural_units,
+    merged_priors,
+    scale_inputs,
+)
 from ._exact_gp import sample_y_spec
 from ._fit_checks import NEAR_BOUND, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
+from ._predictive_contract import (
+    DEFAULT_QUANTILES,
+    GaussianMixturePredictive,
+    LatentDraws,
+    PoissonMixturePredictive,
+    binary_log_odds,
+    check_coverage,
+    check_quantiles,
+    check_targets,
+    deprecated_alias,
+    has_two_classes,
+    log_of_proba,
+    lognormal_rate_prediction,
+    mixture_prediction,
+    proba_from_log_odds,
+    sparse_latent_covariances,
+)
 from ._sparse import (
     fit_svgp_adam,
     fit_svgp_lbfgs,
@@ -106,18 +131,9 @@ _HYPER_INV_MASS = 0.1
 _RHAT_MAX = 1.01
 _ESS_PER_CHAIN_MIN = 100
 # Log noise variance bounds of a Gaussian likelihood (standardised targets).
-_LOG_NOISE_BOUNDS = (np.log(1e-6), np.log(1e2))
+_LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
-
-
-def _default_kernel(X):
-    # Length scale: sqrt(d) times the median feature spread, so that unscaled
-    # inputs start with O(1) squared distances (seed 000's initialisation
-    # for standardised inputs).
-    spread = np.median(np.std(X, axis=0)) if X.shape[0] > 1 else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    return ConstantKernel(1.0) * RBF(float(np.sqrt(X.shape[1]) * spread))
 
 
 class _GuardedTarget:
@@ -161,6 +177,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "svgp_max_iter": [Interval(Integral, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "normalize_X": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
         "verbose": ["verbose"],
@@ -170,7 +187,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
     def _log(self, msg):
         print(f"[{type(self).__name__}] {msg}")
 
-    def _inducing(self, X, seed):
+    def _inducing(self, X, seed, scaling):
         if self.inducing_points is None:
             return initial_inducing(X, self.n_inducing, seed)
         Z = np.asarray(self.inducing_points, dtype=np.float64)
@@ -180,7 +197,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             )
         if not np.all(np.isfinite(Z)):
             raise ValueError("inducing_points must be finite.")
-        return np.ascontiguousarray(Z)
+        return np.ascontiguousarray(scaling.transform(Z))
 
     def _blas_limit(self, n_rows, n_inducing):
         # Small triangular solves are dominated by BLAS thread start-up (and
@@ -196,10 +213,13 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             if self.inducing_points is None
             else len(self.inducing_points)
         )
+        X_model, scaling = fit_input_scaling(self, X)
         with self._blas_limit(X.shape[0], m):
-            return self._fit_stages(X, y_lik, likelihood, offset)
+            fitted = self._fit_stages(X_model, y_lik, likelihood, offset, scaling)
+        fitted["input_scaling_"] = scaling
+        return fitted
 
-    def _fit_stages(self, X, y_lik, likelihood, offset):
+    def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
         t_start = time.perf_counter()
         if self.thin > self.n_samples:
             raise ValueError(
@@ -208,7 +228,9 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         check_input_magnitude(X)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(0, 2**31 - 1, size=4)
-        kernel = _default_kernel(X) if self.kernel is None else clone(self.kernel)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
@@ -219,10 +241,10 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         if is_gaussian:
             slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
             hyper_bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
-        prior_set = PriorSet(slices, self.priors)
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
 
         # 1. Gaussian approximation
-        Z0 = self._inducing(X, int(seeds[0]))
+        Z0 = self._inducing(X, int(seeds[0]), scaling)
         bound = SVGPBound(
             adapter,
             X,
@@ -332,7 +354,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             )
         fitted_kernel = kernel.clone_with_theta(theta)
         return {
-            "samples_": chains.reshape(-1, chains.shape[2]),
+            "draws_": chains.reshape(-1, chains.shape[2]),
             "param_names_": names,
             "inducing_points_": Z,
             "kernel_": fitted_kernel,
@@ -405,20 +427,21 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
     def _validate_query(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = scale_inputs(self, X)
         check_input_magnitude(X)
         return X
 
     def _draw_moments(self, X):
         """Per-draw latent moments: means (S, k, C) and variances (S, k)."""
         Z, C = self.inducing_points_, self._n_latent
-        S = self.samples_.shape[0]
+        S = self.draws_.shape[0]
         with self._blas_limit(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
             return sparse_draw_moments(
                 self._adapter,
                 Z,
                 self._jitter,
-                self.samples_[:, : self._adapter.n_params],
-                self.samples_[:, self._n_hyper :].reshape(S, -1, C),
+                self.draws_[:, : self._adapter.n_params],
+                self.draws_[:, self._n_hyper :].reshape(S, -1, C),
                 X,
             )
 
@@ -438,7 +461,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         return means, variances
 
     def _noise_draws(self):
-        return np.exp(self.samples_[:, self._adapter.n_params])
+        return np.exp(self.draws_[:, self._adapter.n_params])
 
     def _posterior_draws(self, posterior):
         """Kernel thetas (S, p), whitened ``v`` (S, m, C), ``q(v)`` factors.
@@ -454,9 +477,9 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             raise ValueError(
                 f"posterior must be 'mcmc' or 'gaussian'; got {posterior!r}."
             )
-        S, C = self.samples_.shape[0], self._n_latent
-        thetas = self.samples_[:, : self._adapter.n_params]
-        return thetas, self.samples_[:, self._n_hyper :].reshape(S, -1, C), None
+        S, C = self.draws_.shape[0], self._n_latent
+        thetas = self.draws_[:, : self._adapter.n_params]
+        return thetas, self.draws_[:, self._n_hyper :].reshape(S, -1, C), None
 
     def _functions(self, n_samples, random_state, n_features, posterior, **kw):
         check_is_fitted(self)
@@ -475,6 +498,37 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
             n_features,
             **kw,
         )
+
+    samples_ = deprecated_alias(
+        "samples_",
+        "draws_",
+        " Once the alias is removed, samples_ will hold the kept draws per "
+        "chain, shape (n_chains, n_kept, n_params), as in SGLDGPRegressor.",
+    )
+
+    @property
+    def kernels_(self):
+        """One kernel per kept draw, at that draw's hyperparameters.
+
+        ``kernel_`` is the kernel at the Gaussian approximation's point
+        estimate; ``kernels_[s]`` goes with ``draws_[s]``.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, X[:, 0] > 0)
+        >>> len(clf.kernels_) == clf.draws_.shape[0]
+        True
+        """
+        thetas = self.draws_[:, : self._adapter.n_params]
+        return [self.kernel_.clone_with_theta(theta) for theta in thetas]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -500,9 +554,10 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     ----------
     kernel : sklearn kernel, default=None
         Prior covariance, shared by all latent functions; its ``theta``
-        starts the fit and its ``bounds`` bound the hyperparameters. The
-        default is ``ConstantKernel(1.0) * RBF(sqrt(d) * median feature
-        standard deviation)``.
+        starts the fit and its ``bounds`` bound the hyperparameters. None
+        gives ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on
+        standardised inputs, one length scale per input (see
+        :ref:`defaults`).
     n_inducing : int, default=50
         Number of inducing inputs placed by k-means (fewer if ``X`` has
         fewer distinct rows). Ignored when ``inducing_points`` is given.
@@ -539,8 +594,8 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     target_accept : float, default=0.8
         Target acceptance probability of the step-size adaptation.
     priors : dict, default=None
-        Priors on the natural scale by hyperparameter name; missing names
-        get Gamma(1, 2).
+        Priors on the natural scale by hyperparameter name; missing
+        names get the defaults of :ref:`defaults`.
     batch_size : int, default=None
         Minibatch size of the Adam fit of the Gaussian approximation. None
         uses full-batch L-BFGS-B up to 5000 points and minibatches of 512
@@ -549,6 +604,13 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         L-BFGS-B iterations, or Adam steps, of the Gaussian approximation.
     learning_rate : float, default=0.01
         Adam's learning rate (minibatch fits only).
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds k-means, the minibatches, the chain starts and the chains.
     n_jobs : int, default=None
@@ -560,14 +622,17 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    samples_ : ndarray of shape (n_chains * n_kept, n_params)
+    draws_ : ndarray of shape (n_chains * n_kept, n_params)
         Kept draws, chain after chain: ``[kernel theta (log scale), v]``
-        with ``v`` of shape ``(m, C)`` flattened in C order.
+        with ``v`` of shape ``(m, C)`` flattened in C order. Predictions
+        average over them. Formerly ``samples_`` (deprecated alias).
     param_names_ : list of str
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (from the SVGP), fixed during sampling.
     kernel_ : kernel
         The kernel at the Gaussian approximation's hyperparameters.
+    kernels_ : list of kernel
+        One kernel per row of ``draws_``.
     rhat_, ess_ : ndarray of shape (n_params,)
         Split R-hat and effective sample size per parameter (NaN when too
         few draws are kept to compute them).
@@ -620,7 +685,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")
     ...     _ = clf.fit(X, y)
-    >>> clf.predict_proba(X[:3]).shape, clf.samples_.shape
+    >>> clf.predict_proba(X[:3]).shape, clf.draws_.shape
     ((3, 2), (200, 10))
     """
 
@@ -649,6 +714,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         batch_size=None,
         svgp_max_iter=1000,
         learning_rate=0.01,
+        normalize_X=True,
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -669,6 +735,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.batch_size = batch_size
         self.svgp_max_iter = svgp_max_iter
         self.learning_rate = learning_rate
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -773,20 +840,109 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         >>> clf.predict_proba(X[:2], method="gaussian").shape
         (2, 2)
         """
-        X = self._validate_query(X)
-        if method == "gaussian":
-            mu, var = self._gaussian_moments(X)
-            return self._proba_from_moments(mu, var)
-        if method != "mcmc":
-            raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
-        means, variances = self._draw_moments(X)
-        C = self._n_latent
-        var = np.repeat(variances[..., None], C, axis=-1)
+        return self._proba(self._validate_query(X), method)
+
+    def _proba(self, X, method):
+        """``predict_proba`` at inputs already in the model's units."""
+        means, var = self._latent_draws(X, method)
+        if self._n_latent == 1:
+            # Through the log odds, so that predict_log_proba is its log.
+            return proba_from_log_odds(self._log_odds(means, var))
         total = np.zeros((X.shape[0], self.classes_.size))
         for s in range(means.shape[0]):
             total += self._proba_from_moments(means[s], var[s])
         proba = total / means.shape[0]
-        return proba / proba.sum(axis=1, keepdims=True)
+        proba /= proba.sum(axis=1, keepdims=True)
+        # Through the log, so that classes whose probabilities differ by
+        # round-off (the robust-max floor) rank alike in predict_log_proba.
+        return np.exp(log_of_proba(proba))
+
+    def _latent_draws(self, X, method):
+        """Latent means and variances per draw, ``(S, k, C)`` each."""
+        if method == "gaussian":
+            mu, var = self._gaussian_moments(X)
+            return mu[None], var[None]
+        if method != "mcmc":
+            raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
+        means, variances = self._draw_moments(X)
+        return means, np.repeat(variances[..., None], self._n_latent, axis=-1)
+
+    def _log_odds(self, means, var):
+        return binary_log_odds(self._likelihood, means[..., 0], var[..., 0])
+
+    @keyboard_interrupt_passes
+    def predict_log_proba(self, X, method="mcmc"):
+        """Logarithm of :meth:`predict_proba`, finite in the tails for two classes.
+
+        With two classes it is computed from each draw's log probabilities,
+        so that it stays finite where a probability rounds to 0 or 1.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        method : {"mcmc", "gaussian"}, default="mcmc"
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_queries, n_classes)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, y)
+        >>> bool(np.allclose(np.exp(clf.predict_log_proba(X)), clf.predict_proba(X)))
+        True
+        """
+        X = self._validate_query(X)
+        if self._n_latent == 1:
+            means, var = self._latent_draws(X, method)
+            return proba_from_log_odds(self._log_odds(means, var), log=True)
+        return log_of_proba(self._proba(X, method))
+
+    @available_if(has_two_classes)
+    @keyboard_interrupt_passes
+    def decision_function(self, X, method="mcmc"):
+        """Log predictive odds of ``classes_[1]`` (two classes only).
+
+        ``log P(y = classes_[1]) - log P(y = classes_[0])`` under the
+        draw-averaged predictive: positive exactly where :meth:`predict`
+        returns ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        method : {"mcmc", "gaussian"}, default="mcmc"
+
+        Returns
+        -------
+        scores : ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCClassifier
+        >>> X = np.linspace(-2, 2, 20)[:, None]
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = VariationalMCMCClassifier(n_inducing=4, n_chains=1, n_warmup=20,
+        ...                                 n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     clf = clf.fit(X, y)
+        >>> clf.decision_function([[2.0]]) > 0
+        array([ True])
+        """
+        X = self._validate_query(X)
+        return self._log_odds(*self._latent_draws(X, method))
 
     @keyboard_interrupt_passes
     def predict(self, X, method="mcmc"):
@@ -886,7 +1042,9 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         check_is_fitted(self)
         require_spectral_spec(self._adapter.kernel, "predict_proba(X)")
         functions, _ = self._functions(n_samples, random_state, n_features, posterior)
-        return functions[0] if len(functions) == 1 else functions
+        return in_natural_units(
+            functions[0] if len(functions) == 1 else functions, self
+        )
 
 
 # ==========================================================================
@@ -928,14 +1086,19 @@ class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
         name ``"noise_variance"``, in standardised units).
     n_inducing, inducing_points, optimize_inducing, n_chains, n_warmup, \
 n_samples, thin, max_leapfrog, target_accept, priors, batch_size, svgp_max_iter, \
-learning_rate, random_state, n_jobs, verbose
+learning_rate, normalize_X, random_state, n_jobs, verbose
         As in :class:`VariationalMCMCClassifier`.
 
     Attributes
     ----------
-    samples_ : ndarray of shape (n_chains * n_kept, n_params)
+    draws_ : ndarray of shape (n_chains * n_kept, n_params)
         ``[kernel theta, (log noise variance), v]`` per kept draw.
-    param_names_, inducing_points_, kernel_, rhat_, ess_, acceptance_rate_, \
+        Formerly ``samples_`` (deprecated alias).
+    noise_variance_ : ndarray of shape (n_chains * n_kept,)
+        Gaussian likelihood only: the noise variance of each draw, in the
+        units of ``y``.
+    param_names_, inducing_points_, kernel_, kernels_, rhat_, ess_, \
+acceptance_rate_, \
 n_divergences_, step_size_, inv_mass_, svgp_params_, svgp_elbo_, trace_, \
 fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`VariationalMCMCClassifier`.
@@ -987,6 +1150,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         batch_size=None,
         svgp_max_iter=1000,
         learning_rate=0.01,
+        normalize_X=True,
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -1006,6 +1170,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.batch_size = batch_size
         self.svgp_max_iter = svgp_max_iter
         self.learning_rate = learning_rate
+        self.normalize_X = normalize_X
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -1043,7 +1208,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")  # chains this short warn
         ...     reg = reg.fit(X, y, exposure=0.5)
-        >>> reg.samples_.shape[0]
+        >>> reg.draws_.shape[0]
         10
         """
         with atomic_feature_state(self):
@@ -1078,8 +1243,17 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         return mu, variances
 
     @keyboard_interrupt_passes
-    def predict(self, X, exposure=None, return_std=False, method="mcmc"):
-        """Posterior predictive mean (and standard deviation) of ``y``.
+    def predict(
+        self,
+        X,
+        exposure=None,
+        return_std=False,
+        method="mcmc",
+        *,
+        return_cov=False,
+        noise=False,
+    ):
+        """Posterior predictive mean (and spread) of the regression function.
 
         Parameters
         ----------
@@ -1087,14 +1261,29 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         exposure : float or array-like of shape (n_queries,), default=None
             Poisson only: the expected count is ``exposure * E[exp(f)]``.
         return_std : bool, default=False
-            Also return the predictive standard deviation of ``y``.
+            Also return the standard deviation of the latent function
+            (Gaussian likelihood, units of ``y``) or of the expected count
+            ``exposure * exp(f)`` (Poisson), over the posterior draws.
         method : {"mcmc", "gaussian"}, default="mcmc"
             Average over the HMC draws, or use the SVGP approximation.
+        return_cov : bool, default=False
+            Also return the joint covariance of the same quantity.
+        noise : bool, default=False
+            Include the observation noise in the spread: each draw's
+            noise variance (Gaussian) or the Poisson variance of a count.
 
         Returns
         -------
         mean : ndarray of shape (n_queries,)
         std : ndarray of shape (n_queries,), only if ``return_std``
+        cov : ndarray of shape (n_queries, n_queries), only if ``return_cov``
+
+        Notes
+        -----
+        In skgp_bayes 0.1.0 the standard deviation included the
+        observation noise; it is now, as for every regressor of the package
+        and as in scikit-learn, that of the latent function unless
+        ``noise=True``.
 
         Examples
         --------
@@ -1112,23 +1301,50 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> mean, std = reg.predict(X[:3], exposure=0.5, return_std=True)
         >>> mean.shape, bool(np.all(std > 0))
         ((3,), True)
+        >>> _, std_y = reg.predict(X[:3], exposure=0.5, return_std=True, noise=True)
+        >>> bool(np.all(std_y > std))
+        True
         """
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
         X = self._validate_query(X)
         exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
-        mu, var = self._latent(X, exposure, method)
+        draws = self._predictive_draws(X, exposure, method, full_cov=return_cov)
         if self.likelihood == "poisson":
-            rate = np.exp(mu + 0.5 * var)
-            mean = rate.mean(axis=0)
-            second = np.exp(2.0 * mu + 2.0 * var).mean(axis=0)
-            # law of total variance: Var = E[lambda] + Var[lambda]
-            std = np.sqrt(mean + np.maximum(second - mean**2, 0.0))
+            return lognormal_rate_prediction(
+                draws.means, draws.spread, return_std, return_cov, noise
+            )
+        return mixture_prediction(draws, return_std, return_cov, noise)
+
+    def _predictive_draws(self, X, exposure, method, full_cov=False):
+        """Per-draw latent moments as :class:`LatentDraws` (log rate for Poisson)."""
+        if full_cov:
+            thetas, v, factors = self._posterior_draws(method)
+            mu, spread = sparse_latent_covariances(
+                self._adapter,
+                self.inducing_points_,
+                self._jitter,
+                thetas,
+                v,
+                None if factors is None else factors[0],
+                X,
+            )
+            if exposure is not None:
+                mu = mu + np.log(exposure)
         else:
-            noise = self._noise(method, mu.shape[0])
-            mean = mu.mean(axis=0)
-            total = (var + noise[:, None]).mean(axis=0) + mu.var(axis=0)
-            mean = mean * self.y_std_ + self.y_mean_
-            std = np.sqrt(total) * self.y_std_
-        return (mean, std) if return_std else mean
+            mu, spread = self._latent(X, exposure, method)
+        if self.likelihood == "poisson":
+            return LatentDraws(mu, spread, np.zeros(mu.shape[0]), 0.0, 1.0)
+        noise = self._noise(method, mu.shape[0])
+        return LatentDraws(mu, spread, noise, self.y_mean_, self.y_std_)
+
+    def _observation_predictive(self, X, exposure=None, method="mcmc"):
+        draws = self._predictive_draws(X, exposure, method)
+        if self.likelihood == "poisson":
+            return PoissonMixturePredictive(draws.means, draws.spread, self._likelihood)
+        return GaussianMixturePredictive.from_draws(draws)
 
     def _latent(self, X, exposure, method):
         """Latent means and variances, ``(S, k)`` each (S=1 for gaussian)."""
@@ -1154,6 +1370,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         ``log (1/S) sum_s p(y_i | draw s)`` with ``p(y_i | draw s)`` the
         likelihood integrated over ``f_i ~ N(mu_is, gamma_is)``; with
         ``method="gaussian"`` the integral under the SVGP's ``q(f_i)``.
+        Gaussian likelihood: in the units of ``y``, each draw's noise
+        variance included.
 
         Parameters
         ----------
@@ -1185,22 +1403,120 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         ((20,), True)
         """
         X = self._validate_query(X)
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        y = check_targets(y, X.shape[0])
         exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
-        mu, var = self._latent(X, exposure, method)
-        if self.likelihood == "poisson":
-            lpd = self._likelihood.log_predictive_density(
-                np.broadcast_to(y, mu.shape), mu, var
+        return self._observation_predictive(X, exposure, method).logpdf(y)
+
+    @keyboard_interrupt_passes
+    def predict_quantiles(
+        self, X, quantiles=DEFAULT_QUANTILES, *, exposure=None, method="mcmc"
+    ):
+        """Quantiles of the posterior predictive of a noisy observation ``y``.
+
+        Gaussian likelihood: the mixture over the draws of ``N(mu_s, gamma_s
+        + noise_s)``, solved by Newton steps on its distribution function to
+        a relative error of about 1e-13. Poisson: the smallest count ``k``
+        with ``P(y <= k) >= q`` under the mixture of Poisson-log-normal
+        distributions (Gauss-Hermite rule over each draw's log rate).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        quantiles : float or sequence of float, default=(0.05, 0.5, 0.95)
+        exposure : float or array-like of shape (n_queries,), default=None
+            Poisson only.
+        method : {"mcmc", "gaussian"}, default="mcmc"
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_quantiles)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.random.default_rng(0).poisson(3.0, 20)
+        >>> reg = VariationalMCMCRegressor(likelihood="poisson", n_inducing=4,
+        ...                                n_chains=1, n_warmup=20, n_samples=10,
+        ...                                random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y)
+        >>> q = reg.predict_quantiles(X[:2], quantiles=[0.05, 0.95])
+        >>> q.shape, bool(np.all(q == np.round(q)))  # counts
+        ((2, 2), True)
+        """
+        levels = check_quantiles(quantiles)
+        X = self._validate_query(X)
+        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        return self._observation_predictive(X, exposure, method).quantiles(levels)
+
+    @keyboard_interrupt_passes
+    def predict_interval(self, X, coverage=0.9, *, exposure=None, method="mcmc"):
+        """Central predictive interval of a noisy observation ``y``.
+
+        The ``(1 - coverage) / 2`` and ``(1 + coverage) / 2`` quantiles of
+        :meth:`predict_quantiles`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        coverage : float, default=0.9
+        exposure : float or array-like of shape (n_queries,), default=None
+            Poisson only.
+        method : {"mcmc", "gaussian"}, default="mcmc"
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_queries,)
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> y = np.sin(X[:, 0])
+        >>> reg = VariationalMCMCRegressor(n_inducing=5, n_chains=1, n_warmup=20,
+        ...                                n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, y)
+        >>> lower, upper = reg.predict_interval(X[:3], coverage=0.9)
+        >>> bool(np.all(lower < upper))
+        True
+        """
+        levels = check_coverage(coverage)
+        bounds = self.predict_quantiles(X, levels, exposure=exposure, method=method)
+        return bounds[:, 0], bounds[:, 1]
+
+    @property
+    def noise_variance_(self):
+        """Noise variance of each draw in ``draws_``, in the units of ``y``.
+
+        Gaussian likelihood only.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from skgp_bayes import VariationalMCMCRegressor
+        >>> X = np.linspace(0, 10, 20)[:, None]
+        >>> reg = VariationalMCMCRegressor(n_inducing=5, n_chains=1, n_warmup=20,
+        ...                                n_samples=10, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # chains this short warn
+        ...     reg = reg.fit(X, np.sin(X[:, 0]))
+        >>> reg.noise_variance_.shape
+        (10,)
+        """
+        if not isinstance(getattr(self, "_likelihood", None), Gaussian):
+            raise AttributeError(
+                "noise_variance_ exists for a fitted likelihood='gaussian' model."
             )
-        else:
-            noise = self._noise(method, mu.shape[0])
-            y_std = (y - self.y_mean_) / self.y_std_
-            total = var + noise[:, None]
-            lpd = -0.5 * (np.log(2 * np.pi * total) + (y_std - mu) ** 2 / total)
-            lpd = lpd - np.log(self.y_std_)
-        return logsumexp(lpd, axis=0) - np.log(mu.shape[0])
+        return self._noise_draws() * self.y_std_**2
 
     @keyboard_interrupt_passes
     def sample_latent(self, X, method="mcmc", n_samples=1000, random_state=0):
@@ -1306,9 +1622,10 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         check_is_fitted(self)
         require_spectral_spec(self._adapter.kernel, "sample_y(X, method='exact')")
-        return self._regression_functions(
+        functions = self._regression_functions(
             n_samples, random_state, n_features, posterior
         )[0]
+        return in_natural_units(functions, self)
 
     def _regression_functions(self, n_samples, random_state, n_features, posterior):
         functions, white = self._functions(
@@ -1366,8 +1683,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         y_samples : ndarray of shape (n_queries, n_samples)
             Gaussian likelihood: draws of the latent function in the units
             of ``y`` (plus a ``WhiteKernel``'s noise), without the sampled
-            observation noise, as in scikit-learn (:meth:`predict`'s
-            ``std`` includes that noise). Poisson: draws of the expected
+            observation noise, as in scikit-learn and as :meth:`predict`'s
+            ``std``. Poisson: draws of the expected
             count ``exposure * exp(f)``, whose average over draws is
             :meth:`predict`'s mean; counts themselves would add Poisson
             noise.

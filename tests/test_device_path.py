@@ -118,6 +118,7 @@ def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
             n_chains=2,
             n_predict_draws=4,
             cg_preconditioner_rank=10,
+            solver="ulisse",  # the CG path: "auto" takes Cholesky here
             backend=backend,
             random_state=0,
         ).fit(X, y)

@@ -83,6 +83,7 @@ def _feature_term_sd(kernel, points, P, n_features, n_sets, seed=0):
 def _bias_sd(reg, Xq, n_features, n_sets, seed=0):
     """Largest feature-bias sd over particles, in the units of y."""
     draws = reg._draws
+    Xq = reg.input_scaling_.transform(Xq)  # the model's units, as draws.X
     points = np.vstack([Xq, draws.X])
     bound = np.zeros((Xq.shape[0], Xq.shape[0]))
     for j in range(draws.n_draws):

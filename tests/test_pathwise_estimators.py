@@ -127,7 +127,11 @@ def selective(shared_stat_seed):
 
 # --------------------------------------------------- moments vs predictive
 def _vmcmc_reg_moments(reg, Xq, posterior):
-    mu, var = reg._latent(Xq, None, "gaussian" if posterior == "gaussian" else "mcmc")
+    mu, var = reg._latent(
+        reg.input_scaling_.transform(Xq),
+        None,
+        "gaussian" if posterior == "gaussian" else "mcmc",
+    )
     mean, var = mixture_mean_var(mu, var)
     return mean * reg.y_std_ + reg.y_mean_, var * reg.y_std_**2
 
@@ -155,7 +159,7 @@ def test_vmcmc_regressor_functions_match_predictive(
     _assert_moments(values, mean, var)
     if posterior == "mcmc":
         # the samples mix over (almost) every kept HMC draw
-        assert np.unique(used).size > 0.9 * reg.samples_.shape[0]
+        assert np.unique(used).size > 0.9 * reg.draws_.shape[0]
     else:
         assert np.all(np.concatenate(used) == 0)
 
@@ -183,7 +187,7 @@ def test_vmcmc_regressor_exact_sample_y_matches_predictive(
 def test_vmcmc_poisson_log_rate_and_rates(vmcmc_poisson, stat_seed):
     reg = vmcmc_poisson
     Xq = np.array([[0.5], [3.3], [6.1], [9.4]])
-    mu, var = reg._latent(Xq, None, "mcmc")
+    mu, var = reg._latent(reg.input_scaling_.transform(Xq), None, "mcmc")
     mean, mixed_var = mixture_mean_var(mu, var)
     log_rate = _replicates(
         lambda n, seed: reg.sample_functions(n, random_state=seed, n_features=F)(Xq),
@@ -217,9 +221,11 @@ def test_vmcmc_classifier_functions_match_predictive(
     clf = vmcmc_classifier
     Xq = np.array([[-1.7], [-0.6], [0.1], [0.9], [1.8]])
     if posterior == "gaussian":
-        mean, var = clf._gaussian_moments(Xq)  # (k, C) each
+        mean, var = clf._gaussian_moments(
+            clf.input_scaling_.transform(Xq)
+        )  # (k, C) each
     else:
-        means, variances = clf._draw_moments(Xq)  # (S, k, C), (S, k)
+        means, variances = clf._draw_moments(clf.input_scaling_.transform(Xq))
         S, k, C = means.shape
         var_s = np.repeat(variances[..., None], C, axis=-1)
         mean, var = mixture_mean_var(means.reshape(S, -1), var_s.reshape(S, -1))
@@ -295,7 +301,8 @@ def test_selective_classifier_functions_match_predictive(stat_seed):
     options = _seeded(SELECT, stat_seed)
     clf = SelectiveSVGPClassifier(n_candidates=15, **options).fit(X, y)
     Xq = np.array([[-2.5], [-1.0], [0.2], [1.4], [2.6]])
-    # one column per latent; two classes have one
+    # validates and scales its input; one column per latent, two classes
+    # have one
     mean, var = (moment[:, 0] for moment in clf._latent(Xq))
     values = _replicates(
         lambda n, seed: clf.sample_functions(n, random_state=seed, n_features=F)(Xq),

@@ -176,6 +176,7 @@ def test_all_points_kept_equals_exact_gp(normalize):
         n_post_iter=0,
         keep="threshold",  # every probability is still at its start, 0.9
         noise_variance=0.1,
+        normalize_X=False,  # the kernel in the units of the reference GP
         jitter=0.0,
         random_state=0,
     ).fit(X, y)
@@ -283,8 +284,9 @@ def test_fitted_attributes(fitted):
     _assert_expected_size_kept(reg)
     assert reg.n_inducing_ == reg.support_.sum() == reg.inducing_points_.shape[0]
     np.testing.assert_array_equal(reg.inducing_points_, reg.candidates_[reg.support_])
-    # candidates are training inputs
-    assert all(np.any(np.all(X == z, axis=1)) for z in reg.candidates_)
+    # candidates are training inputs, in the model's (standardised) units
+    Xm = reg.input_scaling_.transform(X)
+    assert all(np.any(np.all(Xm == z, axis=1)) for z in reg.candidates_)
     assert reg.expected_n_inducing_ == pytest.approx(lam.sum())
     assert reg.var_n_inducing_ == pytest.approx(np.sum(lam * (1 - lam)))
     assert reg.elbo_history_["select"].shape == (40,) and reg.n_iter_ == 40

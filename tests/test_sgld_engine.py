@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -322,3 +324,123 @@ def test_resume_equals_one_run(split):
     assert second.n_rejected == 1 and second.state.t == 600
     # the state is not mutated by the run that continued from it
     assert first.state.t == split
+
+
+# ---------------------------------------------------------------- MALA
+def _gaussian(cov):
+    prec = np.linalg.inv(cov)
+    return lambda x: (-0.5 * float(x @ prec @ x), -prec @ x)
+
+
+@pytest.mark.statistical
+def test_mala_is_exact_where_unadjusted_langevin_is_biased(stat_seed):
+    # At h = 1 with M = cov, unadjusted Langevin has stationary covariance
+    # cov / (1 - h / 4): every variance 33% too large. The Metropolis
+    # adjustment makes the chain exact. The standard error of each variance
+    # is sd(x^2 - var) / sqrt(ESS), the ESS of the squared deviations
+    # estimated from the chain (about 5000 of 20000 draws, a relative
+    # standard error near 2%, so the 33% bias is 16 of them); 5 standard
+    # errors on 2 variances: false failure 2 * P5 ~ 1e-6.
+    cov = np.array([[4.0, 0.8], [0.8, 0.25]])
+    res = run_sgld(
+        _gaussian(cov),
+        np.zeros(2),
+        n_iter=20000,
+        a=1.0,
+        gamma=0.0,
+        preconditioner=cov,
+        metropolis=True,
+        rng=np.random.default_rng(11 + stat_seed),
+    )
+    draws = res.samples[500:]
+    assert 0.3 < res.accepted.mean() < 1.0  # proposals are really rejected
+    squares = draws**2
+    ess = effective_sample_size(squares[None])
+    se = squares.std(axis=0) / np.sqrt(ess)
+    np.testing.assert_array_less(np.abs(squares.mean(axis=0) - np.diag(cov)), 5 * se)
+
+
+def test_mala_adaptation_freezes_the_averaged_step():
+    res = run_sgld(
+        _gaussian(np.eye(3)),
+        np.zeros(3),
+        n_iter=400,
+        a=0.1,
+        gamma=0.0,
+        metropolis=True,
+        adapt_steps=150,
+        rng=np.random.default_rng(0),
+    )
+    assert res.frozen_at == 149
+    assert np.all(res.step_sizes[150:] == res.step_sizes[150])
+    assert len(np.unique(res.step_sizes[:150])) > 100  # adapted at every step
+    assert res.state.dual is None and res.state.n_accepted == res.accepted.sum()
+
+
+@pytest.mark.parametrize("split", [60, 150, 300])  # inside, at, after warm-up
+def test_mala_resume_equals_one_run(split):
+    kw = dict(a=0.3, gamma=0.0, metropolis=True, adapt_steps=150)
+    target = _gaussian(np.array([[1.0, 0.5], [0.5, 2.0]]))
+    whole = run_sgld(target, np.ones(2), n_iter=400, rng=np.random.default_rng(4), **kw)
+    rng = np.random.default_rng(4)
+    first = run_sgld(target, np.ones(2), n_iter=split, rng=rng, **kw)
+    second = run_sgld(
+        target, None, n_iter=400 - split, rng=rng, resume=first.state, **kw
+    )
+    for name in ("samples", "step_sizes", "accepted"):
+        np.testing.assert_array_equal(
+            np.concatenate([getattr(first, name), getattr(second, name)]),
+            getattr(whole, name),
+        )
+    assert second.frozen_at == whole.frozen_at == 149
+
+
+@pytest.mark.statistical
+def test_mala_rejects_proposals_outside_the_box(stat_seed):
+    # A flat density on [-1, 1]: proposals outside are rejected (the target
+    # is zero there), so the chain stays inside and uniform. Indicator
+    # standard error 0.5 / sqrt(ESS) from the chain; 5 of them: false
+    # failure P5.
+    res = run_sgld(
+        lambda x: (0.0, np.zeros_like(x)),
+        np.zeros(1),
+        n_iter=4000,
+        a=0.5,
+        gamma=0.0,
+        bounds=np.array([[-1.0, 1.0]]),
+        metropolis=True,
+        rng=np.random.default_rng(stat_seed),
+    )
+    assert res.samples.min() >= -1.0 and res.samples.max() <= 1.0
+    above = (res.samples[:, 0] > 0).astype(float)
+    ess = effective_sample_size(above[None, :])
+    assert abs(above.mean() - 0.5) < 5 * 0.5 / np.sqrt(ess)
+
+
+def test_mala_non_finite_proposals_are_rejected_quietly():
+    def target(x):
+        if x[0] > 0.5:
+            return float("nan"), np.full_like(x, np.nan)
+        return -0.5 * float(x @ x), -x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = run_sgld(
+            target,
+            np.zeros(1),
+            n_iter=300,
+            a=1.0,
+            gamma=0.0,
+            metropolis=True,
+            rng=np.random.default_rng(0),
+        )
+    assert res.n_rejected > 0 and np.all(res.samples <= 0.5)
+    with pytest.raises(ValueError, match="not finite at the start"):
+        run_sgld(
+            target,
+            np.ones(1),
+            n_iter=3,
+            a=1.0,
+            metropolis=True,
+            rng=np.random.default_rng(0),
+        )

@@ -1,5 +1,6 @@
 import pickle
 import sys
+import warnings
 
 import joblib
 import numpy as np
@@ -12,8 +13,10 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
+from skgp_bayes.priors import Gamma
 
-FAST = dict(n_iter=60, n_chains=2, random_state=0)
+# The ULISSE path, which "auto" would not take on 40 points.
+FAST = dict(n_iter=60, n_chains=2, solver="ulisse", random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +32,14 @@ def fitted(data):
     return SGLDGPRegressor(**FAST).fit(*data)
 
 
-def _grid_posterior(X, y, ranges, size=24):
+def _grid_posterior(X, y, ranges, size=24, length_scale_prior="gamma"):
     """Posterior mean and sd of (log c, log ell, log s2) for c RBF(ell) + s2 I
     with Gamma(1, 2) priors, by quadrature on a grid; plain NumPy, batched
-    Cholesky factorisations, nothing from the library."""
+    Cholesky factorisations, nothing from the library.
+
+    ``length_scale_prior="default"`` puts the estimators' default on ell
+    instead, ``log ell ~ N(1, 1)`` in one dimension (inputs standardised).
+    """
     axes = [np.linspace(lo, hi, size) for lo, hi in ranges]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
     d2 = (X[:, None, 0] - X[None, :, 0]) ** 2
@@ -48,7 +55,10 @@ def _grid_posterior(X, y, ranges, size=24):
         loglik = -0.5 * np.sum(z * z, 1) - np.sum(
             np.log(np.diagonal(L, axis1=1, axis2=2)), 1
         )
-        logp[s : s + 2000] = loglik + np.sum(-np.exp(P) / 2 + P, 1)
+        log_prior = -np.exp(P) / 2 + P
+        if length_scale_prior == "default":
+            log_prior[:, 1] = -0.5 * (P[:, 1] - 1.0) ** 2
+        logp[s : s + 2000] = loglik + np.sum(log_prior, 1)
     w = np.exp(logp - logp.max())
     w /= w.sum()
     marginals = [
@@ -76,10 +86,12 @@ def test_posterior_matches_quadrature(data, stat_seed):
         n_chains=2,
         n_jobs=2,
         burn_in=200,
-        thin=1,
+        solver="ulisse",
         step_size_start=0.1,
         step_size_end=0.1,
         step_size_gamma=0.0,
+        normalize_X=False,
+        priors={"k2__length_scale": Gamma(1.0, 2.0)},
         random_state=stat_seed,
     ).fit(X, y)
     draws = reg.samples_.reshape(-1, 3)
@@ -120,11 +132,12 @@ def test_fitted_attributes(fitted, data):
     ]
     assert reg.samples_.shape[0] == 2 and reg.samples_.shape[2] == 3
     assert reg.burn_in_ == 30  # no freezing in 60 iterations: half discarded
-    np.testing.assert_array_equal(reg.samples_[0], reg.chains_[0, 30::10])
+    np.testing.assert_array_equal(reg.samples_[0], reg.chains_[0, 30:])
+    assert reg.solver_ == "ulisse" and reg.n_iter_ == 60
     assert np.all(np.isnan(reg.rhat_)) and np.all(np.isnan(reg.ess_))
     assert any("not computed" in note for note in reg.diagnostics_["notes"])
     assert reg.diagnostics_["cg_iterations_mean"] > 0
-    assert len(reg.kernels_) == len(reg.noise_variance_) == 6
+    assert len(reg.kernels_) == len(reg.noise_variance_) == 30
     assert reg.n_features_in_ == 1
     assert np.all(np.isfinite(reg.predict(X)))
 
@@ -134,6 +147,8 @@ def test_step_size_schedule_and_freezing(data):
     reg = SGLDGPRegressor(
         n_iter=400,
         n_chains=1,
+        solver="ulisse",
+        step_size_end=1e-4,
         freeze_threshold=0.05,
         freeze_window=50,
         random_state=0,
@@ -158,6 +173,7 @@ def test_prediction_matches_sklearn_with_fixed_hyperparameters(data):
         n_chains=1,
         burn_in=0,
         thin=1,
+        normalize_X=False,
         random_state=0,
         preconditioner="identity",
     )
@@ -315,7 +331,7 @@ def test_verbose_prints_progress(data, capsys):
 
 def test_diagnostics_with_one_chain(data):
     reg = SGLDGPRegressor(
-        n_iter=250, n_chains=1, burn_in=50, thin=1, random_state=0
+        n_iter=250, n_chains=1, burn_in=50, solver="ulisse", random_state=0
     ).fit(*data)
     assert reg.samples_.shape == (1, 200, 3)
     assert np.all(np.isnan(reg.rhat_))
@@ -327,6 +343,7 @@ def test_diagnostics_with_one_chain(data):
 # equal one long fit. probe_refresh=7 puts the split (45) inside a probe block.
 WARM = dict(
     n_chains=2,
+    solver="ulisse",
     step_size_start=0.05,
     step_size_end=0.05,
     probe_refresh=7,
@@ -383,7 +400,13 @@ def test_warm_start_equals_one_long_fit(data, monkeypatch):
 def test_warm_start_continues_the_first_schedule(data):
     X, y = data
     reg = SGLDGPRegressor(
-        n_iter=40, n_chains=1, warm_start=True, freeze_threshold=None, random_state=0
+        n_iter=40,
+        n_chains=1,
+        solver="ulisse",
+        step_size_end=1e-4,
+        warm_start=True,
+        freeze_threshold=None,
+        random_state=0,
     ).fit(X, y)
     first = reg.chains_.copy()
     reg.set_params(n_iter=20).fit(X, y)
@@ -420,7 +443,139 @@ def test_warm_start_with_other_dynamics_raises(data):
     with pytest.raises(ValueError, match="hyperparameters"):
         reg.set_params(n_probes=16, noise_variance_bounds="fixed").fit(X, y)
     # allowed changes, and warm_start=False starts afresh
-    reg.set_params(noise_variance_bounds=(1e-6, 1e3), thin=2, burn_in=5).fit(X, y)
+    reg.set_params(noise_variance_bounds=(1e-6, 1e2), thin=2, burn_in=5).fit(X, y)
     assert reg.chains_.shape == (2, 40, 3) and reg.samples_.shape == (2, 18, 3)
     reg.set_params(warm_start=False, n_probes=2).fit(X, y)
     assert reg.chains_.shape == (2, 20, 3)
+
+
+# ------------------------------------------------------- solver="auto"
+def test_auto_solver_takes_cholesky_while_a_factorisation_is_cheap(data, monkeypatch):
+    from skgp_bayes import _config
+    from skgp_bayes import sgld as sgld_module
+
+    X, y = data
+    small = dict(n_iter=30, n_chains=1, random_state=0)
+    reg = SGLDGPRegressor(**small).fit(X, y)
+    assert reg.solver_ == "cholesky"
+    assert reg.diagnostics_["cg_iterations_mean"] == 0.0
+    # exact gradients: the chain is Metropolis-adjusted, so some proposals
+    # are refused and the chain repeats its state
+    assert 0.0 < reg.diagnostics_["acceptance_rate"] < 1.0
+    # beyond the size threshold, or when K and its inverse would not fit in
+    # a quarter of the dense-memory limit, "auto" takes ULISSE
+    monkeypatch.setattr(sgld_module, "_CHOLESKY_GRADIENT_MAX_N", 39)
+    assert SGLDGPRegressor(**small).fit(X, y).solver_ == "ulisse"
+    monkeypatch.setattr(sgld_module, "_CHOLESKY_GRADIENT_MAX_N", 40)
+    assert SGLDGPRegressor(**small).fit(X, y).solver_ == "cholesky"
+    monkeypatch.setattr(_config, "MAX_DENSE_BYTES", 4 * 2 * 8 * 40 * 40 - 1)
+    assert SGLDGPRegressor(**small).fit(X, y).solver_ == "ulisse"
+    # asked for explicitly, Cholesky above the whole limit is refused
+    monkeypatch.setattr(_config, "MAX_DENSE_BYTES", 2 * 8 * 40 * 40 - 1)
+    with pytest.raises(MemoryError, match="solver='ulisse'"):
+        SGLDGPRegressor(**small, solver="cholesky").fit(X, y)
+    for solver in ("ulisse", "cg"):
+        fitted = SGLDGPRegressor(**small, solver=solver).fit(X, y)
+        assert fitted.solver_ == solver
+        assert fitted.diagnostics_["cg_iterations_mean"] > 0
+        assert np.isnan(fitted.diagnostics_["acceptance_rate"])
+
+
+# ------------------------------------------------------- n_iter="auto"
+@pytest.fixture(scope="module")
+def default_fit(data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a default fit is quiet
+        return SGLDGPRegressor(random_state=0).fit(*data)
+
+
+def test_default_run_length_meets_the_rule(default_fit):
+    reg = default_fit
+    assert reg.diagnostics_["converged"]
+    assert np.all(reg.rhat_ <= 1.01) and np.all(reg.ess_ >= 100)
+    # first block: 200 warm-up + 1000; each further one half the kept span
+    lengths = [1200]
+    for _ in range(reg.diagnostics_["blocks"] - 1):
+        lengths.append(lengths[-1] + (lengths[-1] - 200) // 2)
+    assert reg.n_iter_ == lengths[-1] == reg.chains_.shape[1]
+    assert reg.burn_in_ == 200 and reg.frozen_at_ == [199, 199]
+    assert reg.samples_.shape == (2, reg.n_iter_ - 200, 3)
+
+
+def test_chains_that_cannot_mix_in_the_budget_warn(data):
+    # A step of 1e-6 moves a chain about 1e-3 posterior sds per iteration:
+    # the two chains stay near their different starts, so their R-hat is
+    # far above 1.01 and their ESS a few.
+    reg = SGLDGPRegressor(
+        solver="ulisse",
+        step_size_start=1e-6,
+        n_probes=1,
+        cg_preconditioner_rank=0,
+        max_iter=1300,
+        random_state=0,
+    )
+    with pytest.warns(SamplerWarning) as caught:
+        reg.fit(*data)
+    messages = [str(w.message) for w in caught if "did not mix" in str(w.message)]
+    assert len(messages) == 1
+    assert "max_iter=1300" in messages[0] and "1300 run by this fit" in messages[0]
+    assert f"{np.max(reg.rhat_):.3f}" in messages[0]
+    assert f"{np.min(reg.ess_):.0f}" in messages[0]
+    assert reg.n_iter_ == 1300 and not reg.diagnostics_["converged"]
+    assert reg.diagnostics_["blocks"] == 2  # 1200, then the 100 left
+
+
+def test_auto_warm_start_extends_the_chains(data):
+    reg = SGLDGPRegressor(max_iter=1200, warm_start=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        reg.fit(*data)
+    first = reg.chains_.copy()
+    reg.set_params(max_iter=20000).fit(*data)
+    assert reg.n_iter_ >= 1200 + 500  # at least one further block
+    np.testing.assert_array_equal(reg.chains_[:, :1200], first)
+    assert reg.diagnostics_["converged"]
+
+
+def test_verbose_reports_the_run_length(data, capsys):
+    SGLDGPRegressor(max_iter=1300, n_chains=2, verbose=1, random_state=0).fit(*data)
+    out = capsys.readouterr().out
+    assert "[SGLDGPRegressor] 1200 iterations per chain: split R-hat up to" in out
+    assert "acceptance" in out
+
+
+@pytest.mark.statistical
+def test_exact_gradient_chain_matches_quadrature(data, default_fit, stat_seed):
+    # The default fit (exact gradients, MALA, automatic run length) against
+    # the posterior by quadrature. No step-size bias to allow for: the
+    # Metropolis adjustment makes the chain exact. Standard errors from the
+    # chains' own bulk ESS as in test_posterior_matches_quadrature; 5 of
+    # them on 3 means and 3 sds: 3e-6 false failures for Gaussian errors.
+    X, y = data
+    reg = default_fit
+    if stat_seed:
+        reg = SGLDGPRegressor(random_state=stat_seed).fit(X, y)
+    ys = (y - y.mean()) / y.std()
+    Xs = (X - X.mean()) / X.std()  # the model's units (normalize_X=True)
+    ranges = [(-2.5, 4.5), (-1.9, 1.1), (-3.2, -0.3)]
+    mean, sd, marginals = _grid_posterior(Xs, ys, ranges, length_scale_prior="default")
+    for marginal in marginals:  # the grid holds the whole posterior
+        assert max(marginal[0], marginal[-1]) < 1e-3
+    draws = reg.samples_.reshape(-1, 3)
+    se_mean = 1.0 / np.sqrt(reg.ess_)
+    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 5 * se_mean)
+    se_sd = np.sqrt(1.0 / (2 * reg.ess_))
+    np.testing.assert_array_less(np.abs(draws.std(axis=0) / sd - 1.0), 5 * se_sd)
+
+
+def test_auto_blocks_are_the_same_in_worker_processes(data):
+    # Two blocks (1200, then the 100 left of max_iter): the chain states,
+    # MALA's adapted step and random streams cross process boundaries.
+    kw = dict(max_iter=1300, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        one = SGLDGPRegressor(**kw, n_jobs=1).fit(*data)
+        two = SGLDGPRegressor(**kw, n_jobs=2).fit(*data)
+    assert one.n_iter_ == 1300 or one.diagnostics_["converged"]
+    np.testing.assert_array_equal(one.chains_, two.chains_)
+    np.testing.assert_array_equal(one.step_sizes_, two.step_sizes_)

@@ -140,7 +140,9 @@ def test_free_hyperparameters_predict_close_to_the_exact_model(stat_seed):
         X,
         y,
     )
-    gap = exact.log_predictive_density(Xq, yq) - sparse.log_predictive_density(Xq, yq)
+    gap = np.mean(
+        exact.log_predictive_density(Xq, yq) - sparse.log_predictive_density(Xq, yq)
+    )
     assert gap < 0.5
     rmse = np.sqrt(np.mean((sparse.predict(Xq) - np.sin(Xq[:, 0])) ** 2))
     assert rmse < 0.25
@@ -173,8 +175,8 @@ def test_partial_fit_reaches_the_quality_of_fit(stat_seed):
     stream = _stream_fit(SteinGPRegressor(max_iter=150, **options), X, y, 3)
     assert stream.n_samples_seen_ == 600
     assert stream.n_iter_ == full.n_iter_ == 450
-    lpd_full = full.log_predictive_density(Xq, yq)
-    lpd_stream = stream.log_predictive_density(Xq, yq)
+    lpd_full = full.log_predictive_density(Xq, yq).mean()
+    lpd_stream = stream.log_predictive_density(Xq, yq).mean()
     assert lpd_full > 0.0
     assert abs(lpd_stream - lpd_full) < 0.1
     np.testing.assert_allclose(stream.inducing_points_.shape, (15, 1))

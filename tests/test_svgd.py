@@ -221,3 +221,88 @@ def test_stochastic_run_does_not_stop_on_tol_and_reaches_the_target(stat_seed):
     assert res.n_iter == 3000 and not res.converged
     assert abs(res.particles.mean() - 1.0) < 0.175
     assert abs(res.particles.std() - 0.968) < 0.09
+
+
+# ------------------------------------------------------------- stopping rule
+def _badly_scaled():
+    """Gaussian with sds 100 and 0.01 and correlation 0.9, and its root."""
+    sd = np.array([100.0, 0.01])
+    cov = np.array([[1.0, 0.9], [0.9, 1.0]]) * np.outer(sd, sd)
+    mean = np.array([5.0, -3.0])
+    return _gaussian(mean, cov), mean, np.linalg.cholesky(cov)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_preconditioned_run_meets_the_rule_on_an_easy_target(seed):
+    # Whitened by its own covariance the target is a standard normal: with a
+    # step of half the normalised field the distance to the fixed point
+    # halves per iteration, so from a field of order 1 the rule (tol 0.03)
+    # is met in about log2(30) + 2 ~ 7 iterations; 50 leaves room for the
+    # step halvings the engine may make, and a run that did not contract
+    # would use all 300.
+    logp, mean, root = _badly_scaled()
+    x0 = mean + np.random.default_rng(seed).normal(size=(10, 2)) @ root.T
+    res = run_svgd(
+        logp, x0, max_iter=300, learning_rate=0.5, tol=0.03, preconditioner=root
+    )
+    assert res.converged and res.n_iter < 50
+    assert res.history["field"][-1] <= 0.03 and len(res.history["field"]) == res.n_iter
+    # A fixed point of 10 particles: the mean is off by much less than the
+    # Monte Carlo error 1/sqrt(10) ~ 0.32 sd of an iid sample of 10.
+    z = np.linalg.solve(root, (res.particles - mean).T).T
+    assert np.all(np.abs(z.mean(axis=0)) < 0.32)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rule_is_not_met_on_a_hard_target(seed):
+    logp, mean, root = _badly_scaled()
+    x0 = mean + np.random.default_rng(seed).normal(size=(10, 2)) @ root.T
+    # Without the preconditioner Adam's steps (0.05 in every coordinate) are
+    # 5e-4 sds along the wide axis and 5 sds along the narrow one: the
+    # particles cannot settle in 300 iterations.
+    plain = run_svgd(logp, x0, max_iter=300, learning_rate=0.05, tol=0.03)
+    assert not plain.converged and plain.n_iter == 300
+    # Gradient noise of one posterior sd per coordinate keeps the field's RMS
+    # over the 20 particle coordinates near 1/sqrt(J_eff) ~ 0.2 or more; two
+    # consecutive values below 0.03 would need 20 noise terms each within a
+    # few hundredths of zero at once (a chi-square tail below 1e-10).
+    rng = np.random.default_rng(100 + seed)
+    sd = np.array([100.0, 0.01])
+
+    def noisy(x):
+        value, grad = logp(x)
+        return value, grad + rng.standard_normal(grad.shape) / sd
+
+    res = run_svgd(
+        noisy, x0, max_iter=300, learning_rate=0.5, tol=0.03, preconditioner=root
+    )
+    assert not res.converged and res.n_iter == 300
+
+
+def test_field_at_a_bound_pointing_out_counts_as_settled():
+    # The mode lies beyond the upper bound: particles pinned there feel a
+    # field pointing out of the box forever; the projected field vanishes.
+    logp = _gaussian(np.array([3.0]), np.eye(1))
+    x0 = np.linspace(-1.0, 0.5, 5)[:, None]
+    with pytest.warns(SamplerWarning, match="collapsed"):  # all on the bound
+        res = run_svgd(
+            logp,
+            x0,
+            max_iter=300,
+            learning_rate=0.5,
+            tol=0.01,
+            bounds=np.array([[-10.0, 1.0]]),
+            preconditioner=np.eye(1),
+        )
+    assert res.converged and res.n_iter < 300
+
+
+def test_preconditioner_shape_is_checked():
+    with pytest.raises(ValueError, match="preconditioner"):
+        run_svgd(
+            _gaussian(np.zeros(2), np.eye(2)),
+            np.zeros((3, 2)),
+            max_iter=1,
+            learning_rate=0.5,
+            preconditioner=np.eye(3),
+        )

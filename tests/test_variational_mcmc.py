@@ -117,7 +117,7 @@ def test_classifier_fits_and_predicts_both_ways(stat_seed):
     clf = VariationalMCMCClassifier(n_inducing=8, **_seeded(stat_seed))
     _quiet_fit(clf, X, y)
     n_params = KernelAdapter(ConstantKernel() * RBF()).n_params + 8
-    assert clf.samples_.shape == (2 * 60, n_params)
+    assert clf.draws_.shape == (2 * 60, n_params)
     assert clf.rhat_.shape == clf.ess_.shape == (n_params,)
     assert clf.inducing_points_.shape == (8, 1)
     assert clf.step_size_.shape == (2,)
@@ -150,7 +150,7 @@ def test_multiclass(multiclass, stat_seed):
         n_inducing=6, multiclass=multiclass, **_seeded(stat_seed, n_samples=20)
     )
     _quiet_fit(clf, X, y)
-    assert clf.samples_.shape[1] == 2 + 6 * 3
+    assert clf.draws_.shape[1] == 2 + 6 * 3
     proba = clf.predict_proba(X)
     assert proba.shape == (45, 3)
     np.testing.assert_allclose(proba.sum(1), 1.0)
@@ -166,12 +166,12 @@ def test_same_result_with_one_or_two_jobs_and_random_state():
     params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20, random_state=3)
     a = _quiet_fit(VariationalMCMCClassifier(n_jobs=1, **params), X, y)
     b = _quiet_fit(VariationalMCMCClassifier(n_jobs=2, **params), X, y)
-    np.testing.assert_array_equal(a.samples_, b.samples_)
+    np.testing.assert_array_equal(a.draws_, b.draws_)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     c = _quiet_fit(
         VariationalMCMCClassifier(n_jobs=1, **{**params, "random_state": 4}), X, y
     )
-    assert not np.array_equal(a.samples_, c.samples_)
+    assert not np.array_equal(a.draws_, c.draws_)
 
 
 def test_pickle_and_clone_round_trip():
@@ -184,7 +184,7 @@ def test_pickle_and_clone_round_trip():
         clf.predict_proba(X, method="gaussian"),
     )
     twin = _quiet_fit(clone(clf), X, y)
-    np.testing.assert_array_equal(twin.samples_, clf.samples_)
+    np.testing.assert_array_equal(twin.draws_, clf.draws_)
 
 
 def test_low_effective_sample_size_warns_naming_a_parameter():
@@ -261,7 +261,7 @@ def test_poisson_regressor_on_binned_coal_counts(stat_seed):
     assert lpd.shape == lpd_g.shape == (40,)
     assert np.all(lpd <= 0) and np.all(np.isfinite(lpd_g))
     draws = reg.sample_latent(X)
-    assert draws.shape == (reg.samples_.shape[0], 40)
+    assert draws.shape == (reg.draws_.shape[0], 40)
     assert reg.sample_latent(X, method="gaussian", n_samples=7).shape == (7, 40)
 
 
@@ -273,7 +273,7 @@ def test_gaussian_regressor_predicts_with_uncertainty(stat_seed):
     reg = _quiet_fit(
         VariationalMCMCRegressor(n_inducing=10, **_seeded(stat_seed)), X, y
     )
-    mean, std = reg.predict(X, return_std=True)
+    mean, std = reg.predict(X, return_std=True, noise=True)
     # Noise sd 0.5 against a signal sd of 3.5: the ideal R^2 is 0.98, the
     # predictive sd at least the noise sd and the log density about -0.75 per
     # point. The bounds are far outside the spread below and fail for a fit

@@ -9,18 +9,36 @@ step size once the injected noise dominates the gradient noise: every
 (seed 002, eq. 7), with ``V`` the sample covariance of the window's
 gradients, is compared with ``freeze_threshold``.
 
+With ``metropolis=True`` the update is a proposal, accepted with the
+Metropolis-Hastings probability of the Langevin proposal density (MALA;
+Roberts and Tweedie, 1996): the chain is then exact for any step size, and
+the step is tuned during the first ``adapt_steps`` iterations by dual
+averaging toward the acceptance rate 0.574 that is optimal for MALA
+(Roberts and Rosenthal, 1998), then held fixed. Welling and Teh drop the
+accept/reject step only because a stochastic gradient comes without the log
+density; when both are exact, keeping it removes the ``O(eps)`` bias and
+allows steps an order of magnitude larger.
+
 The engine knows nothing about Gaussian processes: it calls
-``logp_and_grad(x) -> (value, gradient)`` and uses only the gradient.
+``logp_and_grad(x) -> (value, gradient)`` and uses the value only with
+``metropolis=True``.
 """
 
 import time
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
+from .hmc import DualAveraging
 
-__all__ = ["SGLDResult", "SGLDState", "sgld_schedule", "run_sgld"]
+__all__ = ["SGLDResult", "SGLDState", "copy_state", "sgld_schedule", "run_sgld"]
+
+# Acceptance rate that maximises MALA's efficiency on product targets as the
+# dimension grows (Roberts and Rosenthal, 1998); the optimum is flat around
+# it, so small departures on finite targets cost little.
+MALA_TARGET_ACCEPT = 0.574
 
 
 def sgld_schedule(start, end, n_iter, gamma=1.0):
@@ -78,6 +96,12 @@ class SGLDState:
     frozen_eps : float or None
         The frozen step size (before ``scale``).
     freeze_ratios : list of (int, float)
+    logp, grad : float and ndarray or None
+        Log density and gradient at ``x`` (``metropolis=True`` only).
+    dual : DualAveraging or None
+        Step-size adaptation still under way (``metropolis=True`` only).
+    n_accepted : int
+        Accepted proposals (``metropolis=True``).
 
     Examples
     --------
@@ -90,7 +114,20 @@ class SGLDState:
     """
 
     def __init__(
-        self, x, t, scale, failures, n_rejected, window, frozen_at, frozen_eps, ratios
+        self,
+        x,
+        t,
+        scale,
+        failures,
+        n_rejected,
+        window,
+        frozen_at,
+        frozen_eps,
+        ratios,
+        logp=None,
+        grad=None,
+        dual=None,
+        n_accepted=0,
     ):
         self.x = x
         self.t = t
@@ -101,6 +138,10 @@ class SGLDState:
         self.frozen_at = frozen_at
         self.frozen_eps = frozen_eps
         self.freeze_ratios = ratios
+        self.logp = logp
+        self.grad = grad
+        self.dual = dual
+        self.n_accepted = n_accepted
 
 
 class SGLDResult:
@@ -117,7 +158,12 @@ class SGLDResult:
     freeze_ratios : list of (int, float)
         ``(t, eps_t / 4 lambda_max(M^1/2 V M^1/2))`` at the end of every window.
     n_rejected : int
-        Updates rejected because the gradient or the new state was not finite.
+        Updates rejected because the gradient or the new state was not finite
+        (with ``metropolis=True``: proposals whose log density or gradient was
+        not finite, also counted as rejected proposals).
+    accepted : ndarray of bool of shape (n_iter,)
+        Whether each iteration's proposal was accepted (all True without
+        ``metropolis``).
     step_scale : float
         Product of the halvings after rejections (1 if none).
     state : SGLDState
@@ -133,9 +179,12 @@ class SGLDResult:
     ((5, 2), 0)
     """
 
-    def __init__(self, samples, step_sizes, state):
+    def __init__(self, samples, step_sizes, state, accepted=None):
         self.samples = samples
         self.step_sizes = step_sizes
+        self.accepted = (
+            np.ones(samples.shape[0], dtype=bool) if accepted is None else accepted
+        )
         self.frozen_at = state.frozen_at
         self.freeze_ratios = state.freeze_ratios
         self.n_rejected = state.n_rejected
@@ -187,45 +236,63 @@ def run_sgld(
     verbose=0,
     print_fn=print,
     resume=None,
+    metropolis=False,
+    adapt_steps=0,
+    target_accept=MALA_TARGET_ACCEPT,
 ):
-    """Run one SGLD chain.
+    """Run one SGLD chain, or one MALA chain with ``metropolis=True``.
 
     Parameters
     ----------
     logp_and_grad : callable
         ``logp_and_grad(x) -> (value, grad)``; ``grad`` is an unbiased
         estimate of the gradient of the log density, ``value`` is ignored
-        (it may be NaN).
+        (it may be NaN) unless ``metropolis=True``, which needs both exact.
     x0 : ndarray of shape (n_params,)
         Starting point; not used when ``resume`` is given.
     n_iter : int
         Iterations of this run.
     a, b, gamma : float
         Step size ``eps_t = a (b + t)^-gamma``; see :func:`sgld_schedule`.
+        With ``metropolis=True`` and ``adapt_steps > 0``, ``a b^-gamma`` is
+        only the adaptation's initial step.
     preconditioner : ndarray of shape (n_params,) or (n_params, n_params), optional
         ``M``: a diagonal or a symmetric positive definite matrix, ideally
         close to the posterior covariance. Identity by default.
     freeze_threshold : float, optional
         Freeze the step size once the ratio of seed 002's eq. 7 falls below
-        it. ``None`` never freezes.
+        it. ``None`` never freezes. Not used with ``metropolis=True``.
     freeze_window : int, default=100
         Iterations per estimate of the gradient covariance ``V``.
     bounds : ndarray of shape (n_params, 2), optional
-        A box; proposals outside are reflected back in.
+        A box; proposals outside are reflected back in (SGLD) or rejected
+        (MALA, whose target is zero outside the box).
     rng : numpy.random.Generator
-        Source of the injected noise.
+        Source of the injected noise (and of the acceptance draws).
     max_failures : int, default=5
         Consecutive rejected updates (non-finite gradient or state) after
-        which the run stops with ``FloatingPointError``. Every rejection
-        halves the step size for the rest of the run.
+        which an SGLD run stops with ``FloatingPointError``. Every rejection
+        halves the step size for the rest of the run. MALA simply rejects
+        such proposals.
     verbose : int, default=0
         Print about ten progress lines when positive.
     print_fn : callable, default=print
     resume : SGLDState, optional
         State of an earlier run (its ``result.state``) to continue from:
         position, schedule counter, step halvings, freezing window and frozen
-        step. With the same ``rng`` continuing, the two runs together equal
-        one run of their summed length.
+        step (and MALA's cached density and adaptation). With the same
+        ``rng`` continuing, the two runs together equal one run of their
+        summed length.
+    metropolis : bool, default=False
+        Accept or reject every Langevin proposal by Metropolis-Hastings
+        (MALA): no discretisation bias, so larger steps.
+    adapt_steps : int, default=0
+        With ``metropolis=True``: iterations (counted from the chain's
+        start) during which dual averaging (Hoffman and Gelman, 2014) tunes
+        the step toward ``target_accept``; the averaged step is then frozen
+        (``frozen_at = adapt_steps - 1``). 0 follows the schedule.
+    target_accept : float, default=0.574
+        Acceptance rate the adaptation aims at.
 
     Returns
     -------
@@ -234,12 +301,23 @@ def run_sgld(
     Raises
     ------
     FloatingPointError
-        After ``max_failures`` consecutive rejected updates.
+        After ``max_failures`` consecutive rejected SGLD updates.
+    ValueError
+        With ``metropolis=True``, when the log density or its gradient at
+        the start is not finite.
 
     Warns
     -----
     SamplerWarning
-        At the first rejected update.
+        At the first rejected SGLD update.
+
+    References
+    ----------
+    G. O. Roberts and R. L. Tweedie, "Exponential convergence of Langevin
+    distributions and their discrete approximations", Bernoulli 2(4), 1996.
+
+    G. O. Roberts and J. S. Rosenthal, "Optimal scaling of discrete
+    approximations to Langevin diffusions", JRSS B 60(1), 1998.
 
     Examples
     --------
@@ -249,83 +327,246 @@ def run_sgld(
     ...                gamma=0.0, rng=np.random.default_rng(0))
     >>> bool(abs(res.samples[500:].std() - 1.0) < 0.2)
     True
+    >>> mala = run_sgld(lambda x: (-0.5 * float(x @ x), -x), np.zeros(1),
+    ...                 n_iter=2000, a=1.0, gamma=0.0, metropolis=True,
+    ...                 adapt_steps=200, rng=np.random.default_rng(0))
+    >>> mala.frozen_at, bool(0.3 < mala.accepted[200:].mean() < 0.9)
+    (199, True)
     """
     if resume is None:
         resume = SGLDState(
             np.array(x0, dtype=np.float64), 0, 1.0, 0, 0, [], None, None, []
         )
-    x = np.array(resume.x, dtype=np.float64)
-    t0 = resume.t
-    scale, failures, n_rejected = resume.scale, resume.failures, resume.n_rejected
-    window, ratios = list(resume.window), list(resume.freeze_ratios)
-    frozen_at, frozen_eps = resume.frozen_at, resume.frozen_eps
-    n_params = x.shape[0]
+    n_params = resume.x.shape[0]
     apply_m, root = _preconditioner(preconditioner, n_params)
     bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64)
-    samples = np.empty((n_iter, n_params))
-    steps = np.empty(n_iter)
-    report = max(1, n_iter // 10)
-    t_start = time.perf_counter()
-    for t in range(t0, t0 + n_iter):
-        eps = frozen_eps if frozen_eps is not None else a * (b + t) ** (-gamma)
-        eps *= scale
-        _, grad = logp_and_grad(x)
-        grad = np.asarray(grad, dtype=np.float64)
-        noise = rng.standard_normal(n_params)
-        if root is not None:
-            noise = root @ noise if root.ndim == 2 else root * noise
-        proposal = x + 0.5 * eps * apply_m(grad) + np.sqrt(eps) * noise
-        if bounds is not None and np.all(np.isfinite(proposal)):
-            proposal = _reflect(proposal, bounds)
-        if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
-            failures += 1
-            n_rejected += 1
-            scale *= 0.5
-            if n_rejected == 1:
-                warn_user(
-                    f"SGLD update {t} was rejected: the gradient or the new state "
-                    "was not finite. The step size is halved after every "
-                    "rejection.",
-                    SamplerWarning,
-                )
-            if failures >= max_failures:
-                raise FloatingPointError(
-                    f"SGLD stopped after {failures} consecutive non-finite "
-                    f"gradients or states (iteration {t}); the last state was "
-                    f"{x}. Lower the step size or check the target."
-                )
-        else:
-            failures = 0
-            x = proposal
-            if freeze_threshold is not None and frozen_eps is None:
-                window.append(grad)
-                if len(window) == freeze_window:
-                    ratio = _noise_ratio(np.array(window), eps, root)
-                    ratios.append((t, ratio))
-                    window = []
-                    if ratio < freeze_threshold:
-                        frozen_at, frozen_eps = t, eps / scale
-        samples[t - t0] = x
-        steps[t - t0] = eps
-        if verbose and (t + 1 - t0) % report == 0:
-            print_fn(
-                f"iteration {t + 1}/{t0 + n_iter}: step {eps:.3g}"
-                f"{' (frozen)' if frozen_eps is not None else ''}, state "
-                f"{np.array2string(x, precision=3)}, "
-                f"{time.perf_counter() - t_start:.1f} s"
+    chain = _Chain(resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter)
+    if metropolis:
+        if not 0.0 < float(target_accept) < 1.0:
+            raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
+        step = _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept)
+    else:
+        step = _sgld_step(
+            logp_and_grad,
+            chain,
+            a,
+            b,
+            gamma,
+            freeze_threshold,
+            freeze_window,
+            max_failures,
+        )
+    for t in range(chain.t0, chain.t0 + n_iter):
+        step(t)
+        chain.record(t)
+    return chain.result()
+
+
+class _Chain:
+    """Mutable state of a run, its records and its progress lines."""
+
+    def __init__(self, resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter):
+        self.s = copy_state(resume)
+        self.t0 = resume.t
+        self.apply_m, self.root, self.bounds, self.rng = apply_m, root, bounds, rng
+        self.samples = np.empty((n_iter, self.s.x.shape[0]))
+        self.steps = np.empty(n_iter)
+        self.accepted = np.ones(n_iter, dtype=bool)
+        self.eps = np.nan
+        self.verbose, self.print_fn, self.n_iter = verbose, print_fn, n_iter
+        self.report = max(1, n_iter // 10)
+        self.t_start = time.perf_counter()
+
+    def noise(self):
+        z = self.rng.standard_normal(self.s.x.shape[0])
+        if self.root is not None:
+            z = self.root @ z if self.root.ndim == 2 else self.root * z
+        return z
+
+    def record(self, t):
+        i = t - self.t0
+        self.samples[i] = self.s.x
+        self.steps[i] = self.eps
+        if self.verbose and (i + 1) % self.report == 0:
+            rate = ""
+            if self.s.dual is not None or self.s.logp is not None:
+                rate = f", acceptance {self.accepted[: i + 1].mean():.2f}"
+            self.print_fn(
+                f"iteration {t + 1}/{self.t0 + self.n_iter}: step {self.eps:.3g}"
+                f"{' (frozen)' if self.s.frozen_eps is not None else ''}{rate}, "
+                f"state {np.array2string(self.s.x, precision=3)}, "
+                f"{time.perf_counter() - self.t_start:.1f} s"
             )
-    state = SGLDState(
-        x,
-        t0 + n_iter,
-        scale,
-        failures,
-        n_rejected,
-        window,
-        frozen_at,
-        frozen_eps,
-        ratios,
+
+    def result(self):
+        self.s.t = self.t0 + self.n_iter
+        return SGLDResult(self.samples, self.steps, self.s, self.accepted)
+
+
+def copy_state(state):
+    """A shallow copy of ``state`` whose fields a run may rebind freely.
+
+    Parameters
+    ----------
+    state : SGLDState
+
+    Returns
+    -------
+    SGLDState
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.sgld import SGLDState, copy_state
+    >>> s = SGLDState(np.zeros(2), 0, 1.0, 0, 0, [], None, None, [])
+    >>> copy_state(s).x is s.x
+    False
+    """
+    return SGLDState(
+        np.array(state.x, dtype=np.float64),
+        state.t,
+        state.scale,
+        state.failures,
+        state.n_rejected,
+        list(state.window),
+        state.frozen_at,
+        state.frozen_eps,
+        list(state.freeze_ratios),
+        state.logp,
+        None if state.grad is None else np.array(state.grad),
+        state.dual,
+        state.n_accepted,
     )
-    return SGLDResult(samples, steps, state)
+
+
+def _sgld_step(
+    logp_and_grad, chain, a, b, gamma, freeze_threshold, freeze_window, max_failures
+):
+    """One unadjusted (stochastic-gradient) Langevin update per call."""
+    s = chain.s
+
+    def step(t):
+        eps = s.frozen_eps if s.frozen_eps is not None else a * (b + t) ** (-gamma)
+        eps *= s.scale
+        chain.eps = eps
+        _, grad = logp_and_grad(s.x)
+        grad = np.asarray(grad, dtype=np.float64)
+        proposal = s.x + 0.5 * eps * chain.apply_m(grad) + np.sqrt(eps) * chain.noise()
+        if chain.bounds is not None and np.all(np.isfinite(proposal)):
+            proposal = _reflect(proposal, chain.bounds)
+        if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
+            _reject_sgld(s, t, max_failures)
+            return
+        s.failures = 0
+        s.x = proposal
+        if freeze_threshold is not None and s.frozen_eps is None:
+            s.window.append(grad)
+            if len(s.window) == freeze_window:
+                ratio = _noise_ratio(np.array(s.window), eps, chain.root)
+                s.freeze_ratios.append((t, ratio))
+                s.window = []
+                if ratio < freeze_threshold:
+                    s.frozen_at, s.frozen_eps = t, eps / s.scale
+
+    return step
+
+
+def _reject_sgld(s, t, max_failures):
+    s.failures += 1
+    s.n_rejected += 1
+    s.scale *= 0.5
+    if s.n_rejected == 1:
+        warn_user(
+            f"SGLD update {t} was rejected: the gradient or the new state "
+            "was not finite. The step size is halved after every "
+            "rejection.",
+            SamplerWarning,
+        )
+    if s.failures >= max_failures:
+        raise FloatingPointError(
+            f"SGLD stopped after {s.failures} consecutive non-finite "
+            f"gradients or states (iteration {t}); the last state was "
+            f"{s.x}. Lower the step size or check the target."
+        )
+
+
+def _finite_evaluation(logp_and_grad, x):
+    value, grad = logp_and_grad(x)
+    grad = np.asarray(grad, dtype=np.float64)
+    if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+        return -np.inf, None
+    return float(value), grad
+
+
+def _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept):
+    """One Metropolis-adjusted Langevin transition per call."""
+    s = chain.s
+    if s.logp is None:
+        s.logp, s.grad = _finite_evaluation(logp_and_grad, s.x)
+        if s.grad is None:
+            raise ValueError(
+                f"The log density or its gradient is not finite at the start {s.x}."
+            )
+    if s.dual is None and s.frozen_eps is None and s.t < adapt_steps:
+        s.dual = DualAveraging(a * b ** (-gamma), target_accept)
+    whiten = _whitener(chain.root)
+
+    def log_q(x_to, x_from, grad_from, eps):
+        w = whiten(x_to - x_from - 0.5 * eps * chain.apply_m(grad_from))
+        return -0.5 * float(w @ w) / eps
+
+    def step(t):
+        if s.frozen_eps is not None:
+            eps = s.frozen_eps
+        elif s.dual is not None:
+            eps = float(np.exp(s.dual.log_step))
+        else:
+            eps = a * (b + t) ** (-gamma)
+        chain.eps = eps
+        proposal = (
+            s.x + 0.5 * eps * chain.apply_m(s.grad) + np.sqrt(eps) * chain.noise()
+        )
+        u = chain.rng.random()
+        inside = np.all(np.isfinite(proposal)) and (
+            chain.bounds is None
+            or np.all(
+                (proposal >= chain.bounds[:, 0]) & (proposal <= chain.bounds[:, 1])
+            )
+        )
+        logp, grad = (
+            _finite_evaluation(logp_and_grad, proposal) if inside else (-np.inf, None)
+        )
+        prob = 0.0
+        if grad is None:
+            s.n_rejected += inside
+        else:
+            log_ratio = (
+                logp
+                - s.logp
+                + log_q(s.x, proposal, grad, eps)
+                - log_q(proposal, s.x, s.grad, eps)
+            )
+            prob = float(np.exp(min(0.0, log_ratio)))
+        accept = u < prob
+        chain.accepted[t - chain.t0] = accept
+        if accept:
+            s.x, s.logp, s.grad = proposal, logp, grad
+            s.n_accepted += 1
+        if s.dual is not None:
+            s.dual.update(prob)
+            if t == adapt_steps - 1:
+                s.frozen_at, s.frozen_eps, s.dual = t, s.dual.final_step_size, None
+
+    return step
+
+
+def _whitener(root):
+    """``v -> L^-1 v`` for the preconditioner's root ``L`` (None: identity)."""
+    if root is None:
+        return lambda v: v
+    if root.ndim == 1:
+        return lambda v: v / root
+    return lambda v: solve_triangular(root, v, lower=True)
 
 
 def _noise_ratio(grads, eps, root):

@@ -184,6 +184,7 @@ class FunctionSamples:
         self.draws = np.asarray(draws, dtype=np.intp)
         self._offset = float(offset)
         self._scale = float(scale)
+        self._input_scaling = None
 
     def __len__(self):
         return self.n_samples
@@ -209,8 +210,13 @@ class FunctionSamples:
             if np.any(keep):
                 yield group, keep, col_map
 
-    def _evaluate(self, X, columns=None):
+    def _model_inputs(self, X):
         X = _check_query(X, self.n_features_in)
+        scaling = getattr(self, "_input_scaling", None)
+        return X if scaling is None else scaling.transform(X)
+
+    def _evaluate(self, X, columns=None):
+        X = self._model_inputs(X)
         if columns is None:
             out = np.zeros((X.shape[0], self.n_samples))
             for group in self._groups:
@@ -224,7 +230,7 @@ class FunctionSamples:
         return out
 
     def _gradient(self, X, columns=None):
-        X = _check_query(X, self.n_features_in)
+        X = self._model_inputs(X)
         n_out = self.n_samples if columns is None else len(columns)
         out = np.zeros((X.shape[0], n_out, X.shape[1]))
         if columns is None:
@@ -234,6 +240,9 @@ class FunctionSamples:
             for group, keep, col_map in self._select(columns):
                 group.gradient(X, out, keep, col_map)
         out *= self._scale
+        scaling = getattr(self, "_input_scaling", None)
+        if scaling is not None:
+            out /= scaling.scale  # chain rule back to the natural units
         return out
 
     def __call__(self, X):

@@ -1,0 +1,836 @@
+"""One meaning per prediction call, on every estimator.
+
+Every regressor's predictive is an equally weighted mixture over posterior
+draws (particles, MCMC draws, or one draw for a point estimate). Each
+estimator hands this module, through one small hook, the per-draw latent
+means and variances and the per-draw noise variances; the calls of the
+contract are built here from them:
+
+- ``predict(X, return_std, return_cov, noise=False)``: mean of the
+  mixture and the spread of the latent function (total variance: the mean
+  of the variances plus the variance of the means); ``noise=True`` adds each
+  draw's noise variance, giving the spread of a noisy observation.
+- ``predict_quantiles(X, quantiles)`` and ``predict_interval(X,
+  coverage)``: quantiles of the mixture for a noisy observation, by a
+  safeguarded Newton iteration on the mixture's CDF.
+- ``log_predictive_density(X, y)``: ``log p(y_i | data)`` per point, in the
+  units of ``y``.
+
+Classifiers get ``predict_log_proba`` (the logarithm of the averaged
+probabilities, computed from log probabilities so that it stays finite in
+the tails) and, for two classes, ``decision_function`` (the log predictive
+odds). Renamed fitted attributes keep their old name through
+:func:`deprecated_alias`.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp, ndtr, ndtri, pdtr
+
+from ._interrupt import keyboard_interrupt_passes
+from ._predictive import mixture_log_density, mixture_mean_cov, mixture_mean_var
+from ._warnings import warn_user
+from .likelihoods import gauss_hermite
+from .targets.sparse import _inducing_factor, _project
+
+__all__ = [
+    "LatentDraws",
+    "GaussianMixturePredictive",
+    "PoissonMixturePredictive",
+    "RegressorContractMixin",
+    "binary_log_odds",
+    "check_coverage",
+    "check_quantiles",
+    "deprecated_alias",
+    "draws_alias",
+    "fit_time_from_diagnostics",
+    "lognormal_rate_prediction",
+    "mixture_prediction",
+    "proba_from_log_odds",
+    "sparse_latent_covariances",
+]
+
+DEFAULT_QUANTILES = (0.05, 0.5, 0.95)
+# Newton steps on the mixture CDF; each at least halves the bracket, so 200
+# reach the resolution of a double from any bracket.
+_MAX_NEWTON = 200
+# Relative change of a quantile below which the iteration stops: the
+# contract promises about 1e-10.
+_QUANTILE_RTOL = 1e-13
+# Gauss-Hermite nodes for the Poisson CDF of a log-normal rate.
+_POISSON_CDF_NODES = 64
+# Upper end of the integer search for a Poisson quantile (2**62 counts).
+_POISSON_MAX_DOUBLINGS = 62
+
+
+LatentDraws = namedtuple(
+    "LatentDraws", ["means", "spread", "noise_variances", "offset", "scale"]
+)
+LatentDraws.__doc__ = """Per-draw latent predictive of a regressor, model scale.
+
+``means`` has shape ``(S, m)``; ``spread`` holds variances ``(S, m)`` or
+covariances ``(S, m, m)``; ``noise_variances`` has shape ``(S,)``. Values in
+the units of ``y`` are ``offset + scale * value`` (variances times
+``scale ** 2``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from skgp_bayes._predictive_contract import LatentDraws
+>>> draws = LatentDraws(np.zeros((2, 3)), np.ones((2, 3)), np.ones(2), 0.0, 1.0)
+>>> draws.means.shape
+(2, 3)
+"""
+
+
+# ------------------------------------------------------------ arguments
+def check_quantiles(quantiles):
+    """Quantile levels as a 1-D float array strictly inside (0, 1).
+
+    Examples
+    --------
+    >>> from skgp_bayes._predictive_contract import check_quantiles
+    >>> check_quantiles(0.5)
+    array([0.5])
+    """
+    levels = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
+    if levels.ndim != 1 or levels.size == 0:
+        raise ValueError(
+            f"quantiles must be a number or a 1-D sequence; got shape {levels.shape}."
+        )
+    if not np.all((levels > 0.0) & (levels < 1.0)):
+        raise ValueError(
+            f"quantiles must lie strictly between 0 and 1; got {levels.tolist()}."
+        )
+    return levels
+
+
+def check_coverage(coverage):
+    """Lower and upper quantile levels of a central interval.
+
+    Examples
+    --------
+    >>> from skgp_bayes._predictive_contract import check_coverage
+    >>> check_coverage(0.9)
+    array([0.05, 0.95])
+    """
+    if not np.isscalar(coverage) or not 0.0 < float(coverage) < 1.0:
+        raise ValueError(
+            f"coverage must lie strictly between 0 and 1; got {coverage!r}."
+        )
+    tail = 0.5 * (1.0 - float(coverage))
+    return np.array([tail, 1.0 - tail])
+
+
+def check_targets(y, n_rows):
+    """``y`` as a finite float vector of length ``n_rows``.
+
+    Examples
+    --------
+    >>> from skgp_bayes._predictive_contract import check_targets
+    >>> check_targets([1, 2], 2)
+    array([1., 2.])
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if y.shape[0] != n_rows:
+        raise ValueError(
+            "Found input variables with inconsistent numbers of samples: "
+            f"[{n_rows}, {y.shape[0]}]"
+        )
+    if not np.all(np.isfinite(y)):
+        raise ValueError("Input y contains NaN or infinity.")
+    return y
+
+
+# ---------------------------------------------------- Gaussian mixtures
+def mixture_prediction(draws, return_std=False, return_cov=False, noise=False):
+    """``predict``'s return value from per-draw latent moments.
+
+    Parameters
+    ----------
+    draws : LatentDraws
+        ``spread`` holds covariances when ``return_cov``, else variances.
+    return_std, return_cov : bool
+        At most one may be set.
+    noise : bool, default=False
+        Add each draw's noise variance: the spread of a noisy observation
+        instead of that of the latent function.
+
+    Returns
+    -------
+    mean : ndarray of shape (m,)
+    std : ndarray of shape (m,), only with ``return_std``
+    cov : ndarray of shape (m, m), only with ``return_cov``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import LatentDraws, mixture_prediction
+    >>> draws = LatentDraws(np.array([[-1.0], [1.0]]), np.ones((2, 1)),
+    ...                     np.array([2.0, 2.0]), 0.0, 1.0)
+    >>> mixture_prediction(draws, return_std=True)  # sqrt(1 + 1)
+    (array([0.]), array([1.41421356]))
+    >>> mixture_prediction(draws, return_std=True, noise=True)[1]  # sqrt(2 + 2)
+    array([2.])
+    """
+    if return_std and return_cov:
+        raise RuntimeError("At most one of return_std or return_cov can be requested.")
+    means, spread, noise_var = draws.means, draws.spread, draws.noise_variances
+    scale = draws.scale
+    if return_cov:
+        if noise:
+            m = means.shape[1]
+            spread = spread + noise_var[:, None, None] * np.eye(m)[None]
+        mean, cov = mixture_mean_cov(means, spread)
+        return draws.offset + scale * mean, cov * scale**2
+    if noise:
+        spread = spread + noise_var[:, None]
+    mean, var = mixture_mean_var(means, spread)
+    mean = draws.offset + scale * mean
+    if return_std:
+        return mean, np.sqrt(var) * abs(scale)
+    return mean
+
+
+def _cdf_minus_levels(x, means, sds, levels, upper):
+    """``F(x) - q`` of the mixture, from the survival side above the median."""
+    u = (x[None] - means[..., None]) / sds[..., None]
+    lower_gap = ndtr(u).mean(axis=0) - levels
+    upper_gap = (1.0 - levels) - ndtr(-u).mean(axis=0)
+    density = np.mean(np.exp(-0.5 * u * u) / sds[..., None], axis=0)
+    density /= np.sqrt(2.0 * np.pi)
+    return np.where(upper, upper_gap, lower_gap), density
+
+
+def gaussian_mixture_quantiles(levels, means, sds):
+    """Quantiles of equally weighted Gaussian mixtures, one per column.
+
+    The ``q``-quantile of the mixture lies between the smallest and the
+    largest ``q``-quantile of its components (the mixture's CDF is their
+    average); Newton steps on the CDF are kept inside that bracket, which
+    shrinks at every step, and replaced by bisection when they would leave
+    it. The iteration stops at a relative change of 1e-13.
+
+    Parameters
+    ----------
+    levels : ndarray of shape (q,)
+    means, sds : ndarray of shape (S, m)
+
+    Returns
+    -------
+    ndarray of shape (m, q)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import gaussian_mixture_quantiles
+    >>> q = gaussian_mixture_quantiles(
+    ...     np.array([0.5, 0.975]), np.array([[-1.0], [1.0]]), np.ones((2, 1)))
+    >>> np.round(q, 4) + 0.0  # the median by symmetry; F(2.6461) = 0.975
+    array([[0.    , 2.6461]])
+    """
+    sds = np.maximum(sds, np.finfo(np.float64).tiny)
+    component = means[..., None] + sds[..., None] * ndtri(levels)
+    lo, hi = component.min(axis=0), component.max(axis=0)
+    x = component.mean(axis=0)
+    upper = np.broadcast_to(levels > 0.5, x.shape)
+    size = np.maximum(np.abs(means).max(axis=0), sds.max(axis=0))[:, None]
+    for _ in range(_MAX_NEWTON):
+        gap, density = _cdf_minus_levels(x, means, sds, levels, upper)
+        below = gap < 0.0
+        lo = np.where(below, x, lo)
+        hi = np.where(below, hi, x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = x - gap / density
+        inside = (step > lo) & (step < hi)
+        new = np.where(inside, step, 0.5 * (lo + hi))
+        settled = np.abs(new - x) <= _QUANTILE_RTOL * (np.abs(x) + size)
+        x = new
+        if np.all(settled | (lo == hi)):
+            break
+    return x
+
+
+class GaussianMixturePredictive:
+    """Predictive of a noisy observation: a Gaussian per draw, equally weighted.
+
+    Parameters
+    ----------
+    means, variances : ndarray of shape (S, m)
+        Per-draw mean and total variance (latent plus noise), model scale.
+    offset, scale : float
+        ``y = offset + scale * value``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import GaussianMixturePredictive
+    >>> mix = GaussianMixturePredictive(np.zeros((1, 1)), np.ones((1, 1)), 10.0, 2.0)
+    >>> np.round(mix.quantiles(np.array([0.5, 0.975])), 4)
+    array([[10.    , 13.9199]])
+    """
+
+    def __init__(self, means, variances, offset=0.0, scale=1.0):
+        self.means = means
+        self.variances = variances
+        self.offset = float(offset)
+        self.scale = float(scale)
+
+    @classmethod
+    def from_draws(cls, draws):
+        """The noisy-observation mixture of :class:`LatentDraws` (variances).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import (
+        ...     GaussianMixturePredictive, LatentDraws)
+        >>> draws = LatentDraws(np.zeros((2, 1)), np.ones((2, 1)), np.ones(2), 0.0, 1.0)
+        >>> GaussianMixturePredictive.from_draws(draws).variances
+        array([[2.],
+               [2.]])
+        """
+        variances = draws.spread + draws.noise_variances[:, None]
+        return cls(draws.means, variances, draws.offset, draws.scale)
+
+    def logpdf(self, y):
+        """``log p(y_i)`` per point, in the units of ``y``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import GaussianMixturePredictive
+        >>> mix = GaussianMixturePredictive(np.zeros((1, 1)), np.ones((1, 1)))
+        >>> np.round(mix.logpdf(np.zeros(1)), 6)
+        array([-0.918939])
+        """
+        y_model = (np.asarray(y, dtype=np.float64) - self.offset) / self.scale
+        density = mixture_log_density(y_model, self.means, self.variances)
+        return density - np.log(abs(self.scale))
+
+    def cdf(self, y):
+        """``P(Y_i <= y_i)`` per point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import GaussianMixturePredictive
+        >>> GaussianMixturePredictive(np.zeros((1, 1)), np.ones((1, 1))).cdf([0.0])
+        array([0.5])
+        """
+        y_model = (np.asarray(y, dtype=np.float64) - self.offset) / self.scale
+        return ndtr((y_model - self.means) / np.sqrt(self.variances)).mean(axis=0)
+
+    def quantiles(self, levels):
+        """Quantiles ``(m, q)`` at the levels ``(q,)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import GaussianMixturePredictive
+        >>> mix = GaussianMixturePredictive(np.zeros((1, 1)), np.ones((1, 1)))
+        >>> mix.quantiles(np.array([0.5]))
+        array([[0.]])
+        """
+        x = gaussian_mixture_quantiles(levels, self.means, np.sqrt(self.variances))
+        if self.scale < 0:
+            x = x[:, ::-1]  # never met: target scales are positive
+        return self.offset + self.scale * x
+
+
+# ------------------------------------------------------ Poisson mixtures
+def lognormal_rate_prediction(
+    means, spread, return_std=False, return_cov=False, noise=False
+):
+    """``predict`` for a Poisson mixture: the expected count and its spread.
+
+    Each draw gives a log-normal rate ``lambda = exp(f)``, ``f ~ N(mu,
+    C)``; the mean is ``E[lambda]`` averaged over draws and the spread is
+    that of ``lambda`` (the latent quantity); ``noise=True`` adds the
+    Poisson variance ``E[lambda]`` of a count.
+
+    Parameters
+    ----------
+    means : ndarray of shape (S, m)
+        Latent log-rate means, exposure included.
+    spread : ndarray of shape (S, m) or (S, m, m)
+        Latent variances, or covariances with ``return_cov``.
+
+    Returns
+    -------
+    As :func:`mixture_prediction`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import lognormal_rate_prediction
+    >>> mean, std = lognormal_rate_prediction(
+    ...     np.zeros((1, 1)), np.zeros((1, 1)), return_std=True, noise=True)
+    >>> mean, std  # a known rate of 1: the count's sd is 1
+    (array([1.]), array([1.]))
+    """
+    if return_std and return_cov:
+        raise RuntimeError("At most one of return_std or return_cov can be requested.")
+    var = np.einsum("sii->si", spread) if return_cov else spread
+    rate = np.exp(means + 0.5 * var)
+    mean = rate.mean(axis=0)
+    if return_cov:
+        # Cov(lambda_i, lambda_k) = E[lambda_i] E[lambda_k] (exp(C_ik) - 1)
+        second = np.einsum("si,sk->sik", rate, rate) * np.exp(spread)
+        cov = second.mean(axis=0) - np.outer(mean, mean)
+        if noise:
+            cov[np.diag_indices_from(cov)] += mean
+        return mean, cov
+    if not return_std:
+        return mean
+    second = np.exp(2.0 * means + 2.0 * var).mean(axis=0)
+    total = np.maximum(second - mean**2, 0.0) + (mean if noise else 0.0)
+    return mean, np.sqrt(total)
+
+
+class PoissonMixturePredictive:
+    """Predictive of a count: Poisson with a log-normal rate per draw.
+
+    Parameters
+    ----------
+    means, variances : ndarray of shape (S, m)
+        Latent log-rate moments per draw (exposure included).
+    likelihood : skgp_bayes.likelihoods.Poisson
+        Its adaptive quadrature gives the log probabilities.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.likelihoods import Poisson
+    >>> from skgp_bayes._predictive_contract import PoissonMixturePredictive
+    >>> mix = PoissonMixturePredictive(np.full((1, 1), np.log(3.0)),
+    ...                                np.zeros((1, 1)), Poisson())
+    >>> mix.quantiles(np.array([0.5]))  # the median of Poisson(3)
+    array([[3.]])
+    """
+
+    def __init__(self, means, variances, likelihood):
+        self.means = means
+        self.variances = variances
+        self.likelihood = likelihood
+
+    def logpdf(self, y):
+        """``log P(Y_i = y_i)`` per point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes._predictive_contract import PoissonMixturePredictive
+        >>> mix = PoissonMixturePredictive(np.zeros((1, 1)), np.zeros((1, 1)),
+        ...                                Poisson())
+        >>> np.round(mix.logpdf(np.zeros(1)), 6)  # log P(0) = -1 for rate 1
+        array([-1.])
+        """
+        y = np.broadcast_to(np.asarray(y, dtype=np.float64), self.means.shape)
+        per_draw = self.likelihood.log_predictive_density(y, self.means, self.variances)
+        return logsumexp(per_draw, axis=0) - np.log(self.means.shape[0])
+
+    def cdf(self, k):
+        """``P(Y_i <= k_i)`` per point (``k`` of shape (m,) or (m, q)).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes._predictive_contract import PoissonMixturePredictive
+        >>> mix = PoissonMixturePredictive(np.zeros((1, 1)), np.zeros((1, 1)),
+        ...                                Poisson())
+        >>> np.round(mix.cdf(np.zeros(1)), 6)  # exp(-1)
+        array([0.367879])
+        """
+        k = np.floor(np.asarray(k, dtype=np.float64))
+        nodes, weights = gauss_hermite(_POISSON_CDF_NODES)
+        extra = (None,) * (k.ndim - 1)
+        mu = self.means[(Ellipsis, *extra, None)]
+        sd = np.sqrt(self.variances)[(Ellipsis, *extra, None)]
+        with np.errstate(over="ignore"):
+            rate = np.exp(mu + sd * nodes)
+        below = np.where(k[..., None] < 0, 0.0, pdtr(np.maximum(k, 0)[..., None], rate))
+        return (below @ weights).mean(axis=0)
+
+    def quantiles(self, levels):
+        """Smallest counts ``k`` with ``P(Y <= k) >= q``: shape (m, q).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Poisson
+        >>> from skgp_bayes._predictive_contract import PoissonMixturePredictive
+        >>> mix = PoissonMixturePredictive(np.zeros((1, 1)), np.zeros((1, 1)),
+        ...                                Poisson())
+        >>> mix.quantiles(np.array([0.05, 0.5, 0.95]))
+        array([[0., 1., 3.]])
+        """
+        m = self.means.shape[1]
+        target = np.broadcast_to(levels, (m, levels.size))
+        lo = np.full(target.shape, -1.0)  # P(Y <= -1) = 0 < q
+        hi = np.ones(target.shape)
+        for _ in range(_POISSON_MAX_DOUBLINGS):
+            short = self.cdf(hi) < target
+            if not np.any(short):
+                break
+            lo = np.where(short, hi, lo)
+            hi = np.where(short, 2.0 * hi, hi)
+        while np.any(hi - lo > 1.0):
+            mid = np.floor(0.5 * (lo + hi))
+            enough = self.cdf(mid) >= target
+            hi = np.where(enough, mid, hi)
+            lo = np.where(enough, lo, mid)
+        return hi
+
+
+# ------------------------------------------------------------ regressors
+class RegressorContractMixin:
+    """``predict_quantiles``, ``predict_interval`` and ``log_predictive_density``.
+
+    The estimator provides ``_validate_query(X)`` and
+    ``_observation_predictive(X)``, the predictive of a noisy observation at
+    validated query points (a :class:`GaussianMixturePredictive` or
+    :class:`PoissonMixturePredictive`).
+    """
+
+    @keyboard_interrupt_passes
+    def predict_quantiles(self, X, quantiles=DEFAULT_QUANTILES):
+        """Quantiles of the posterior predictive of a noisy observation ``y``.
+
+        The predictive is the equally weighted mixture, over the posterior
+        draws, of each draw's distribution of ``y`` (latent function plus
+        that draw's observation noise); its quantiles are found by Newton
+        steps on the mixture's distribution function, kept inside a
+        shrinking bracket, to a relative error of about 1e-13.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query points.
+        quantiles : float or sequence of float, default=(0.05, 0.5, 0.95)
+            Levels strictly between 0 and 1.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_quantiles)
+            In the units of ``y``; non-decreasing along each row when the
+            levels are.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=20, random_state=0)
+        >>> q = reg.fit(X, y).predict_quantiles(X[:2], quantiles=[0.1, 0.5, 0.9])
+        >>> q.shape, bool(np.all(np.diff(q, axis=1) > 0))
+        ((2, 3), True)
+        """
+        levels = check_quantiles(quantiles)
+        return self._observation_predictive(self._validate_query(X)).quantiles(levels)
+
+    @keyboard_interrupt_passes
+    def predict_interval(self, X, coverage=0.9):
+        """Central predictive interval of a noisy observation ``y``.
+
+        The interval between the ``(1 - coverage) / 2`` and ``(1 + coverage)
+        / 2`` quantiles of :meth:`predict_quantiles`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        coverage : float, default=0.9
+            Probability the interval holds under the predictive.
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=20, random_state=0)
+        >>> lower, upper = reg.fit(X, y).predict_interval(X[:3], coverage=0.9)
+        >>> bool(np.all(lower < upper))
+        True
+        """
+        levels = check_coverage(coverage)
+        bounds = self._observation_predictive(self._validate_query(X)).quantiles(levels)
+        return bounds[:, 0], bounds[:, 1]
+
+    @keyboard_interrupt_passes
+    def log_predictive_density(self, X, y):
+        """Log posterior predictive density of each noisy observation.
+
+        ``log p(y_i | data) = log (1/S) sum_s p(y_i | draw s)``, with the
+        latent function integrated out under each draw and that draw's
+        observation noise included; in the units of ``y``, so that a change
+        of units ``y -> a y + b`` shifts it by ``-log |a|``. Average it for
+        the test mean log predictive density.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SteinGPRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, (30, 1))
+        >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
+        ...                        random_state=0).fit(X, y)
+        >>> lpd = reg.log_predictive_density(X, y)
+        >>> lpd.shape, bool(lpd.mean() > 0)  # noise sd is 0.1
+        ((30,), True)
+        """
+        X = self._validate_query(X)
+        y = check_targets(y, X.shape[0])
+        return self._observation_predictive(X).logpdf(y)
+
+
+# ----------------------------------------------------------- classifiers
+def binary_log_odds(likelihood, means, variances):
+    """Log odds of class 1 under the draw-averaged predictive.
+
+    ``log mean_s P_s(y=1) - log mean_s P_s(y=0)``, from each draw's log
+    probabilities (``likelihood.log_predictive_density``), so that it stays
+    finite where a probability underflows.
+
+    Parameters
+    ----------
+    likelihood : skgp_bayes.likelihoods.Bernoulli
+    means, variances : ndarray of shape (S, m)
+        Per-draw latent moments.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes._predictive_contract import binary_log_odds
+    >>> d = binary_log_odds(Bernoulli(link="probit"), np.full((1, 1), 40.0),
+    ...                     np.zeros((1, 1)))
+    >>> bool(d[0] > 700)  # P(y=0) = Phi(-40) underflows exp, not its log
+    True
+    """
+    S, m = means.shape
+    mu, var = means.ravel(), variances.ravel()
+    lp1 = likelihood.log_predictive_density(np.ones_like(mu), mu, var).reshape(S, m)
+    lp0 = likelihood.log_predictive_density(np.zeros_like(mu), mu, var).reshape(S, m)
+    return logsumexp(lp1, axis=0) - logsumexp(lp0, axis=0)
+
+
+def proba_from_log_odds(log_odds, log=False):
+    """Two-class (log) probabilities ``(m, 2)`` from the log odds of class 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import proba_from_log_odds
+    >>> proba_from_log_odds(np.array([0.0]))
+    array([[0.5, 0.5]])
+    """
+    if log:
+        return np.column_stack([log_expit(-log_odds), log_expit(log_odds)])
+    return np.column_stack([expit(-log_odds), expit(log_odds)])
+
+
+def log_of_proba(proba):
+    """``log(proba)``, with ``-inf`` for a probability of exactly 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import log_of_proba
+    >>> log_of_proba(np.array([[1.0, 0.0]]))
+    array([[  0., -inf]])
+    """
+    with np.errstate(divide="ignore"):
+        return np.log(proba)
+
+
+def has_two_classes(estimator):
+    """Whether ``decision_function`` exists: two classes, or not fitted yet.
+
+    Unfitted, the method is exposed so that calling it raises
+    ``NotFittedError``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from skgp_bayes._predictive_contract import has_two_classes
+    >>> has_two_classes(SimpleNamespace(classes_=[0, 1]))
+    True
+    """
+    return not hasattr(estimator, "classes_") or len(estimator.classes_) == 2
+
+
+# ------------------------------------------------------------ attributes
+def draws_alias(source):
+    """A read-only ``draws_`` property that returns ``self.<source>``.
+
+    ``draws_`` names, on every estimator with a sampled posterior, the
+    equally weighted draws that predictions average over, shape
+    ``(n_draws, n_params)``, columns ``param_names_``; an engine's own name
+    for them (``particles_``) stays.
+
+    Examples
+    --------
+    >>> from skgp_bayes._predictive_contract import draws_alias
+    >>> class Fitted:
+    ...     particles_ = [[0.0, 1.0]]
+    ...     draws_ = draws_alias("particles_")
+    >>> Fitted().draws_
+    [[0.0, 1.0]]
+    """
+
+    def getter(self):
+        return getattr(self, source)
+
+    getter.__doc__ = f"""Posterior draws predictions average over: ``{source}``.
+
+    Shape ``(n_draws, n_params)``, log coordinates, columns ``param_names_``;
+    ``kernels_[s]`` and ``noise_variance_[s]`` (regressors) go with row ``s``.
+
+    Examples
+    --------
+    >>> {source!r}.endswith("_")
+    True
+    """
+    return property(getter)
+
+
+def fit_time_from_diagnostics(**phases):
+    """A read-only ``fit_time_`` property from ``diagnostics_``.
+
+    ``fit_time_`` is, on every estimator, a dict of seconds with the key
+    ``"total"`` and one key per phase; here ``"total"`` is
+    ``diagnostics_["fit_time"]`` and each keyword maps a phase to its
+    ``diagnostics_`` key.
+
+    Examples
+    --------
+    >>> from skgp_bayes._predictive_contract import fit_time_from_diagnostics
+    >>> class Fitted:
+    ...     diagnostics_ = {"fit_time": 2.0, "init_time": 0.5}
+    ...     fit_time_ = fit_time_from_diagnostics(init="init_time")
+    >>> Fitted().fit_time_
+    {'total': 2.0, 'init': 0.5}
+    """
+
+    def getter(self):
+        diagnostics = self.diagnostics_
+        times = {"total": diagnostics["fit_time"]}
+        times.update({k: diagnostics[v] for k, v in phases.items() if v in diagnostics})
+        return times
+
+    getter.__doc__ = """Seconds spent fitting: ``{"total": ...}`` and per phase.
+
+    Examples
+    --------
+    >>> sorted({"total": 1.0})
+    ['total']
+    """
+    return property(getter)
+
+
+def deprecated_alias(old, new, note=""):
+    """A read-only property ``old`` that warns and returns ``self.<new>``.
+
+    Parameters
+    ----------
+    old, new : str
+        The fitted attribute's former and current names.
+    note : str, default=""
+        Appended to the warning (what else changed).
+
+    Returns
+    -------
+    property
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skgp_bayes._predictive_contract import deprecated_alias
+    >>> class Fitted:
+    ...     draws_ = 3
+    ...     samples_ = deprecated_alias("samples_", "draws_")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     value = Fitted().samples_
+    >>> value, caught[0].category.__name__
+    (3, 'FutureWarning')
+    """
+
+    def getter(self):
+        value = getattr(self, new)  # unfitted: AttributeError, no warning
+        warn_user(
+            f"{type(self).__name__}.{old} is deprecated and will be removed in a "
+            f"future release; use {new}, which holds the same value.{note}",
+            FutureWarning,
+        )
+        return value
+
+    getter.__doc__ = f"""Deprecated name of ``{new}``; reading it warns.
+
+    Examples
+    --------
+    >>> {new!r}.endswith("_")
+    True
+    """
+    return property(getter)
+
+
+def sparse_latent_covariances(adapter, Z, jitter, thetas, v, v_cov_factor, X):
+    """Means ``(S, k)`` and covariances ``(S, k, k)`` of latent 0 per draw.
+
+    Draw ``s`` of a whitened sparse GP gives ``f(X) ~ N(A' v_s, K(X, X) -
+    A'A [+ A' S A])`` with ``A = R_s^-1 K(Z, X)``; the bracketed term is
+    that of a Gaussian ``q(v) = N(v, L L')`` with ``v_cov_factor = L``
+    (then ``S = 1``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes._predictive_contract import sparse_latent_covariances
+    >>> Z = np.linspace(0, 1, 3)[:, None]
+    >>> means, covs = sparse_latent_covariances(
+    ...     KernelAdapter(RBF()), Z, 1e-6, np.zeros((2, 1)), np.zeros((2, 3, 1)),
+    ...     None, Z[:2])
+    >>> means.shape, covs.shape
+    ((2, 2), (2, 2, 2))
+    """
+    S, k = thetas.shape[0], X.shape[0]
+    means = np.empty((S, k))
+    covs = np.empty((S, k, k))
+    for s in range(S):
+        R = _inducing_factor(adapter, thetas[s], Z, jitter)
+        A, _, _ = _project(adapter, thetas[s], Z, X, R)
+        cov = adapter.gram(thetas[s], X) - A.T @ A
+        if v_cov_factor is not None:
+            B = v_cov_factor.T @ A
+            cov += B.T @ B
+        covs[s] = 0.5 * (cov + cov.T)
+        means[s] = A.T @ v[s, :, 0]
+    return means, covs
