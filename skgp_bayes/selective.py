@@ -16,19 +16,27 @@ closed form (:class:`~skgp_bayes.targets.selective.BernoulliPointProcess`).
 1. **Pre-training**: the hyperparameters (kernel and noise) maximise the
    bound with *all* candidates (L-BFGS-B, at most ``n_pre_iter``
    iterations).
-2. **Selection**: ``n_select_iter`` steps of Adam on the logits of the
-   inclusion probabilities, with the score-function gradient of
-   ``E_q[L(Z)]`` from ``n_score_samples`` draws (and a decaying-average
-   baseline, :mod:`skgp_bayes.inference.score_function`) minus the exact
-   gradient of the divergence; in the same steps Adam moves the
-   hyperparameters along the average gradient of the sampled subsets'
-   bounds, an unbiased gradient of ``E_q[L(Z)]``.
-3. **Keep and post-train**: the kept set is the candidates with
-   ``lambda_k > 1/2`` (``keep="threshold"``, the default: deterministic and
-   the mode of ``q_lambda``) or one draw from ``q_lambda``
-   (``keep="sample"``, the seed paper's choice); at least one point is kept.
-   The hyperparameters are then refitted on the kept set (L-BFGS-B, at most
-   ``n_post_iter`` iterations).
+2. **Selection**: Adam on the logits of the inclusion probabilities, with
+   the score-function gradient of ``E_q[L(Z)]`` from ``n_score_samples``
+   draws (and a decaying-average baseline,
+   :mod:`skgp_bayes.inference.score_function`) minus the exact gradient of
+   the divergence; in the same steps Adam moves the hyperparameters along
+   the average gradient of the sampled subsets' bounds, an unbiased
+   gradient of ``E_q[L(Z)]``. The phase ends when the objective and
+   ``E|Z|`` no longer move by more than their Monte Carlo error between
+   windows of 50 steps (:class:`~skgp_bayes.inference.StationarityRule`);
+   ``n_select_iter`` only bounds it.
+3. **Keep and post-train**: the kept set is the ``round(E|Z|)``
+   candidates with the largest ``lambda_k`` (``keep="expected"``, the
+   default: the most probable set under ``q_lambda`` among the sets of its
+   expected size), the candidates with ``lambda_k > 1/2``
+   (``keep="threshold"``, the mode of ``q_lambda``, which keeps almost
+   nothing when many candidates are interchangeable and their
+   probabilities settle below one half) or one draw from ``q_lambda``
+   (``keep="sample"``, the seed paper's choice); at least one point is
+   kept. The hyperparameters are then refitted on the kept set (L-BFGS-B,
+   at most ``n_post_iter`` iterations). ``doc/selective_svgp.rst`` gives
+   the reasoning.
 
 With the Gaussian likelihood the variational ``q(u | Z)`` of every subset
 is the optimal one, in closed form (Titsias' collapsed bound, the seed's
@@ -59,6 +67,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -78,6 +87,8 @@ from ._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
     binary_log_odds,
+    has_two_classes,
+    log_of_proba,
     mixture_prediction,
     proba_from_log_odds,
 )
@@ -93,15 +104,16 @@ from ._validation import (
     safe_mean_std,
 )
 from ._warnings import fit_warnings, warn_user
-from .exceptions import NotPSDError
+from .exceptions import DegenerateFitWarning, NotPSDError
 from .inference import (
     DecayingBaseline,
+    StationarityRule,
     adam_init,
     adam_update,
     estimate_bernoulli_gradient,
 )
 from .kernels import KernelAdapter
-from .likelihoods import Bernoulli, Gaussian
+from .likelihoods import Bernoulli, Gaussian, Softmax
 from .sampling import require_spectral_spec
 from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetBound
 from .targets.sparse import _inducing_factor, _project
@@ -116,6 +128,17 @@ _LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Decay of the score-function baseline: an average over roughly the last
 # ten steps follows the bound as the hyperparameters move.
 _BASELINE_DECAY = 0.9
+# Selection stopping rule (StationarityRule): batches of ten steps, the
+# memory of Adam's momentum (1 / (1 - 0.9)) and of the baseline above, so
+# that batch means are close to independent; five batches a window; a
+# change of two standard errors between windows still counts as noise.
+_SELECT_WINDOW = 50
+_SELECT_BATCHES = 5
+_SELECT_Z = 2.0
+# Softmax draws for multiclass probabilities at prediction (the fit uses
+# the likelihood's default 100): the Monte Carlo error of a probability
+# p is sqrt(p (1 - p) / 256) at most 0.03, before the antithetic pairing.
+_SOFTMAX_PREDICT_DRAWS = 256
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 
@@ -173,6 +196,17 @@ def _sparse_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
     return mean, np.maximum(var, 0.0)
 
 
+def _classification_likelihood(n_classes, link):
+    """Bernoulli with ``link`` for two classes, else the softmax.
+
+    The softmax's expectations use fixed Monte Carlo draws (common random
+    numbers), so the bound stays a deterministic function for L-BFGS-B.
+    """
+    if n_classes == 2:
+        return Bernoulli(link=link)
+    return Softmax(n_classes=n_classes, random_state=0)
+
+
 def _random_candidates(X, n_candidates, rng):
     K = min(int(n_candidates), X.shape[0])
     idx = np.sort(rng.choice(X.shape[0], size=K, replace=False))
@@ -197,14 +231,18 @@ def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, 
     ``idx`` on the data rows ``rows`` (None: all). The logits follow the
     score-function estimate of ``d E_q[L] / d logits`` minus the exact
     gradient of the divergence; ``params`` follow the average gradient of
-    the sampled subsets' bounds, an unbiased gradient of ``E_q[L]``.
+    the sampled subsets' bounds, an unbiased gradient of ``E_q[L]``. The
+    phase ends when the objective and ``E|Z|`` stop trending
+    (:class:`~skgp_bayes.inference.StationarityRule`), or after
+    ``n_select_iter`` steps. Returns the parameters, the logits, the traces
+    of the objective and of ``E|Z|``, and whether the rule was met.
     """
     batch = getattr(est, "batch_size", None)
     param_state, logit_state = adam_init(params), adam_init(logits)
     baseline = DecayingBaseline(_BASELINE_DECAY)
-    trace = []
+    rule = StationarityRule(_SELECT_WINDOW, _SELECT_BATCHES, _SELECT_Z)
+    trace, counts = [], []
     n_iter = int(est.n_select_iter)
-    report = max(1, n_iter // 10)
     for it in range(n_iter):
         rows = None
         if batch is not None and batch < n:
@@ -232,13 +270,21 @@ def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, 
         step = adam_update(param_state, grads.mean(axis=0) / n, est.learning_rate)
         params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
         trace.append(float(values.mean()) - kl)
-        if est.verbose and (it + 1) % report == 0:
-            mean_count, _ = process.cardinality_moments(logits)
-            print(
-                f"[{type(est).__name__}] selection step {it + 1}/{n_iter}: "
-                f"objective {trace[-1]:.4g}, E|Z| = {mean_count:.1f}"
+        counts.append(process.cardinality_moments(logits)[0])
+        stop = rule.update([trace[-1], counts[-1]])
+        if est.verbose and rule.n_steps % _SELECT_WINDOW == 0:
+            zs = (
+                ""
+                if rule.z_scores is None
+                else f", change/error {rule.z_scores.max():.2f}"
             )
-    return params, logits, trace
+            print(
+                f"[{type(est).__name__}] selection step {it + 1}: "
+                f"objective {trace[-1]:.4g}, E|Z| = {counts[-1]:.1f}{zs}"
+            )
+        if stop:
+            break
+    return params, logits, trace, counts, rule.converged
 
 
 def _ascend(fn, start, bounds, max_iter, batch_size, learning_rate, rng, n):
@@ -299,8 +345,20 @@ def _kernel_bounds(kernel, adapter):
 
 
 def _keep(est, process, logits, seed):
-    """The kept set: ``lambda > 1/2`` or one draw; never empty."""
+    """The kept set of ``q_lambda``; never empty (see ``keep`` in the docs).
+
+    ``"expected"``: the ``round(E|Z|)`` most probable candidates, which is
+    the most probable set under ``q_lambda`` among the sets of its expected
+    size (``log q(b) = sum_k b_k l_k + const``, so for a fixed count the
+    largest logits win). ``"threshold"``: ``lambda_k > 1/2``, the mode of
+    ``q_lambda``. ``"sample"``: one draw.
+    """
     lam = process.probabilities(logits)
+    if est.keep == "expected":
+        count = int(np.clip(np.round(lam.sum()), 1, lam.size))
+        support = np.zeros(lam.size, dtype=bool)
+        support[np.argsort(-logits, kind="stable")[:count]] = True
+        return support
     if est.keep == "threshold":
         support = lam > 0.5
     else:
@@ -308,7 +366,40 @@ def _keep(est, process, logits, seed):
     if not np.any(support):
         # an empty set would predict the prior everywhere
         support[int(np.argmax(lam))] = True
+    if est.keep == "threshold":
+        _warn_atypical_mode(process, logits, int(support.sum()))
     return support
+
+
+def _warn_atypical_mode(process, logits, n_kept):
+    mean, var = process.cardinality_moments(logits)
+    # |Z| under q is Poisson-binomial: a kept count more than three standard
+    # deviations (plus one point of rounding) below its mean is a set that
+    # q itself almost never draws
+    if n_kept >= mean - 3.0 * np.sqrt(var) - 1.0:
+        return
+    warn_user(
+        f"keep='threshold' kept {n_kept} of {logits.size} candidate inducing "
+        f"points, while the fitted point process expects {mean:.1f} "
+        f"(sd {np.sqrt(var):.1f}): most inclusion probabilities lie below "
+        "1/2 without being small, so the mode of the process is far from the "
+        "sets it draws, and a model on the mode can lose most of the signal. "
+        "Use keep='expected' (the most probable set of the expected size) "
+        "or keep='sample'.",
+        DegenerateFitWarning,
+    )
+
+
+def _warn_unfinished_selection(est, stopped, n_steps):
+    if stopped or n_steps == 0:
+        return
+    warn_user(
+        f"The selection of inducing points did not settle in {n_steps} steps "
+        "(its objective or expected number of points still moved by more "
+        "than their Monte Carlo error between the last two windows of "
+        f"{_SELECT_WINDOW} steps); increase n_select_iter.",
+        ConvergenceWarning,
+    )
 
 
 def _selection_attributes(Zc, out):
@@ -322,6 +413,7 @@ def _selection_attributes(Zc, out):
         "n_inducing_": int(support.sum()),
         "expected_n_inducing_": mean_count,
         "var_n_inducing_": var_count,
+        "n_iter_": len(out["traces"]["select"]),
         "elbo_history_": {
             key: np.asarray(out["traces"][key], dtype=np.float64)
             for key in ("pre", "select", "post")
@@ -332,6 +424,10 @@ def _selection_attributes(Zc, out):
             if len(out["traces"]["post"])
             else np.nan,
             "n_select_steps": len(out["traces"]["select"]),
+            "selection_converged": bool(out["stopped"]),
+            "expected_n_inducing_trace": np.asarray(out["counts"], dtype=np.float64),
+            "n_pre_iter": len(out["traces"]["pre"]),
+            "n_post_iter": len(out["traces"]["post"]),
             "expected_n_inducing": float(mean_count),
             "n_inducing": int(support.sum()),
         },
@@ -368,9 +464,10 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     # of the sampled subsets' bounds
     process = BernoulliPointProcess(K, est.alpha)
     logits = np.full(K, logit(_INITIAL_INCLUSION))
-    params, logits, select_trace = _selection_phase(
+    params, logits, select_trace, counts, stopped = _selection_phase(
         est, bound.value_and_grad, params, logits, bounds, process, rng, n
     )
+    _warn_unfinished_selection(est, stopped, len(select_trace))
     t2 = time.perf_counter()
 
     # 3. keep a set, post-train its own bound from the shared q
@@ -404,6 +501,8 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
         "process": process,
         "logits": logits,
         "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+        "counts": counts,
+        "stopped": stopped,
         "times": {"pre": t1 - t0, "select": t2 - t1, "post": t3 - t2, "total": t3 - t0},
     }
 
@@ -439,12 +538,20 @@ class SelectiveSVGP(
         for 1030 points, 0.2 for 45730).
     n_score_samples : int, default=4
         Draws from the point process per selection step.
-    n_pre_iter : int, default=200
-        Maximum L-BFGS-B iterations of the pre-training on all candidates.
-    n_select_iter : int, default=600
-        Adam steps of the selection phase.
-    n_post_iter : int, default=200
-        Maximum L-BFGS-B iterations of the post-training on the kept set.
+    n_pre_iter : int, default=2000
+        Maximum L-BFGS-B iterations of the pre-training on all candidates;
+        a budget only: L-BFGS-B stops on its own (per-point, so scale-free)
+        tolerances first on ordinary data.
+    n_select_iter : int, default=2000
+        Most Adam steps of the selection phase. The phase ends earlier, as
+        soon as its objective and ``E|Z|`` stop trending against their own
+        Monte Carlo error (checked every 50 steps from step 100); when it
+        runs out instead, a ``ConvergenceWarning`` is raised.
+    n_post_iter : int, default=2000
+        Maximum L-BFGS-B iterations of the post-training on the kept set; a
+        budget only, as ``n_pre_iter`` (the classifier's shared ``q`` has
+        ``O(m^2)`` parameters and took 719 iterations on 143 breast-cancer
+        rows).
     batch_size : int, default=None
         None (the default) evaluates every bound on all points, with the
         optimal ``q(u)`` of each subset. An integer below the number of
@@ -458,9 +565,13 @@ class SelectiveSVGP(
         Adam step size of the hyperparameters in the selection phase.
     selection_learning_rate : float, default=0.2
         Adam step size of the inclusion logits.
-    keep : {"threshold", "sample"}, default="threshold"
-        Kept set: candidates with inclusion probability above one half, or
-        one draw from the fitted point process (seeded by ``random_state``).
+    keep : {"expected", "threshold", "sample"}, default="expected"
+        Kept set: the ``round(expected_n_inducing_)`` candidates with the
+        largest inclusion probabilities (the most probable set of the
+        expected size), the candidates with probability above one half
+        (the mode; a ``DegenerateFitWarning`` when it is far smaller than
+        the expected size), or one draw from the fitted point process
+        (seeded by ``random_state``).
     noise_variance : float, default=1.0
         Initial Gaussian noise variance, in units of the standardised
         targets (the seed paper initialises every hyperparameter to 1).
@@ -476,7 +587,7 @@ class SelectiveSVGP(
     random_state : int, RandomState instance or None, default=None
         Seeds the candidates, the point-process draws and ``keep="sample"``.
     verbose : int, default=0
-        Print progress every tenth of the selection phase.
+        Print the phases, and the selection's progress every 50 steps.
 
     Attributes
     ----------
@@ -492,9 +603,15 @@ class SelectiveSVGP(
         ``E|Z| = sum_k lambda_k`` under the fitted process.
     var_n_inducing_ : float
         ``Var|Z| = sum_k lambda_k (1 - lambda_k)``.
+    n_iter_ : int
+        Selection steps taken.
     diagnostics_ : dict
         ``final_elbo`` (last post-training bound), ``n_select_steps``,
-        ``expected_n_inducing`` and ``n_inducing``, in one place.
+        ``selection_converged`` (whether the stopping rule was met),
+        ``expected_n_inducing_trace`` (``E|Z|`` after each selection step),
+        ``n_pre_iter`` and ``n_post_iter`` (L-BFGS-B iterations, or Adam
+        steps with ``batch_size``), ``expected_n_inducing`` and
+        ``n_inducing``, in one place.
     elbo_history_ : dict of ndarray
         ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
         ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
@@ -541,7 +658,7 @@ class SelectiveSVGP(
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "selection_learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "keep": [StrOptions({"threshold", "sample"})],
+        "keep": [StrOptions({"expected", "threshold", "sample"})],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "jitter": [Interval(Real, 0, None, closed="left")],
         "normalize_X": ["boolean"],
@@ -557,13 +674,13 @@ class SelectiveSVGP(
         candidates=None,
         alpha=0.01,
         n_score_samples=4,
-        n_pre_iter=200,
-        n_select_iter=600,
-        n_post_iter=200,
+        n_pre_iter=2000,
+        n_select_iter=2000,
+        n_post_iter=2000,
         batch_size=None,
         learning_rate=0.01,
         selection_learning_rate=0.2,
-        keep="threshold",
+        keep="expected",
         noise_variance=1.0,
         jitter=1e-6,
         normalize_X=True,
@@ -706,7 +823,7 @@ class SelectiveSVGP(
         # 2. selection
         process = BernoulliPointProcess(K, self.alpha)
         logits = np.full(K, logit(_INITIAL_INCLUSION))
-        hyper, logits, select_trace = _selection_phase(
+        hyper, logits, select_trace, counts, stopped = _selection_phase(
             self,
             lambda h, idx, rows: bound.value_and_grad(h, idx),
             hyper,
@@ -716,6 +833,7 @@ class SelectiveSVGP(
             np.random.default_rng(int(seeds[1])),
             bound.X.shape[0],
         )
+        _warn_unfinished_selection(self, stopped, len(select_trace))
         t2 = time.perf_counter()
 
         # 3. keep a set, post-train
@@ -739,6 +857,8 @@ class SelectiveSVGP(
             "process": process,
             "logits": logits,
             "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+            "counts": counts,
+            "stopped": stopped,
             "times": {
                 "pre": t1 - t0,
                 "select": t2 - t1,
@@ -979,13 +1099,16 @@ class SelectiveSVGP(
 
 
 class SelectiveSVGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
-    """Binary sparse GP classification with a learned set of inducing points.
+    """Sparse GP classification with a learned set of inducing points.
 
     The counterpart of :class:`SelectiveSVGP` for a Bernoulli likelihood
-    (logit or probit link, Gauss-Hermite expectations). Without a
-    closed-form optimal ``q(u)``, one whitened ``q(v*) = N(m*, S*)`` over all
-    candidates is learned and shared by the subsets (each uses its
-    sub-vector and the sub-block of the factor of ``S*``; see
+    with two classes (logit or probit link, Gauss-Hermite expectations)
+    and a softmax over one latent function per class with more (Monte
+    Carlo expectations over fixed draws, as :class:`SteinGPClassifier`).
+    Without a closed-form optimal ``q(u)``, one whitened
+    ``q(v*) = N(m*, S*)`` per latent over all candidates is learned and
+    shared by the subsets (each uses its sub-vector and the sub-block of
+    the factor of ``S*``, the same candidates in every latent; see
     :class:`~skgp_bayes.targets.selective.SharedSubsetBound`). The three
     phases are those of :class:`SelectiveSVGP`; ``q`` and the kernel
     hyperparameters are trained in all of them, by L-BFGS-B in pre- and
@@ -1004,13 +1127,14 @@ jitter, normalize_X, random_state, verbose
     batch_size : int, default=None
         Minibatch size of every phase; None uses all points.
     link : {"logit", "probit"}, default="logit"
+        Link of the two-class likelihood; more classes use the softmax.
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
+    classes_ : ndarray of shape (n_classes,)
     candidates_, inclusion_probabilities_, support_, inducing_points_, \
-n_inducing_, expected_n_inducing_, var_n_inducing_, elbo_history_, elbo_, \
-kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
+n_inducing_, expected_n_inducing_, var_n_inducing_, n_iter_, elbo_history_, \
+elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`SelectiveSVGP`.
 
     Examples
@@ -1043,13 +1167,13 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         candidates=None,
         alpha=0.01,
         n_score_samples=4,
-        n_pre_iter=200,
-        n_select_iter=600,
-        n_post_iter=200,
+        n_pre_iter=2000,
+        n_select_iter=2000,
+        n_post_iter=2000,
         batch_size=None,
         learning_rate=0.01,
         selection_learning_rate=0.2,
-        keep="threshold",
+        keep="expected",
         link="logit",
         jitter=1e-6,
         normalize_X=True,
@@ -1087,7 +1211,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Two class labels.
+            Class labels (two or more).
 
         Returns
         -------
@@ -1109,11 +1233,6 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             check_input_magnitude(X_model)
             check_classification_targets(y)
             classes, y_enc = np.unique(y, return_inverse=True)
-            if classes.size > 2:
-                raise ValueError(
-                    "Only binary classification is supported; "
-                    f"{type(self).__name__} got {classes.size} classes."
-                )
             if classes.size < 2:
                 raise ValueError(
                     f"{type(self).__name__} requires 2 classes; got 1 class "
@@ -1125,20 +1244,22 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 self, X_model, np.random.default_rng(int(seeds[0])), scaling
             )
             with blas_threads_for(X.shape[0], Zc.shape[0]):
-                fitted = self._fit_phases(X_model, y_enc.astype(np.float64), Zc, seeds)
+                fitted = self._fit_phases(
+                    X_model, y_enc.astype(np.float64), Zc, seeds, classes.size
+                )
         fitted["input_scaling_"] = scaling
         fitted["classes_"] = classes
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
-    def _fit_phases(self, X, y, Zc, seeds):
+    def _fit_phases(self, X, y, Zc, seeds, n_classes):
         kernel = (
             default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
         )
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
-        likelihood = Bernoulli(link=self.link)
+        likelihood = _classification_likelihood(n_classes, self.link)
         bound = SharedSubsetBound(adapter, X, y, Zc, likelihood, jitter=self.jitter)
         bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
         bounds[: bound.n_hyper] = kernel_bounds
@@ -1162,7 +1283,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 "_adapter": adapter,
                 "_likelihood": likelihood,
                 "_theta": np.array(theta),
-                "_q": (np.array(q_mean[:, 0]), np.array(q_L[0])),
+                "_q": (np.array(q_mean), np.array(q_L)),
             }
         )
         return fitted
@@ -1173,19 +1294,30 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = scale_inputs(self, X)
         check_input_magnitude(X)
         q_mean, q_L = self._q
-        return _sparse_moments(
-            self._adapter,
-            self._theta,
-            self.inducing_points_,
-            self.jitter,
-            q_mean,
-            q_L,
-            X,
+        # one latent per column: (n_queries, n_latent) means and variances
+        moments = [
+            _sparse_moments(
+                self._adapter,
+                self._theta,
+                self.inducing_points_,
+                self.jitter,
+                q_mean[:, c],
+                q_L[c],
+                X,
+            )
+            for c in range(q_mean.shape[1])
+        ]
+        return (
+            np.stack([m for m, _ in moments], axis=1),
+            np.stack([v for _, v in moments], axis=1),
         )
 
     @keyboard_interrupt_passes
     def predict_proba(self, X):
-        """Class probabilities, ``E[p(y = 1 | f)]`` under ``q(f)``.
+        """Class probabilities, ``E[p(y | f)]`` under ``q(f)``.
+
+        Two classes: Gauss-Hermite quadrature; more: the softmax averaged
+        over 256 fixed draws of the latents.
 
         Parameters
         ----------
@@ -1193,7 +1325,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Returns
         -------
-        ndarray of shape (n_queries, 2)
+        ndarray of shape (n_queries, n_classes)
             Columns in the order of ``classes_``.
 
         Examples
@@ -1207,18 +1339,26 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> bool(proba[0, 0] > 0.5 and proba[1, 1] > 0.5)
         True
         """
-        return proba_from_log_odds(self._log_odds(X))
+        check_is_fitted(self)
+        if len(self.classes_) == 2:
+            return proba_from_log_odds(self._log_odds(X))
+        mu, var = self._latent(X)
+        # more draws than the fit's: prediction is cheap and read directly
+        draws = Softmax(mu.shape[1], n_samples=_SOFTMAX_PREDICT_DRAWS, random_state=0)
+        proba = np.clip(draws.predictive(mu, var), 0.0, 1.0)
+        return proba / proba.sum(axis=1, keepdims=True)
 
     def _log_odds(self, X):
         mu, var = self._latent(X)
-        return binary_log_odds(self._likelihood, mu[None], var[None])
+        return binary_log_odds(self._likelihood, mu[None, :, 0], var[None, :, 0])
 
     @keyboard_interrupt_passes
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, finite in the tails.
 
-        Computed from the log probabilities of the two classes, so that it
-        stays finite where a probability rounds to 0 or 1.
+        For two classes, computed from the log odds, so that it stays
+        finite where a probability rounds to 0 or 1; for more, the log of
+        the Monte Carlo probabilities.
 
         Parameters
         ----------
@@ -1226,7 +1366,7 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Returns
         -------
-        ndarray of shape (n_queries, 2)
+        ndarray of shape (n_queries, n_classes)
 
         Examples
         --------
@@ -1238,11 +1378,15 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> bool(np.allclose(np.exp(clf.predict_log_proba(X)), clf.predict_proba(X)))
         True
         """
+        check_is_fitted(self)
+        if len(self.classes_) > 2:
+            return log_of_proba(self.predict_proba(X))
         return proba_from_log_odds(self._log_odds(X), log=True)
 
+    @available_if(has_two_classes)
     @keyboard_interrupt_passes
     def decision_function(self, X):
-        """Log predictive odds of ``classes_[1]``.
+        """Log predictive odds of ``classes_[1]`` (two classes only).
 
         ``log P(y = classes_[1]) - log P(y = classes_[0])``: positive
         exactly where :meth:`predict` returns ``classes_[1]``.
@@ -1289,6 +1433,9 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> clf.predict([[-1.5], [1.5]])
         array([False,  True])
         """
+        check_is_fitted(self)
+        if len(self.classes_) > 2:
+            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
         scores = self._log_odds(X)  # checks that the model is fitted
         return self.classes_[(scores > 0).astype(int)]
 
@@ -1312,10 +1459,10 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Returns
         -------
-        functions : skgp_bayes.sampling.FunctionSamples
-            The latent of ``classes_[1]``: ``functions(X)`` has shape
-            ``(n_points, n_samples)``. A ``WhiteKernel``'s noise is not part
-            of them.
+        functions : FunctionSamples or list of FunctionSamples
+            Two classes: the latent of ``classes_[1]``, ``functions(X)`` of
+            shape ``(n_points, n_samples)``. More: one per class, on the
+            same draws. A ``WhiteKernel``'s noise is not part of them.
 
         Raises
         ------
@@ -1343,17 +1490,18 @@ kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             self.inducing_points_,
             self.jitter,
             np.asarray(self._theta)[None, :],
-            np.asarray(q_mean)[None, :, None],
-            np.asarray(q_L)[None],
+            np.asarray(q_mean)[None],
+            np.asarray(q_L),
             n_samples,
             check_random_state(random_state),
             n_features,
         )
-        return in_natural_units(functions[0], self)
+        if len(functions) == 1:
+            return in_natural_units(functions[0], self)
+        return [in_natural_units(f, self) for f in functions]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         tags.non_deterministic = False
-        tags.classifier_tags.multi_class = False
         return tags

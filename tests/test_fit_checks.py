@@ -154,29 +154,37 @@ def test_one_sample_selective_keeps_the_initial_kernel():
 @pytest.mark.slow
 def test_selective_on_30_points_with_50_features_warns_no_signal():
     # 30 random points with 50 features and a target X does not predict:
-    # the default fit is a constant with one inducing point kept
+    # the default fit is a constant: X does not predict y, whatever points
+    # are kept (the expected number of them)
     rng = np.random.RandomState(0)
     X, y = rng.randn(30, 50), rng.randn(30)
     est = SelectiveSVGP(random_state=0)
     messages = _degenerate(lambda: est.fit(X, y))
     assert est.score(X, y) < 1e-4
     assert any("kept no signal" in m and "50 features" in m for m in messages)
-    assert any("kept 1 of 30 candidate inducing points" in m for m in messages)
+    assert est.n_inducing_ == max(1, round(est.expected_n_inducing_))
     assert any("constant_value is at its lower bound" in m for m in messages)
 
 
 @pytest.mark.slow
-def test_selective_on_diabetes_subset_warns_and_lower_alpha_works():
-    # the first 150 rows of sklearn's diabetes, standardised: the default
-    # fit keeps one of 80 candidates and predicts a constant
+def test_selective_on_diabetes_subset_keeps_the_expected_size():
+    # the first 150 rows of sklearn's diabetes, standardised: every
+    # inclusion probability settles below one half, so the mode of the
+    # point process (keep="threshold") keeps one of 80 candidates and
+    # predicts a constant; the default keeps the expected number instead
     X, y = _diabetes(150)
     est = SelectiveSVGP(random_state=0)
-    messages = _degenerate(lambda: est.fit(X, y))
-    assert est.n_inducing_ == 1
+    assert _degenerate(lambda: est.fit(X, y)) == []
+    assert est.n_inducing_ == round(est.expected_n_inducing_) > 1
+    assert est.score(X, y) > 0.3
+    mode = SelectiveSVGP(keep="threshold", random_state=0)
+    messages = _degenerate(lambda: mode.fit(X, y))
+    assert mode.n_inducing_ == 1
+    assert any("keep='threshold' kept 1 of 80" in m for m in messages)
     assert any("kept 1 of 80 candidate inducing points" in m for m in messages)
     assert any("kept no signal" in m and "lower alpha" in m for m in messages)
     # what the warnings advise works: alpha=0 keeps points and the signal
-    fixed = SelectiveSVGP(alpha=0.0, random_state=0)
+    fixed = SelectiveSVGP(alpha=0.0, keep="threshold", random_state=0)
     assert _degenerate(lambda: fixed.fit(X, y)) == []
     assert fixed.n_inducing_ > 1 and fixed.score(X, y) > 0.3
 

@@ -308,7 +308,9 @@ def test_selective_classifier_functions_match_predictive(stat_seed):
     options = _seeded(SELECT, stat_seed)
     clf = SelectiveSVGPClassifier(n_candidates=15, **options).fit(X, y)
     Xq = np.array([[-2.5], [-1.0], [0.2], [1.4], [2.6]])
-    mean, var = clf._latent(Xq)  # validates and scales its input
+    # validates and scales its input; one column per latent, two classes
+    # have one
+    mean, var = (moment[:, 0] for moment in clf._latent(Xq))
     values = _replicates(
         lambda n, seed: clf.sample_functions(n, random_state=seed, n_features=F)(Xq),
         1 + stat_seed,

@@ -8,6 +8,7 @@ from scipy.special import expit
 
 from skgp_bayes.inference import (
     DecayingBaseline,
+    StationarityRule,
     bernoulli_score_gradient,
     estimate_bernoulli_gradient,
 )
@@ -121,3 +122,67 @@ def test_bad_input():
         bernoulli_score_gradient([1.0, 2.0], [[True]], np.zeros(1))
     with pytest.raises(ValueError, match="n_samples"):
         estimate_bernoulli_gradient(np.sum, np.zeros(2), 0, np.random.default_rng())
+
+
+# ------------------------------------------------------- stationarity rule
+
+
+def _first_stop(rule, series):
+    for t, row in enumerate(series, start=1):
+        if rule.update(row):
+            return t
+    return None
+
+
+@pytest.mark.statistical
+def test_stationarity_rule_stops_on_noise(stat_seed):
+    # Two i.i.d. Gaussian quantities: each test's statistic is Student's t
+    # with 8 degrees of freedom per quantity, so a test fails with
+    # probability 1 - 0.92^2 = 0.155. 1000 steps hold 10 disjoint pairs of
+    # windows, so no stop in 1000 steps has probability below 0.155^10
+    # (1e-8).
+    rng = np.random.default_rng(stat_seed)
+    series = rng.normal(size=(1000, 2)) * [1.0, 1e-3]
+    stop = _first_stop(StationarityRule(), series)
+    assert stop is not None and stop % 50 == 0 and stop >= 100
+
+
+@pytest.mark.statistical
+def test_stationarity_rule_does_not_stop_on_a_trend(stat_seed):
+    # A drift of 0.1 noise sds per step: a window's mean moves 5 sds (give
+    # or take sqrt(2 / 50) = 0.2) past the previous one. Its batch means
+    # step by 1 sd, a sample variance of 2.5 plus 0.1 of noise, so the
+    # standard error of the change is about 1.0 and the statistic about 5.
+    # Falling to 2 needs the batch variances to reach 31 in sum against
+    # 5.2 expected, which their noise part (0.1 times a chi-square with 4
+    # degrees of freedom, plus cross terms of similar size) practically
+    # never gives (far below 1e-12 per test).
+    rng = np.random.default_rng(stat_seed)
+    t = np.arange(1000)[:, None]
+    series = np.hstack(
+        [rng.normal(size=(1000, 1)), 0.1 * t + rng.normal(size=(1000, 1))]
+    )
+    rule = StationarityRule()
+    assert _first_stop(rule, series) is None
+    assert rule.z_scores[1] > 2 and not rule.converged
+
+
+def test_stationarity_rule_is_scale_free():
+    # scaling by a power of two is exact in floating point: the decisions
+    # must be identical
+    rng = np.random.default_rng(0)
+    series = rng.normal(size=(600, 2)) + np.exp(-np.arange(600) / 60.0)[:, None]
+    stops = [
+        _first_stop(StationarityRule(), series * scale)
+        for scale in (1.0, 2.0**-40, 2.0**40)
+    ]
+    assert stops[0] is not None and stops == [stops[0]] * 3
+
+
+def test_stationarity_rule_checks_its_arguments():
+    with pytest.raises(ValueError, match="n_batches"):
+        StationarityRule(window=10, n_batches=1)
+    with pytest.raises(ValueError, match="n_batches"):
+        StationarityRule(window=3, n_batches=5)
+    with pytest.raises(ValueError, match="z"):
+        StationarityRule(z=0.0)

@@ -4,6 +4,7 @@ from .adam import AdamState, adam_init, adam_update
 from .hmc import HMCResult, run_hmc, run_hmc_chains
 from .score_function import (
     DecayingBaseline,
+    StationarityRule,
     bernoulli_score_gradient,
     estimate_bernoulli_gradient,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "run_hmc",
     "run_hmc_chains",
     "DecayingBaseline",
+    "StationarityRule",
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
     "SGLDResult",

@@ -12,6 +12,12 @@ of ``f`` is such a ``c``: it tracks the level of ``f`` and so removes most of
 the variance that a large constant offset would add, while staying
 independent of the draws it is used with (it is updated only afterwards).
 
+Stochastic ascent on such estimates never settles exactly: the iterates
+wander around a stationary point with the Monte Carlo noise.
+:class:`StationarityRule` decides when the wandering is all that is left,
+by comparing the last two windows of tracked quantities (the objective, a
+summary of the parameters) against their own Monte Carlo error.
+
 Nothing here knows about Gaussian processes: ``f`` maps a boolean mask to a
 float (and optionally to other per-draw results the caller wants back).
 """
@@ -21,6 +27,7 @@ from scipy.special import expit
 
 __all__ = [
     "DecayingBaseline",
+    "StationarityRule",
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
 ]
@@ -181,3 +188,115 @@ def estimate_bernoulli_gradient(func, logits, n_samples, rng, baseline=None):
     if baseline is not None:
         baseline.update(values)
     return grad, values, masks, extras
+
+
+class StationarityRule:
+    """Stop a stochastic ascent once its tracked quantities stop trending.
+
+    Every ``window`` steps, the means of each tracked quantity over the
+    last two windows are compared. Each window is cut into ``n_batches``
+    consecutive batches, and the standard error of a window's mean is taken
+    from the spread of its batch means (batch means, Flegal and Jones,
+    2010), which absorbs the autocorrelation of the iterates over a batch.
+    The rule is met when, for every quantity,
+
+    ``|mean_last - mean_previous| <= z * sqrt(se_last^2 + se_previous^2)``,
+
+    that is, when no quantity has moved by more than its own Monte Carlo
+    error. The test has no tolerance in the units of the quantities, so it
+    is unchanged by rescaling them; at stationarity, with Gaussian batch
+    means, each quantity passes with probability about 0.92 at ``z = 2``
+    (Student's t with ``2 (n_batches - 1)`` degrees of freedom).
+
+    Parameters
+    ----------
+    window : int, default=50
+        Steps per window; the first test comes after two windows.
+    n_batches : int, default=5
+        Batches per window, at least 2. A batch should be longer than the
+        memory of the iteration (about ``1 / (1 - beta1) = 10`` steps for
+        Adam's default momentum).
+    z : float, default=2.0
+        Allowed change between windows, in standard errors.
+
+    Attributes
+    ----------
+    n_steps : int
+        Steps recorded.
+    converged : bool
+        Whether the rule has been met.
+    z_scores : ndarray or None
+        ``|change| / standard error`` of each quantity at the latest test.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import StationarityRule
+    >>> rule = StationarityRule(window=20, n_batches=4)
+    >>> rng = np.random.default_rng(0)
+    >>> stops = [rule.update([rng.normal()]) for _ in range(200)]
+    >>> rule.converged, rule.n_steps <= 200  # pure noise: stationary at once
+    (True, True)
+    >>> trend = StationarityRule(window=20, n_batches=4)
+    >>> any(trend.update([0.1 * t + rng.normal()]) for t in range(200))
+    False
+    """
+
+    def __init__(self, window=50, n_batches=5, z=2.0):
+        window, n_batches, z = int(window), int(n_batches), float(z)
+        if n_batches < 2 or window < n_batches:
+            raise ValueError(
+                "n_batches must be at least 2 and at most window; "
+                f"got window={window}, n_batches={n_batches}."
+            )
+        if not (np.isfinite(z) and z > 0):
+            raise ValueError(f"z must be a positive number; got {z}.")
+        self.window, self.n_batches, self.z = window, n_batches, z
+        self.n_steps = 0
+        self.converged = False
+        self.z_scores = None
+        self._history = []
+
+    def _window_stats(self, block):
+        usable = block[: (block.shape[0] // self.n_batches) * self.n_batches]
+        batches = usable.reshape(self.n_batches, -1, usable.shape[1]).mean(axis=1)
+        se2 = batches.var(axis=0, ddof=1) / self.n_batches
+        return block.mean(axis=0), se2
+
+    def update(self, values):
+        """Record one step's quantities; True once the rule is met.
+
+        Parameters
+        ----------
+        values : array-like of float, shape (n_quantities,)
+            The same quantities, in the same order, at every step.
+
+        Returns
+        -------
+        bool
+            Whether the last two windows agree within their errors (tested
+            every ``window`` steps from the second window on; False
+            between tests).
+
+        Examples
+        --------
+        >>> from skgp_bayes.inference import StationarityRule
+        >>> rule = StationarityRule(window=4, n_batches=2)
+        >>> [rule.update([1.0]) for _ in range(8)][-1]  # constant: no change
+        True
+        """
+        self._history.append(np.asarray(values, dtype=np.float64).reshape(-1))
+        self.n_steps += 1
+        w = self.window
+        if self.n_steps < 2 * w or self.n_steps % w:
+            return False
+        recent = np.asarray(self._history[-2 * w :])
+        self._history = self._history[-2 * w :]
+        mean_prev, se2_prev = self._window_stats(recent[:w])
+        mean_last, se2_last = self._window_stats(recent[w:])
+        change = np.abs(mean_last - mean_prev)
+        se = np.sqrt(se2_prev + se2_last)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.z_scores = np.where(change > 0, change / se, 0.0)
+        self.converged = bool(np.all(change <= self.z * se))
+        return self.converged

@@ -558,7 +558,9 @@ class SharedSubsetBound:
     y : ndarray of shape (n,)
     candidates : ndarray of shape (K, d)
     likelihood : Likelihood
-        A single-latent likelihood (Bernoulli, or Gaussian).
+        Bernoulli, Gaussian, or a multi-latent one (Softmax, RobustMax):
+        each of the ``C`` latents has its own ``q(v*_c)`` over all
+        candidates, and a subset takes the same candidates from every one.
     jitter : float, default=1e-6
     learn_noise : bool or None, default=None
         Make a Gaussian likelihood's log noise variance a parameter, after
@@ -568,6 +570,8 @@ class SharedSubsetBound:
     ----------
     full : SVGPBound
         The bound on all candidates; defines the parameter layout.
+    n_latent : int
+        Number of latent functions ``C``.
 
     Examples
     --------
@@ -598,8 +602,7 @@ class SharedSubsetBound:
             learn_inducing=False,
             jitter=jitter,
         )
-        if self.full.n_latent != 1:
-            raise ValueError("SharedSubsetBound needs a single-latent likelihood.")
+        self.n_latent = self.full.n_latent
         self.adapter = adapter
         self.likelihood = likelihood
         self.learn_noise = self.full.learn_noise
@@ -635,13 +638,18 @@ class SharedSubsetBound:
         array([0, 1, 3, 4, 7, 9])
         """
         idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        C, K = self.n_latent, self.full.n_inducing
         rows, cols = np.tril_indices(idx.size)
         i, j = idx[rows], idx[cols]
+        # m is (K, C) in C order; L holds C packed lower triangles in turn
+        latent = np.arange(C)
+        tri = i * (i + 1) // 2 + j
         return np.concatenate(
             [
                 np.arange(self.n_hyper),
-                self.blocks["m"].start + idx,
-                self.blocks["L"].start + i * (i + 1) // 2 + j,
+                self.blocks["m"].start + (idx[:, None] * C + latent).ravel(),
+                self.blocks["L"].start
+                + (latent[:, None] * (K * (K + 1) // 2) + tri).ravel(),
             ]
         )
 
@@ -691,16 +699,18 @@ class SharedSubsetBound:
         likelihood = self.likelihood
         if self.learn_noise:
             likelihood = _gaussian_with_noise(likelihood, params[n_kernel])
+        C = self.n_latent
         elp, _, d_var, d_noise = _likelihood_terms(
             likelihood,
             y,
-            np.zeros((kdiag.size, 1)),
-            kdiag[:, None],
-            1,
+            np.zeros((kdiag.size, C)),
+            np.repeat(kdiag[:, None], C, axis=1),
+            C,
             self.learn_noise,
         )
         grad = np.zeros(self.n_params)
-        grad[:n_kernel] = scale * (d_var[:, 0] @ self.adapter.diag_grad(theta, X))
+        # every latent has the same prior variance, so their terms add
+        grad[:n_kernel] = scale * (d_var.sum(axis=1) @ self.adapter.diag_grad(theta, X))
         if self.learn_noise:
             grad[n_kernel] = scale * float(np.sum(d_noise))
         return scale * float(np.sum(elp)), grad
