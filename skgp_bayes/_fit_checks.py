@@ -39,6 +39,13 @@ _CHECK_ROWS = 200
 NEAR_BOUND = 0.05
 # Fraction of particles or draws on a bound that counts as collapsed there.
 _PINNED_FRACTION = 0.5
+# A length scale this many times its input's spread (inputs are standardised
+# by default) makes the input irrelevant: a point estimate of an ARD kernel
+# sends an irrelevant input's length scale to its upper bound, and a bound
+# still further out would change no prediction. Such a bound is no warning;
+# a user's tighter bound (the fitted function wants to be smoother than it
+# allows) still is.
+_IRRELEVANT_LENGTH_SCALE = 1e4
 
 
 def _check_rows(n_samples):
@@ -282,9 +289,15 @@ def warn_at_bounds(values, bounds, names, what, tol=1e-6):
         if tol == "spread":
             near = float(np.clip(2.0 * np.std(values[:, j]), NEAR_BOUND, 0.5))
         for side, label in ((0, "lower"), (1, "upper")):
+            if side == 1 and _irrelevant_input_bound(name, bounds[j, side]):
+                continue
             pinned = np.abs(values[:, j] - bounds[j, side]) <= near
             if np.mean(pinned) >= _PINNED_FRACTION:
                 _warn_pinned(name, label, np.exp(bounds[j, side]), pinned, what)
+
+
+def _irrelevant_input_bound(name, log_bound):
+    return "length_scale" in name and log_bound >= np.log(_IRRELEVANT_LENGTH_SCALE)
 
 
 def _bound_setting(name):
