@@ -351,15 +351,15 @@ def test_svgd_instability_advice_lower_learning_rate():
     assert unstable(0.1) == []
 
 
-@pytest.mark.parametrize(
-    "remedy", [dict(n_warmup=200), dict(target_accept=0.99)], ids=str
-)
-def test_divergence_advice_longer_warmup_or_higher_target_accept(remedy):
-    # A 20-iteration warm-up leaves the step size too large.
-    short = dict(_VMCMC_SMALL, svgp_max_iter=2)
-    caught = _fit_recording(VariationalMCMCClassifier(**short), Y_CLF)
-    assert _messages(caught, "divergent")
-    followed = VariationalMCMCClassifier(**dict(short, **remedy))
+def test_divergence_advice_higher_target_accept():
+    # Step-size adaptation aimed at an acceptance of 0.3 leaves the steps
+    # too large for the curvature (20 divergent transitions of 20 on seeds
+    # 0-2); the advised remedy, a target towards 0.99, removes them.
+    steps_too_large = dict(_VMCMC_SMALL, svgp_max_iter=2, target_accept=0.3)
+    caught = _fit_recording(VariationalMCMCClassifier(**steps_too_large), Y_CLF)
+    advice = _messages(caught, "divergent")
+    assert advice and "raise target_accept" in advice[0]
+    followed = VariationalMCMCClassifier(**dict(steps_too_large, target_accept=0.9))
     assert _messages(_fit_recording(followed, Y_CLF), "divergent") == []
 
 
@@ -371,18 +371,17 @@ def test_rhat_and_ess_advice_more_warmup_and_samples(stat_seed):
                 _VMCMC_SMALL,
                 n_warmup=n_warmup,
                 n_samples=n_samples,
+                max_samples=n_samples,
                 max_leapfrog=max_leapfrog,
                 random_state=stat_seed,
             )
         )
-        caught = _fit_recording(estimator, Y_CLF)
-        return _messages(caught, "R-hat"), _messages(caught, "Effective sample size")
+        return _messages(_fit_recording(estimator, Y_CLF), "run-length rule")
 
     # Short warm-up, short trajectories: over seeds 0-29 the largest R-hat
     # was never below 1.156 and the smallest ESS never above 100.
-    rhat, ess = fit(20, 50, 3)
-    assert "increase n_warmup and n_samples" in rhat[0]
-    assert "increase n_samples" in ess[0]
+    advice = fit(20, 50, 3)
+    assert advice and "Raise max_samples, or n_warmup" in advice[0]
     # Following the advice (with trajectories long enough to move: with 3
     # leapfrog steps, 2,000 draws per chain still gave R-hat 1.013 for one of
     # three seeds). For converged chains, split R-hat over m = 4 half-chains
@@ -390,4 +389,4 @@ def test_rhat_and_ess_advice_more_warmup_and_samples(stat_seed):
     # smallest ESS was 1,457 to 2,254 of 4,000 draws (seeds 0-3), so n >= 360
     # per half-chain, and R-hat > 1.01 needs chi2_3 > 24.6: probability 2e-5
     # per parameter, 2e-4 over the 8 parameters.
-    assert fit(500, 2000, 10) == ([], [])
+    assert fit(500, 2000, 10) == []
