@@ -15,7 +15,7 @@ from skgp_bayes import SteinGPClassifier
 from skgp_bayes._particles import ParticleEvaluator
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, Softmax
-from skgp_bayes.priors import PriorSet
+from skgp_bayes.priors import Gamma, PriorSet
 from skgp_bayes.stein_classifier import _SparseLatentDraws
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
@@ -170,8 +170,9 @@ def test_sparse_target_at_z_equal_x_is_the_exact_target(small):
     X, y, _ = small
     exact = SteinGPClassifier(n_particles=3, max_iter=5, random_state=0).fit(X, y)
     t = exact._target
+    X_model = exact.input_scaling_.transform(X)  # the units the target works in
     sparse = SparseWhitenedTarget(
-        t.adapter, X, y.astype(float), X, t.likelihood, t.prior_set
+        t.adapter, X_model, y.astype(float), X_model, t.likelihood, t.prior_set
     )
     for params in exact.particles_:
         a, grad_a = sparse.logp_and_grad(params)
@@ -190,9 +191,18 @@ def test_fit_with_z_equal_x_agrees_with_the_exact_fit(stat_seed):
     # the exact fit's probabilities at 30 points was 0.017-0.061 (mean
     # 0.029, sd 0.016), and between two exact fits with different seeds
     # 0.023-0.049. 0.12 is 5.7 sds beyond the mean gap; with 3 inducing
-    # inputs instead of Z = X the gap is 0.47.
+    # inputs instead of Z = X the gap is 0.47. These figures are for the
+    # model stated here: raw inputs, an isotropic RBF starting at sqrt(d)
+    # and a Gamma(1, 2) prior on its length scale.
     X, y, X_query = _small(stat_seed)
-    kw = dict(n_particles=10, max_iter=100, random_state=stat_seed)
+    kw = dict(
+        kernel=ConstantKernel(1.0) * RBF(np.sqrt(2.0)),
+        priors={"k2__length_scale": Gamma(1.0, 2.0)},
+        normalize_X=False,
+        n_particles=10,
+        max_iter=100,
+        random_state=stat_seed,
+    )
     exact = SteinGPClassifier(**kw).fit(X, y).predict_proba(X_query)[:, 1]
     sparse = (
         SteinGPClassifier(inducing_points=X, **kw).fit(X, y).predict_proba(X_query)
@@ -214,8 +224,9 @@ def test_sparse_fit_classifies_moons(fitted_moons, seeded_moons):
     # scores 0.5 and 0.69.
     assert fitted_moons.score(X_test, y_test) > 0.92
     assert log_loss(y_test, proba) < 0.18
-    assert fitted_moons.particles_.shape == (8, 2 + 20)
-    assert fitted_moons.param_names_[2:4] == ["v[0]", "v[1]"]
+    # amplitude, two (ARD) length scales, then the whitened inducing values
+    assert fitted_moons.particles_.shape == (8, 3 + 20)
+    assert fitted_moons.param_names_[3:5] == ["v[0]", "v[1]"]
     assert fitted_moons.inducing_points_.shape == (20, 2)
     assert fitted_moons.n_samples_seen_ == 600
     assert fitted_moons.n_iter_ == 100
@@ -331,8 +342,8 @@ def test_multiclass(blobs):
     X, labels = blobs
     clf = SteinGPClassifier(batch_size=40, **SPARSE).fit(X, labels)
     assert list(clf.classes_) == ["a", "b", "c"]
-    assert clf.particles_.shape == (4, 2 + 12 * 3)
-    assert clf.param_names_[2:5] == ["v[0,0]", "v[0,1]", "v[0,2]"]
+    assert clf.particles_.shape == (4, 3 + 12 * 3)  # two ARD length scales
+    assert clf.param_names_[3:6] == ["v[0,0]", "v[0,1]", "v[0,2]"]
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert clf.score(X, labels) > 0.9

@@ -88,17 +88,26 @@ def test_inducing_at_the_data_reproduces_the_exact_predictive_mean(stat_seed):
     # particles reproduce a Gaussian's mean closely (by symmetry SVGD's
     # collapse leaves the mean alone). Over seeds 0-5 (data and starts) the
     # largest gap on a signal of amplitude 1 was 0.0003; 0.005 is 16 times
-    # that, and a wrong scale or sign misses by O(1).
+    # that, and a wrong scale or sign misses by O(1). The figures are for
+    # all 300 iterations (tol=0) on raw inputs: the default stopping rule
+    # ends near iteration 40 with the field at 0.1 / sqrt(J) posterior sds,
+    # where the mean is still up to 0.04 sd (0.014) off.
     X, y = _data(30, seed=1 + stat_seed)
     Xq = np.linspace(-3, 3, 25)[:, None]
     kernel = C(1.0, "fixed") * RBF(1.0, "fixed")
-    common = dict(noise_variance=0.05, noise_variance_bounds="fixed", normalize_y=False)
+    common = dict(
+        noise_variance=0.05,
+        noise_variance_bounds="fixed",
+        normalize_y=False,
+        normalize_X=False,
+    )
     exact = SteinGPRegressor(kernel, n_particles=1, **common).fit(X, y)
     sparse = _quiet(
         SteinGPRegressor(
             kernel,
             n_particles=20,
             max_iter=300,
+            tol=0.0,
             inducing_points=X,
             random_state=stat_seed,
             **common,
