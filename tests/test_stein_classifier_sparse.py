@@ -186,11 +186,12 @@ def test_fit_with_z_equal_x_agrees_with_the_exact_fit(stat_seed):
     # Both fits approximate the same posterior with 10 SVGD particles from
     # different starts (Laplace vs SVGP), so they differ by the particle
     # approximation's error, partly a bias of SVGD with 10 particles in 42
-    # dimensions (variance collapse), partly the starts. Over seeds 0-5
-    # (data, queries and starts) the largest gap between the sparse and
-    # the exact fit's probabilities at 30 points was 0.017-0.061 (mean
-    # 0.029, sd 0.016), and between two exact fits with different seeds
-    # 0.023-0.049. 0.12 is 5.7 sds beyond the mean gap; with 3 inducing
+    # dimensions (variance collapse), partly the starts. With the
+    # preconditioned SVGD that stops on its field, over seeds 0-15 (data,
+    # queries and starts) the largest gap between the sparse and the exact
+    # fit's probabilities at 30 points was 0.019-0.149 (mean 0.048, sd
+    # 0.033). 0.22 is 5.2 sds beyond the mean gap (a false failure below
+    # 1e-4 even for a tail twice as heavy as a Gaussian's); with 3 inducing
     # inputs instead of Z = X the gap is 0.47. These figures are for the
     # model stated here: raw inputs, an isotropic RBF starting at sqrt(d)
     # and a Gamma(1, 2) prior on its length scale.
@@ -208,7 +209,7 @@ def test_fit_with_z_equal_x_agrees_with_the_exact_fit(stat_seed):
         SteinGPClassifier(inducing_points=X, **kw).fit(X, y).predict_proba(X_query)
     )[:, 1]
     gap = np.max(np.abs(sparse - exact))
-    assert gap < 0.12, gap
+    assert gap < 0.22, gap
 
 
 # ---------------------------------------------------------------- quality
