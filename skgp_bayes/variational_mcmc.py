@@ -1824,7 +1824,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         >>> from skgp_bayes import VariationalMCMCRegressor
         >>> X = np.linspace(0, 10, 20)[:, None]
         >>> reg = VariationalMCMCRegressor(n_inducing=5, n_chains=1, n_warmup=20,
-        ...                                n_samples=10, random_state=0)
+        ...                                n_samples=10, max_samples=10,
+        ...                                random_state=0)
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")  # chains this short warn
         ...     reg = reg.fit(X, np.sin(X[:, 0]))
