@@ -582,7 +582,12 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
         d = x0.size
         warmup_gradients = self.n_warmup * (self.max_leapfrog + 1) / 2
         transform = None
-        if 2 * d <= warmup_gradients:
+        # The robust-max likelihood is piecewise constant in f: a Hessian
+        # taken at one point describes no neighbourhood of it. Measured on
+        # noise-free three-class data, curvature-scaled chains misclassified
+        # up to 40% of the training points where unscaled ones got all right.
+        smooth = not isinstance(target.likelihood, RobustMax)
+        if smooth and 2 * d <= warmup_gradients:
             transform = curvature_preconditioner(guarded, x0)
         if transform is not None:
             return _Sampler(guarded, x0, transform, rng, self.n_chains)
