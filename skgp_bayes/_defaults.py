@@ -58,8 +58,9 @@ import math
 
 import numpy as np
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import safe_mean_std
+from ._validation import check_input_magnitude, safe_mean_std
 from .priors import LogNormal
 
 __all__ = [
@@ -68,7 +69,7 @@ __all__ = [
     "default_kernel",
     "default_priors",
     "fit_input_scaling",
-    "scale_inputs",
+    "query_inputs",
     "in_natural_units",
 ]
 
@@ -235,13 +236,17 @@ def fit_input_scaling(estimator, X, continuing=False):
     return scaling.transform(X), scaling
 
 
-def scale_inputs(estimator, X):
-    """Query inputs in the fitted model's units.
+def query_inputs(estimator, X):
+    """Query inputs checked against the fitted estimator, in the model's units.
+
+    Every estimator's predictions start here: the fit is checked, ``X`` is
+    validated against the training features, scaled like the training
+    inputs, and refused if its squared distances would overflow.
 
     Parameters
     ----------
-    estimator : fitted estimator
-    X : ndarray of shape (n_samples, n_features)
+    estimator : fitted estimator with ``input_scaling_``
+    X : array-like of shape (n_samples, n_features)
 
     Returns
     -------
@@ -250,14 +255,21 @@ def scale_inputs(estimator, X):
     Examples
     --------
     >>> import numpy as np
-    >>> from types import SimpleNamespace
-    >>> from skgp_bayes._defaults import InputScaling, scale_inputs
-    >>> est = SimpleNamespace(input_scaling_=InputScaling.fit(np.array([[0.0], [4.0]])))
-    >>> scale_inputs(est, np.array([[2.0]]))
+    >>> from sklearn.dummy import DummyRegressor
+    >>> from skgp_bayes._defaults import InputScaling, query_inputs
+    >>> X = np.array([[0.0], [4.0]])
+    >>> est = DummyRegressor().fit(X, [0.0, 1.0])
+    >>> est.input_scaling_ = InputScaling.fit(X)
+    >>> query_inputs(est, [[2.0]])
     array([[0.]])
     """
+    check_is_fitted(estimator)
+    X = validate_data(estimator, X, dtype=np.float64, order="C", reset=False)
     scaling = getattr(estimator, "input_scaling_", None)
-    return X if scaling is None else scaling.transform(X)
+    if scaling is not None:
+        X = scaling.transform(X)
+    check_input_magnitude(X)
+    return X
 
 
 def default_kernel(n_features):

@@ -11,10 +11,10 @@ exact per-draw GP posterior (``self._draws`` with ``X``, ``y``,
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _config
-from ._defaults import default_kernel, in_natural_units, merged_priors, scale_inputs
+from ._defaults import default_kernel, in_natural_units, merged_priors, query_inputs
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws
 from ._predictive_contract import (
@@ -27,7 +27,6 @@ from ._predictive_contract import (
 from ._validation import (
     check_bounds,
     check_finite_theta,
-    check_input_magnitude,
     check_n_samples,
     log_noise_bounds,
     positive_finite,
@@ -157,11 +156,7 @@ class ExactGPRegressorMixin(RegressorContractMixin):
 
     # -------------------------------------------------------------- predict
     def _validate_query(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        X = scale_inputs(self, X)
-        check_input_magnitude(X)
-        return X
+        return query_inputs(self, X)
 
     @keyboard_interrupt_passes
     def predict(self, X, return_std=False, return_cov=False, *, noise=False):

@@ -76,7 +76,7 @@ from ._defaults import (
     default_kernel,
     fit_input_scaling,
     in_natural_units,
-    scale_inputs,
+    query_inputs,
 )
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
@@ -888,11 +888,7 @@ class SelectiveSVGP(
 
     # ---------------------------------------------------------- prediction
     def _validate_query(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        X = scale_inputs(self, X)
-        check_input_magnitude(X)
-        return X
+        return query_inputs(self, X)
 
     def _latent(self, X, full_cov=False):
         """Latent mean and variance (or covariance) in standardised units."""
@@ -1289,10 +1285,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         return fitted
 
     def _latent(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        X = scale_inputs(self, X)
-        check_input_magnitude(X)
+        X = query_inputs(self, X)
         q_mean, q_L = self._q
         # one latent per column: (n_queries, n_latent) means and variances
         moments = [

@@ -767,13 +767,13 @@ class SGLDGPRegressor(
             X_model, scaling = fit_input_scaling(self, X, continuing=warm)
             # Threaded BLAS on small matrices spins far slower than serial.
             with blas_threads_for(X.shape[0]):
-                fitted = self._fit(X_model, y)
+                fitted = self._fit(X_model, y, warm)
         fitted["input_scaling_"] = scaling
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, warm):
         t_start = time.perf_counter()
         check_input_magnitude(X)
         get_array_module(self.backend)  # fail before any work if unusable
@@ -788,7 +788,6 @@ class SGLDGPRegressor(
             )
         solver = self._solver(X.shape[0])
         options = self._options(solver, p)
-        warm = self.warm_start and hasattr(self, "_chain_states")
         if warm:
             y_model = self._check_warm_start(X, y, names, bounds)
             y_mean, y_std = self._y_mean, self._y_std

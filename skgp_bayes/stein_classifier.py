@@ -55,7 +55,7 @@ from ._defaults import (
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    scale_inputs,
+    query_inputs,
 )
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -1333,11 +1333,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------------- predict
     def _validate_query(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        X = scale_inputs(self, X)
-        check_input_magnitude(X)
-        return X
+        return query_inputs(self, X)
 
     def _binary_log_odds(self, X):
         """Log predictive odds, averaged over particles in probability space."""

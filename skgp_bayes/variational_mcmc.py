@@ -74,7 +74,7 @@ from ._defaults import (
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    scale_inputs,
+    query_inputs,
 )
 from ._exact_gp import sample_y_spec
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -688,11 +688,7 @@ class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
 
     # ---------------------------------------------------------- prediction
     def _validate_query(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        X = scale_inputs(self, X)
-        check_input_magnitude(X)
-        return X
+        return query_inputs(self, X)
 
     def _draw_moments(self, X):
         """Per-draw latent moments: means (S, k, C) and variances (S, k)."""

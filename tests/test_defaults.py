@@ -270,12 +270,14 @@ def test_default_priors_name_only_length_scales():
 
 
 # ------------------------------------------------------- quiet by default
+def _breast_cancer_strings():
+    data = load_breast_cancer()
+    return data.data[::4, :6], data.target_names[data.target[::4]]
+
+
 _DEFAULT_FIT_DATA = {
     "regression": lambda: load_mcycle(return_X_y=True),
-    "classification": lambda: (
-        load_breast_cancer().data[::4, :6],
-        load_breast_cancer().target_names[load_breast_cancer().target[::4]],
-    ),
+    "classification": _breast_cancer_strings,
 }
 _DEFAULT_ESTIMATORS = [
     SteinGPRegressor,

@@ -212,7 +212,7 @@ class FunctionSamples:
 
     def _model_inputs(self, X):
         X = _check_query(X, self.n_features_in)
-        scaling = getattr(self, "_input_scaling", None)
+        scaling = self._input_scaling
         return X if scaling is None else scaling.transform(X)
 
     def _evaluate(self, X, columns=None):
@@ -240,9 +240,8 @@ class FunctionSamples:
             for group, keep, col_map in self._select(columns):
                 group.gradient(X, out, keep, col_map)
         out *= self._scale
-        scaling = getattr(self, "_input_scaling", None)
-        if scaling is not None:
-            out /= scaling.scale  # chain rule back to the natural units
+        if self._input_scaling is not None:
+            out /= self._input_scaling.scale  # chain rule back to the natural units
         return out
 
     def __call__(self, X):
