@@ -194,3 +194,54 @@ def test_gaussian_log_density_and_table():
     lines = table.splitlines()
     assert len(lines) == 4
     assert len({len(line) for line in lines}) == 1
+
+
+# ------------------------------------------------------------------ the tour
+@pytest.mark.parametrize(
+    "argv,tour",
+    [
+        ([], True),
+        (["--plot", "x.png", "--seed", "2"], True),
+        (["--quiet"], True),
+        (["counts"], True),
+        (["--data", "mcycle"], False),
+        (["--seed", "1", "--n-particles", "3"], False),
+        (["--help"], False),
+    ],
+)
+def test_the_tour_is_the_default_and_old_options_keep_their_meaning(argv, tour):
+    from skgp_bayes.__main__ import _wants_tour
+
+    assert _wants_tour(argv) is tour
+
+
+def test_one_task_runs_end_to_end_with_its_figure(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "tour.png"
+    assert main(["classification", "--quiet", "--plot", str(figure)]) == 0
+    out = capsys.readouterr().out
+    assert "SteinGPClassifier" in out and "GaussianProcessClassifier" in out
+    assert "Averaging over the posterior" in out
+    assert figure.stat().st_size > 10_000
+    ours, peer = (line for line in out.splitlines() if "Classifier " in line)
+    accuracy, log_loss = (float(v) for v in ours.split()[1:3])
+    assert accuracy > 0.9 and 0 < log_loss < 0.3  # iris is nearly separable
+
+
+def test_tour_summary_reports_losses_plainly():
+    from skgp_bayes._tour import summary_line
+
+    worse = {"density": -2.0, "coverage": 0.7, "fit_time": 3.0}
+    better = {"density": -1.0, "coverage": 0.9, "fit_time": 1.0}
+    line = summary_line([{"task": "counts", "rows": [worse, better]}])
+    assert "on 0 of 1 task" in line and "-1.00 nats" in line and "3.0x" in line
+
+
+def test_unknown_tour_task_is_a_usage_error():
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tour", "--plot"])
+    assert exit_info.value.code == 2
+    from skgp_bayes._tour import run_task
+
+    with pytest.raises(ValueError, match="task must be one of"):
+        run_task("survival")
