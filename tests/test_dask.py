@@ -1,0 +1,114 @@
+"""Every ``n_jobs`` goes through joblib, so a Dask cluster can run it.
+
+Chains of HMC and SGLD, and scikit-learn's model selection over the
+estimators, run under ``joblib.parallel_config(backend="dask")`` on a local
+cluster of two worker processes, and give results identical to ``n_jobs=1``
+with the same ``random_state`` (the chains' seeds are spawned up front, so
+where a chain runs cannot change it).
+"""
+
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV, cross_val_score
+
+from skgp_bayes import SGLDGPRegressor, SteinGPRegressor, VariationalMCMCClassifier
+from skgp_bayes.exceptions import SamplerWarning
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=40,
+    )
+    with distributed.Client(cluster) as dask_client:
+        yield dask_client
+    cluster.close()
+
+
+def _on_dask(client, fit):
+    """Run ``fit()`` under the Dask backend; also return the tasks it sent."""
+    with distributed.get_task_stream(client) as stream:
+        with joblib.parallel_config(backend="dask"):
+            result = fit()
+    return result, len(stream.data)
+
+
+def _data(n=40, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, (n, 1))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.randn(n)
+
+
+@pytest.mark.slow
+def test_hmc_chains_on_dask_equal_one_process(client):
+    X, y = _data()
+    labels = (y > 0).astype(int)
+    params = dict(n_chains=2, n_warmup=60, n_samples=60, max_samples=60)
+
+    def fit(n_jobs):
+        model = VariationalMCMCClassifier(random_state=0, n_jobs=n_jobs, **params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)  # short chains
+            return model.fit(X, labels)
+
+    local = fit(1)
+    remote, n_tasks = _on_dask(client, lambda: fit(2))
+    assert n_tasks >= 2  # the chains ran on the cluster
+    np.testing.assert_array_equal(remote.draws_, local.draws_)
+    np.testing.assert_array_equal(remote.predict_proba(X), local.predict_proba(X))
+
+
+@pytest.mark.slow
+def test_sgld_chains_on_dask_equal_one_process(client):
+    X, y = _data()
+    params = dict(n_chains=2, n_iter=150, n_predict_draws=20)
+
+    def fit(n_jobs):
+        model = SGLDGPRegressor(random_state=0, n_jobs=n_jobs, **params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)
+            return model.fit(X, y)
+
+    local = fit(1)
+    remote, n_tasks = _on_dask(client, lambda: fit(2))
+    assert n_tasks >= 2
+    np.testing.assert_array_equal(remote.chains_, local.chains_)
+    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_model_selection_on_dask_equals_one_process(client):
+    X, y = _data(45, seed=1)
+    search = GridSearchCV(
+        SteinGPRegressor(n_particles=4, random_state=0),
+        {"n_particles": [3, 4]},
+        cv=3,
+        n_jobs=1,
+    )
+    local = search.fit(X, y).cv_results_["mean_test_score"]
+    remote, n_tasks = _on_dask(
+        client, lambda: search.set_params(n_jobs=-1).fit(X, y).cv_results_
+    )
+    assert n_tasks >= 6
+    np.testing.assert_array_equal(remote["mean_test_score"], local)
+    scores, n_tasks = _on_dask(
+        client,
+        lambda: cross_val_score(
+            SteinGPRegressor(n_particles=3, random_state=0), X, y, cv=3, n_jobs=-1
+        ),
+    )
+    assert n_tasks >= 3
+    np.testing.assert_array_equal(
+        scores,
+        cross_val_score(SteinGPRegressor(n_particles=3, random_state=0), X, y, cv=3),
+    )
