@@ -165,9 +165,11 @@ def effective_sample_size(samples):
     The multi-chain estimator of Stan and numpyro (BDA3, section 11.5):
     autocorrelations are combined across chains through the between- and
     within-chain variances, paired into Geyer's sums ``rho_{2t} + rho_{2t+1}``,
-    truncated at the first negative pair and made monotone (the initial
-    monotone sequence estimator). Then ``ESS = n_chains * n_draws / tau`` with
-    ``tau = -1 + 2 * sum_t (rho_{2t} + rho_{2t+1})``. As in Stan, ``tau`` is
+    truncated before the first pair that is not positive, ``K``, and made
+    monotone (the initial monotone sequence estimator). Then ``ESS = n_chains
+    * n_draws / tau`` with ``tau = -1 + 2 * sum_{t < K} (rho_{2t} +
+    rho_{2t+1}) + max(rho_{2K}, 0)``, the last term Stan's correction for the
+    truncation; the figures equal Stan's and ArviZ's. As in Stan, ``tau`` is
     floored at ``1 / log10(n_chains * n_draws)`` so that antithetic chains get
     a large but finite ESS.
 
@@ -214,13 +216,23 @@ def effective_sample_size(samples):
         rho = 1.0 - (within - acov.mean(axis=0)) / var_plus
     rho[0] = 1.0
 
-    # Geyer's pairs; an odd trailing lag has no partner and is left out.
-    n_pairs = n_draws // 2
+    # Geyer's pairs rho_{2k} + rho_{2k+1}, as far as Stan's estimator looks
+    # (lags below n_draws - 1).
+    n_pairs = max(1, (n_draws - 3) // 2 + 1)
     pairs = rho[: 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]
-    # Truncating at the first negative pair equals clipping at zero and then
-    # taking the running minimum, which also makes the sequence monotone.
-    pairs[1:] = np.minimum.accumulate(np.clip(pairs[1:], 0.0, None), axis=0)
-    tau = -1.0 + 2.0 * pairs.sum(axis=0)
+    # The sum stops before the first pair k >= 1 that is not positive (or
+    # before the last pair looked at), K; the pairs before it are made
+    # monotone; and, as in Stan, rho_{2K} is added once when positive.
+    stop = pairs[1:] <= 0.0
+    if n_pairs > 1:
+        first = np.where(stop.any(axis=0), stop.argmax(axis=0) + 1, n_pairs - 1)
+    else:
+        first = np.zeros(pairs.shape[1:], dtype=np.intp)
+    monotone = np.minimum.accumulate(pairs, axis=0)
+    before = np.arange(n_pairs).reshape((-1,) + (1,) * (pairs.ndim - 1)) < first
+    tail = np.take_along_axis(rho, 2 * np.asarray(first)[None, ...], axis=0)[0]
+    tau = -1.0 + 2.0 * np.where(before, monotone, 0.0).sum(axis=0)
+    tau = tau + np.where(tail > 0.0, tail, 0.0)
     tau = np.maximum(tau, 1.0 / np.log10(n_chains * n_draws))
     ess = n_chains * n_draws / tau
     return ess[()] if ess.ndim == 0 else ess

@@ -71,6 +71,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._arviz import InferenceDataMixin
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
     default_kernel,
@@ -508,7 +509,11 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
 
 
 class SelectiveSVGP(
-    RegressorContractMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+    RegressorContractMixin,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     """Sparse variational GP regression with a learned set of inducing points.
 
@@ -1094,7 +1099,9 @@ class SelectiveSVGP(
 # ==========================================================================
 
 
-class SelectiveSVGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
+class SelectiveSVGPClassifier(
+    InferenceDataMixin, VersionedStateMixin, ClassifierMixin, BaseEstimator
+):
     """Sparse GP classification with a learned set of inducing points.
 
     The counterpart of :class:`SelectiveSVGP` for a Bernoulli likelihood

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from . import _config
+from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
@@ -241,7 +242,11 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
 
 
 class SGLDGPRegressor(
-    ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+    ExactGPRegressorMixin,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     """Gaussian-process regression sampling hyperparameters by Langevin dynamics.
 

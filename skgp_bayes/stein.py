@@ -15,6 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
+from ._arviz import InferenceDataMixin
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -362,7 +363,11 @@ def _sparse_svgd_stage(
 
 
 class SteinGPRegressor(
-    ExactGPRegressorMixin, VersionedStateMixin, RegressorMixin, BaseEstimator
+    ExactGPRegressorMixin,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     """Gaussian-process regression with a particle posterior over hyperparameters.
 

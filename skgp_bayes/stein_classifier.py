@@ -50,6 +50,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._arviz import InferenceDataMixin
 from ._defaults import (
     default_kernel,
     fit_input_scaling,
@@ -526,7 +527,9 @@ def _has_binary_decision(estimator):
     return not hasattr(estimator, "classes_") or len(estimator.classes_) == 2
 
 
-class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
+class SteinGPClassifier(
+    InferenceDataMixin, VersionedStateMixin, ClassifierMixin, BaseEstimator
+):
     """Gaussian-process classification with a particle posterior.
 
     Stein variational gradient descent (Pinder et al.) moves particles over

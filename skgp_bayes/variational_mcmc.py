@@ -68,6 +68,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._arviz import InferenceDataMixin
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
     default_kernel,
@@ -290,7 +291,7 @@ def _merge(first, then):
 
 
 def _rhat_and_bulk_ess(chains):
-    """Split R-hat and bulk ESS per parameter (NaN with too few draws).
+    """Rank-normalised split R-hat and bulk ESS per parameter (NaN with too few draws).
 
     The bulk ESS is the ESS of the rank-normalised split chains (Vehtari et
     al., 2021): it measures how well the draws pin down the centre of each
@@ -300,7 +301,9 @@ def _rhat_and_bulk_ess(chains):
     if chains.shape[1] < 4:
         return np.full(n_params, np.nan), np.full(n_params, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rhat = np.atleast_1d(np.asarray(split_rhat(chains), dtype=np.float64))
+        rhat = np.atleast_1d(
+            np.asarray(split_rhat(chains, rank_normalized=True), dtype=np.float64)
+        )
         ranks = _rank_normalize(_split_chains(chains))
         ess = np.atleast_1d(np.asarray(effective_sample_size(ranks), dtype=np.float64))
     return rhat, ess
@@ -321,7 +324,7 @@ def _svgp_recent_gain(trace):
     return float(trace[-1] - trace[-1 - _SVGP_WINDOW])
 
 
-class _VariationalMCMCBase(VersionedStateMixin, BaseEstimator):
+class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimator):
     """Shared fit and prediction machinery; see the two public classes."""
 
     _common_constraints = {

@@ -4,6 +4,8 @@ from scipy import stats
 from scipy.signal import lfilter
 
 from skgp_bayes.diagnostics import (
+    _rank_normalize,
+    _split_chains,
     effective_sample_size,
     kernel_stein_discrepancy,
     split_rhat,
@@ -139,9 +141,11 @@ def test_split_rhat_constant_and_bad_input():
 
 
 def _ess_reference(chains):
-    """Multi-chain ESS with explicit loops: direct autocovariance sums,
-    Geyer's positive pairs truncated at the first negative one and made
-    monotone, then tau floored at 1/log10(total draws)."""
+    """Multi-chain ESS with explicit loops, as Stan computes it: direct
+    autocovariance sums; Geyer's positive pairs, looked at while the lag is
+    below n - 1 and stopped before the first pair that is not positive (K),
+    made monotone; tau = -1 + 2 sum + rho_{2K} when that is positive; tau
+    floored at 1/log10(total draws)."""
     chains = np.asarray(chains, dtype=float)
     m, n = chains.shape
     means = chains.mean(axis=1)
@@ -154,13 +158,18 @@ def _ess_reference(chains):
     var_plus = (n - 1) / n * W + (np.var(means, ddof=1) if m > 1 else 0.0)
     rho = [1.0] + [1 - (W - acov[:, t].mean()) / var_plus for t in range(1, n)]
     pairs = [rho[0] + rho[1]]
-    for t in range(1, n // 2):
-        p = rho[2 * t] + rho[2 * t + 1]
-        if p < 0:
+    k = 1
+    while 2 * k + 1 < n - 1:
+        p = rho[2 * k] + rho[2 * k + 1]
+        if p <= 0:
             break
-        pairs.append(min(p, pairs[-1]) if t > 1 else p)
-    tau = max(-1 + 2 * sum(pairs), 1 / np.log10(m * n))
-    return m * n / tau
+        pairs.append(min(p, pairs[-1]))
+        k += 1
+    else:
+        pairs.pop()  # the last pair looked at only lends its even lag
+        k -= 1
+    tau = -1 + 2 * sum(pairs) + max(rho[2 * k], 0.0)
+    return m * n / max(tau, 1 / np.log10(m * n))
 
 
 def test_ess_hand_value_with_floor():
@@ -180,6 +189,22 @@ def test_ess_matches_loop_reference(shape):
     assert effective_sample_size(chains) == pytest.approx(
         _ess_reference(chains), rel=1e-10
     )
+
+
+def test_ess_and_rhat_equal_arviz():
+    az = pytest.importorskip("arviz")
+    rng = np.random.default_rng(11)
+    for n_chains, n_draws, phi in [(1, 50, 0.9), (2, 301, 0.5), (4, 1000, -0.4)]:
+        chains = _ar1(rng, phi, n_chains, n_draws)
+        chains[0] += 0.2
+        ranks = _rank_normalize(_split_chains(chains[:, :, None]))[:, :, 0]
+        assert effective_sample_size(ranks) == pytest.approx(
+            az.ess(chains, method="bulk"), rel=1e-12
+        )
+        if n_chains > 1:
+            assert split_rhat(chains, rank_normalized=True) == pytest.approx(
+                az.rhat(chains, method="rank"), rel=1e-12
+            )
 
 
 @pytest.mark.statistical
