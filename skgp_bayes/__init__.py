@@ -1,12 +1,11 @@
 """Fully Bayesian Gaussian-process estimators for scikit-learn."""
 
-__version__ = "0.1.0"
-
-from .selective import SelectiveSVGP, SelectiveSVGPClassifier  # noqa: E402
-from .sgld import SGLDGPRegressor  # noqa: E402
-from .stein import SteinGPRegressor  # noqa: E402
-from .stein_classifier import SteinGPClassifier  # noqa: E402
-from .variational_mcmc import (  # noqa: E402
+from ._version import __version__
+from .selective import SelectiveSVGP, SelectiveSVGPClassifier
+from .sgld import SGLDGPRegressor
+from .stein import SteinGPRegressor
+from .stein_classifier import SteinGPClassifier
+from .variational_mcmc import (
     VariationalMCMCClassifier,
     VariationalMCMCRegressor,
 )

@@ -5,8 +5,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import __version__
 from ._config import MAX_ABS_LOG_PARAM
+from ._version import __version__
 from ._warnings import warn_user
 
 __all__ = [
