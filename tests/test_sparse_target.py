@@ -246,3 +246,20 @@ def test_compiled_path_raises_not_psd_for_duplicate_inducing_inputs():
     )
     with pytest.raises(NotPSDError):
         target.logp_and_grad(np.zeros(target.n_params))
+
+
+def test_compiled_softmax_expectation_matches_the_likelihood():
+    from skgp_bayes.targets import _sparse_numba
+
+    rng = np.random.default_rng(4)
+    lik = Softmax(3, n_samples=40)
+    mu = rng.normal(scale=3.0, size=(25, 3))
+    mu[0] = [900.0, -900.0, 0.0]  # a label far below the top: no underflow to -inf
+    sd = rng.uniform(0.1, 2.0, 25)
+    y = rng.integers(0, 3, 25)
+    y[0] = 1
+    var = np.repeat(sd[:, None] ** 2, 3, axis=1)
+    ref = lik.expected_log_prob(y, mu, var, grad=True)
+    got = _sparse_numba.softmax_expectation(y, mu, sd, lik.default_draws())
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

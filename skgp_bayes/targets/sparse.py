@@ -88,7 +88,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ..exceptions import NotPSDError
-from ..likelihoods import Gaussian
+from ..likelihoods import Gaussian, Softmax
 from ..linalg import cholesky, cholesky_reverse
 from . import _sparse_numba
 
@@ -454,6 +454,7 @@ class SparseWhitenedTarget:
         # every evaluation (see _evaluate_compiled).
         self._compiled = bool(adapter.is_fast)
         self._closed_form = type(likelihood) is Gaussian
+        self._softmax = type(likelihood) is Softmax
         self._fixed_log_noise = (
             float(np.log(likelihood.noise_variance))
             if isinstance(likelihood, Gaussian)
@@ -819,6 +820,15 @@ class SparseWhitenedTarget:
             g_mu = (scale / s2) * r[:, None]
             gbar = np.where(free, -0.5 * scale / s2, 0.0)
             d_noise_sum = float(-0.5 * y.size + 0.5 * np.sum(sq) / s2)
+        elif self._softmax and grad:
+            labels = self.likelihood._labels(y)
+            eps = np.ascontiguousarray(self.likelihood.default_draws())
+            elp, d_mu, d_var = _sparse_numba.softmax_expectation(
+                labels, mu, np.sqrt(gamma), eps
+            )
+            value += scale * float(np.sum(elp))
+            g_mu = scale * d_mu
+            gbar = scale * np.sum(d_var, axis=1) * free
         else:
             likelihood = self._likelihood_at(log_noise)
             var = np.repeat(gamma[:, None], C, axis=1)
