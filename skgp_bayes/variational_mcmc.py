@@ -25,7 +25,8 @@ Ghahramani, 2015).
    used whenever that is at most one chain's warm-up. Every chain starts
    from its own draw of ``N(0, I)`` in ``w``; the step size (dual
    averaging) and a diagonal mass matrix in ``w`` are adapted in warm-up;
-   the number of leapfrog steps is uniform on ``1..max_leapfrog``. Chains
+   the number of leapfrog steps is uniform on ``1..ceil(pi / step)``, an
+   integration time of up to ``pi`` (see ``max_leapfrog``). Chains
    run in parallel with joblib; their seeds are spawned up front, so
    ``n_jobs`` never changes the result.
 3. **Run length.** After warm-up the chains sample in blocks of
@@ -163,6 +164,13 @@ _BULK_ESS_MIN = 100
 _SVGP_TOL = 1e-4
 # Log noise variance bounds of a Gaussian likelihood (standardised targets).
 _LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
+# Default leapfrog bound (max_leapfrog=None): steps up to an integration
+# time of pi, at most _LEAPFROG_CAP of them (the cap only stops a step size
+# collapsed towards zero from making one transition endless). _TYPICAL_STEP
+# is the adapted step seen in the curvature-scaled coordinates (0.15 to
+# 0.4), used only to cost the curvature against the warm-up.
+_LEAPFROG_CAP = 1024
+_TYPICAL_STEP = 0.3
 # Most inducing inputs chosen by default (the former fixed default).
 _MAX_DEFAULT_INDUCING = 50
 # Query rows per block in prediction, bounding memory at O(rows * m).
@@ -337,7 +345,7 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "max_samples": [Interval(Integral, 1, None, closed="left")],
         "thin": [Interval(Integral, 1, None, closed="left")],
-        "max_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "max_leapfrog": [None, Interval(Integral, 1, None, closed="left")],
         "target_accept": [Interval(Real, 0, 1, closed="neither")],
         "priors": [None, dict],
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
@@ -572,6 +580,17 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
 
         return report
 
+    def _leapfrog_options(self):
+        """The engine's step bound: a time of pi by default (see max_leapfrog)."""
+        if self.max_leapfrog is None:
+            return {"max_leapfrog": _LEAPFROG_CAP, "trajectory_length": np.pi}
+        return {"max_leapfrog": self.max_leapfrog}
+
+    def _mean_leapfrog(self):
+        if self.max_leapfrog is None:
+            return (np.ceil(np.pi / _TYPICAL_STEP) + 1) / 2
+        return (self.max_leapfrog + 1) / 2
+
     def _sampler_setup(self, guarded, target, hyper, q_mean, q_L, rng):
         """Coordinates, starting points and initial inverse mass of HMC.
 
@@ -583,7 +602,7 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
         """
         x0 = np.concatenate([hyper, np.asarray(q_mean).reshape(-1)])
         d = x0.size
-        warmup_gradients = self.n_warmup * (self.max_leapfrog + 1) / 2
+        warmup_gradients = self.n_warmup * self._mean_leapfrog()
         transform = None
         # The robust-max likelihood is piecewise constant in f: a Hessian
         # taken at one point describes no neighbourhood of it. Measured on
@@ -616,8 +635,8 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
         name = type(self).__name__
         options = dict(
             thin=self.thin,
-            max_leapfrog=self.max_leapfrog,
             target_accept=self.target_accept,
+            **self._leapfrog_options(),
         )
         results = run_hmc_chains(
             sampler.target,
@@ -877,12 +896,20 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         gives the figures.
     thin : int, default=1
         Keep every ``thin``-th sampling iteration.
-    max_leapfrog : int, default=10
-        Each transition takes a number of leapfrog steps drawn uniformly
-        from ``1..max_leapfrog``. In the curvature-scaled coordinates the
-        posterior is close to a standard normal, for which a trajectory of
-        about ``pi / 2`` (a quarter period) decorrelates best; the adapted
-        steps are about 0.3, so 1..10 steps (5.5 on average) cover it.
+    max_leapfrog : int or None, default=None
+        Bound of the number of leapfrog steps, drawn uniformly from
+        ``1..N`` for every transition (the jitter breaks periodicities,
+        Neal 2011, section 3.2). None sets ``N = ceil(pi / step)`` for the
+        adapted step: in the curvature-scaled coordinates, with the mass
+        adapted, the posterior is close to a standard normal, whose
+        Hamiltonian flow turns with period ``2 pi``; a time of ``pi / 2``
+        (a quarter turn, the mean of the jittered times) maps a position to
+        an independent one. A fixed ``N`` ties the path length to the step
+        instead: on iris the step adapted to 0.17, ``N = 10`` gave paths of
+        0.9 on average, and after 2,000 iterations the bulk ESS of a length
+        scale was still 122 with R-hat 1.03; ``N = 20`` met the run-length
+        rule after 1,500 iterations (bulk ESS 588), 3.4 times the ESS per
+        gradient. An integer gives ``N`` directly.
     target_accept : float, default=0.9
         Target acceptance probability of the step-size adaptation. The
         whitened parametrisation couples the hyperparameters and ``v`` in
@@ -1020,7 +1047,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         n_samples=250,
         max_samples=2000,
         thin=1,
-        max_leapfrog=10,
+        max_leapfrog=None,
         target_accept=0.9,
         priors=None,
         batch_size=None,
@@ -1463,7 +1490,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         n_samples=250,
         max_samples=2000,
         thin=1,
-        max_leapfrog=10,
+        max_leapfrog=None,
         target_accept=0.9,
         priors=None,
         batch_size=None,

@@ -207,3 +207,35 @@ def test_bad_arguments(kwargs, match):
 def test_non_finite_start_is_rejected():
     with pytest.raises(ValueError, match="x0"):
         run_hmc(lambda x: (-np.inf, x), np.zeros(2))
+
+
+def test_trajectory_length_bounds_the_steps_by_integration_time():
+    # With a fixed step (no adaptation) every transition takes 1..ceil(L / step)
+    # steps; over 400 draws from U{1..7} each value turns up (the chance that
+    # one of 7 never does is below 7 * (6/7)^400 ~ 1e-26).
+    res = run_hmc(
+        lambda x: (-0.5 * x @ x, -x),
+        np.zeros(3),
+        n_warmup=0,
+        n_samples=400,
+        step_size=0.5,
+        adapt_step_size=False,
+        max_leapfrog=1000,
+        trajectory_length=np.pi,
+        random_state=0,
+    )
+    assert set(np.unique(res.n_leapfrog)) == set(range(1, 8))  # ceil(pi / 0.5) = 7
+    capped = run_hmc(
+        lambda x: (-0.5 * x @ x, -x),
+        np.zeros(3),
+        n_warmup=0,
+        n_samples=50,
+        step_size=0.01,
+        adapt_step_size=False,
+        max_leapfrog=4,
+        trajectory_length=np.pi,
+        random_state=0,
+    )
+    assert capped.n_leapfrog.max() <= 4
+    with pytest.raises(ValueError, match="trajectory_length"):
+        run_hmc(lambda x: (-0.5 * x @ x, -x), np.zeros(1), trajectory_length=-1.0)

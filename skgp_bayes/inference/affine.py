@@ -56,6 +56,8 @@ class AffineTarget:
         self.logp_and_grad = logp_and_grad
         self.shift = np.asarray(shift, dtype=np.float64)
         self.transform = np.asarray(transform, dtype=np.float64)
+        # T' in C order: the product with a vector is then one contiguous pass.
+        self._transform_t = np.ascontiguousarray(self.transform.T)
 
     def to_x(self, w):
         """Map ``w`` (shape ``(..., d)``) to ``x``.
@@ -78,11 +80,10 @@ class AffineTarget:
         return self.shift + np.asarray(w) @ self.transform.T
 
     def __call__(self, w):
-        value, grad = self.logp_and_grad(self.to_x(w))
-        grad = np.asarray(grad, dtype=np.float64)
-        if not np.all(np.isfinite(grad)):
-            return value, np.full(w.shape, np.nan)
-        return value, self.transform.T @ grad
+        value, grad = self.logp_and_grad(self.shift + self.transform @ w)
+        # A non-finite entry of grad stays non-finite through T' (T is
+        # invertible, so every row of T has a non-zero entry): no check here.
+        return value, self._transform_t @ np.asarray(grad, dtype=np.float64)
 
 
 def curvature_preconditioner(logp_and_grad, x0, *, min_precision=1e-2):

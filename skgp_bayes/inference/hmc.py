@@ -7,7 +7,10 @@ given as ``logp_and_grad(x) -> (log density, gradient)``.
   ``p ~ N(0, M)`` and the kinetic energy ``1/2 p' M^-1 p``.
 * The number of leapfrog steps of every transition is drawn uniformly from
   ``1..max_leapfrog``, which breaks the periodicities a fixed path length
-  can lock into (Neal, 2011, section 3.2; the seed paper's scheme).
+  can lock into (Neal, 2011, section 3.2; the seed paper's scheme). With a
+  ``trajectory_length`` the bound is set by the integration time instead,
+  ``ceil(trajectory_length / step)`` (at most ``max_leapfrog``), so that a
+  smaller adapted step buys more steps rather than a shorter path.
 * Warm-up: the step size follows dual averaging (Hoffman and Gelman, 2014,
   algorithm 5) toward a target mean acceptance probability; the diagonal
   inverse mass matrix is re-estimated at the end of windows of doubling
@@ -34,6 +37,7 @@ All random numbers come from one NumPy ``Generator``; a seed gives the same
 chain bit for bit.
 """
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -279,6 +283,12 @@ def _finite(value, grad):
     return np.isfinite(value) and np.all(np.isfinite(grad))
 
 
+def _all_finite(a):
+    # One reduction instead of isfinite + all: a sum is finite exactly when
+    # every entry is (short of an overflow near 1e308, itself divergent).
+    return math.isfinite(a.sum())
+
+
 def _evaluate(logp_and_grad, x):
     value, grad = logp_and_grad(x)
     value = float(value)
@@ -288,31 +298,42 @@ def _evaluate(logp_and_grad, x):
 
 
 def _transition(logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit):
-    """One HMC transition; returns the new state and its statistics."""
+    """One HMC transition; returns the new state and its statistics.
+
+    The leapfrog loop is written for small targets, where each NumPy call
+    costs as much as the arithmetic: the two half kicks between positions
+    are fused into one full kick, and finiteness is one reduction.
+    """
     p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
     log_u = np.log(rng.random())
     h0 = -logp + 0.5 * float(np.sum(inv_mass * p * p))
-    xn, pn, gn, ln = x.copy(), p.copy(), grad, logp
+    half = 0.5 * step
+    drift = step * inv_mass
+    pn, gn, ln = p + half * grad, grad, logp
+    xn = x
     divergent = False
     with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(n_steps):
-            pn = pn + 0.5 * step * gn
-            xn = xn + step * inv_mass * pn
-            if not np.all(np.isfinite(xn)):
+        for k in range(n_steps):
+            if k:
+                pn = pn + step * gn
+            xn = xn + drift * pn
+            if not _all_finite(xn):
                 divergent = True
                 break
-            ln, gn = _evaluate(logp_and_grad, xn)
-            if not _finite(ln, gn):
+            value, gn = logp_and_grad(xn)
+            ln = float(value)
+            if not (math.isfinite(ln) and _all_finite(gn)):
                 divergent = True
                 break
-            pn = pn + 0.5 * step * gn
         if not divergent:
+            pn = pn + half * gn
             h1 = -ln + 0.5 * float(np.sum(inv_mass * pn * pn))
             error = h1 - h0
             if not np.isfinite(error) or error > limit:
                 divergent = True
     if divergent:
         return x, logp, grad, 0.0, False, True
+    gn = np.asarray(gn, dtype=np.float64)
     accept_prob = float(min(1.0, np.exp(-error)))
     if log_u < -error:
         return xn, ln, gn, accept_prob, True, False
@@ -339,6 +360,13 @@ def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
     return step
 
 
+def _step_bound(max_leapfrog, trajectory_length, step):
+    """Most leapfrog steps of the next transition."""
+    if trajectory_length is None:
+        return max_leapfrog
+    return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
+
+
 def _check_counts(name, value, low):
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an int; got {type(value).__name__}.")
@@ -356,6 +384,7 @@ def run_hmc(
     thin=1,
     step_size=None,
     max_leapfrog=20,
+    trajectory_length=None,
     target_accept=0.8,
     adapt_step_size=True,
     adapt_mass=True,
@@ -385,6 +414,15 @@ def run_hmc(
         one-step acceptance crosses 1/2.
     max_leapfrog : int, default=20
         Each transition takes ``U{1..max_leapfrog}`` leapfrog steps.
+    trajectory_length : float, optional
+        Longest integration time: each transition takes ``U{1..N}`` steps,
+        ``N = min(max_leapfrog, max(1, ceil(trajectory_length / step)))``
+        for the current step size. The mean time is then about half of it
+        whatever step the adaptation picks. For a density close to a
+        standard normal in the mass-scaled coordinates the dynamics rotate
+        with period ``2 pi``, and a time of ``pi / 2`` (a quarter turn)
+        turns the position into the independent momentum, so ``pi`` is the
+        natural choice there.
     target_accept : float, default=0.8
         Target of dual averaging.
     adapt_step_size, adapt_mass : bool, default=True
@@ -422,6 +460,12 @@ def run_hmc(
     n_samples = _check_counts("n_samples", n_samples, 1)
     thin = _check_counts("thin", thin, 1)
     max_leapfrog = _check_counts("max_leapfrog", max_leapfrog, 1)
+    if trajectory_length is not None:
+        trajectory_length = float(trajectory_length)
+        if not (np.isfinite(trajectory_length) and trajectory_length > 0):
+            raise ValueError(
+                f"trajectory_length must be positive; got {trajectory_length}."
+            )
     if not 0.0 < float(target_accept) < 1.0:
         raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
     rng = (
@@ -473,7 +517,9 @@ def run_hmc(
     for it in range(total):
         if it == n_warmup and adapt_step_size and n_warmup > 0:
             step = dual.final_step_size
-        n_steps = int(rng.integers(1, max_leapfrog + 1))
+        n_steps = int(
+            rng.integers(1, _step_bound(max_leapfrog, trajectory_length, step) + 1)
+        )
         x, logp, grad, a, acc, div = _transition(
             logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit
         )

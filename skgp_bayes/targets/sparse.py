@@ -87,8 +87,10 @@ factor. One evaluation costs ``O(|B| m^2 + m^3)``.
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ..likelihoods import Gaussian
+from ..exceptions import NotPSDError
+from ..likelihoods import Gaussian, Softmax
 from ..linalg import cholesky, cholesky_reverse
+from . import _sparse_numba
 
 __all__ = ["SparseWhitenedTarget", "JITTER"]
 
@@ -100,6 +102,7 @@ _MIN_VAR = 1e-200
 # Subnormal kernel entries (inputs far beyond the length scale) slow LAPACK
 # down a hundredfold and are zero for every practical purpose.
 _TINY = 1e-280
+_LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 # --------------------------------------------------------------------------
@@ -447,6 +450,16 @@ class SparseWhitenedTarget:
         self.n_hyper = self.n_kernel_params + int(self.learn_noise)
         self.n_params = self.n_hyper + self.n_inducing * n_latent
         _check_prior(prior_set, self.n_hyper)
+        # Facts fixed for the target's life, looked up once rather than on
+        # every evaluation (see _evaluate_compiled).
+        self._compiled = bool(adapter.is_fast)
+        self._closed_form = type(likelihood) is Gaussian
+        self._softmax = type(likelihood) is Softmax
+        self._fixed_log_noise = (
+            float(np.log(likelihood.noise_variance))
+            if isinstance(likelihood, Gaussian)
+            else None
+        )
 
     # ------------------------------------------------------------ plumbing
     @property
@@ -712,6 +725,8 @@ class SparseWhitenedTarget:
         return self._evaluate(params, batch, grad=True)
 
     def _evaluate(self, params, batch, grad):
+        if self._compiled:
+            return self._evaluate_compiled(params, batch, grad)
         theta, log_noise, v = self.split(params)
         X, y, offset, scale = self._data(batch)
         R = _inducing_factor(
@@ -753,6 +768,108 @@ class SparseWhitenedTarget:
             out[: self.n_hyper] += prior_grad
         if not np.isfinite(value):
             # -inf stays -inf for the engine to reject; NaN never escapes.
+            value = -np.inf
+        return value, out
+
+    def _evaluate_compiled(self, params, batch, grad):
+        """:meth:`_evaluate` for fast-path kernels, in a few compiled calls.
+
+        The same function and gradient as the NumPy path (to round-off):
+        :mod:`skgp_bayes.targets._sparse_numba` holds the kernel algebra, and
+        a Gaussian likelihood's closed form is written out here rather than
+        through a likelihood object rebuilt for every noise value. HMC calls
+        this tens of thousands of times on small problems, where per-call
+        overhead, not arithmetic, set the cost.
+        """
+        params = np.asarray(params, dtype=np.float64)
+        if params.shape != (self.n_params,):
+            raise ValueError(
+                f"params must have shape ({self.n_params},); got {params.shape}."
+            )
+        nk, nh, C = self.n_kernel_params, self.n_hyper, self.n_latent
+        theta = params[:nk]
+        v = np.ascontiguousarray(params[nh:]).reshape(self.n_inducing, C)
+        X, y, offset, scale = self._data(batch)
+        variance, noise, inv_ell, ard = self.adapter._fast_params(theta, X.shape[1])
+        base = self.adapter.spec.base
+        ok, R, A, gamma, free, mu, Kuu, Kuf = _sparse_numba.forward(
+            X, self.Z, inv_ell, variance, noise, base, self.jitter, v
+        )
+        if not ok:
+            raise NotPSDError(
+                "The jittered K(Z, Z) is not positive definite "
+                f"({self._context(theta)})."
+            )
+        if offset is not None:
+            mu += offset[:, None]
+        value = -0.5 * float(v.ravel() @ v.ravel())
+        prior_grad = None
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(params[:nh])
+            value += prior_value
+        log_noise = float(params[nk]) if self.learn_noise else self._fixed_log_noise
+        if self._closed_form:
+            s2 = np.exp(log_noise)
+            r = y - mu[:, 0]
+            sq = r * r + gamma
+            value += scale * float(
+                -0.5 * (y.size * (_LOG_2PI + log_noise) + np.sum(sq) / s2)
+            )
+            if not grad:
+                return value if np.isfinite(value) else -np.inf
+            g_mu = (scale / s2) * r[:, None]
+            gbar = np.where(free, -0.5 * scale / s2, 0.0)
+            d_noise_sum = float(-0.5 * y.size + 0.5 * np.sum(sq) / s2)
+        elif self._softmax and grad:
+            labels = self.likelihood._labels(y)
+            eps = np.ascontiguousarray(self.likelihood.default_draws())
+            elp, d_mu, d_var = _sparse_numba.softmax_expectation(
+                labels, mu, np.sqrt(gamma), eps
+            )
+            value += scale * float(np.sum(elp))
+            g_mu = scale * d_mu
+            gbar = scale * np.sum(d_var, axis=1) * free
+        else:
+            likelihood = self._likelihood_at(log_noise)
+            var = np.repeat(gamma[:, None], C, axis=1)
+            if not grad:
+                elp = _expected_log_prob(likelihood, y, mu, var, C)
+                value += scale * float(np.sum(elp))
+                return value if np.isfinite(value) else -np.inf
+            elp, d_mu, d_var, d_noise = _likelihood_terms(
+                likelihood, y, mu, var, C, self.learn_noise
+            )
+            value += scale * float(np.sum(elp))
+            g_mu = scale * d_mu
+            gbar = scale * np.sum(d_var, axis=1) * free
+            d_noise_sum = None if d_noise is None else float(np.sum(d_noise))
+        g_mu = np.ascontiguousarray(g_mu, dtype=np.float64)
+        out = np.empty(self.n_params)
+        out[nh:] = (A @ g_mu - v).ravel()
+        if nk:
+            g_phi = _sparse_numba.backward(
+                X,
+                self.Z,
+                inv_ell,
+                variance,
+                noise,
+                base,
+                ard,
+                self.jitter,
+                R,
+                A,
+                Kuu,
+                Kuf,
+                v,
+                g_mu,
+                np.ascontiguousarray(gbar, dtype=np.float64),
+            )
+            out[:nk] = g_phi[self.adapter.spec.theta_index]
+        if self.learn_noise:
+            out[nk] = scale * d_noise_sum
+        if prior_grad is not None:
+            out[:nh] += prior_grad
+        if not np.isfinite(value):
             value = -np.inf
         return value, out
 
