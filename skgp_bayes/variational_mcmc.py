@@ -280,6 +280,7 @@ def _merge(first, then):
             "accepted",
             "divergent",
             "n_leapfrog",
+            "energy",
             "step_sizes",
         )
     }
@@ -539,6 +540,7 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
                 "step_sizes": np.stack([r.step_sizes for r in results]),
                 "divergent": np.stack([r.divergent for r in results]),
                 "n_leapfrog": np.stack([r.n_leapfrog for r in results]),
+                "energy": np.stack([r.energy for r in results]),
                 "log_density": np.stack([r.log_density for r in results]),
             },
             "fit_time_": {
@@ -985,7 +987,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         Its value (the ELBO plus the log prior).
     trace_ : dict of ndarray
         ``svgp_elbo`` per optimiser iteration; per chain and iteration
-        ``accept_prob``, ``step_sizes``, ``divergent``, ``n_leapfrog``; the
+        ``accept_prob``, ``step_sizes``, ``divergent``, ``n_leapfrog``, ``energy``; the
         log density of the kept draws.
     fit_time_ : dict
         Seconds spent in the SVGP, in HMC and in total.

@@ -70,6 +70,9 @@ def test_hmc_sample_stats_are_the_kept_transitions(sampled):
     np.testing.assert_allclose(
         float(stats["acceptance_rate"].mean()), model.acceptance_rate_, rtol=1e-12
     )
+    # ArviZ reads the energy: the E-BFMI of every chain is a number, and
+    # the energies are the Hamiltonians the chains kept.
+    assert np.all(np.isfinite(az.bfmi(model.to_inference_data())))
     # After warm-up each chain keeps its final step size.
     np.testing.assert_array_equal(stats["step_size"][:, -1], model.step_size_)
 

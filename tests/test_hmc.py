@@ -239,3 +239,30 @@ def test_trajectory_length_bounds_the_steps_by_integration_time():
     assert capped.n_leapfrog.max() <= 4
     with pytest.raises(ValueError, match="trajectory_length"):
         run_hmc(lambda x: (-0.5 * x @ x, -x), np.zeros(1), trajectory_length=-1.0)
+
+
+@pytest.mark.statistical
+def test_energy_is_the_hamiltonian_of_the_kept_state(stat_seed):
+    d = 10
+    res = run_hmc(
+        _Gaussian(),
+        np.zeros(d),
+        n_warmup=300,
+        n_samples=2000,
+        random_state=30 + stat_seed,
+    )
+    sampling = res.energy[res.n_warmup :]
+    # The kept state's potential is -log p; its kinetic energy is at least 0.
+    assert np.all(sampling >= -res.log_density - 1e-12)
+    # HMC leaves (x, p) jointly invariant, so the kept kinetic energy is
+    # chi-square(d) / 2, mean d / 2 and variance d / 2. Momenta are drawn
+    # afresh every transition; even if only 500 of the 2000 were effective
+    # (the position's ESS, checked, is higher) the sd of the mean would be
+    # sqrt(d / 2 / 500) = 0.1, so 0.5 is 5 sds (false failure 6e-7).
+    assert effective_sample_size(res.samples[None, :, 0]) > 500
+    assert abs(np.mean(sampling + res.log_density) - d / 2) < 0.5
+    # E-BFMI, the energy's jumps against its spread: about 1 for HMC on a
+    # Gaussian, below 0.3 only when momenta cannot move the energy
+    # (Betancourt 2016); the estimate's sd at 2000 draws is about 0.05.
+    bfmi = np.mean(np.diff(sampling) ** 2) / np.var(sampling)
+    assert bfmi > 0.5

@@ -203,6 +203,10 @@ class HMCResult:
     accepted : ndarray of bool of shape (n_warmup + n_samples,)
     divergent : ndarray of bool of shape (n_warmup + n_samples,)
     n_leapfrog : ndarray of int of shape (n_warmup + n_samples,)
+    energy : ndarray of shape (n_warmup + n_samples,)
+        Hamiltonian (potential plus kinetic energy) of the state each
+        transition kept, as Stan reports it; its spread against the spread of
+        its changes is the E-BFMI.
     step_sizes : ndarray of shape (n_warmup + n_samples,)
         Step size of every transition.
     step_size : float
@@ -236,6 +240,7 @@ class HMCResult:
     accepted: np.ndarray
     divergent: np.ndarray
     n_leapfrog: np.ndarray
+    energy: np.ndarray
     step_sizes: np.ndarray
     step_size: float
     inv_mass: np.ndarray
@@ -300,6 +305,10 @@ def _evaluate(logp_and_grad, x):
 def _transition(logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit):
     """One HMC transition; returns the new state and its statistics.
 
+    The statistics end with the Hamiltonian of the state kept (the proposal's
+    if accepted, else the start with its fresh momentum), the ``energy`` of
+    Stan and ArviZ's energy plot.
+
     The leapfrog loop is written for small targets, where each NumPy call
     costs as much as the arithmetic: the two half kicks between positions
     are fused into one full kick, and finiteness is one reduction.
@@ -332,12 +341,12 @@ def _transition(logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limi
             if not np.isfinite(error) or error > limit:
                 divergent = True
     if divergent:
-        return x, logp, grad, 0.0, False, True
+        return x, logp, grad, 0.0, False, True, h0
     gn = np.asarray(gn, dtype=np.float64)
     accept_prob = float(min(1.0, np.exp(-error)))
     if log_u < -error:
-        return xn, ln, gn, accept_prob, True, False
-    return x, logp, grad, accept_prob, False, False
+        return xn, ln, gn, accept_prob, True, False, h1
+    return x, logp, grad, accept_prob, False, False, h0
 
 
 def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
@@ -345,7 +354,7 @@ def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
     step = 1.0
 
     def accept(step):
-        _, _, _, a, _, div = _transition(
+        _, _, _, a, _, div, _ = _transition(
             logp_and_grad, x, logp, grad, step, inv_mass, 1, rng, limit
         )
         return 0.0 if div else a
@@ -507,6 +516,7 @@ def run_hmc(
     accepted = np.zeros(total, dtype=bool)
     divergent = np.zeros(total, dtype=bool)
     n_leapfrog = np.empty(total, dtype=np.int64)
+    energy = np.empty(total)
     step_sizes = np.empty(total)
     n_kept = n_samples // thin
     samples = np.empty((n_kept, d))
@@ -520,7 +530,7 @@ def run_hmc(
         n_steps = int(
             rng.integers(1, _step_bound(max_leapfrog, trajectory_length, step) + 1)
         )
-        x, logp, grad, a, acc, div = _transition(
+        x, logp, grad, a, acc, div, energy[it] = _transition(
             logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit
         )
         accept_prob[it], accepted[it], divergent[it] = a, acc, div
@@ -557,6 +567,7 @@ def run_hmc(
         accepted=accepted,
         divergent=divergent,
         n_leapfrog=n_leapfrog,
+        energy=energy,
         step_sizes=step_sizes,
         step_size=float(step),
         inv_mass=inv_mass,
