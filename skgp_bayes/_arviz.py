@@ -10,8 +10,8 @@ ESS, trace, pair, rank and energy plots). Every estimator hands over:
   R-hat and ESS mean nothing for them); a point estimate is one draw.
 - ``sample_stats``: per draw, what the engine measured: for HMC the
   acceptance probability, divergences, step size, leapfrog steps (``n_steps``,
-  ``tree_depth`` as its base-2 logarithm) and the Hamiltonian (``energy``)
-  where the chain kept it; for MALA / SGLD the step size and acceptance,
+  ``tree_depth`` as its base-2 logarithm) and the Hamiltonian of the kept
+  state (``energy``); for MALA / SGLD the step size and acceptance,
   with the mean block-CG iterations a gradient in ``attrs``; for SVGD the
   log posterior of each particle, and per iteration (dim ``iteration``) the
   Stein field and the learning rate, with the kernel Stein discrepancy in
