@@ -260,7 +260,7 @@ class _BinaryLaplaceProblem:
         Wt = 0.5 * np.outer(fit.a, fit.a) - 0.5 * R
         Wt += 0.5 * (np.outer(u, g) + np.outer(g, u))
         Wt[np.diag_indices_from(Wt)] += base.jitter / base.n * np.trace(Wt)
-        return value, base.adapter.grad_contract(theta, base.X, Wt)
+        return value, base.grad_contract(theta, Wt)
 
 
 class _LaplaceSurrogate:
