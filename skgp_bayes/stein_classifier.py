@@ -102,11 +102,11 @@ from .sampling import (
     with_prior_noise,
 )
 from .stein import (
+    _MAX_INIT_STD,
     _batch_evaluator,
     _check_dense_memory,
     _find_map,
     _is_sparse_config,
-    _laplace_cov,
     _learning_rate,
     _sparse_svgd_stage,
     _tol,
@@ -291,6 +291,45 @@ class _LaplaceSurrogate:
                 value += v
                 grad[b] += g
         return value, grad.reshape(-1)
+
+
+# One-sided step of the surrogate's Hessian in log units (see _surrogate_cov).
+_HESSIAN_STEP = 1e-4
+
+
+def _surrogate_cov(surrogate, centre, bounds):
+    """Inverse negative Hessian of the surrogate at its MAP, one-sided differences.
+
+    The Hessian is needed to a few percent (it spreads the initial
+    hyperparameters and sets SVGD's preconditioner in ``theta``), so one
+    extra gradient per coordinate (forward differences, truncation error
+    ``h/2`` times the third derivative, about 1e-4 relative) does instead
+    of two (central differences): ``p + 1`` surrogate evaluations in place
+    of ``2 p``, the largest part of the initialisation with 31
+    hyperparameters. A step that would leave the box goes the other way.
+    The centre is evaluated last, so that every problem's Newton warm start
+    is its mode at the MAP. The covariance's standard deviations are capped
+    at ``_MAX_INIT_STD`` log units, and a diagonal stands in where it is not
+    positive definite.
+    """
+    p = centre.shape[0]
+    shifted = np.empty((p, p))
+    steps = np.where(centre + _HESSIAN_STEP <= bounds[:, 1], 1.0, -1.0) * _HESSIAN_STEP
+    for i in range(p):
+        point = centre.copy()
+        point[i] += steps[i]
+        shifted[i] = surrogate.logp_and_grad(point)[1]
+    grad = surrogate.logp_and_grad(centre)[1]
+    hess = (shifted - grad) / steps[:, None]
+    precision = -0.5 * (hess + hess.T)
+    try:
+        cov = np.linalg.inv(precision)
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
+    std = np.sqrt(np.diag(cov))
+    shrink = np.minimum(1.0, _MAX_INIT_STD / np.maximum(std, 1e-300))
+    return cov * np.outer(shrink, shrink)
 
 
 def _binary_laplace_draw(problem, theta, rng, a0):
@@ -951,7 +990,7 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
                         for t in map_theta.reshape(target.n_blocks, -1)
                     )
                 )
-            cov = _laplace_cov(surrogate, map_theta, theta_bounds)
+            cov = _surrogate_cov(surrogate, map_theta, theta_bounds)
             theta_root = np.linalg.cholesky(cov)
             if J > 1:
                 noise = rng.standard_normal((J, map_theta.size))
