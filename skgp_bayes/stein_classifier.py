@@ -805,9 +805,9 @@ class SteinGPClassifier(VersionedStateMixin, ClassifierMixin, BaseEstimator):
     particle: a Gram matrix, a Cholesky factorisation, a triangular inverse
     and one triangular product with ``n`` right-hand sides (the reverse-mode
     Cholesky pass) and one fused gradient contraction, per hyperparameter
-    block. That is ``O(J n^3)`` per iteration; measured at ``n = 398`` with
-    30 input dimensions, 35 to 48 LAPACK Cholesky factorisations' worth per
-    particle (``benchmarks/bench_stein_classifier.py``). The particle
+    block. That is ``O(J n^3)`` per iteration; measured at ``n = 300`` (8
+    to 30 input dimensions, default kernel), 7 to 9 LAPACK Cholesky
+    factorisations' worth per particle. The particle
     dimension is ``n * n_latent`` plus the hyperparameters, so SVGD with
     tens of particles under-represents the latent spread in directions the
     data do not constrain: its fixed point lies nearer the joint mode of
