@@ -103,11 +103,11 @@ from .sampling import (
     with_prior_noise,
 )
 from .stein import (
+    _MAX_INIT_STD,
     _batch_evaluator,
     _check_dense_memory,
     _find_map,
     _is_sparse_config,
-    _laplace_cov,
     _learning_rate,
     _sparse_svgd_stage,
     _tol,
@@ -261,7 +261,7 @@ class _BinaryLaplaceProblem:
         Wt = 0.5 * np.outer(fit.a, fit.a) - 0.5 * R
         Wt += 0.5 * (np.outer(u, g) + np.outer(g, u))
         Wt[np.diag_indices_from(Wt)] += base.jitter / base.n * np.trace(Wt)
-        return value, base.adapter.grad_contract(theta, base.X, Wt)
+        return value, base.grad_contract(theta, Wt)
 
 
 class _LaplaceSurrogate:
@@ -292,6 +292,45 @@ class _LaplaceSurrogate:
                 value += v
                 grad[b] += g
         return value, grad.reshape(-1)
+
+
+# One-sided step of the surrogate's Hessian in log units (see _surrogate_cov).
+_HESSIAN_STEP = 1e-4
+
+
+def _surrogate_cov(surrogate, centre, bounds):
+    """Inverse negative Hessian of the surrogate at its MAP, one-sided differences.
+
+    The Hessian is needed to a few percent (it spreads the initial
+    hyperparameters and sets SVGD's preconditioner in ``theta``), so one
+    extra gradient per coordinate (forward differences, truncation error
+    ``h/2`` times the third derivative, about 1e-4 relative) does instead
+    of two (central differences): ``p + 1`` surrogate evaluations in place
+    of ``2 p``, the largest part of the initialisation with 31
+    hyperparameters. A step that would leave the box goes the other way.
+    The centre is evaluated last, so that every problem's Newton warm start
+    is its mode at the MAP. The covariance's standard deviations are capped
+    at ``_MAX_INIT_STD`` log units, and a diagonal stands in where it is not
+    positive definite.
+    """
+    p = centre.shape[0]
+    shifted = np.empty((p, p))
+    steps = np.where(centre + _HESSIAN_STEP <= bounds[:, 1], 1.0, -1.0) * _HESSIAN_STEP
+    for i in range(p):
+        point = centre.copy()
+        point[i] += steps[i]
+        shifted[i] = surrogate.logp_and_grad(point)[1]
+    grad = surrogate.logp_and_grad(centre)[1]
+    hess = (shifted - grad) / steps[:, None]
+    precision = -0.5 * (hess + hess.T)
+    try:
+        cov = np.linalg.inv(precision)
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
+    std = np.sqrt(np.diag(cov))
+    shrink = np.minimum(1.0, _MAX_INIT_STD / np.maximum(std, 1e-300))
+    return cov * np.outer(shrink, shrink)
 
 
 def _binary_laplace_draw(problem, theta, rng, a0):
@@ -379,6 +418,31 @@ def _softmax_laplace_draw(target, thetas, nu0, rng):
     return nu + draw.reshape(C, n), nu, R
 
 
+def _softmax_chord_draw(target, thetas, mode, R, rng):
+    """One Laplace draw of ``nu`` at ``thetas`` from the MAP's Newton system.
+
+    A chord step: one Newton step from the mode at the MAP hyperparameters
+    with the precision factor ``R`` there, ``mode + P^-1 grad``, which is
+    the conditional mode at ``thetas`` to first order in the hyperparameter
+    offset (the implicit-function derivative of the mode), then a draw with
+    covariance ``P^-1``. It replaces a Newton iteration to convergence at
+    every particle, each of whose steps forms and factorises the dense
+    ``(n C) x (n C)`` precision: the initial particles only need to be close
+    to the posterior, and SVGD, preconditioned by the same ``P``, corrects
+    the rest.
+    """
+    C, n = target.n_latent, target.n
+    factors = target.factors(thetas)
+    F = target.latent(target.join(thetas, mode), factors)
+    G = target.likelihood.grad_log_prob(target.y, F)
+    grad = np.stack([factors[target.block_of_latent(c)].T @ G[:, c] for c in range(C)])
+    grad -= mode
+    centre = mode + cho_solve(R, grad.reshape(-1)).reshape(C, n)
+    z = rng.standard_normal(C * n)
+    draw = solve_triangular(R, z, lower=True, trans=1, check_finite=False)
+    return centre + draw.reshape(C, n)
+
+
 def _softmax_precision_factor(Ls, pi):
     C = len(Ls)
     n = pi.shape[0]
@@ -394,6 +458,27 @@ def _softmax_precision_factor(Ls, pi):
     # I plus a positive semi-definite term, so no jitter is ever needed.
     R, _ = cholesky(P, max_tries=0, warn=False)
     return R
+
+
+def _svgd_kernel(root, shape):
+    """The SVGD kernel: one per coordinate where coordinates outnumber particles.
+
+    SVGD with one RBF kernel on the whole vector collapses the particles'
+    spread once the dimension is comparable to the number of particles or
+    larger (Ba et al., 2022): with ten particles on the whitened latents of
+    hundreds of points its fixed point sits near the joint mode of
+    ``(theta, nu)``, with the latents' spread a fraction of the posterior's
+    and the hyperparameters pulled towards large amplitudes and short
+    length scales. The diagonal kernel, one RBF kernel per whitened
+    coordinate, keeps the repulsion of a one-dimensional problem in every
+    coordinate (see :mod:`skgp_bayes.inference.svgd`). With more particles
+    than coordinates the joint kernel does not collapse and also captures
+    what whitening left of the correlations, so it is kept there.
+    """
+    n_particles, n_params = shape
+    if root is None or n_params <= n_particles:
+        return "rbf"
+    return "coordinatewise"
 
 
 # --------------------------------------------------------------------------
@@ -589,8 +674,10 @@ class SteinGPClassifier(
         With ``init="map"`` (exact model) SVGD is preconditioned by the
         Laplace approximation at the MAP hyperparameters (their surrogate
         covariance, and ``(I + L'WL)^-1`` for the whitened latents) and
-        steps a fraction ``learning_rate`` of its whitened field (``"auto"``:
-        0.5, halved by the engine where the field oscillates). Otherwise
+        steps at most a fraction ``learning_rate`` of its whitened field
+        (``"auto"``: 0.5), each particle and coordinate with its own
+        fraction, halved where that coordinate's field changes sign (see
+        ``doc/stein_classifier.rst``). Otherwise
         (``init="prior"``, the sparse model) it is Adam's learning rate
         (``"auto"``: 0.02).
     tol : "auto" or float, default="auto"
@@ -721,16 +808,19 @@ class SteinGPClassifier(
     particle: a Gram matrix, a Cholesky factorisation, a triangular inverse
     and one triangular product with ``n`` right-hand sides (the reverse-mode
     Cholesky pass) and one fused gradient contraction, per hyperparameter
-    block. That is ``O(J n^3)`` per iteration; measured at ``n = 398`` with
-    30 input dimensions, 35 to 48 LAPACK Cholesky factorisations' worth per
-    particle (``benchmarks/bench_stein_classifier.py``). The particle
+    block. That is ``O(J n^3)`` per iteration; measured at ``n = 300`` (8
+    to 30 input dimensions, default kernel), 7 to 9 LAPACK Cholesky
+    factorisations' worth per particle. The particle
     dimension is ``n * n_latent`` plus the hyperparameters, so SVGD with
     tens of particles under-represents the latent spread in directions the
     data do not constrain: its fixed point lies nearer the joint mode of
     ``(theta, nu)`` than the posterior does (shorter length scales, more
-    confident probabilities). The Laplace start and preconditioner reach
-    that fixed point in tens of iterations; ``doc/stein_classifier.rst``
-    says what it costs in log loss.
+    confident probabilities). Where the coordinates outnumber the particles
+    (any real data set) SVGD therefore uses one RBF kernel per whitened
+    coordinate, a diagonal matrix-valued kernel whose repulsion does not
+    weaken with the dimension, and the Laplace start and preconditioner
+    reach its fixed point in tens of iterations; ``doc/stein_classifier.rst``
+    gives the measurements.
 
     References
     ----------
@@ -928,7 +1018,7 @@ class SteinGPClassifier(
                         for t in map_theta.reshape(target.n_blocks, -1)
                     )
                 )
-            cov = _laplace_cov(surrogate, map_theta, theta_bounds)
+            cov = _surrogate_cov(surrogate, map_theta, theta_bounds)
             theta_root = np.linalg.cholesky(cov)
             if J > 1:
                 noise = rng.standard_normal((J, map_theta.size))
@@ -945,23 +1035,23 @@ class SteinGPClassifier(
         warm = [problem.a for problem in surrogate.problems]
         dense = C > 1 and n * C <= _DENSE_NEWTON_MAX
         particles = np.empty((J, target.n_params))
-        nu_start = None
         precision_factors = []
+        mode = R = None  # the softmax mode and precision factor at the MAP
         for j in range(J):
             blocks = thetas[j].reshape(target.n_blocks, target.n_kernel_params)
-            if dense:
-                if nu_start is None:
-                    # Start the softmax Newton from the one-vs-rest modes.
-                    nu_start = np.stack(
-                        [
-                            target.factor(blocks[target.block_of_latent(c)]).T
-                            @ (warm[c] if warm[c] is not None else np.zeros(n))
-                            for c in range(C)
-                        ]
-                    )
-                nu, nu_start, R = _softmax_laplace_draw(target, blocks, nu_start, rng)
-                if j == 0:
-                    precision_factors.append(R)
+            if dense and j > 0:
+                nu = _softmax_chord_draw(target, blocks, mode, R, rng)
+            elif dense:
+                # Start the softmax Newton from the one-vs-rest modes.
+                nu_start = np.stack(
+                    [
+                        target.factor(blocks[target.block_of_latent(c)]).T
+                        @ (warm[c] if warm[c] is not None else np.zeros(n))
+                        for c in range(C)
+                    ]
+                )
+                nu, mode, R = _softmax_laplace_draw(target, blocks, nu_start, rng)
+                precision_factors.append(R)
             else:
                 nu = np.empty((C, n))
                 for c, problem in enumerate(surrogate.problems):
@@ -1173,6 +1263,8 @@ class SteinGPClassifier(
             print_fn=self._log,
             decay=svgd_decay(self.learning_rate_decay, False),
             preconditioner=root,
+            kernel=_svgd_kernel(root, particles.shape),
+            step_control="global" if root is None else "per_coordinate",
         )
         particles, values, grads = result.particles, result.log_density, result.grads
         for key, trace in result.history.items():

@@ -286,12 +286,14 @@ def test_fitted_attributes(fitted, data):
     np.testing.assert_allclose(fitted.input_scaling_.scale, X.std(axis=0))
     assert fitted.log_posterior_.shape == (4,)
     assert np.all(np.isfinite(fitted.log_posterior_))
-    assert fitted.n_iter_ == 20
-    assert len(fitted.history_["log_density"]) == 20
+    # 42 coordinates and 4 particles: the per-coordinate kernel and steps
+    # meet the rule within the 20-iteration budget (16 iterations at seed 0)
+    assert fitted.converged_ and fitted.diagnostics_["converged"] is True
+    assert fitted.n_iter_ < 20
+    assert len(fitted.history_["log_density"]) == fitted.n_iter_
     assert np.isfinite(fitted.ksd_)
     assert fitted.map_params_.shape == (n_theta,)
     assert fitted.n_features_in_ == 2
-    assert fitted.diagnostics_["converged"] is False
 
 
 def test_predict_proba_predict_and_score(fitted, data):
@@ -503,7 +505,7 @@ def test_max_iter_warning(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         with pytest.raises(ConvergenceWarning, match="did not meet its stopping rule"):
-            SteinGPClassifier(**FAST).fit(X, y)
+            SteinGPClassifier(**{**FAST, "max_iter": 3}).fit(X, y)
 
 
 def test_verbose_prints_progress(data, capsys):

@@ -306,3 +306,150 @@ def test_preconditioner_shape_is_checked():
             learning_rate=0.5,
             preconditioner=np.eye(3),
         )
+
+
+# ------------------------------------------------- coordinate-wise kernel
+def test_coordinatewise_field_matches_double_loop():
+    from skgp_bayes.inference.svgd import _coordinatewise_field
+
+    rng = np.random.default_rng(0)
+    x, g = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    phi, _, mass = _coordinatewise_field(x, g)
+    ref = np.zeros_like(x)
+    ref_mass = np.zeros_like(x)
+    for p in range(3):
+        d2 = (x[:, None, p] - x[None, :, p]) ** 2
+        h = np.median(d2) / np.log(6.0)
+        for i in range(5):
+            for j in range(5):
+                k = np.exp(-((x[j, p] - x[i, p]) ** 2) / h)
+                ref[i, p] += k * g[j, p] - 2.0 / h * (x[j, p] - x[i, p]) * k
+                ref_mass[i, p] += k
+    np.testing.assert_allclose(phi, ref / 5, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(mass, ref_mass / 5, rtol=1e-12)
+
+
+def _standard_normal(x):
+    return -0.5 * np.sum(x**2, axis=1), -x
+
+
+def test_coordinatewise_run_is_one_dimensional_svgd_in_every_coordinate():
+    # On a product target the diagonal kernel, the per-coordinate bandwidths
+    # and the per-coordinate steps leave the coordinates uncoupled: every
+    # column moves as a one-dimensional run from the same start.
+    x0 = np.random.default_rng(3).normal(size=(10, 6))
+    options = dict(
+        max_iter=40,
+        learning_rate=0.5,
+        tol=0.0,
+        kernel="coordinatewise",
+        step_control="per_coordinate",
+    )
+    res = run_svgd(_standard_normal, x0, preconditioner=np.eye(6), **options)
+    for p in range(6):
+        one = run_svgd(
+            _standard_normal, x0[:, [p]], preconditioner=np.eye(1), **options
+        )
+        np.testing.assert_allclose(res.particles[:, p], one.particles[:, 0], atol=1e-12)
+
+
+def test_coordinatewise_kernel_keeps_the_spread_in_high_dimension():
+    # Ten particles on a 200-dimensional standard normal. With one RBF kernel
+    # on the whole vector the fixed point has a total squared radius of about
+    # log(J + 1) (J - 1) / J ~ 2.2 (a symmetric configuration balancing the
+    # pull of the target against the median-bandwidth repulsion), so each
+    # coordinate keeps a variance near 2.2 / 200 ~ 0.01; one kernel per
+    # coordinate is the one-dimensional problem, whose ten particles keep a
+    # variance near 1. The thresholds 0.1 and 0.5 lie far from both.
+    x0 = np.random.default_rng(4).normal(size=(10, 200))
+    runs = {
+        kernel: run_svgd(
+            _standard_normal,
+            x0,
+            max_iter=300,
+            learning_rate=0.5,
+            tol=0.01,
+            preconditioner=np.eye(200),
+            kernel=kernel,
+            step_control="per_coordinate",
+        )
+        for kernel in ("rbf", "coordinatewise")
+    }
+    assert np.mean(np.var(runs["rbf"].particles, axis=0)) < 0.1
+    coordinatewise = runs["coordinatewise"]
+    assert coordinatewise.converged
+    assert np.mean(np.var(coordinatewise.particles, axis=0)) > 0.5
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_per_coordinate_steps_slow_only_the_stiff_coordinate(seed):
+    # The preconditioner misses one coordinate's curvature thirtyfold: a step
+    # of half the field overshoots it (factor 1 - 0.5 * 30 = -14). The global
+    # rule must bring the whole step below 2 / 30 before the field contracts,
+    # and then the two soft coordinates contract by a few percent per
+    # iteration; the per-coordinate rule shrinks the stiff coordinate alone
+    # and keeps half the field on the others, so it needs well under half
+    # the iterations (seeds 0-4: 15-24 against 50-121).
+    precision = np.array([30.0, 1.0, 1.0])
+
+    def logp(x):
+        return -0.5 * (x**2) @ precision, -x * precision
+
+    x0 = np.random.default_rng(5 + seed).normal(size=(10, 3))
+    runs = {
+        control: run_svgd(
+            logp,
+            x0,
+            max_iter=300,
+            learning_rate=0.5,
+            tol=0.03,
+            preconditioner=np.eye(3),
+            step_control=control,
+        )
+        for control in ("global", "per_coordinate")
+    }
+    assert runs["global"].converged and runs["per_coordinate"].converged
+    assert runs["per_coordinate"].n_iter < runs["global"].n_iter / 2
+
+
+def test_rprop_rule_halves_on_a_sign_flip_and_grows_otherwise():
+    from skgp_bayes.inference.svgd import _adapt_rates
+
+    rates = np.array([[0.4, 0.4, 0.5]])
+    last = np.array([[1.0, -1.0, 1.0]])
+    new, sign = _adapt_rates(rates, last, np.array([[-2.0, -3.0, 4.0]]), 0.5)
+    np.testing.assert_allclose(new, [[0.2, 0.48, 0.5]])  # flip; grow; cap
+    np.testing.assert_array_equal(sign, [[-1.0, -1.0, 1.0]])
+
+
+def test_per_coordinate_continuation_equals_one_long_run():
+    x0 = np.random.default_rng(6).normal(size=(6, 3))
+    options = dict(
+        learning_rate=0.5,
+        tol=0.0,
+        preconditioner=np.eye(3),
+        kernel="coordinatewise",
+        step_control="per_coordinate",
+    )
+    long = run_svgd(_standard_normal, x0, max_iter=30, **options)
+    first = run_svgd(_standard_normal, x0, max_iter=15, **options)
+    second = run_svgd(
+        _standard_normal, first.particles, max_iter=15, state=first.state, **options
+    )
+    np.testing.assert_array_equal(long.particles, second.particles)
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"kernel": "coordinatewise"}, "need a preconditioner"),
+        ({"step_control": "per_coordinate"}, "need a preconditioner"),
+        ({"kernel": "laplace", "preconditioner": np.eye(1)}, "kernel must be"),
+        ({"step_control": "adam", "preconditioner": np.eye(1)}, "step_control must"),
+    ],
+)
+def test_kernel_and_step_control_are_checked(options, match):
+    with pytest.raises(ValueError, match=match):
+        run_svgd(
+            _standard_normal, np.zeros((3, 1)), max_iter=1, learning_rate=0.1, **options
+        )

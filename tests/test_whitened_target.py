@@ -17,9 +17,10 @@ from skgp_bayes.targets.whitened import WhitenedLatentTarget
 
 FAST = ConstantKernel(1.3) * RBF(np.array([0.8, 1.4]))
 FAST_MATERN = ConstantKernel(0.7) * Matern(0.9, nu=1.5) + WhiteKernel(0.05)
+FAST_RBF_WHITE = ConstantKernel(0.9) * RBF(1.1) + WhiteKernel(0.05)
 GENERIC = ConstantKernel(1.1) * RationalQuadratic(length_scale=0.9, alpha=1.5)
-KERNELS = [FAST, FAST_MATERN, GENERIC]
-IDS = ["rbf-ard", "matern32+white", "rational-quadratic"]
+KERNELS = [FAST, FAST_RBF_WHITE, FAST_MATERN, GENERIC]
+IDS = ["rbf-ard", "rbf+white", "matern32+white", "rational-quadratic"]
 
 
 def _target(kernel, n_classes, link="logit", shared=True, n=9, seed=0):
@@ -107,6 +108,32 @@ def test_fast_and_generic_paths_agree():
     v2, g2 = slow_target.logp_and_grad(params)
     assert v1 == pytest.approx(v2, rel=1e-10)
     np.testing.assert_allclose(g1, g2, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [FAST, FAST_RBF_WHITE, RBF(np.array([0.5, 2.0])), ConstantKernel(2.0) * RBF(0.7)],
+    ids=["c*rbf-ard", "c*rbf+white", "rbf-ard", "c*rbf"],
+)
+def test_blas_rbf_path_equals_the_compiled_loops(kernel):
+    # The GEMM-shaped Gram matrix and contraction against the adapter's
+    # pairwise loops: the same sums in another order, so they agree to a few
+    # ulp of the summed magnitudes (1e-12 relative with 30 points).
+    target, params = _target(kernel, 2, n=30)
+    assert target._rbf is not None
+    theta = target.split(params)[0][0]
+    X = target.X
+    K_loops = target.adapter.gram(theta, X)
+    np.testing.assert_allclose(target._rbf.gram(theta), K_loops, rtol=1e-12, atol=0)
+    W = np.random.default_rng(1).normal(size=(30, 30))
+    W = W + W.T
+    magnitude = target.adapter.grad_contract(theta, X, np.abs(W))
+    np.testing.assert_allclose(
+        target.grad_contract(theta, W),
+        target.adapter.grad_contract(theta, X, W),
+        rtol=0,
+        atol=1e-12 * np.max(np.abs(magnitude)),
+    )
 
 
 def test_gradient_is_exact_for_large_nu():
