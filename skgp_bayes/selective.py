@@ -224,22 +224,30 @@ def _check_candidates(candidates, n_features):
     return np.ascontiguousarray(Z)
 
 
-def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, n):
+def _selection_phase(
+    est, evaluate, params, logits, bounds, process, rng, n, baseline=None
+):
     """Phase 2: Adam on the inclusion logits and on ``params`` together.
 
-    ``value_and_grad(params, idx, rows)`` is the bound of the candidates
-    ``idx`` on the data rows ``rows`` (None: all). The logits follow the
+    ``evaluate(params, masks, rows)`` gives the bounds of the subsets
+    ``masks`` (shape ``(S, K)``) on the data rows ``rows`` (None: all) and
+    the mean of their gradients in ``params``. The logits follow the
     score-function estimate of ``d E_q[L] / d logits`` minus the exact
-    gradient of the divergence; ``params`` follow the average gradient of
-    the sampled subsets' bounds, an unbiased gradient of ``E_q[L]``. The
-    phase ends when the objective and ``E|Z|`` stop trending
+    gradient of the divergence; ``params`` follow the mean gradient, an
+    unbiased gradient of ``E_q[L]``. The phase ends when the objective and
+    ``E|Z|`` stop trending
     (:class:`~skgp_bayes.inference.StationarityRule`), or after
     ``n_select_iter`` steps. Returns the parameters, the logits, the traces
     of the objective and of ``E|Z|``, and whether the rule was met.
+
+    ``baseline`` is the control variate of the score-function estimate:
+    ``"leave-one-out"`` (each draw's is the mean of the step's other
+    draws) or None for a decaying average of earlier steps' values.
     """
     batch = getattr(est, "batch_size", None)
     param_state, logit_state = adam_init(params), adam_init(logits)
-    baseline = DecayingBaseline(_BASELINE_DECAY)
+    if baseline is None or est.n_score_samples < 2:
+        baseline = DecayingBaseline(_BASELINE_DECAY)
     rule = StationarityRule(_SELECT_WINDOW, _SELECT_BATCHES, _SELECT_Z)
     trace, counts = [], []
     n_iter = int(est.n_select_iter)
@@ -248,26 +256,24 @@ def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, 
         if batch is not None and batch < n:
             rows = rng.choice(n, size=batch, replace=False)
         try:
-            # the baseline comes from earlier steps only (updated after use),
-            # so the score-function estimate stays unbiased
-            score_grad, values, _, grads = estimate_bernoulli_gradient(
-                lambda m, p=params, r=rows: value_and_grad(p, np.flatnonzero(m), r),
+            score_grad, values, _, mean_grad = estimate_bernoulli_gradient(
+                lambda masks, p=params, r=rows: evaluate(p, masks, r),
                 logits,
                 est.n_score_samples,
                 rng,
                 baseline,
+                vectorized=True,
             )
         except (NotPSDError, np.linalg.LinAlgError):
             continue
-        grads = np.asarray(grads)
-        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(grads))):
+        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(mean_grad))):
             continue
         kl, kl_grad = process.kl_and_grad(logits)
         logits = logits + adam_update(
             logit_state, score_grad - kl_grad, est.selection_learning_rate
         )
         # the bound is a sum over n points; 1/n keeps Adam's scale fixed
-        step = adam_update(param_state, grads.mean(axis=0) / n, est.learning_rate)
+        step = adam_update(param_state, mean_grad / n, est.learning_rate)
         params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
         trace.append(float(values.mean()) - kl)
         counts.append(process.cardinality_moments(logits)[0])
@@ -285,6 +291,20 @@ def _selection_phase(est, value_and_grad, params, logits, bounds, process, rng, 
         if stop:
             break
     return params, logits, trace, counts, rule.converged
+
+
+def _mean_over_subsets(value_and_grad):
+    """``evaluate(params, masks, rows)`` from a one-subset ``value_and_grad``."""
+
+    def evaluate(params, masks, rows):
+        values = np.empty(masks.shape[0])
+        total = 0.0
+        for s, mask in enumerate(masks):
+            values[s], grad = value_and_grad(params, np.flatnonzero(mask), rows)
+            total = total + grad
+        return values, total / masks.shape[0]
+
+    return evaluate
 
 
 def _ascend(fn, start, bounds, max_iter, batch_size, learning_rate, rng, n):
@@ -465,7 +485,14 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     process = BernoulliPointProcess(K, est.alpha)
     logits = np.full(K, logit(_INITIAL_INCLUSION))
     params, logits, select_trace, counts, stopped = _selection_phase(
-        est, bound.value_and_grad, params, logits, bounds, process, rng, n
+        est,
+        _mean_over_subsets(bound.value_and_grad),
+        params,
+        logits,
+        bounds,
+        process,
+        rng,
+        n,
     )
     _warn_unfinished_selection(est, stopped, len(select_trace))
     t2 = time.perf_counter()
@@ -825,13 +852,18 @@ class SelectiveSVGP(
         logits = np.full(K, logit(_INITIAL_INCLUSION))
         hyper, logits, select_trace, counts, stopped = _selection_phase(
             self,
-            lambda h, idx, rows: bound.value_and_grad(h, idx),
+            lambda h, masks, rows: bound.values_and_mean_grad(h, masks),
             hyper,
             logits,
             bounds,
             process,
             np.random.default_rng(int(seeds[1])),
             bound.X.shape[0],
+            # each subset has its own optimal q(u), so the bounds of a
+            # step's draws differ only by the subsets: the mean of the other
+            # draws is the level of the bound at the current hyperparameters,
+            # with no lag (see doc/selective_svgp.rst)
+            baseline="leave-one-out",
         )
         _warn_unfinished_selection(self, stopped, len(select_trace))
         t2 = time.perf_counter()
