@@ -18,7 +18,8 @@ closed form (:class:`~skgp_bayes.targets.selective.BernoulliPointProcess`).
    iterations).
 2. **Selection**: Adam on the logits of the inclusion probabilities, with
    the score-function gradient of ``E_q[L(Z)]`` from ``n_score_samples``
-   draws (and a decaying-average baseline,
+   draws (with the leave-one-out baseline for the regressor, a
+   decaying-average one for the classifier,
    :mod:`skgp_bayes.inference.score_function`) minus the exact gradient of
    the divergence; in the same steps Adam moves the hyperparameters along
    the average gradient of the sampled subsets' bounds, an unbiased
