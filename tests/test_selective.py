@@ -610,3 +610,26 @@ def test_regressor_minibatch_path(stat_seed):
     assert reg.score(X, y) > full.score(X, y) - 0.01
     assert abs(reg.elbo_ - full.elbo_) / X.shape[0] < 0.05
     assert reg.noise_variance_ == pytest.approx(full.noise_variance_, rel=0.3)
+
+
+def test_lbfgs_stops_when_the_bound_stalls():
+    from skgp_bayes.selective import _STALL_NATS, _STALL_WINDOW, _StallRule
+
+    def run(gain_per_iteration, n):
+        seen, trace = {}, []
+        rule = _StallRule(trace, seen)
+        for i in range(n):
+            x = np.array([float(i)])
+            seen[x.tobytes()] = 1000.0 + gain_per_iteration * i
+            try:
+                rule(x)
+            except StopIteration:
+                return i + 1
+        return None
+
+    # a window gaining twice the threshold never stops the run; half of it
+    # stops it as soon as a full window has been seen
+    assert run(2.0 * _STALL_NATS / _STALL_WINDOW, 5 * _STALL_WINDOW) is None
+    assert run(0.5 * _STALL_NATS / _STALL_WINDOW, 5 * _STALL_WINDOW) == (
+        _STALL_WINDOW + 1
+    )
