@@ -350,8 +350,8 @@ CASES = [
         "selective-svgp-phase",
         _SELECTIVE,
         False,
-        SVGPBound,
-        "elbo_and_grad",
+        SubsetBound,
+        "values_and_mean_grad",
         "fit",
     ),
     (

@@ -16,6 +16,7 @@ from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, Gaussian, Softmax
 from skgp_bayes.targets.selective import SharedSubsetBound, SubsetBound
+from skgp_bayes.targets.svgp import SVGPBound
 
 # ---------------------------------------------------------------- the bound
 
@@ -71,6 +72,44 @@ def test_subset_bound_gradient_matches_finite_differences():
         # the value is O(100): central differences at h = 1e-5 carry about
         # 1e-11 * 100 / 1e-5 = 1e-4 of rounding; the truncation is O(h^2)
         np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-3)
+
+
+def test_batched_subsets_match_one_at_a_time():
+    # The batched evaluation shares the kernel matrices and one contraction;
+    # it must give each subset's value and the mean of their gradients, and
+    # the gradient must be the SVGP bound's at the optimal q(v) (envelope
+    # theorem), computed here by the general SVGP code. Same float64 sums in
+    # a different order: 1e-9 relative is far above rounding.
+    kernel = ConstantKernel(1.3) * RBF([1.0, 2.0])
+    bound, X, y = _bound_problem(kernel)
+    hyper = np.append(kernel.theta, np.log(0.08))
+    subsets = ([], [4], [0, 2, 3, 7, 11], list(range(12)))
+    masks = np.zeros((len(subsets), 12), dtype=bool)
+    for row, idx in zip(masks, subsets, strict=True):
+        row[idx] = True
+    values, mean_grad = bound.values_and_mean_grad(hyper, masks)
+    singles = [bound.value_and_grad(hyper, idx) for idx in subsets]
+    np.testing.assert_allclose(values, [v for v, _ in singles], rtol=1e-12)
+    np.testing.assert_allclose(
+        mean_grad, np.mean([g for _, g in singles], axis=0), rtol=1e-12, atol=1e-12
+    )
+    idx = np.array(subsets[2])
+    mean, L = bound.optimal_q(hyper, idx)
+    svgp = SVGPBound(
+        bound.adapter,
+        X,
+        y,
+        X[idx],
+        Gaussian(0.08),
+        learn_noise=True,
+        learn_inducing=False,
+    )
+    rows, cols = np.tril_indices(idx.size)
+    tri = L[rows, cols]
+    tri[rows == cols] = np.log(tri[rows == cols])
+    value, grad = svgp.elbo_and_grad(np.concatenate([hyper, mean, tri]))
+    assert singles[2][0] == pytest.approx(value, rel=1e-9)
+    np.testing.assert_allclose(singles[2][1], grad[: hyper.size], rtol=1e-8)
 
 
 def test_subset_bound_grows_with_the_subset():
@@ -571,3 +610,26 @@ def test_regressor_minibatch_path(stat_seed):
     assert reg.score(X, y) > full.score(X, y) - 0.01
     assert abs(reg.elbo_ - full.elbo_) / X.shape[0] < 0.05
     assert reg.noise_variance_ == pytest.approx(full.noise_variance_, rel=0.3)
+
+
+def test_lbfgs_stops_when_the_bound_stalls():
+    from skgp_bayes.selective import _STALL_NATS, _STALL_WINDOW, _StallRule
+
+    def run(gain_per_iteration, n):
+        seen, trace = {}, []
+        rule = _StallRule(trace, seen)
+        for i in range(n):
+            x = np.array([float(i)])
+            seen[x.tobytes()] = 1000.0 + gain_per_iteration * i
+            try:
+                rule(x)
+            except StopIteration:
+                return i + 1
+        return None
+
+    # a window gaining twice the threshold never stops the run; half of it
+    # stops it as soon as a full window has been seen
+    assert run(2.0 * _STALL_NATS / _STALL_WINDOW, 5 * _STALL_WINDOW) is None
+    assert run(0.5 * _STALL_NATS / _STALL_WINDOW, 5 * _STALL_WINDOW) == (
+        _STALL_WINDOW + 1
+    )

@@ -7,6 +7,7 @@ from .score_function import (
     StationarityRule,
     bernoulli_score_gradient,
     estimate_bernoulli_gradient,
+    leave_one_out_baseline,
 )
 from .sgld import SGLDResult, SGLDState, run_sgld, sgld_schedule
 from .svgd import SVGDResult, median_bandwidth, run_svgd, svgd_direction
@@ -22,6 +23,7 @@ __all__ = [
     "StationarityRule",
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
+    "leave_one_out_baseline",
     "SGLDResult",
     "SGLDState",
     "run_sgld",

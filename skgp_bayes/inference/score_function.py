@@ -12,6 +12,13 @@ of ``f`` is such a ``c``: it tracks the level of ``f`` and so removes most of
 the variance that a large constant offset would add, while staying
 independent of the draws it is used with (it is updated only afterwards).
 
+With ``S >= 2`` draws a step, each draw can instead use the mean of the
+*other* draws as its ``c`` (the leave-one-out baseline, Kool, van Hoof and
+Welling, 2019; Mnih and Rezende, 2016): it is independent of the draw it
+multiplies, so the estimate stays unbiased, and it is the level of ``f``
+at the current parameters, with no lag behind a moving objective. The
+estimate reduces to ``1/(S-1) sum_s (f(b_s) - mean f) (b_s - sigmoid(l))``.
+
 Stochastic ascent on such estimates never settles exactly: the iterates
 wander around a stationary point with the Monte Carlo noise.
 :class:`StationarityRule` decides when the wandering is all that is left,
@@ -30,6 +37,7 @@ __all__ = [
     "StationarityRule",
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
+    "leave_one_out_baseline",
 ]
 
 
@@ -108,8 +116,9 @@ def bernoulli_score_gradient(values, masks, logits, baseline=0.0):
         The draws ``b_s`` (boolean or 0/1).
     logits : ndarray of shape (K,)
         Logits of the inclusion probabilities the draws came from.
-    baseline : float, default=0.0
-        Control variate; must not depend on these draws.
+    baseline : float or array-like of shape (S,), default=0.0
+        Control variate, one for all draws or one per draw; a draw's own
+        must not depend on that draw.
 
     Returns
     -------
@@ -129,11 +138,45 @@ def bernoulli_score_gradient(values, masks, logits, baseline=0.0):
         raise ValueError(
             f"masks must have shape ({values.size}, {logits.size}); got {masks.shape}."
         )
+    baseline = np.asarray(baseline, dtype=np.float64)
+    if baseline.ndim and baseline.shape != values.shape:
+        raise ValueError(
+            f"baseline must be a float or have shape {values.shape}; "
+            f"got {baseline.shape}."
+        )
     score = masks - expit(logits)
-    return (values - float(baseline)) @ score / values.size
+    return (values - baseline) @ score / values.size
 
 
-def estimate_bernoulli_gradient(func, logits, n_samples, rng, baseline=None):
+def leave_one_out_baseline(values):
+    """Each draw's control variate: the mean of the other draws' values.
+
+    Parameters
+    ----------
+    values : array-like of shape (S,)
+        ``f(b_s)`` for each draw, ``S >= 2``.
+
+    Returns
+    -------
+    ndarray of shape (S,)
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference import leave_one_out_baseline
+    >>> leave_one_out_baseline([1.0, 2.0, 6.0])
+    array([4. , 3.5, 1.5])
+    """
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if values.size < 2:
+        raise ValueError(
+            f"the leave-one-out baseline needs at least 2 draws; got {values.size}."
+        )
+    return (values.sum() - values) / (values.size - 1)
+
+
+def estimate_bernoulli_gradient(
+    func, logits, n_samples, rng, baseline=None, *, vectorized=False
+):
     """Draw masks, evaluate ``func`` and estimate ``d/dl E_q[func(b)]``.
 
     Parameters
@@ -141,21 +184,29 @@ def estimate_bernoulli_gradient(func, logits, n_samples, rng, baseline=None):
     func : callable
         ``func(mask) -> value`` or ``(value, extra)`` with ``mask`` a
         boolean array of shape ``(K,)``; ``extra`` (anything) is handed back.
+        With ``vectorized=True``, ``func(masks) -> values`` or
+        ``(values, extra)`` for all draws at once (``masks`` of shape
+        ``(S, K)``), so that work shared by the draws is done once.
     logits : ndarray of shape (K,)
     n_samples : int
         Number of draws ``S``.
     rng : numpy.random.Generator
-    baseline : DecayingBaseline, optional
-        Used as the control variate, then updated with the new values.
-        Without one the estimator uses ``c = 0``.
+    baseline : DecayingBaseline or "leave-one-out", optional
+        The control variate. A :class:`DecayingBaseline` is used, then
+        updated with the new values; ``"leave-one-out"`` gives each draw
+        the mean of the others (needs ``S >= 2``). Without one the
+        estimator uses ``c = 0``.
+    vectorized : bool, default=False
+        Whether ``func`` takes all masks at once.
 
     Returns
     -------
     grad : ndarray of shape (K,)
     values : ndarray of shape (S,)
     masks : ndarray of bool, shape (S, K)
-    extras : list
-        ``extra`` of each draw (``None`` when ``func`` returns a float).
+    extras : list or object
+        ``extra`` of each draw (``None`` when ``func`` returns a float);
+        with ``vectorized=True``, the one ``extra`` of the call.
 
     Examples
     --------
@@ -171,23 +222,49 @@ def estimate_bernoulli_gradient(func, logits, n_samples, rng, baseline=None):
     n_samples = int(n_samples)
     if n_samples < 1:
         raise ValueError(f"n_samples must be at least 1; got {n_samples}.")
+    if isinstance(baseline, str) and baseline != "leave-one-out":
+        raise ValueError(f"baseline must be 'leave-one-out'; got {baseline!r}.")
+    if baseline == "leave-one-out" and n_samples < 2:
+        raise ValueError("the leave-one-out baseline needs n_samples >= 2.")
     masks = rng.random((n_samples, logits.size)) < expit(logits)
-    values = np.empty(n_samples)
+    if vectorized:
+        values, extras = _call_vectorized(func, masks)
+    else:
+        values, extras = _call_each(func, masks)
+    if isinstance(baseline, str):
+        c = leave_one_out_baseline(values)
+    else:
+        # Before any history the draws' own mean would bias the estimate, so
+        # the first step uses c = 0 and only then seeds the average.
+        c = baseline.value if baseline is not None and baseline.n_updates else 0.0
+    grad = bernoulli_score_gradient(values, masks, logits, c)
+    if baseline is not None and not isinstance(baseline, str):
+        baseline.update(values)
+    return grad, values, masks, extras
+
+
+def _call_each(func, masks):
+    values = np.empty(masks.shape[0])
     extras = []
-    for s in range(n_samples):
+    for s in range(masks.shape[0]):
         out = func(masks[s])
         if isinstance(out, tuple):
             values[s], extra = float(out[0]), out[1]
         else:
             values[s], extra = float(out), None
         extras.append(extra)
-    # Before any history the draws' own mean would bias the estimate, so the
-    # first step uses c = 0 and only then seeds the average.
-    c = baseline.value if baseline is not None and baseline.n_updates else 0.0
-    grad = bernoulli_score_gradient(values, masks, logits, c)
-    if baseline is not None:
-        baseline.update(values)
-    return grad, values, masks, extras
+    return values, extras
+
+
+def _call_vectorized(func, masks):
+    out = func(masks)
+    values, extra = out if isinstance(out, tuple) else (out, None)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if values.size != masks.shape[0]:
+        raise ValueError(
+            f"func returned {values.size} values for {masks.shape[0]} masks."
+        )
+    return values, extra
 
 
 class StationarityRule:

@@ -38,6 +38,28 @@ _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 _BLOCK_ELEMENTS = 1 << 22
 
 
+def _log_softmax_parts(f):
+    """``log sum_c exp(f[..., c])`` (class axis kept) and ``softmax(f)``.
+
+    For finite ``f``, from a single pass of ``exp``. The Monte Carlo
+    expectation calls this on every bound evaluation of a fit; the general
+    ``scipy.special.logsumexp`` spent most of its time on checks
+    (infinities, signs, weights) that finite latent draws never need. The
+    maximum and the sum run over the few classes as elementwise operations
+    on whole slices: NumPy's reductions along a short last axis were 30
+    times slower (100 draws, 147 rows, 4 classes).
+    """
+    top = f[..., 0].copy()
+    for c in range(1, f.shape[-1]):
+        np.maximum(top, f[..., c], out=top)
+    e = np.exp(f - top[..., None])
+    total = e[..., 0].copy()
+    for c in range(1, f.shape[-1]):
+        total += e[..., c]
+    e /= total[..., None]
+    return (top + np.log(total))[..., None], e
+
+
 def _row_blocks(n, per_row):
     step = max(1, _BLOCK_ELEMENTS // max(1, per_row))
     for start in range(0, n, step):
@@ -300,12 +322,12 @@ class Softmax(_MultiLatent):
         if grad:
             d_mu, d_var = np.empty_like(mu), np.empty_like(mu)
         for rows, f, eps, scale in self._samples(mu, var, draws):
-            lse = logsumexp(f, axis=-1, keepdims=True)
+            lse, p = _log_softmax_parts(f)
             labels = np.broadcast_to(y[rows], f.shape[:-1])[..., None]
             f_y = np.take_along_axis(f, labels, axis=-1)
             elp[rows] = np.mean(f_y - lse, axis=0)[:, 0]
             if grad:
-                g = self._one_hot(y[rows], f.shape) - np.exp(f - lse)
+                g = self._one_hot(y[rows], f.shape) - p
                 d_mu[rows] = np.mean(g, axis=0)
                 d_var[rows] = np.mean(g * eps, axis=0) / (2.0 * scale)
         if not grad:
