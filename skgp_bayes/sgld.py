@@ -79,7 +79,7 @@ _WARMUP = 500
 # Stochastic-gradient chains keep the warm-up they had: 200 iterations unless
 # the step froze earlier.
 _SGLD_WARMUP = 200
-_METRIC_WINDOWS = ((0.1, 0.5), (0.5, 0.9))
+_METRIC_WINDOWS = ((0.1, 0.4), (0.4, 0.75))
 # Fewer warm-up iterations than this adapt the step only: a window would
 # hold fewer draws than a dense metric needs.
 _MIN_METRIC_WARMUP = 100
@@ -425,8 +425,8 @@ class SGLDGPRegressor(
         ``n_iter``), during which the step is tuned toward an acceptance rate
         of 0.574 and, from 100 warm-up iterations on, the preconditioner is
         re-estimated twice per chain, from the states and gradients of the
-        10-50% and 50-90% stretches of the warm-up
-        (:func:`skgp_bayes.inference.sgld.fisher_metric`); the last 10%
+        10-40% and 40-75% stretches of the warm-up
+        (:func:`skgp_bayes.inference.sgld.fisher_metric`); the last 25%
         re-tune the step to the final metric. With stochastic gradients
         they default to those before the step size froze (the last chain
         to freeze), else to 200 with ``n_iter="auto"`` and to the first
