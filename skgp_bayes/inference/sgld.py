@@ -17,7 +17,10 @@ averaging toward the acceptance rate 0.574 that is optimal for MALA
 (Roberts and Rosenthal, 1998), then held fixed. Welling and Teh drop the
 accept/reject step only because a stochastic gradient comes without the log
 density; when both are exact, keeping it removes the ``O(eps)`` bias and
-allows steps an order of magnitude larger.
+allows steps an order of magnitude larger. ``metric_windows`` also
+re-estimate the preconditioner during that adaptation, from the states and
+gradients of each window (:func:`fisher_metric`), as Stan's warm-up
+re-estimates its metric.
 
 The engine knows nothing about Gaussian processes: it calls
 ``logp_and_grad(x) -> (value, gradient)`` and uses the value only with
