@@ -64,9 +64,26 @@ _ESS_TARGET = 100
 # allows a stored K.
 _CHOLESKY_GRADIENT_MAX_N = 5000
 _EXACT_MATRICES = 2
-# Warm-up per chain with n_iter="auto": MALA's step adaptation (dual averaging
-# settles within a few hundred transitions), discarded as burn-in.
-_WARMUP = 200
+# Warm-up per chain with n_iter="auto", discarded as burn-in: MALA's step
+# adaptation (dual averaging settles within a few hundred transitions) and
+# two re-estimates of the preconditioner, at the ends of the fractions
+# _METRIC_WINDOWS of it (Stan's schedule in outline: a first stretch for the
+# step alone, metric windows, a last stretch that re-tunes the step to the
+# final metric). The Laplace preconditioner is the curvature at the MAP; the
+# length scales of weakly relevant inputs have posteriors skewed toward long
+# scales, several times wider than that curvature says (on diabetes, star98
+# and coal one direction had 5-9 times the Laplace variance), and MALA's
+# step, set by the narrow directions, crossed them slowly (integrated
+# autocorrelation times of 20-45 against 5-8 for the rest). The windows'
+# estimate (inference.sgld.fisher_metric) needs no crossing of them.
+_WARMUP = 500
+# Stochastic-gradient chains keep the warm-up they had: 200 iterations unless
+# the step froze earlier.
+_SGLD_WARMUP = 200
+_METRIC_WINDOWS = ((0.1, 0.4), (0.4, 0.75))
+# Fewer warm-up iterations than this adapt the step only: a window would
+# hold fewer draws than a dense metric needs.
+_MIN_METRIC_WARMUP = 100
 # Post-warm-up iterations of the first block with n_iter="auto". Two chains
 # split in four halves of total ESS E give E[R-hat - 1] of about 2 / E, so
 # R-hat <= 1.01 needs an ESS of a few hundred: about 1000 MALA iterations
@@ -204,6 +221,7 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
             resume=None if resumed is None else resumed["sgld"],
             metropolis=exact,
             adapt_steps=options["adapt_steps"],
+            metric_windows=options["metric_windows"] if exact else (),
         )
     if exact:
         cg_iterations, max_residual = np.zeros(0, dtype=np.int64), 0.0
@@ -325,7 +343,8 @@ class SGLDGPRegressor(
         ``"laplace"``: ``M`` is the inverse negative Hessian of the log
         posterior at its mode on a random subset of ``map_subset`` points;
         chains start from ``N(MAP, M)``. ``"identity"``: ``M = I``, chains
-        start at that MAP.
+        start at that MAP. MALA (exact gradients) starts from this ``M`` and
+        replaces it during its warm-up (see ``burn_in``).
     map_subset : int, default=500
         Points used for the MAP and Hessian (all if fewer).
     n_probes : int, default=16
@@ -407,11 +426,16 @@ class SGLDGPRegressor(
     n_chains : int, default=2
     burn_in : int or None, default=None
         Iterations discarded per chain. With exact gradients they are MALA's
-        warm-up, during which the step is tuned toward an acceptance rate of
-        0.574 (200 by default, ``min(200, n_iter // 2)`` for an integer
-        ``n_iter``). With stochastic gradients they default to those before
-        the step size froze (the last chain to freeze), else to 200 with
-        ``n_iter="auto"`` and to the first half of an integer ``n_iter``.
+        warm-up (500 by default, ``min(500, n_iter // 2)`` for an integer
+        ``n_iter``), during which the step is tuned toward an acceptance rate
+        of 0.574 and, from 100 warm-up iterations on, the preconditioner is
+        re-estimated twice per chain, from the states and gradients of the
+        10-40% and 40-75% stretches of the warm-up
+        (:func:`skgp_bayes.inference.sgld.fisher_metric`); the last 25%
+        re-tune the step to the final metric. With stochastic gradients
+        they default to those before the step size froze (the last chain
+        to freeze), else to 200 with ``n_iter="auto"`` and to the first
+        half of an integer ``n_iter``.
     thin : int, default=1
         Keep every ``thin``-th iteration after the burn-in. R-hat and ESS
         are computed on the kept draws, so thinning only loses information
@@ -483,6 +507,8 @@ class SGLDGPRegressor(
     map_params_ : ndarray of shape (n_params,)
         MAP on the subset.
     preconditioner_ : ndarray of shape (n_params, n_params)
+        The preconditioner the chains started from (MALA's warm-up replaces
+        it per chain: ``diagnostics_["metrics"]``).
     draws_ : ndarray of shape (n_predict_draws, n_params)
         The kept samples that predictions average over (evenly spaced in
         the pooled chains), log coordinates.
@@ -501,7 +527,8 @@ class SGLDGPRegressor(
         ``acceptance_rate`` (MALA after the warm-up; NaN otherwise),
         ``blocks`` (runs of the chains in this fit), ``converged`` (the
         run-length rule was met), ``rhat``, ``ess``, ``fit_time``,
-        ``notes``.
+        ``notes``, ``metrics`` (each chain's preconditioner as MALA's
+        warm-up left it; None where it kept ``preconditioner_``).
     fit_time_ : dict
         ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
@@ -668,19 +695,27 @@ class SGLDGPRegressor(
         fits = exact_bytes <= _config.MAX_DENSE_BYTES / 4
         return "cholesky" if n <= _CHOLESKY_GRADIENT_MAX_N and fits else "ulisse"
 
-    def _warmup(self):
-        """Warm-up iterations per chain: MALA's adaptation, then discarded."""
+    def _warmup(self, exact):
+        """Warm-up iterations per chain (MALA's adaptation), then discarded."""
         if self.burn_in is not None:
             return self.burn_in
+        full = _WARMUP if exact else _SGLD_WARMUP
         if self.n_iter == "auto":
-            return _WARMUP
-        return min(_WARMUP, self.n_iter // 2)
+            return full
+        return min(full, self.n_iter // 2)
 
-    def _first_block(self):
+    def _metric_windows(self):
+        """MALA's metric windows: fractions of the warm-up (none if short)."""
+        warmup = self._warmup(exact=True)
+        if warmup < _MIN_METRIC_WARMUP:
+            return ()
+        return tuple((int(lo * warmup), int(hi * warmup)) for lo, hi in _METRIC_WINDOWS)
+
+    def _first_block(self, exact):
         if self.n_iter != "auto":
             return self.n_iter
         draws = max(_FIRST_DRAWS, self.thin * _MIN_DIAGNOSTIC_DRAWS)
-        return min(self.max_iter, self._warmup() + draws)
+        return min(self.max_iter, self._warmup(exact) + draws)
 
     def _options(self, solver, n_params):
         if self.step_size_end is not None and self.step_size_end > self.step_size_start:
@@ -688,7 +723,8 @@ class SGLDGPRegressor(
                 f"step_size_end={self.step_size_end} must not exceed "
                 f"step_size_start={self.step_size_start}."
             )
-        n_iter = self._first_block()
+        exact = solver == "cholesky"
+        n_iter = self._first_block(exact)
         if solver == "cholesky":
             # MALA's step starts at Roberts and Rosenthal's optimal scaling
             # 1.65^2 d^(-1/3) for a preconditioner equal to the covariance.
@@ -706,7 +742,8 @@ class SGLDGPRegressor(
             "a": a,
             "b": b,
             "gamma": gamma,
-            "adapt_steps": self._warmup() if solver == "cholesky" else 0,
+            "adapt_steps": self._warmup(exact) if exact else 0,
+            "metric_windows": self._metric_windows() if exact else (),
             "freeze_threshold": self.freeze_threshold,
             "freeze_window": self.freeze_window,
             "n_probes": self.n_probes,
@@ -800,6 +837,7 @@ class SGLDGPRegressor(
             # The schedule and warm-up are the first fit's, continued.
             options["a"], options["b"] = self._schedule
             options["adapt_steps"] = self._adapt_steps
+            options["metric_windows"] = self._metric_window_ranges
             if self.n_iter == "auto":
                 options["n_iter"] = self._next_block(self.n_iter_, self.burn_in_, None)
             # Copies: the stored states stay as they are if this fit fails.
@@ -873,6 +911,7 @@ class SGLDGPRegressor(
                 "ess": ess,
                 "fit_time": time.perf_counter() - t_start,
                 "notes": notes,
+                "metrics": [r["state"]["sgld"].metric for r in runs["last"]],
             },
             "X_train_": X,
             "y_train_": y_model,
@@ -883,6 +922,7 @@ class SGLDGPRegressor(
             "_chain_states": [r["state"] for r in runs["last"]],
             "_schedule": (options["a"], options["b"]),
             "_adapt_steps": options["adapt_steps"],
+            "_metric_window_ranges": options["metric_windows"],
             "_signature": self._chain_signature(names, bounds),
         }
 
@@ -1007,7 +1047,7 @@ class SGLDGPRegressor(
         if all(f is not None for f in frozen_at):
             return min(max(frozen_at) + 1, n_total - 1)
         if self.n_iter == "auto":
-            return min(self._warmup(), n_total - 1)
+            return min(self._warmup(exact=False), n_total - 1)
         if self.freeze_threshold is not None:
             notes.append(
                 "the step size did not freeze in every chain; the first half "

@@ -14,6 +14,10 @@ from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
 from skgp_bayes.priors import Gamma
+from skgp_bayes.sgld import _FIRST_DRAWS, _WARMUP
+
+# Iterations per chain of the first block of a default (MALA) fit.
+_FIRST = _WARMUP + _FIRST_DRAWS
 
 # The ULISSE path, which "auto" would not take on 40 points.
 FAST = dict(n_iter=60, n_chains=2, solver="ulisse", random_state=0)
@@ -493,13 +497,13 @@ def test_default_run_length_meets_the_rule(default_fit):
     reg = default_fit
     assert reg.diagnostics_["converged"]
     assert np.all(reg.rhat_ <= 1.01) and np.all(reg.ess_ >= 100)
-    # first block: 200 warm-up + 1000; each further one half the kept span
-    lengths = [1200]
+    # first block: the warm-up + 1000; each further one half the kept span
+    lengths = [_FIRST]
     for _ in range(reg.diagnostics_["blocks"] - 1):
-        lengths.append(lengths[-1] + (lengths[-1] - 200) // 2)
+        lengths.append(lengths[-1] + (lengths[-1] - _WARMUP) // 2)
     assert reg.n_iter_ == lengths[-1] == reg.chains_.shape[1]
-    assert reg.burn_in_ == 200 and reg.frozen_at_ == [199, 199]
-    assert reg.samples_.shape == (2, reg.n_iter_ - 200, 3)
+    assert reg.burn_in_ == _WARMUP and reg.frozen_at_ == [_WARMUP - 1] * 2
+    assert reg.samples_.shape == (2, reg.n_iter_ - _WARMUP, 3)
 
 
 def test_chains_that_cannot_mix_in_the_budget_warn(data):
@@ -522,25 +526,25 @@ def test_chains_that_cannot_mix_in_the_budget_warn(data):
     assert f"{np.max(reg.rhat_):.3f}" in messages[0]
     assert f"{np.min(reg.ess_):.0f}" in messages[0]
     assert reg.n_iter_ == 1300 and not reg.diagnostics_["converged"]
-    assert reg.diagnostics_["blocks"] == 2  # 1200, then the 100 left
+    assert reg.diagnostics_["blocks"] == 2  # 200 warm-up + 1000, then 100 left
 
 
 def test_auto_warm_start_extends_the_chains(data):
-    reg = SGLDGPRegressor(max_iter=1200, warm_start=True, random_state=0)
+    reg = SGLDGPRegressor(max_iter=_FIRST, warm_start=True, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         reg.fit(*data)
     first = reg.chains_.copy()
     reg.set_params(max_iter=20000).fit(*data)
-    assert reg.n_iter_ >= 1200 + 500  # at least one further block
-    np.testing.assert_array_equal(reg.chains_[:, :1200], first)
+    assert reg.n_iter_ >= _FIRST + 500  # at least one further block
+    np.testing.assert_array_equal(reg.chains_[:, :_FIRST], first)
     assert reg.diagnostics_["converged"]
 
 
 def test_verbose_reports_the_run_length(data, capsys):
-    SGLDGPRegressor(max_iter=1300, n_chains=2, verbose=1, random_state=0).fit(*data)
+    SGLDGPRegressor(max_iter=_FIRST + 100, verbose=1, random_state=0).fit(*data)
     out = capsys.readouterr().out
-    assert "[SGLDGPRegressor] 1200 iterations per chain: split R-hat up to" in out
+    assert f"[SGLDGPRegressor] {_FIRST} iterations per chain: split R-hat" in out
     assert "acceptance" in out
 
 
@@ -569,13 +573,14 @@ def test_exact_gradient_chain_matches_quadrature(data, default_fit, stat_seed):
 
 
 def test_auto_blocks_are_the_same_in_worker_processes(data):
-    # Two blocks (1200, then the 100 left of max_iter): the chain states,
-    # MALA's adapted step and random streams cross process boundaries.
-    kw = dict(max_iter=1300, random_state=0)
+    # Two blocks (the first, then the 100 left of max_iter): the chain
+    # states, MALA's adapted step and metric and the random streams cross
+    # process boundaries.
+    kw = dict(max_iter=_FIRST + 100, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         one = SGLDGPRegressor(**kw, n_jobs=1).fit(*data)
         two = SGLDGPRegressor(**kw, n_jobs=2).fit(*data)
-    assert one.n_iter_ == 1300 or one.diagnostics_["converged"]
+    assert one.n_iter_ == _FIRST + 100 or one.diagnostics_["converged"]
     np.testing.assert_array_equal(one.chains_, two.chains_)
     np.testing.assert_array_equal(one.step_sizes_, two.step_sizes_)

@@ -4,7 +4,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
 from skgp_bayes.exceptions import NotPSDError
-from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.kernels import KernelAdapter, force_generic
 from skgp_bayes.priors import Gamma, LogNormal, PriorSet
 from skgp_bayes.targets import ExactMarginalTarget
 
@@ -101,3 +101,40 @@ def test_not_psd_error_names_hyperparameters():
     target = ExactMarginalTarget(Indefinite(RBF(2.0)), X, y, None)
     with pytest.raises(NotPSDError, match=r"length_scale=2.*noise_variance=0.5"):
         target.log_likelihood(np.log([2.0, 0.5]))
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        ConstantKernel(1.5) * RBF(np.array([0.7, 1.3])),
+        RBF(0.8),
+        ConstantKernel(1.0) * RBF(np.array([1.0, 0.5])) + WhiteKernel(0.1),
+        RBF(np.array([1.0, 2.0])) * ConstantKernel(2.0, constant_value_bounds="fixed"),
+    ],
+    ids=lambda k: repr(k)[:40],
+)
+def test_rbf_path_matches_the_general_contraction(kernel):
+    # The RBF path (Gram product, one buffer through dpotrf/dpotri, BLAS
+    # contraction) must give the value and gradient of the kernel-by-kernel
+    # contraction up to rounding, also far from the origin of the inputs.
+    X, y = _data()
+    X = X + 50.0
+    fast = ExactMarginalTarget(KernelAdapter(kernel), X, y, None)
+    general = ExactMarginalTarget(force_generic(kernel), X, y, None)
+    assert fast._rbf and not general._rbf
+    params = np.append(kernel.theta, np.log(0.05)) + 0.1
+    value, grad = fast.logp_and_grad(params)
+    ref_value, ref_grad = general.logp_and_grad(params)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-10)
+
+
+def test_rbf_path_falls_back_to_jitter():
+    # Duplicate inputs and a tiny noise: dpotrf fails in the RBF path, and
+    # the general path's jitter ladder must still produce a finite value.
+    X = np.zeros((6, 1))
+    y = np.arange(6.0)
+    target = ExactMarginalTarget(KernelAdapter(RBF(1.0)), X, y, None)
+    value, grad = target.logp_and_grad(np.array([0.0, np.log(1e-300)]))
+    assert target.max_jitter > 0
+    assert np.isfinite(value) and np.all(np.isfinite(grad))

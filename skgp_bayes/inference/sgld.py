@@ -17,17 +17,20 @@ averaging toward the acceptance rate 0.574 that is optimal for MALA
 (Roberts and Rosenthal, 1998), then held fixed. Welling and Teh drop the
 accept/reject step only because a stochastic gradient comes without the log
 density; when both are exact, keeping it removes the ``O(eps)`` bias and
-allows steps an order of magnitude larger.
+allows steps an order of magnitude larger. ``metric_windows`` also
+re-estimate the preconditioner during that adaptation, from the states and
+gradients of each window (:func:`fisher_metric`), as Stan's warm-up
+re-estimates its metric.
 
 The engine knows nothing about Gaussian processes: it calls
 ``logp_and_grad(x) -> (value, gradient)`` and uses the value only with
 ``metropolis=True``.
 """
 
+import math
 import time
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
@@ -102,6 +105,11 @@ class SGLDState:
         Step-size adaptation still under way (``metropolis=True`` only).
     n_accepted : int
         Accepted proposals (``metropolis=True``).
+    metric : ndarray of shape (n_params, n_params) or None
+        The preconditioner estimated during warm-up (``metric_windows``);
+        None while the given one is in use.
+    moments : list of (ndarray, ndarray)
+        States and gradients of the unfinished metric window.
 
     Examples
     --------
@@ -128,6 +136,8 @@ class SGLDState:
         grad=None,
         dual=None,
         n_accepted=0,
+        metric=None,
+        moments=None,
     ):
         self.x = x
         self.t = t
@@ -142,6 +152,8 @@ class SGLDState:
         self.grad = grad
         self.dual = dual
         self.n_accepted = n_accepted
+        self.metric = metric
+        self.moments = [] if moments is None else moments
 
 
 class SGLDResult:
@@ -239,6 +251,7 @@ def run_sgld(
     metropolis=False,
     adapt_steps=0,
     target_accept=MALA_TARGET_ACCEPT,
+    metric_windows=(),
 ):
     """Run one SGLD chain, or one MALA chain with ``metropolis=True``.
 
@@ -293,6 +306,13 @@ def run_sgld(
         (``frozen_at = adapt_steps - 1``). 0 follows the schedule.
     target_accept : float, default=0.574
         Acceptance rate the adaptation aims at.
+    metric_windows : sequence of (int, int), default=()
+        With ``metropolis=True``: iteration ranges ``[start, end)`` inside
+        the adaptation at whose end the preconditioner is re-estimated from
+        the window's states and gradients (:func:`fisher_metric`; a window
+        that gives no usable estimate keeps the metric in use), and dual
+        averaging restarts from
+        the current step. The estimate is kept in ``state.metric``.
 
     Returns
     -------
@@ -338,13 +358,22 @@ def run_sgld(
             np.array(x0, dtype=np.float64), 0, 1.0, 0, 0, [], None, None, []
         )
     n_params = resume.x.shape[0]
+    if resume.metric is not None:
+        preconditioner = resume.metric
     apply_m, root = _preconditioner(preconditioner, n_params)
     bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64)
     chain = _Chain(resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter)
     if metropolis:
         if not 0.0 < float(target_accept) < 1.0:
             raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
-        step = _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept)
+        step = _mala_step(
+            logp_and_grad,
+            chain,
+            (a, b, gamma),
+            adapt_steps,
+            target_accept,
+            _check_windows(metric_windows, adapt_steps),
+        )
     else:
         step = _sgld_step(
             logp_and_grad,
@@ -376,6 +405,10 @@ class _Chain:
         self.verbose, self.print_fn, self.n_iter = verbose, print_fn, n_iter
         self.report = max(1, n_iter // 10)
         self.t_start = time.perf_counter()
+
+    def set_metric(self, M):
+        self.apply_m, self.root = _preconditioner(M, self.s.x.shape[0])
+        self.s.metric = M
 
     def noise(self):
         z = self.rng.standard_normal(self.s.x.shape[0])
@@ -436,6 +469,8 @@ def copy_state(state):
         None if state.grad is None else np.array(state.grad),
         state.dual,
         state.n_accepted,
+        state.metric,
+        list(state.moments),
     )
 
 
@@ -498,9 +533,17 @@ def _finite_evaluation(logp_and_grad, x):
     return float(value), grad
 
 
-def _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept):
-    """One Metropolis-adjusted Langevin transition per call."""
+def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windows):
+    """One Metropolis-adjusted Langevin transition per call.
+
+    With ``M = R R'`` and the proposal ``x' = x + eps/2 M g + sqrt(eps) R z``,
+    the forward proposal density needs only ``z`` and the reverse one only
+    ``R' (g + g')``, since ``R^-1 (x - x' - eps/2 M g') = -(sqrt(eps) z +
+    eps/2 R' (g + g'))``: no triangular solve per transition.
+    """
+    a, b, gamma = schedule
     s = chain.s
+    ends = {end: start for start, end in windows}
     if s.logp is None:
         s.logp, s.grad = _finite_evaluation(logp_and_grad, s.x)
         if s.grad is None:
@@ -509,29 +552,23 @@ def _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept):
             )
     if s.dual is None and s.frozen_eps is None and s.t < adapt_steps:
         s.dual = DualAveraging(a * b ** (-gamma), target_accept)
-    whiten = _whitener(chain.root)
-
-    def log_q(x_to, x_from, grad_from, eps):
-        w = whiten(x_to - x_from - 0.5 * eps * chain.apply_m(grad_from))
-        return -0.5 * float(w @ w) / eps
+    rng, n_params = chain.rng, s.x.shape[0]
+    lo, hi = (None, None) if chain.bounds is None else chain.bounds.T
 
     def step(t):
         if s.frozen_eps is not None:
             eps = s.frozen_eps
         elif s.dual is not None:
-            eps = float(np.exp(s.dual.log_step))
+            eps = math.exp(s.dual.log_step)
         else:
             eps = a * (b + t) ** (-gamma)
         chain.eps = eps
-        proposal = (
-            s.x + 0.5 * eps * chain.apply_m(s.grad) + np.sqrt(eps) * chain.noise()
-        )
-        u = chain.rng.random()
-        inside = np.all(np.isfinite(proposal)) and (
-            chain.bounds is None
-            or np.all(
-                (proposal >= chain.bounds[:, 0]) & (proposal <= chain.bounds[:, 1])
-            )
+        z = rng.standard_normal(n_params)
+        root_z = _times_root(chain.root, z)
+        proposal = s.x + 0.5 * eps * chain.apply_m(s.grad) + math.sqrt(eps) * root_z
+        u = rng.random()
+        inside = bool(np.isfinite(proposal).all()) and (
+            lo is None or bool(((proposal >= lo) & (proposal <= hi)).all())
         )
         logp, grad = (
             _finite_evaluation(logp_and_grad, proposal) if inside else (-np.inf, None)
@@ -540,13 +577,9 @@ def _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept):
         if grad is None:
             s.n_rejected += inside
         else:
-            log_ratio = (
-                logp
-                - s.logp
-                + log_q(s.x, proposal, grad, eps)
-                - log_q(proposal, s.x, s.grad, eps)
-            )
-            prob = float(np.exp(min(0.0, log_ratio)))
+            back = z + 0.5 * math.sqrt(eps) * _times_root_t(chain.root, s.grad + grad)
+            log_ratio = logp - s.logp + 0.5 * (float(z @ z) - float(back @ back))
+            prob = math.exp(min(0.0, log_ratio))
         accept = u < prob
         chain.accepted[t - chain.t0] = accept
         if accept:
@@ -554,19 +587,143 @@ def _mala_step(logp_and_grad, chain, a, b, gamma, adapt_steps, target_accept):
             s.n_accepted += 1
         if s.dual is not None:
             s.dual.update(prob)
+            if any(start <= t < end for start, end in windows):
+                s.moments.append((s.x, s.grad))
+            if t + 1 in ends:
+                _adapt_metric(chain, eps, target_accept)
             if t == adapt_steps - 1:
                 s.frozen_at, s.frozen_eps, s.dual = t, s.dual.final_step_size, None
 
     return step
 
 
-def _whitener(root):
-    """``v -> L^-1 v`` for the preconditioner's root ``L`` (None: identity)."""
+def _restarted_dual(eps, target_accept):
+    """Dual averaging restarted after a metric update, centred on ``eps``.
+
+    Hoffman and Gelman centre a fresh adaptation on ``10 eps`` so that it
+    tries large steps early; after a metric update the step in use is
+    already about right, and MALA's acceptance falls steeply above it: on
+    concrete a restart centred on ``10 eps`` left one chain of two with a
+    quarter of the other's step after a 50-iteration terminal stretch.
+    """
+    dual = DualAveraging(eps, target_accept)
+    dual.mu = math.log(eps)
+    return dual
+
+
+def _adapt_metric(chain, eps, target_accept):
+    """Re-estimate the preconditioner from the window; restart the step."""
+    s = chain.s
+    xs = np.array([m[0] for m in s.moments])
+    gs = np.array([m[1] for m in s.moments])
+    s.moments = []
+    estimate = fisher_metric(xs, gs)
+    if estimate is not None:
+        chain.set_metric(estimate)
+        s.dual = _restarted_dual(eps, target_accept)
+
+
+# Pseudo-draws of each covariance's own diagonal added to a window's
+# covariances (Stan adds five of a small multiple of the identity): they
+# keep a short window's estimate positive definite whatever the scales.
+_METRIC_PRIOR_DRAWS = 5
+
+
+def fisher_metric(xs, grads):
+    """The Gaussian covariance closest to a window of draws and gradients.
+
+    For a Gaussian target ``N(mu, S)`` the gradient is ``-S^-1 (x - mu)``,
+    so ``Cov(grad) = S^-1 Cov(x) S^-1`` whatever part of the target the
+    draws cover: ``S`` is the geometric mean ``A # B^-1 = B^-1/2 (B^1/2 A
+    B^1/2)^1/2 B^-1/2`` of ``A = Cov(x)`` and ``B = Cov(grad)``, the
+    minimiser of the Fisher divergence between the draws and a Gaussian
+    (the dense form of nutpie's diagonal ``sqrt(Var x / Var grad)``;
+    Seyboldt, Carlson and Carpenter). Unlike the covariance of the draws
+    alone (Stan's estimate), it needs no exploration of the wide
+    directions, which a short warm-up of a slowly mixing chain lacks.
+
+    Parameters
+    ----------
+    xs, grads : ndarray of shape (n_draws, n_params)
+        States and gradients of the log density at them. Each covariance
+        is shrunk toward its own diagonal by ``_METRIC_PRIOR_DRAWS``
+        pseudo-draws.
+
+    Returns
+    -------
+    ndarray of shape (n_params, n_params) or None
+        None when a coordinate never moved or the estimate is not finite
+        and positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.sgld import fisher_metric
+    >>> S = np.array([[4.0, 1.0], [1.0, 1.0]])
+    >>> xs = np.random.default_rng(0).multivariate_normal([0, 0], S, 500) * 0.1
+    >>> grads = -xs @ np.linalg.inv(S)
+    >>> np.round(fisher_metric(xs, grads), 1)  # the draws' covariance is S / 100
+    array([[4., 1.],
+           [1., 1.]])
+    """
+    k = xs.shape[0]
+    if k < 2:
+        return None
+    with np.errstate(all="ignore"):
+        try:
+            cov_x, cov_g = _shrunk_cov(xs), _shrunk_cov(grads)
+            half, inv_half = _sqrt_and_inverse(cov_g)
+            mid, _ = _sqrt_and_inverse(half @ cov_x @ half)
+        except np.linalg.LinAlgError:
+            return None
+        metric = inv_half @ mid @ inv_half
+    metric = 0.5 * (metric + metric.T)
+    if not np.all(np.isfinite(metric)):
+        return None
+    try:
+        np.linalg.cholesky(metric)
+    except np.linalg.LinAlgError:
+        return None
+    return metric
+
+
+def _shrunk_cov(values):
+    k, w = values.shape[0], _METRIC_PRIOR_DRAWS
+    cov = np.atleast_2d(np.cov(values, rowvar=False))
+    return (k * cov + w * np.diag(np.diag(cov))) / (k + w)
+
+
+def _sqrt_and_inverse(A):
+    """Symmetric square root of ``A`` and its inverse; LinAlgError unless PD."""
+    lam, vectors = np.linalg.eigh(0.5 * (A + A.T))
+    if not (np.all(np.isfinite(lam)) and lam[0] > 0):
+        raise np.linalg.LinAlgError("not positive definite")
+    root = np.sqrt(lam)
+    return (vectors * root) @ vectors.T, (vectors / root) @ vectors.T
+
+
+def _check_windows(windows, adapt_steps):
+    windows = [(int(a), int(b)) for a, b in windows]
+    for start, end in windows:
+        if not 0 <= start < end <= adapt_steps:
+            raise ValueError(
+                f"Metric windows must lie inside the adaptation [0, {adapt_steps}); "
+                f"got {(start, end)}."
+            )
+    return windows
+
+
+def _times_root(root, z):
     if root is None:
-        return lambda v: v
-    if root.ndim == 1:
-        return lambda v: v / root
-    return lambda v: solve_triangular(root, v, lower=True)
+        return z
+    return root @ z if root.ndim == 2 else root * z
+
+
+def _times_root_t(root, v):
+    """``R' v`` for the preconditioner's root ``R`` (None: identity)."""
+    if root is None:
+        return v
+    return root.T @ v if root.ndim == 2 else root * v
 
 
 def _noise_ratio(grads, eps, root):
