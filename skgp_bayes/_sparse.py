@@ -328,11 +328,41 @@ class SparseDrawsBase:
 
     @property
     def n_draws(self):
+        """Number of draws (particles).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+        >>> from skgp_bayes._sparse import SparseDrawsBase
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> Z = np.linspace(-2, 2, 4)[:, None]
+        >>> thetas, v = np.zeros((3, 2)), np.ones((3, 4, 1))  # 3 draws, 1 latent
+        >>> draws = SparseDrawsBase(
+        ...     KernelAdapter(ConstantKernel() * RBF()), Z, 1e-6, thetas, v)
+        >>> draws.n_draws
+        3
+        """
         return self.kernel_thetas.shape[0]
 
     def latent_moments(self, X_query, *, full_cov=False, draws=None):
         """Means ``(J, k, C)`` and the shared variances ``(J, k)`` or
-        covariances ``(J, k, k)``."""
+        covariances ``(J, k, k)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+        >>> from skgp_bayes._sparse import SparseDrawsBase
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> Z = np.linspace(-2, 2, 4)[:, None]
+        >>> thetas, v = np.zeros((3, 2)), np.ones((3, 4, 1))  # 3 draws, 1 latent
+        >>> draws = SparseDrawsBase(
+        ...     KernelAdapter(ConstantKernel() * RBF()), Z, 1e-6, thetas, v)
+        >>> means, variances = draws.latent_moments(np.array([[0.0], [1.0]]))
+        >>> means.shape, variances.shape
+        ((3, 2, 1), (3, 2))
+        """
         draws = np.arange(self.n_draws) if draws is None else np.asarray(draws)
         with blas_threads_for(min(X_query.shape[0], _PREDICT_ROWS), self.Z.shape[0]):
             return sparse_draw_moments(

@@ -40,8 +40,8 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.linalg import block_diag, solve_triangular
-from scipy.special import expit, log_expit, softmax
+from scipy.linalg import block_diag
+from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -67,7 +67,6 @@ from ._predictive_contract import (
     fit_time_from_diagnostics,
 )
 from ._sparse import (
-    SparseDrawsBase,
     resolve_inducing,
     sparse_function_samples,
 )
@@ -90,10 +89,11 @@ from ._validation import (
 from ._warnings import fit_warnings
 from .diagnostics import kernel_stein_discrepancy
 from .inference import run_svgd
+from .inference.svgd import choose_kernel
 from .kernels import KernelAdapter
 from .kernels.spectral import spectral_parameters
 from .likelihoods import Bernoulli, Softmax
-from .linalg import cho_inverse, cho_solve, cholesky
+from .predictive.latent import LatentDraws, SparseLatentDraws
 from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,
@@ -113,15 +113,21 @@ from .stein import (
     _tol,
     _warn_not_converged,
 )
+from .targets.laplace import (
+    BinaryLaplaceProblem,
+    LaplaceSurrogate,
+    binary_laplace_draw,
+    binary_precision_factor,
+    covariance_root,
+    softmax_chord_draw,
+    softmax_laplace_draw,
+    surrogate_cov,
+)
 from .targets.sparse import SparseWhitenedTarget
 from .targets.whitened import WhitenedLatentTarget
 
 __all__ = ["SteinGPClassifier"]
 
-# Newton iterations for a Laplace mode; logistic and probit problems converge
-# quadratically in well under 20 from a warm start.
-_NEWTON_MAX_ITER = 50
-_NEWTON_TOL = 1e-9
 # Largest number of whitened unknowns (n * n_classes) for which the softmax
 # Laplace step forms its dense Hessian; beyond it one-vs-rest draws are used.
 _DENSE_NEWTON_MAX = 2000
@@ -130,10 +136,6 @@ _SOFTMAX_PREDICT_DRAWS = 256
 # Floor on a latent predictive variance: the softmax rule needs it positive,
 # and at a training input the exact value is the jitter, near rounding level.
 _MIN_LATENT_VAR = 1e-12
-# Entries below this magnitude are flushed to zero before a factorisation.
-_TINY = 1e-280
-# Query rows handled at once, so that predict's memory stays O(rows * n).
-_CHUNK_BYTES = 32 * 1024**2
 # Fitted attributes that only one of the exact and sparse models has.
 _MODEL_SPECIFIC = (
     "inducing_points_",
@@ -143,465 +145,6 @@ _MODEL_SPECIFIC = (
     "_batch_state",
     "_preconditioner",
 )
-
-
-# --------------------------------------------------------------------------
-# Laplace approximation for one binary problem (Rasmussen and Williams, 2006)
-# --------------------------------------------------------------------------
-def _third_derivative(likelihood, y, f):
-    """``d^3 log p(y | f) / df^3`` for a Bernoulli likelihood."""
-    if likelihood.link == "logit":
-        s = expit(f)
-        return -s * (1.0 - s) * (1.0 - 2.0 * s)
-    sign = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
-    z = sign * f
-    # lambda = phi(z) / Phi(z) = d log Phi / dz, from the likelihood's slope.
-    lam = likelihood.grad_log_prob(np.ones_like(z), z)
-    return sign * lam * ((z + lam) * (z + 2.0 * lam) - 1.0)
-
-
-class _LaplaceFit:
-    """Mode and curvature of ``p(f | theta, y)`` for a Bernoulli likelihood."""
-
-    __slots__ = ("a", "f", "objective", "W", "sW", "Lb")
-
-    def __init__(self, a, f, objective, W, sW, Lb):
-        self.a, self.f, self.objective = a, f, objective
-        self.W, self.sW, self.Lb = W, sW, Lb
-
-
-def _curvature(K, y, likelihood, f):
-    W = np.maximum(-likelihood.hess_diag_log_prob(y, f), 0.0)
-    sW = np.sqrt(W)
-    B = sW[:, None] * K * sW[None, :]
-    # Subnormal entries (a saturated likelihood has W near 1e-300) slow the
-    # factorisation down a hundredfold and change nothing: flush them.
-    B[np.abs(B) < _TINY] = 0.0
-    B[np.diag_indices_from(B)] += 1.0
-    # B = I + sW K sW has eigenvalues >= 1: it always factorises.
-    Lb, _ = cholesky(B, max_tries=0, warn=False)
-    return W, sW, Lb
-
-
-def _psi(a, f, y, likelihood):
-    return -0.5 * float(a @ f) + float(np.sum(likelihood.log_prob(y, f)))
-
-
-def _newton_mode(K, y, likelihood, a0=None):
-    """Algorithm 3.1 of Rasmussen and Williams with a backtracking step.
-
-    Parameters are the (jittered) Gram matrix, labels in {0, 1}, the
-    likelihood and an optional warm start ``a0`` (``f = K a``).
-    """
-    n = K.shape[0]
-    a = np.zeros(n) if a0 is None else np.array(a0, dtype=np.float64)
-    f = K @ a
-    obj = _psi(a, f, y, likelihood)
-    for _ in range(_NEWTON_MAX_ITER):
-        W, sW, Lb = _curvature(K, y, likelihood, f)
-        b = W * f + likelihood.grad_log_prob(y, f)
-        a_new = b - sW * cho_solve(Lb, sW * (K @ b))
-        step = a_new - a
-        t = 1.0
-        while True:
-            a_try = a + t * step
-            f_try = K @ a_try
-            obj_try = _psi(a_try, f_try, y, likelihood)
-            if obj_try >= obj - 1e-12 * abs(obj) or t < 1e-6:
-                break
-            t *= 0.5
-        moved = float(np.max(np.abs(f_try - f))) if n else 0.0
-        gain = obj_try - obj
-        a, f, obj = a_try, f_try, obj_try
-        scale = 1.0 + float(np.max(np.abs(f))) if n else 1.0
-        if moved <= _NEWTON_TOL * scale or abs(gain) <= 1e-13 * (1.0 + abs(obj)):
-            break
-    W, sW, Lb = _curvature(K, y, likelihood, f)
-    return _LaplaceFit(a, f, obj, W, sW, Lb)
-
-
-class _BinaryLaplaceProblem:
-    """Laplace-approximate log marginal likelihood of one binary problem.
-
-    Uses the whitened target's jittered Gram matrix, so the surrogate and
-    the sampled model share one covariance. The Newton start is the last
-    mode found (warm start), which makes the optimiser's path cheap.
-    """
-
-    def __init__(self, base, y01, likelihood):
-        self.base = base  # a WhitenedLatentTarget: adapter, X, gram
-        self.y = np.asarray(y01, dtype=np.float64)
-        self.likelihood = likelihood
-        self.a = None
-
-    def mode(self, theta, K=None):
-        if K is None:
-            K, _ = self.base.gram(theta)
-        return K, _newton_mode(K, self.y, self.likelihood, self.a)
-
-    def log_marginal_and_grad(self, theta):
-        """Algorithm 5.1 of Rasmussen and Williams, one fused contraction."""
-        K, fit = self.mode(theta)
-        self.a = fit.a
-        value = fit.objective - float(np.sum(np.log(np.diag(fit.Lb))))
-        base = self.base
-        if base.n_kernel_params == 0:
-            return value, np.zeros(0)
-        sW = fit.sW
-        R = sW[:, None] * cho_inverse(fit.Lb) * sW[None, :]
-        C = solve_triangular(fit.Lb, sW[:, None] * K, lower=True, check_finite=False)
-        diag_sigma = np.diag(K) - np.einsum("ij,ij->j", C, C)
-        # d log Z / d f_hat_i = -1/2 d log|B| / d f_hat_i = 1/2 Sigma_ii f'''_i,
-        # with f''' the third derivative of log p (W = -f'').
-        s2 = 0.5 * diag_sigma * _third_derivative(self.likelihood, self.y, fit.f)
-        g = self.likelihood.grad_log_prob(self.y, fit.f)
-        u = s2 - R @ (K @ s2)
-        # d log Z = 1/2 a' dK a - 1/2 tr(R dK) + s2' (I - K R) dK g, each term
-        # written as sum_ab W_ab dK_ab.
-        Wt = 0.5 * np.outer(fit.a, fit.a) - 0.5 * R
-        Wt += 0.5 * (np.outer(u, g) + np.outer(g, u))
-        Wt[np.diag_indices_from(Wt)] += base.jitter / base.n * np.trace(Wt)
-        return value, base.grad_contract(theta, Wt)
-
-
-class _LaplaceSurrogate:
-    """Sum of binary Laplace marginals plus the prior, over theta blocks.
-
-    One problem (binary) or one per class (one-vs-rest), with a shared
-    theta or one block per class.
-    """
-
-    def __init__(self, problems, n_blocks, prior_set, n_kernel_params):
-        self.problems = problems
-        self.n_blocks = n_blocks
-        self.prior_set = prior_set
-        self.p = n_kernel_params
-
-    def logp_and_grad(self, params):
-        thetas = np.asarray(params, dtype=np.float64).reshape(self.n_blocks, self.p)
-        value = 0.0
-        grad = np.zeros_like(thetas)
-        for c, problem in enumerate(self.problems):
-            b = 0 if self.n_blocks == 1 else c
-            v, g = problem.log_marginal_and_grad(thetas[b])
-            value += v
-            grad[b] += g
-        if self.prior_set is not None:
-            for b in range(self.n_blocks):
-                v, g = self.prior_set.log_prob(thetas[b])
-                value += v
-                grad[b] += g
-        return value, grad.reshape(-1)
-
-
-# One-sided step of the surrogate's Hessian in log units (see _surrogate_cov).
-_HESSIAN_STEP = 1e-4
-
-
-def _surrogate_cov(surrogate, centre, bounds):
-    """Inverse negative Hessian of the surrogate at its MAP, one-sided differences.
-
-    The Hessian is needed to a few percent (it spreads the initial
-    hyperparameters and sets SVGD's preconditioner in ``theta``), so one
-    extra gradient per coordinate (forward differences, truncation error
-    ``h/2`` times the third derivative, about 1e-4 relative) does instead
-    of two (central differences): ``p + 1`` surrogate evaluations in place
-    of ``2 p``, the largest part of the initialisation with 31
-    hyperparameters. A step that would leave the box goes the other way.
-    The centre is evaluated last, so that every problem's Newton warm start
-    is its mode at the MAP. The covariance's standard deviations are capped
-    at ``_MAX_INIT_STD`` log units, and a diagonal stands in where it is not
-    positive definite.
-    """
-    p = centre.shape[0]
-    shifted = np.empty((p, p))
-    steps = np.where(centre + _HESSIAN_STEP <= bounds[:, 1], 1.0, -1.0) * _HESSIAN_STEP
-    for i in range(p):
-        point = centre.copy()
-        point[i] += steps[i]
-        shifted[i] = surrogate.logp_and_grad(point)[1]
-    grad = surrogate.logp_and_grad(centre)[1]
-    hess = (shifted - grad) / steps[:, None]
-    precision = -0.5 * (hess + hess.T)
-    try:
-        cov = np.linalg.inv(precision)
-        np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
-    std = np.sqrt(np.diag(cov))
-    shrink = np.minimum(1.0, _MAX_INIT_STD / np.maximum(std, 1e-300))
-    return cov * np.outer(shrink, shrink)
-
-
-def _binary_laplace_draw(problem, theta, rng, a0):
-    """Mode and one Laplace draw of the whitened latents at ``theta``.
-
-    ``nu ~ N(nu_hat, P^-1)`` with ``P = I + A'A``, ``A = W^1/2 L``: the
-    perturbation ``r = z1 + A' z2`` has covariance ``P``, and ``P^-1 r =
-    r - A' B^-1 A r`` with ``B = I + A A' = I + W^1/2 K W^1/2``, already
-    factorised by Newton's method.
-    """
-    K, _ = problem.base.gram(theta)
-    L, _ = cholesky(K, max_tries=0, warn=False)
-    problem.a = a0
-    _, fit = problem.mode(theta, K)
-    nu_hat = L.T @ fit.a  # L^-1 f_hat with f_hat = K a = L L' a
-    n = K.shape[0]
-    z1 = rng.standard_normal(n)
-    z2 = rng.standard_normal(n)
-    r = z1 + L.T @ (fit.sW * z2)
-    Ar = fit.sW * (L @ r)
-    return nu_hat + r - L.T @ (fit.sW * cho_solve(fit.Lb, Ar)), fit.a, (L, fit.W)
-
-
-def _binary_precision_factor(L, W):
-    """Lower Cholesky factor of the whitened Laplace precision ``I + L'WL``."""
-    P = L.T @ (W[:, None] * L)
-    P[np.diag_indices_from(P)] += 1.0
-    R, _ = cholesky(P, max_tries=0, warn=False)
-    return R
-
-
-def _covariance_root(precision_factors):
-    """``S`` with ``S S' = P^-1`` for a block-diagonal ``P = blockdiag(R R')``.
-
-    ``S = R^-T`` per block: the preconditioner of the latent coordinates.
-    """
-    blocks = []
-    for R in precision_factors:
-        eye = np.eye(R.shape[0])
-        blocks.append(solve_triangular(R, eye, lower=True, trans=1, check_finite=False))
-    return block_diag(*blocks)
-
-
-def _softmax_laplace_draw(target, thetas, nu0, rng):
-    """Newton mode and one Laplace draw of ``nu`` for the softmax target.
-
-    The Hessian of ``sum_i log softmax(F_i)[y_i]`` in ``F`` is
-    ``-(diag(pi_i) - pi_i pi_i')`` per point, so in whitened coordinates
-    the precision is ``I + Lam' W Lam`` with block ``(c, c')`` equal to
-    ``L_c' diag(delta_cc' pi_c - pi_c pi_c') L_c'``.
-    """
-    C, n = target.n_latent, target.n
-    factors = target.factors(thetas)
-    Ls = [factors[target.block_of_latent(c)] for c in range(C)]
-    nu = np.array(nu0, dtype=np.float64).reshape(C, n)
-
-    def evaluate(nu):
-        params = target.join(thetas, nu)
-        F = target.latent(params, factors)
-        value = target.log_likelihood(F) - 0.5 * float(np.vdot(nu, nu))
-        return value, F
-
-    value, F = evaluate(nu)
-    for _ in range(_NEWTON_MAX_ITER):
-        G = target.likelihood.grad_log_prob(target.y, F)
-        grad = np.stack([Ls[c].T @ G[:, c] for c in range(C)]) - nu
-        R = _softmax_precision_factor(Ls, softmax(F, axis=1))
-        step = cho_solve(R, grad.reshape(-1)).reshape(C, n)
-        t = 1.0
-        while True:
-            new_value, new_F = evaluate(nu + t * step)
-            if new_value >= value - 1e-12 * abs(value) or t < 1e-6:
-                break
-            t *= 0.5
-        nu = nu + t * step
-        gain = new_value - value
-        value, F = new_value, new_F
-        if t * float(np.max(np.abs(step))) <= _NEWTON_TOL * (
-            1.0 + float(np.max(np.abs(nu)))
-        ) or abs(gain) <= 1e-13 * (1.0 + abs(value)):
-            break
-    R = _softmax_precision_factor(Ls, softmax(F, axis=1))
-    z = rng.standard_normal(C * n)
-    draw = solve_triangular(R, z, lower=True, trans=1, check_finite=False)
-    return nu + draw.reshape(C, n), nu, R
-
-
-def _softmax_chord_draw(target, thetas, mode, R, rng):
-    """One Laplace draw of ``nu`` at ``thetas`` from the MAP's Newton system.
-
-    A chord step: one Newton step from the mode at the MAP hyperparameters
-    with the precision factor ``R`` there, ``mode + P^-1 grad``, which is
-    the conditional mode at ``thetas`` to first order in the hyperparameter
-    offset (the implicit-function derivative of the mode), then a draw with
-    covariance ``P^-1``. It replaces a Newton iteration to convergence at
-    every particle, each of whose steps forms and factorises the dense
-    ``(n C) x (n C)`` precision: the initial particles only need to be close
-    to the posterior, and SVGD, preconditioned by the same ``P``, corrects
-    the rest.
-    """
-    C, n = target.n_latent, target.n
-    factors = target.factors(thetas)
-    F = target.latent(target.join(thetas, mode), factors)
-    G = target.likelihood.grad_log_prob(target.y, F)
-    grad = np.stack([factors[target.block_of_latent(c)].T @ G[:, c] for c in range(C)])
-    grad -= mode
-    centre = mode + cho_solve(R, grad.reshape(-1)).reshape(C, n)
-    z = rng.standard_normal(C * n)
-    draw = solve_triangular(R, z, lower=True, trans=1, check_finite=False)
-    return centre + draw.reshape(C, n)
-
-
-def _softmax_precision_factor(Ls, pi):
-    C = len(Ls)
-    n = pi.shape[0]
-    P = np.zeros((C * n, C * n))
-    for c in range(C):
-        for d in range(c + 1):
-            w = -pi[:, c] * pi[:, d]
-            if c == d:
-                w = w + pi[:, c]
-            P[c * n : (c + 1) * n, d * n : (d + 1) * n] = Ls[c].T @ (w[:, None] * Ls[d])
-    P[np.diag_indices_from(P)] += 1.0
-    # Only the lower triangle is read by the factorisation; the precision is
-    # I plus a positive semi-definite term, so no jitter is ever needed.
-    R, _ = cholesky(P, max_tries=0, warn=False)
-    return R
-
-
-def _svgd_kernel(root, shape):
-    """The SVGD kernel: one per coordinate where coordinates outnumber particles.
-
-    SVGD with one RBF kernel on the whole vector collapses the particles'
-    spread once the dimension is comparable to the number of particles or
-    larger (Ba et al., 2022): with ten particles on the whitened latents of
-    hundreds of points its fixed point sits near the joint mode of
-    ``(theta, nu)``, with the latents' spread a fraction of the posterior's
-    and the hyperparameters pulled towards large amplitudes and short
-    length scales. The diagonal kernel, one RBF kernel per whitened
-    coordinate, keeps the repulsion of a one-dimensional problem in every
-    coordinate (see :mod:`skgp_bayes.inference.svgd`). With more particles
-    than coordinates the joint kernel does not collapse and also captures
-    what whitening left of the correlations, so it is kept there.
-    """
-    n_particles, n_params = shape
-    if root is None or n_params <= n_particles:
-        return "rbf"
-    return "coordinatewise"
-
-
-# --------------------------------------------------------------------------
-# Predictive
-# --------------------------------------------------------------------------
-def _row_chunks(n_rows, n_cols):
-    size = max(1, _CHUNK_BYTES // (8 * max(n_cols, 1)))
-    for start in range(0, n_rows, size):
-        yield slice(start, min(start + size, n_rows))
-
-
-class _LatentDraws:
-    """Per-particle Gaussian latent predictives of the whitened model.
-
-    For particle ``j`` and latent ``c``: mean ``K(x, X) L^-T nu_c`` and
-    variance ``k(x, x) - |L^-1 K(X, x)|^2``. The ``L^-T nu`` vectors are
-    kept; Cholesky factors are recomputed on first use and never pickled.
-    """
-
-    def __init__(self, target, particles, factors=None):
-        self.target = target
-        self.particles = np.asarray(particles, dtype=np.float64)
-        self._factors = {} if factors is None else dict(factors)
-        J = self.particles.shape[0]
-        self.alphas = np.empty((J, target.n_latent, target.n))
-        for j in range(J):
-            _, nu = target.split(self.particles[j])
-            for c in range(target.n_latent):
-                L = self.factor(j, target.block_of_latent(c))
-                self.alphas[j, c] = solve_triangular(
-                    L, nu[c], lower=True, trans=1, check_finite=False
-                )
-
-    @property
-    def n_draws(self):
-        return self.particles.shape[0]
-
-    @property
-    def n_latent(self):
-        return self.target.n_latent
-
-    @property
-    def likelihood(self):
-        return self.target.likelihood
-
-    def theta(self, j, block):
-        thetas, _ = self.target.split(self.particles[j])
-        return thetas[block]
-
-    def factor(self, j, block):
-        key = (j, block)
-        if key not in self._factors:
-            self._factors[key] = self.target.factor(self.theta(j, block))
-        return self._factors[key]
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_factors"] = {}
-        return state
-
-    def moments(self, Xq, *, full_cov=False, draws=None):
-        """Means (J, C, m) and variances (J, C, m) or covariances (J, C, m, m)."""
-        with blas_threads_for(self.target.n):
-            return self._moments(Xq, full_cov, draws)
-
-    def _moments(self, Xq, full_cov, draws):
-        target = self.target
-        draws = range(self.n_draws) if draws is None else draws
-        C, m = target.n_latent, Xq.shape[0]
-        means = np.empty((len(draws), C, m))
-        spread = np.empty((len(draws), C, m, m) if full_cov else (len(draws), C, m))
-        adapter, X = target.adapter, target.X
-        for out, j in enumerate(draws):
-            for block in range(target.n_blocks):
-                theta = self.theta(j, block)
-                L = self.factor(j, block)
-                latents = range(C) if target.n_blocks == 1 else [block]
-                cols = list(latents)
-                if full_cov:
-                    Ks = adapter.cross(theta, Xq, X)
-                    V = solve_triangular(L, Ks.T, lower=True, check_finite=False)
-                    cov = adapter.gram(theta, Xq) - V.T @ V
-                    cov = 0.5 * (cov + cov.T)
-                    means[out, cols] = (Ks @ self.alphas[j, cols].T).T
-                    spread[out, cols] = cov
-                    continue
-                for rows in _row_chunks(m, X.shape[0]):
-                    Ks = adapter.cross(theta, Xq[rows], X)
-                    means[out, cols, rows] = (Ks @ self.alphas[j, cols].T).T
-                    V = solve_triangular(L, Ks.T, lower=True, check_finite=False)
-                    var = adapter.diag(theta, Xq[rows]) - np.einsum("ij,ij->j", V, V)
-                    spread[out, cols, rows] = var
-        if not full_cov:
-            np.maximum(spread, 0.0, out=spread)
-        return means, spread
-
-
-class _SparseLatentDraws(SparseDrawsBase):
-    """Per-particle Gaussian latent predictives of the sparse model.
-
-    Particle ``j`` holds ``(theta_j, v_j)``; given them every latent ``c``
-    is ``N(A' v_jc, gamma)`` at any input, with ``A = R^-1 K(Z, x)`` and
-    ``gamma = k(x, x) - |A|^2`` shared by the latents. The interface is the
-    one of :class:`_LatentDraws` (``moments`` with means ``(J, C, m)``).
-    """
-
-    def __init__(self, adapter, Z, jitter, kernel_thetas, v, likelihood):
-        super().__init__(adapter, Z, jitter, kernel_thetas, v)  # v: (J, m, C)
-        self.likelihood = likelihood
-
-    @property
-    def n_latent(self):
-        return self.v.shape[2]
-
-    def moments(self, Xq, *, full_cov=False, draws=None):
-        """Means (J, C, m) and variances (J, C, m) or covariances (J, C, m, m)."""
-        means, spread = self.latent_moments(Xq, full_cov=full_cov, draws=draws)
-        means = np.ascontiguousarray(means.transpose(0, 2, 1))
-        if not full_cov:
-            np.maximum(spread, 0.0, out=spread)
-        # The latents share one conditional (co)variance; each gets a copy,
-        # which callers may factorise in place.
-        return means, np.repeat(spread[:, None], self.n_latent, axis=1)
 
 
 # --------------------------------------------------------------------------
@@ -979,14 +522,14 @@ class SteinGPClassifier(
     def _surrogate(self, target, y_enc):
         """Laplace marginal of the binary problem, or one-vs-rest problems."""
         if target.n_latent == 1:
-            problems = [_BinaryLaplaceProblem(target, y_enc, target.likelihood)]
+            problems = [BinaryLaplaceProblem(target, y_enc, target.likelihood)]
         else:
             logistic = Bernoulli(link="logit")
             problems = [
-                _BinaryLaplaceProblem(target, (y_enc == c).astype(float), logistic)
+                BinaryLaplaceProblem(target, (y_enc == c).astype(float), logistic)
                 for c in range(target.n_latent)
             ]
-        return _LaplaceSurrogate(
+        return LaplaceSurrogate(
             problems, target.n_blocks, target.prior_set, target.n_kernel_params
         )
 
@@ -1018,7 +561,7 @@ class SteinGPClassifier(
                         for t in map_theta.reshape(target.n_blocks, -1)
                     )
                 )
-            cov = _surrogate_cov(surrogate, map_theta, theta_bounds)
+            cov = surrogate_cov(surrogate, map_theta, theta_bounds, _MAX_INIT_STD)
             theta_root = np.linalg.cholesky(cov)
             if J > 1:
                 noise = rng.standard_normal((J, map_theta.size))
@@ -1040,7 +583,7 @@ class SteinGPClassifier(
         for j in range(J):
             blocks = thetas[j].reshape(target.n_blocks, target.n_kernel_params)
             if dense and j > 0:
-                nu = _softmax_chord_draw(target, blocks, mode, R, rng)
+                nu = softmax_chord_draw(target, blocks, mode, R, rng)
             elif dense:
                 # Start the softmax Newton from the one-vs-rest modes.
                 nu_start = np.stack(
@@ -1050,20 +593,20 @@ class SteinGPClassifier(
                         for c in range(C)
                     ]
                 )
-                nu, mode, R = _softmax_laplace_draw(target, blocks, nu_start, rng)
+                nu, mode, R = softmax_laplace_draw(target, blocks, nu_start, rng)
                 precision_factors.append(R)
             else:
                 nu = np.empty((C, n))
                 for c, problem in enumerate(surrogate.problems):
-                    nu[c], _, (L, W) = _binary_laplace_draw(
+                    nu[c], _, (L, W) = binary_laplace_draw(
                         problem, blocks[target.block_of_latent(c)], rng, warm[c]
                     )
                     if j == 0:
-                        precision_factors.append(_binary_precision_factor(L, W))
+                        precision_factors.append(binary_precision_factor(L, W))
             particles[j] = target.join(blocks, nu)
         # The first particle sits at the MAP: the Laplace curvature there, in
         # theta and in the whitened latents, preconditions SVGD.
-        root = block_diag(theta_root, _covariance_root(precision_factors))
+        root = block_diag(theta_root, covariance_root(precision_factors))
         return particles, map_theta, root
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1263,7 +806,7 @@ class SteinGPClassifier(
             print_fn=self._log,
             decay=svgd_decay(self.learning_rate_decay, False),
             preconditioner=root,
-            kernel=_svgd_kernel(root, particles.shape),
+            kernel=choose_kernel(root, particles.shape),
             step_control="global" if root is None else "per_coordinate",
         )
         particles, values, grads = result.particles, result.log_density, result.grads
@@ -1277,7 +820,7 @@ class SteinGPClassifier(
             names[: target.n_theta],
             "particles",
         )
-        draws = _LatentDraws(target, particles)
+        draws = LatentDraws(target, particles)
         kernels = []
         for p in particles:
             thetas, _ = target.split(p)
@@ -1395,7 +938,7 @@ class SteinGPClassifier(
         particles = result.particles
         kernel_thetas = particles[:, :p]
         v = particles[:, h:].reshape(particles.shape[0], Z.shape[0], n_latent)
-        draws = _SparseLatentDraws(
+        draws = SparseLatentDraws(
             adapter, Z, target.jitter, kernel_thetas, v, likelihood
         )
         return {
@@ -1424,7 +967,7 @@ class SteinGPClassifier(
         }
 
     def _is_sparse(self):
-        return isinstance(self._draws, _SparseLatentDraws)
+        return isinstance(self._draws, SparseLatentDraws)
 
     # -------------------------------------------------------------- predict
     def _validate_query(self, X):

@@ -15,8 +15,8 @@ from skgp_bayes import SteinGPClassifier
 from skgp_bayes._particles import ParticleEvaluator
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, Softmax
+from skgp_bayes.predictive.latent import SparseLatentDraws
 from skgp_bayes.priors import Gamma, PriorSet
-from skgp_bayes.stein_classifier import _SparseLatentDraws
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
 SPARSE = dict(inducing_points=12, n_particles=4, max_iter=20, random_state=0)
@@ -141,7 +141,7 @@ def test_same_particles_give_the_exact_predictions(small):
     ).fit(X, y)
     d = sparse._draws
     h = exact._target.n_theta
-    sparse._draws = _SparseLatentDraws(
+    sparse._draws = SparseLatentDraws(
         d.adapter,
         d.Z,
         d.jitter,
