@@ -126,6 +126,11 @@ from .targets.laplace import (
 from .targets.sparse import SparseWhitenedTarget
 from .targets.whitened import WhitenedLatentTarget
 
+# Fitted estimators pickled before the draws moved to skgp_bayes.predictive
+# refer to these names.
+_LatentDraws = LatentDraws
+_SparseLatentDraws = SparseLatentDraws
+
 __all__ = ["SteinGPClassifier"]
 
 # Largest number of whitened unknowns (n * n_classes) for which the softmax
