@@ -12,7 +12,7 @@ from scipy.linalg import solve_triangular
 from .._sparse import SparseDrawsBase
 from .._threads import blas_threads_for
 
-__all__ = ["LatentDraws", "SparseLatentDraws"]
+__all__ = ["LatentDraws", "SparseLatentDraws", "example_draws"]
 
 # Query rows handled at once, so that predict's memory stays O(rows * n).
 _CHUNK_BYTES = 32 * 1024**2
@@ -22,6 +22,30 @@ def _row_chunks(n_rows, n_cols):
     size = max(1, _CHUNK_BYTES // (8 * max(n_cols, 1)))
     for start in range(0, n_rows, size):
         yield slice(start, min(start + size, n_rows))
+
+
+def example_draws():
+    """Three whitened-latent draws of a six-point binary problem, for examples.
+
+    Examples
+    --------
+    >>> from skgp_bayes.predictive.latent import example_draws
+    >>> example_draws().n_draws
+    3
+    """
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    from ..kernels import KernelAdapter
+    from ..likelihoods import Bernoulli
+    from ..targets.whitened import WhitenedLatentTarget
+
+    X = np.linspace(-2, 2, 6)[:, None]
+    y = (X[:, 0] > 0).astype(float)
+    target = WhitenedLatentTarget(
+        KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None
+    )
+    particles = np.random.default_rng(0).standard_normal((3, target.n_params))
+    return LatentDraws(target, particles)
 
 
 class LatentDraws:
@@ -70,18 +94,8 @@ class LatentDraws:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.predictive.latent import LatentDraws
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> particles = np.random.default_rng(0).standard_normal((3, target.n_params))
-        >>> draws = LatentDraws(target, particles)
+        >>> from skgp_bayes.predictive.latent import example_draws
+        >>> draws = example_draws()
         >>> draws.n_draws
         3
         """
@@ -93,18 +107,8 @@ class LatentDraws:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.predictive.latent import LatentDraws
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> particles = np.random.default_rng(0).standard_normal((3, target.n_params))
-        >>> draws = LatentDraws(target, particles)
+        >>> from skgp_bayes.predictive.latent import example_draws
+        >>> draws = example_draws()
         >>> draws.n_latent
         1
         """
@@ -116,18 +120,8 @@ class LatentDraws:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.predictive.latent import LatentDraws
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> particles = np.random.default_rng(0).standard_normal((3, target.n_params))
-        >>> draws = LatentDraws(target, particles)
+        >>> from skgp_bayes.predictive.latent import example_draws
+        >>> draws = example_draws()
         >>> type(draws.likelihood).__name__
         'Bernoulli'
         """
@@ -138,18 +132,8 @@ class LatentDraws:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.predictive.latent import LatentDraws
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> particles = np.random.default_rng(0).standard_normal((3, target.n_params))
-        >>> draws = LatentDraws(target, particles)
+        >>> from skgp_bayes.predictive.latent import example_draws
+        >>> draws = example_draws()
         >>> draws.theta(0, 0).shape
         (2,)
         """
@@ -161,18 +145,8 @@ class LatentDraws:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.predictive.latent import LatentDraws
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> particles = np.random.default_rng(0).standard_normal((3, target.n_params))
-        >>> draws = LatentDraws(target, particles)
+        >>> from skgp_bayes.predictive.latent import example_draws
+        >>> draws = example_draws()
         >>> draws.factor(0, 0).shape
         (6, 6)
         """
@@ -191,18 +165,8 @@ class LatentDraws:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.predictive.latent import LatentDraws
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> particles = np.random.default_rng(0).standard_normal((3, target.n_params))
-        >>> draws = LatentDraws(target, particles)
+        >>> from skgp_bayes.predictive.latent import example_draws
+        >>> draws = example_draws()
         >>> means, cov = draws.moments(np.array([[0.0], [1.0]]), full_cov=True)
         >>> means.shape, cov.shape
         ((3, 1, 2), (3, 1, 2, 2))
