@@ -103,12 +103,16 @@ def signal_ratio(estimator, X, y):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         outputs, targets = _outputs_and_targets(estimator, X[rows], y[rows])
-    target_spread = np.std(targets, axis=0)
+    # Spreads of targets near the double range (1e200) overflow when
+    # squared; the ratio is scale-free, so both sides are divided first.
+    scale = np.max(np.abs(targets), axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    target_spread = np.std(targets / scale, axis=0)
     varies = target_spread > 0
     if not np.any(varies):
         return np.nan
-    ratios = np.std(outputs[:, varies], axis=0) / target_spread[varies]
-    return float(np.max(ratios))
+    spreads = np.std(outputs[:, varies] / scale[varies], axis=0)
+    return float(np.max(spreads / target_spread[varies]))
 
 
 def prior_only(estimator, n_samples):

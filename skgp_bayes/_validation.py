@@ -10,6 +10,7 @@ from ._version import __version__
 from ._warnings import warn_user
 
 __all__ = [
+    "variance_in_units",
     "check_n_samples",
     "safe_mean_std",
     "check_input_magnitude",
@@ -56,6 +57,24 @@ def safe_mean_std(values):
     ):
         std = 1.0
     return mean, std
+
+
+def variance_in_units(variance, scale):
+    """``variance * scale**2``: a model-scale variance in the units of ``y``.
+
+    A variance in ``y``'s units squares its scale, which leaves the double
+    range for targets of magnitude above about 1e154; it is then ``inf``
+    (the predictions, computed in model units, are unaffected), without a
+    floating-point warning.
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import variance_in_units
+    >>> float(variance_in_units(0.5, 10.0)), float(variance_in_units(0.5, 1e200))
+    (50.0, inf)
+    """
+    with np.errstate(over="ignore"):
+        return np.asarray(variance, dtype=np.float64) * np.float64(scale) * scale
 
 
 def target_scale(y, normalize_y):

@@ -104,6 +104,7 @@ from ._validation import (
     check_input_magnitude,
     check_n_samples,
     safe_mean_std,
+    variance_in_units,
 )
 from ._warnings import fit_warnings, warn_user
 from .exceptions import DegenerateFitWarning, NotPSDError
@@ -819,7 +820,10 @@ class SelectiveSVGP(
                 )
         fitted["input_scaling_"] = scaling
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
-        fitted["noise_variance_"] = fitted.pop("_noise_std_units") * y_std**2
+        fitted["_noise_model"] = fitted.pop("_noise_std_units")
+        fitted["noise_variance_"] = float(
+            variance_in_units(fitted["_noise_model"], y_std)
+        )
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
@@ -1015,7 +1019,7 @@ class SelectiveSVGP(
     def _predictive_draws(self, X, full_cov=False):
         """``q(f)`` as a one-draw :class:`LatentDraws`, standardised units."""
         mean, spread = self._latent(X, full_cov=full_cov)
-        noise = np.array([self.noise_variance_ / self.y_std_**2])
+        noise = np.array([self._noise_model])
         return LatentDraws(mean[None], spread[None], noise, self.y_mean_, self.y_std_)
 
     def _observation_predictive(self, X):

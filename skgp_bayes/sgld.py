@@ -28,6 +28,7 @@ from ._validation import (
     atomic_feature_state,
     check_input_magnitude,
     target_scale,
+    variance_in_units,
 )
 from ._warnings import collect_warnings, fit_warnings, report, warn_user
 from .diagnostics import (
@@ -895,7 +896,7 @@ class SGLDGPRegressor(
             "map_params_": map_params,
             "preconditioner_": M,
             "kernels_": [kernel.clone_with_theta(t) for t in thetas],
-            "noise_variance_": noise_model * np.float64(y_std) * y_std,
+            "noise_variance_": variance_in_units(noise_model, y_std),
             "n_iter_": chains.shape[1],
             "solver_": solver,
             "diagnostics_": {

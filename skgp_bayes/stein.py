@@ -42,6 +42,7 @@ from ._validation import (
     atomic_feature_state,
     check_input_magnitude,
     target_scale,
+    variance_in_units,
 )
 from ._warnings import fit_warnings, warn_user
 from .diagnostics import kernel_stein_discrepancy
@@ -955,7 +956,7 @@ class SteinGPRegressor(
             "param_names_": names,
             "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
             # y units; beyond ~1e154 the variance itself is not representable
-            "noise_variance_": noise_model * np.float64(y_std) * y_std,
+            "noise_variance_": variance_in_units(noise_model, y_std),
             "log_posterior_": values,
             "n_iter_": (self.n_iter_ if continuing else 0) + n_iter,
             "converged_": bool(converged),
@@ -1062,7 +1063,7 @@ class SteinGPRegressor(
             "particles_": particles,
             "param_names_": names,
             "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
-            "noise_variance_": noise_model * np.float64(y_std) * y_std,
+            "noise_variance_": variance_in_units(noise_model, y_std),
             "log_posterior_": result.log_density,
             "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
             "converged_": bool(result.converged),

@@ -116,6 +116,7 @@ from ._validation import (
     check_input_magnitude,
     check_n_samples,
     safe_mean_std,
+    variance_in_units,
 )
 from ._warnings import fit_warnings, warn_user
 from .diagnostics import (
@@ -1869,7 +1870,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             raise AttributeError(
                 "noise_variance_ exists for a fitted likelihood='gaussian' model."
             )
-        return self._noise_draws() * self.y_std_**2
+        return variance_in_units(self._noise_draws(), self.y_std_)
 
     @keyboard_interrupt_passes
     def sample_latent(self, X, method="mcmc", n_samples=1000, random_state=0):

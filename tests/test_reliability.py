@@ -287,6 +287,25 @@ def test_row_17_huge_X_predicts_like_rescaled(name):
     np.testing.assert_allclose(huge.predict(_X * 1e300), est.predict(_X), atol=1e-3)
 
 
+# Targets near the double range: a variance in y's units (their square)
+# leaves it, the predictions (model units, then scaled) do not.
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_row_17_huge_y_predicts_like_rescaled_without_numpy_warnings(name):
+    est = _quiet_fit(ESTIMATORS[name](), _X, _Y_REG)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        huge = ESTIMATORS[name]().fit(_X, 1e200 * _Y_REG)
+        mean, sd = huge.predict(_X, return_std=True, noise=True)
+        lower, upper = huge.predict_interval(_X)
+        density = huge.log_predictive_density(_X, 1e200 * _Y_REG)
+    numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert not numeric, [str(w.message) for w in numeric]
+    for values in (mean, sd, lower, upper, density):
+        assert np.all(np.isfinite(values))
+    np.testing.assert_allclose(mean / 1e200, est.predict(_X), atol=1e-3)
+    assert np.all(np.isposinf(np.ravel(huge.noise_variance_)))
+
+
 @pytest.mark.parametrize("name", REGRESSORS)
 def test_row_18_duplicate_rows(name):
     # an exact duplicate must behave like a near-duplicate (the noise lower
