@@ -263,3 +263,15 @@ def test_compiled_softmax_expectation_matches_the_likelihood():
     got = _sparse_numba.softmax_expectation(y, mu, sd, lik.default_draws())
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5])
+def test_compiled_gradient_for_ard_matern_kernels(nu):
+    # The compiled length-scale contraction has one branch for the RBF
+    # (f = k) and one for the other radial functions; FD check the latter.
+    X, y, Z = _data(Gaussian(0.2))
+    kernel = ConstantKernel(1.1) * Matern([0.8, 1.4], nu=nu) + WhiteKernel(0.05)
+    target = SparseWhitenedTarget(KernelAdapter(kernel), X, y, Z, Gaussian(0.2))
+    params = _params(target)
+    _, grad = target.logp_and_grad(params)
+    np.testing.assert_allclose(grad, _fd(target.log_prob, params), rtol=1e-5, atol=1e-6)
