@@ -14,10 +14,22 @@ __all__ = ["keyboard_interrupt_passes"]
 
 
 def _interrupt_inside(error):
-    """The ``KeyboardInterrupt`` that ``error`` wraps, or None."""
-    for linked in (error.__cause__, error.__context__):
-        if isinstance(linked, KeyboardInterrupt):
-            return linked
+    """The ``KeyboardInterrupt`` that ``error`` wraps, however deep, or None.
+
+    Numba nests the failure: a compiled function that unpickles its
+    constants reports each interrupted unpickling as one more ``SystemError``
+    (eight deep has been seen), so the whole chain is walked.
+    """
+    seen = set()
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        pending.extend((current.__cause__, current.__context__))
     return None
 
 

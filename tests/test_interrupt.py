@@ -194,6 +194,23 @@ def test_decorator_unwraps_the_interrupt(how):
     assert caught.value is interrupt
 
 
+def test_decorator_unwraps_an_interrupt_nested_deep():
+    # Numba reports an interrupted unpickling of a compiled function's
+    # constants as a SystemError per level; eight levels have been seen.
+    interrupt = KeyboardInterrupt()
+    error = interrupt
+    for _ in range(8):
+        error = _system_error_from(error, "cause")
+
+    @keyboard_interrupt_passes
+    def method():
+        raise error
+
+    with pytest.raises(KeyboardInterrupt) as caught:
+        method()
+    assert caught.value is interrupt
+
+
 @pytest.mark.parametrize(
     "error", [SystemError("other"), RuntimeError("x"), KeyboardInterrupt()]
 )
