@@ -15,6 +15,7 @@ from scipy.special import expit, softmax
 from ..linalg import cho_inverse, cho_solve, cholesky
 
 __all__ = [
+    "example_binary_problem",
     "BinaryLaplaceProblem",
     "LaplaceSurrogate",
     "binary_laplace_draw",
@@ -117,16 +118,9 @@ class BinaryLaplaceProblem:
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgp_bayes.kernels import KernelAdapter
-    >>> from skgp_bayes.likelihoods import Bernoulli
-    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
     >>> from skgp_bayes.targets.laplace import BinaryLaplaceProblem
-    >>> X = np.linspace(-2, 2, 6)[:, None]
-    >>> y = (X[:, 0] > 0).astype(float)
-    >>> target = WhitenedLatentTarget(
-    ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-    >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+    >>> from skgp_bayes.targets.laplace import example_binary_problem
+    >>> target, y, problem = example_binary_problem()
     >>> value, grad = problem.log_marginal_and_grad(np.zeros(2))
     >>> round(value, 4), grad.shape
     (-3.8646, (2,))
@@ -149,16 +143,9 @@ class BinaryLaplaceProblem:
         Examples
         --------
         >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
         >>> from skgp_bayes.targets.laplace import BinaryLaplaceProblem
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+        >>> from skgp_bayes.targets.laplace import example_binary_problem
+        >>> target, y, problem = example_binary_problem()
         >>> K, fit = problem.mode(np.zeros(2))
         >>> K.shape, bool(np.all(np.sign(fit.f) == 2 * y - 1))
         ((6, 6), True)
@@ -176,16 +163,9 @@ class BinaryLaplaceProblem:
         Examples
         --------
         >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
         >>> from skgp_bayes.targets.laplace import BinaryLaplaceProblem
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+        >>> from skgp_bayes.targets.laplace import example_binary_problem
+        >>> target, y, problem = example_binary_problem()
         >>> value, grad = problem.log_marginal_and_grad(np.zeros(2))
         >>> round(value, 4), grad.shape
         (-3.8646, (2,))
@@ -222,16 +202,9 @@ class LaplaceSurrogate:
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgp_bayes.kernels import KernelAdapter
-    >>> from skgp_bayes.likelihoods import Bernoulli
-    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
     >>> from skgp_bayes.targets.laplace import BinaryLaplaceProblem, LaplaceSurrogate
-    >>> X = np.linspace(-2, 2, 6)[:, None]
-    >>> y = (X[:, 0] > 0).astype(float)
-    >>> target = WhitenedLatentTarget(
-    ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-    >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+    >>> from skgp_bayes.targets.laplace import example_binary_problem
+    >>> target, y, problem = example_binary_problem()
     >>> surrogate = LaplaceSurrogate([problem], 1, None, target.n_kernel_params)
     >>> value, grad = surrogate.logp_and_grad(np.zeros(2))
     >>> round(value, 4), grad.shape
@@ -250,17 +223,10 @@ class LaplaceSurrogate:
         Examples
         --------
         >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.likelihoods import Bernoulli
-        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
         >>> from skgp_bayes.targets.laplace import (
         ...     BinaryLaplaceProblem, LaplaceSurrogate)
-        >>> X = np.linspace(-2, 2, 6)[:, None]
-        >>> y = (X[:, 0] > 0).astype(float)
-        >>> target = WhitenedLatentTarget(
-        ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-        >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+        >>> from skgp_bayes.targets.laplace import example_binary_problem
+        >>> target, y, problem = example_binary_problem()
         >>> surrogate = LaplaceSurrogate([problem], 1, None, 2)
         >>> value, grad = surrogate.logp_and_grad(np.zeros(2))
         >>> round(value, 4), grad.shape
@@ -304,17 +270,10 @@ def surrogate_cov(surrogate, centre, bounds, max_std):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgp_bayes.kernels import KernelAdapter
-    >>> from skgp_bayes.likelihoods import Bernoulli
-    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
     >>> from skgp_bayes.targets.laplace import (
     ...     BinaryLaplaceProblem, LaplaceSurrogate, surrogate_cov)
-    >>> X = np.linspace(-2, 2, 6)[:, None]
-    >>> y = (X[:, 0] > 0).astype(float)
-    >>> target = WhitenedLatentTarget(
-    ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-    >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+    >>> from skgp_bayes.targets.laplace import example_binary_problem
+    >>> target, y, problem = example_binary_problem()
     >>> surrogate = LaplaceSurrogate([problem], 1, None, target.n_kernel_params)
     >>> bounds = np.array([[-5.0, 5.0], [-5.0, 5.0]])
     >>> cov = surrogate_cov(surrogate, np.zeros(2), bounds, max_std=1.0)
@@ -352,16 +311,9 @@ def binary_laplace_draw(problem, theta, rng, a0):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgp_bayes.kernels import KernelAdapter
-    >>> from skgp_bayes.likelihoods import Bernoulli
-    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
     >>> from skgp_bayes.targets.laplace import BinaryLaplaceProblem, binary_laplace_draw
-    >>> X = np.linspace(-2, 2, 6)[:, None]
-    >>> y = (X[:, 0] > 0).astype(float)
-    >>> target = WhitenedLatentTarget(
-    ...     KernelAdapter(ConstantKernel() * RBF()), X, y, Bernoulli(), None)
-    >>> problem = BinaryLaplaceProblem(target, y, target.likelihood)
+    >>> from skgp_bayes.targets.laplace import example_binary_problem
+    >>> target, y, problem = example_binary_problem()
     >>> rng = np.random.default_rng(0)
     >>> nu, a, (L, W) = binary_laplace_draw(problem, np.zeros(2), rng, None)
     >>> nu.shape, a.shape, L.shape, W.shape
@@ -545,3 +497,26 @@ def _softmax_precision_factor(Ls, pi):
     # I plus a positive semi-definite term, so no jitter is ever needed.
     R, _ = cholesky(P, max_tries=0, warn=False)
     return R
+
+
+def example_binary_problem():
+    """A six-point binary problem for examples: ``(target, y, problem)``.
+
+    Examples
+    --------
+    >>> from skgp_bayes.targets.laplace import example_binary_problem
+    >>> target, y, problem = example_binary_problem()
+    >>> y.tolist()
+    [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    """
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    from ..kernels import KernelAdapter
+    from ..likelihoods import Bernoulli
+    from .whitened import WhitenedLatentTarget
+
+    X = np.linspace(-2, 2, 6)[:, None]
+    y = (X[:, 0] > 0).astype(float)
+    kernel = KernelAdapter(ConstantKernel() * RBF())
+    target = WhitenedLatentTarget(kernel, X, y, Bernoulli(), None)
+    return target, y, BinaryLaplaceProblem(target, y, target.likelihood)
