@@ -27,6 +27,8 @@ groups.
 
 import numpy as np
 
+from .kernels import KernelAdapter
+
 __all__ = ["InferenceDataMixin", "to_inference_data"]
 
 
@@ -130,7 +132,8 @@ def _svgd_groups(est):
 
 def _point_groups(est):
     kernel = est.kernel_
-    names = _hyperparameter_names(kernel)
+    # The names every sampled estimator's param_names_ uses.
+    names = list(KernelAdapter(kernel).param_names)
     values = [np.atleast_1d(kernel.theta)]
     noise = getattr(est, "noise_variance_", None)
     if noise is not None and np.ndim(noise) == 0:
@@ -145,19 +148,6 @@ def _point_groups(est):
     }
     extra = {"inclusion_probability": np.asarray(est.inclusion_probabilities_)}
     return np.concatenate(values)[None, None, :], names, {}, attrs, extra
-
-
-def _hyperparameter_names(kernel):
-    """One name per entry of ``kernel.theta`` (ARD entries numbered)."""
-    names = []
-    for h in kernel.hyperparameters:
-        if h.fixed:
-            continue
-        if h.n_elements == 1:
-            names.append(h.name)
-        else:
-            names.extend(f"{h.name}_{i}" for i in range(h.n_elements))
-    return names
 
 
 # ------------------------------------------------------------- assembly
