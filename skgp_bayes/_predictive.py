@@ -22,6 +22,7 @@ from .linalg import (
 )
 
 __all__ = [
+    "row_chunks",
     "mixture_mean_var",
     "mixture_mean_cov",
     "mixture_log_density",
@@ -164,8 +165,16 @@ def _clamp_variances(variances):
         np.maximum(variances, 0.0, out=variances)
 
 
-def _row_chunks(n_rows, n_cols):
-    size = max(1, _CHUNK_BYTES // (8 * max(n_cols, 1)))
+def row_chunks(n_rows, n_cols, chunk_bytes=_CHUNK_BYTES):
+    """Slices of at most ``chunk_bytes`` of float64 rows of ``n_cols``.
+
+    Examples
+    --------
+    >>> from skgp_bayes._predictive import row_chunks
+    >>> list(row_chunks(5, 1, chunk_bytes=16))
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
+    size = max(1, chunk_bytes // (8 * max(n_cols, 1)))
     for start in range(0, n_rows, size):
         yield slice(start, min(start + size, n_rows))
 
@@ -259,7 +268,7 @@ class ExactGPDraws:
                 cov = self.adapter.gram(theta, X_query) - V.T @ V
                 spread[out] = 0.5 * (cov + cov.T)
                 continue
-            for rows in _row_chunks(m, self.X.shape[0]):
+            for rows in row_chunks(m, self.X.shape[0]):
                 Ks = self.adapter.cross(theta, X_query[rows], self.X)
                 means[out, rows] = Ks @ self.alphas[j]
                 V = triangular_solve(self.factor(j), Ks.T)

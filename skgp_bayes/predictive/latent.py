@@ -9,6 +9,7 @@ mixing them over draws and through the likelihood is the estimator's work.
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from .._predictive import row_chunks
 from .._sparse import SparseDrawsBase
 from .._threads import blas_threads_for
 
@@ -16,12 +17,6 @@ __all__ = ["LatentDraws", "SparseLatentDraws", "example_draws"]
 
 # Query rows handled at once, so that predict's memory stays O(rows * n).
 _CHUNK_BYTES = 32 * 1024**2
-
-
-def _row_chunks(n_rows, n_cols):
-    size = max(1, _CHUNK_BYTES // (8 * max(n_cols, 1)))
-    for start in range(0, n_rows, size):
-        yield slice(start, min(start + size, n_rows))
 
 
 def example_draws():
@@ -195,7 +190,7 @@ class LatentDraws:
                     means[out, cols] = (Ks @ self.alphas[j, cols].T).T
                     spread[out, cols] = cov
                     continue
-                for rows in _row_chunks(m, X.shape[0]):
+                for rows in row_chunks(m, X.shape[0], _CHUNK_BYTES):
                     Ks = adapter.cross(theta, Xq[rows], X)
                     means[out, cols, rows] = (Ks @ self.alphas[j, cols].T).T
                     V = solve_triangular(L, Ks.T, lower=True, check_finite=False)
