@@ -533,18 +533,9 @@ def fit_sklearn(X_train, y_train, X_test, y_test, *, n_restarts=9, seed=0):
     >>> bool(result["rmse"] < 40)
     True
     """
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import WhiteKernel
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
+    from ._tour import peer_regressor
 
-    gp = GaussianProcessRegressor(
-        kernel=_ard_kernel(X_train.shape[1]) + WhiteKernel(),
-        normalize_y=True,
-        n_restarts_optimizer=n_restarts,
-        random_state=seed,
-    )
-    model = Pipeline([("scale", StandardScaler()), ("gp", gp)])
+    model = peer_regressor(X_train.shape[1], seed, n_restarts=n_restarts)
     start = time.perf_counter()
     model.fit(X_train, y_train)
     fit_time = time.perf_counter() - start

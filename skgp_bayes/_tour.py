@@ -26,7 +26,14 @@ import numpy as np
 from scipy.special import ndtr
 from scipy.stats import norm
 
-__all__ = ["TASKS", "run_task", "summary_line", "format_task", "plot_tasks"]
+__all__ = [
+    "TASKS",
+    "format_task",
+    "peer_regressor",
+    "plot_tasks",
+    "run_task",
+    "summary_line",
+]
 
 TASKS = ("regression", "classification", "counts")
 # Training rows of the tour (a quick look) and of a task run on its own (the
@@ -55,7 +62,19 @@ def _timed_fit(model, *args, **kwargs):
     )
 
 
-def _peer_regressor(n_features, seed):
+def peer_regressor(n_features, seed, n_restarts=9):
+    """scikit-learn's ML-II regressor as the tour and the comparison fit it.
+
+    ``GaussianProcessRegressor`` with ``ConstantKernel() * RBF(ones(d)) +
+    WhiteKernel()``, ``normalize_y=True`` and ``n_restarts`` optimizer
+    restarts, after a ``StandardScaler``.
+
+    Examples
+    --------
+    >>> from skgp_bayes._tour import peer_regressor
+    >>> peer_regressor(3, seed=0)[-1].n_restarts_optimizer
+    9
+    """
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
     from sklearn.pipeline import make_pipeline
@@ -63,7 +82,7 @@ def _peer_regressor(n_features, seed):
 
     kernel = ConstantKernel() * RBF(np.ones(n_features)) + WhiteKernel()
     gpr = GaussianProcessRegressor(
-        kernel, normalize_y=True, n_restarts_optimizer=9, random_state=seed
+        kernel, normalize_y=True, n_restarts_optimizer=n_restarts, random_state=seed
     )
     return make_pipeline(StandardScaler(), gpr)
 
@@ -112,7 +131,7 @@ def _regression(full, seed):
     train, test = _split(X.shape[0], seed)
     train = _cap(train, None if full else _TOUR_TRAIN["regression"])
     ours = SteinGPRegressor(random_state=seed)
-    peer = _peer_regressor(X.shape[1], seed)
+    peer = peer_regressor(X.shape[1], seed)
     t_ours, w_ours = _timed_fit(ours, X[train], y[train])
     t_peer, w_peer = _timed_fit(peer, X[train], y[train])
     rows = [
@@ -192,7 +211,7 @@ def _counts(full, seed):
     counts = counts.astype(np.float64)
     train, test = _split(X.shape[0], seed)
     ours = VariationalMCMCRegressor(likelihood="poisson", random_state=seed)
-    peer = _peer_regressor(1, seed)
+    peer = peer_regressor(1, seed)
     t_ours, w_ours = _timed_fit(ours, X[train], counts[train], exposure=width)
     t_peer, w_peer = _timed_fit(peer, X[train], counts[train])
     rows = [
