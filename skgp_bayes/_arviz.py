@@ -25,6 +25,8 @@ before 1.0 get an ``arviz.InferenceData``; from 1.0 on, whose
 groups.
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from .kernels import KernelAdapter
@@ -50,8 +52,16 @@ def _variable_name(name):
 
 
 # ------------------------------------------------------------ per engine
+# What each engine hands over: draws (chain, draw, param) with their names;
+# per-draw statistics; attributes; per-iteration statistics (SVGD); and the
+# candidates' inclusion probabilities (selective models), else None.
+_Groups = namedtuple(
+    "_Groups", "draws names stats attrs per_iteration inclusion", defaults=(None, None)
+)
+
+
 def _posterior_and_stats(estimator):
-    """``(draws (chain, draw, param), names, sample_stats dict, attrs)``."""
+    """The :data:`_Groups` of a fitted estimator."""
     if hasattr(estimator, "chains_") and hasattr(estimator, "samples_"):
         return _mala_groups(estimator)
     if hasattr(estimator, "trace_") and hasattr(estimator, "step_size_"):
@@ -80,7 +90,7 @@ def _mala_groups(est):
         "cg_iterations_mean": float(est.diagnostics_["cg_iterations_mean"]),
         "burn_in": burn,
     }
-    return kept, list(est.param_names_), stats, attrs
+    return _Groups(kept, list(est.param_names_), stats, attrs)
 
 
 def _hmc_groups(est):
@@ -106,7 +116,7 @@ def _hmc_groups(est):
     if "log_density" in trace:
         stats["lp"] = np.asarray(trace["log_density"]).reshape(n_chains, n_kept)
     attrs = {"draws": "Hamiltonian Monte Carlo draws after warm-up"}
-    return draws, list(est.param_names_), stats, attrs
+    return _Groups(draws, list(est.param_names_), stats, attrs)
 
 
 def _svgd_groups(est):
@@ -127,7 +137,7 @@ def _svgd_groups(est):
         "kernel_stein_discrepancy": float(est.ksd_),
         "n_iter": int(est.n_iter_),
     }
-    return particles[None, :, :], names, stats, attrs, per_iteration
+    return _Groups(particles[None, :, :], names, stats, attrs, per_iteration)
 
 
 def _point_groups(est):
@@ -146,8 +156,9 @@ def _point_groups(est):
         ),
         "expected_n_inducing": float(est.expected_n_inducing_),
     }
-    extra = {"inclusion_probability": np.asarray(est.inclusion_probabilities_)}
-    return np.concatenate(values)[None, None, :], names, {}, attrs, extra
+    draws = np.concatenate(values)[None, None, :]
+    inclusion = np.asarray(est.inclusion_probabilities_)
+    return _Groups(draws, names, {}, attrs, inclusion=inclusion)
 
 
 # ------------------------------------------------------------- assembly
@@ -191,28 +202,26 @@ def to_inference_data(estimator, y=None):
     """
     arviz, xarray = _import_arviz()
     parts = _posterior_and_stats(estimator)
-    draws, names, stats, attrs = parts[:4]
-    extra = parts[4] if len(parts) > 4 else {}
-    n_chains, n_draws = draws.shape[:2]
+    n_chains, n_draws = parts.draws.shape[:2]
     coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws)}
     posterior = {
-        _variable_name(name): (("chain", "draw"), draws[:, :, j])
-        for j, name in enumerate(names)
+        _variable_name(name): (("chain", "draw"), parts.draws[:, :, j])
+        for j, name in enumerate(parts.names)
     }
-    if "inclusion_probability" in extra:
+    if parts.inclusion is not None:
         posterior["inclusion_probability"] = (
             ("chain", "draw", "candidate"),
-            extra.pop("inclusion_probability")[None, None, :],
+            parts.inclusion[None, None, :],
         )
-    stat_vars = {key: (("chain", "draw"), value) for key, value in stats.items()}
-    for key, value in extra.items():  # per SVGD iteration
+    stat_vars = {key: (("chain", "draw"), value) for key, value in parts.stats.items()}
+    for key, value in (parts.per_iteration or {}).items():
         stat_vars[key] = (("iteration",), value)
     common = {
         "created_by": f"skgp_bayes {type(estimator).__name__}.to_inference_data",
     }
     groups = {
         "posterior": xarray.Dataset(
-            posterior, coords=coords, attrs={**common, **attrs}
+            posterior, coords=coords, attrs={**common, **parts.attrs}
         ),
         "sample_stats": xarray.Dataset(stat_vars, coords=coords, attrs=common),
     }
