@@ -94,6 +94,7 @@ from ._predictive_contract import (
     mixture_prediction,
     proba_from_log_odds,
 )
+from ._progress import CallbackMixin, fit_callbacks, fit_progress
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
@@ -282,6 +283,7 @@ def _selection_phase(
     rule = StationarityRule(_SELECT_WINDOW, _SELECT_BATCHES, _SELECT_Z)
     trace, counts = [], []
     n_iter = int(est.n_select_iter)
+    progress = fit_progress(est, "selection", n_iter)
     for it in range(n_iter):
         rows = None
         if batch is not None and batch < n:
@@ -309,7 +311,9 @@ def _selection_phase(
         trace.append(float(values.mean()) - kl)
         counts.append(process.cardinality_moments(logits)[0])
         stop = rule.update([trace[-1], counts[-1]])
-        if est.verbose and rule.n_steps % _SELECT_WINDOW == 0:
+        if progress.engine is not None:
+            progress(it + 1, n_iter, {"objective": trace[-1], "E|Z|": counts[-1]})
+        if est.verbose >= 2 and rule.n_steps % _SELECT_WINDOW == 0:
             zs = (
                 ""
                 if rule.z_scores is None
@@ -321,6 +325,7 @@ def _selection_phase(
             )
         if stop:
             break
+    progress.close()
     return params, logits, trace, counts, rule.converged
 
 
@@ -566,6 +571,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
 
 
 class SelectiveSVGP(
+    CallbackMixin,
     RegressorContractMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -649,7 +655,10 @@ class SelectiveSVGP(
     random_state : int, RandomState instance or None, default=None
         Seeds the candidates, the point-process draws and ``keep="sample"``.
     verbose : int, default=0
-        Print the phases, and the selection's progress every 50 steps.
+        Print the phases, with one progress line for the selection on
+        standard error (steps, objective, ``E|Z|``, time left), updated in
+        place on a terminal; 2 prints the selection's detailed lines every
+        50 steps instead of the progress line.
 
     Attributes
     ----------
@@ -777,6 +786,7 @@ class SelectiveSVGP(
         return scaling.transform(_check_candidates(self.candidates, X.shape[1]))
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
@@ -1165,7 +1175,11 @@ class SelectiveSVGP(
 
 
 class SelectiveSVGPClassifier(
-    InferenceDataMixin, VersionedStateMixin, ClassifierMixin, BaseEstimator
+    CallbackMixin,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     """Sparse GP classification with a learned set of inducing points.
 
@@ -1270,6 +1284,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         print(f"[{type(self).__name__}] {msg}")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):

@@ -6,7 +6,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -22,6 +22,7 @@ from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
+from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -184,7 +185,19 @@ def _gradient(adapter, X, y, prior_set, log_noise, grad_rng, options, xp):
     )
 
 
-def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, verbose):
+def _run_chain(
+    adapter,
+    X,
+    y,
+    prior_set,
+    log_noise,
+    chain,
+    options,
+    M,
+    bounds,
+    verbose,
+    progress=None,
+):
     """Run (or continue) one chain.
 
     ``chain`` holds either ``"start"`` and ``"seed"`` (a new chain) or
@@ -223,6 +236,7 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
             metropolis=exact,
             adapt_steps=options["adapt_steps"],
             metric_windows=options["metric_windows"] if exact else (),
+            progress=progress,
         )
     if exact:
         cg_iterations, max_residual = np.zeros(0, dtype=np.int64), 0.0
@@ -261,6 +275,7 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
 
 
 class SGLDGPRegressor(
+    CallbackMixin,
     ExactGPRegressorMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -485,7 +500,9 @@ class SGLDGPRegressor(
     random_state : int, RandomState instance or None, default=None
         The same seed gives bit-identical samples, whatever ``n_jobs``.
     verbose : int, default=0
-        Print progress lines when positive.
+        ``1``: one progress line per block of chains on standard error
+        (iterations, step size and acceptance rate, time left), updated in
+        place on a terminal; ``2``: the detailed lines of every chain.
 
     Attributes
     ----------
@@ -778,6 +795,7 @@ class SGLDGPRegressor(
         return map_params, _laplace_cov(target, map_params, bounds)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
@@ -943,6 +961,13 @@ class SGLDGPRegressor(
 
     def _run_block(self, args, chain_inputs, options):
         adapter, X, y_model, prior_set, log_noise, M, bounds = args
+        progress = fit_progress(
+            self,
+            "Langevin chains",
+            options["n_iter"],
+            n_runs=self.n_chains,
+            in_process=effective_n_jobs(self.n_jobs) == 1,
+        )
         jobs = (
             delayed(_run_chain)(
                 adapter,
@@ -954,11 +979,13 @@ class SGLDGPRegressor(
                 {**options, "chain": c},
                 M,
                 bounds,
-                self.verbose,
+                engine_verbose(self),
+                progress.engine,
             )
             for c in range(self.n_chains)
         )
-        return Parallel(n_jobs=self.n_jobs)(jobs)
+        with progress:
+            return Parallel(n_jobs=self.n_jobs)(jobs)
 
     def _sample(self, args, chain_inputs, options, previous, names):
         """Run the chains, in blocks until they mix when ``n_iter="auto"``.

@@ -26,6 +26,7 @@ from ._predictive import (
     ExactGPDraws,
 )
 from ._predictive_contract import draws_alias
+from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
 from ._sparse import SparseGPDraws, resolve_inducing
 from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
 from ._stein_sparse import (
@@ -263,20 +264,22 @@ def _run_stein_svgd(
 ):
     """SVGD with the estimator's step, tolerance, decay and progress lines."""
     name = type(estimator).__name__
-    return run_svgd(
-        evaluator,
-        particles,
-        max_iter=estimator.max_iter,
-        learning_rate=_learning_rate(estimator, preconditioner is not None),
-        tol=_tol(estimator),
-        preconditioner=preconditioner,
-        bounds=bounds,
-        state=state,
-        verbose=estimator.verbose,
-        print_fn=lambda msg: print(f"[{name}] {msg}"),
-        decay=svgd_decay(estimator.learning_rate_decay, stochastic),
-        stochastic=stochastic,
-    )
+    with fit_progress(estimator, "SVGD", estimator.max_iter) as progress:
+        return run_svgd(
+            evaluator,
+            particles,
+            max_iter=estimator.max_iter,
+            learning_rate=_learning_rate(estimator, preconditioner is not None),
+            tol=_tol(estimator),
+            preconditioner=preconditioner,
+            bounds=bounds,
+            state=state,
+            verbose=engine_verbose(estimator),
+            print_fn=lambda msg: print(f"[{name}] {msg}"),
+            decay=svgd_decay(estimator.learning_rate_decay, stochastic),
+            stochastic=stochastic,
+            progress=progress.engine,
+        )
 
 
 def _sparse_svgd_stage(
@@ -364,6 +367,7 @@ def _sparse_svgd_stage(
 
 
 class SteinGPRegressor(
+    CallbackMixin,
     ExactGPRegressorMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -453,7 +457,9 @@ class SteinGPRegressor(
         Seeds the particle initialisation. The same seed gives bit-identical
         particles.
     verbose : int, default=0
-        Print progress lines during the fit when positive.
+        ``1``: one progress line for the fit on standard error (iterations,
+        mean log density and Stein field, time left), updated in place on
+        a terminal; ``2``: the detailed lines of every stage.
     warm_start : bool, default=False
         Continue from the current particles and optimiser state, running
         ``max_iter`` further iterations, instead of starting anew.
@@ -729,6 +735,7 @@ class SteinGPRegressor(
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
@@ -762,6 +769,7 @@ class SteinGPRegressor(
 
     @available_if(_is_sparse_config)
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def partial_fit(self, X, y):

@@ -66,6 +66,7 @@ from ._predictive_contract import (
     draws_alias,
     fit_time_from_diagnostics,
 )
+from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
 from ._sparse import (
     resolve_inducing,
     sparse_function_samples,
@@ -161,7 +162,11 @@ def _has_binary_decision(estimator):
 
 
 class SteinGPClassifier(
-    InferenceDataMixin, VersionedStateMixin, ClassifierMixin, BaseEstimator
+    CallbackMixin,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     """Gaussian-process classification with a particle posterior.
 
@@ -252,7 +257,9 @@ class SteinGPClassifier(
         Seeds the particle initialisation. The same seed gives bit-identical
         particles.
     verbose : int, default=0
-        Print progress lines during the fit when positive.
+        ``1``: one progress line for the fit on standard error (iterations,
+        mean log density and Stein field, time left), updated in place on
+        a terminal; ``2``: the detailed lines of every stage.
     warm_start : bool, default=False
         Continue from the current particles and optimiser state, running
         ``max_iter`` further iterations, instead of starting anew. The
@@ -615,6 +622,7 @@ class SteinGPClassifier(
         return particles, map_theta, root
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
@@ -645,6 +653,7 @@ class SteinGPClassifier(
 
     @available_if(_is_sparse_config)
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def partial_fit(self, X, y, classes=None):
@@ -799,21 +808,23 @@ class SteinGPClassifier(
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
         evaluator = _batch_evaluator(target)
         evaluator.check_initial(particles)
-        result = run_svgd(
-            evaluator,
-            particles,
-            max_iter=self.max_iter,
-            learning_rate=_learning_rate(self, root is not None),
-            tol=_tol(self),
-            bounds=bounds,
-            state=state,
-            verbose=self.verbose,
-            print_fn=self._log,
-            decay=svgd_decay(self.learning_rate_decay, False),
-            preconditioner=root,
-            kernel=choose_kernel(root, particles.shape),
-            step_control="global" if root is None else "per_coordinate",
-        )
+        with fit_progress(self, "SVGD", self.max_iter) as progress:
+            result = run_svgd(
+                evaluator,
+                particles,
+                max_iter=self.max_iter,
+                learning_rate=_learning_rate(self, root is not None),
+                tol=_tol(self),
+                bounds=bounds,
+                state=state,
+                verbose=engine_verbose(self),
+                print_fn=self._log,
+                decay=svgd_decay(self.learning_rate_decay, False),
+                preconditioner=root,
+                kernel=choose_kernel(root, particles.shape),
+                step_control="global" if root is None else "per_coordinate",
+                progress=progress.engine,
+            )
         particles, values, grads = result.particles, result.log_density, result.grads
         for key, trace in result.history.items():
             history.setdefault(key, []).extend(trace)

@@ -54,6 +54,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -98,6 +99,7 @@ from ._predictive_contract import (
     proba_from_log_odds,
     sparse_latent_covariances,
 )
+from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
 from ._sparse import (
     _SVGP_WINDOW,
     fit_svgp_adam,
@@ -334,7 +336,9 @@ def _svgp_recent_gain(trace):
     return float(trace[-1] - trace[-1 - _SVGP_WINDOW])
 
 
-class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimator):
+class _VariationalMCMCBase(
+    CallbackMixin, InferenceDataMixin, VersionedStateMixin, BaseEstimator
+):
     """Shared fit and prediction machinery; see the two public classes."""
 
     _common_constraints = {
@@ -445,7 +449,7 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
         use_adam = (batch is not None and batch < n) or (
             batch is None and n > _LBFGS_MAX_N
         )
-        report = self._svgp_reporter(t_start) if self.verbose else None
+        report = self._svgp_reporter(t_start)
         if self.svgp_max_iter == 0:
             svgp_params, svgp_trace, converged, n_iter = start, [], True, 0
         elif use_adam:
@@ -467,6 +471,8 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
                 tol=_SVGP_TOL,
                 report=report,
             )
+        if report is not None:
+            report.close()
         if not converged:
             gain = _svgp_recent_gain(svgp_trace)
             why = (
@@ -572,15 +578,21 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
 
     def _svgp_reporter(self, t_start):
         every = max(1, self.svgp_max_iter // 10)
+        progress = fit_progress(self, "Gaussian approximation", self.svgp_max_iter)
+        if progress.engine is None and self.verbose < 2:
+            return None
 
         def report(n_iter, elbo):
-            if n_iter % every == 0:
+            if progress.engine is not None:
+                progress(n_iter, self.svgp_max_iter, {"ELBO": float(elbo)})
+            if self.verbose >= 2 and n_iter % every == 0:
                 self._log(
                     f"Gaussian approximation: iteration {n_iter}/"
                     f"{self.svgp_max_iter}, ELBO {elbo:.6g} "
                     f"({time.perf_counter() - t_start:.1f} s)"
                 )
 
+        report.close = progress.close
         return report
 
     def _leapfrog_options(self):
@@ -641,18 +653,20 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
             target_accept=self.target_accept,
             **self._leapfrog_options(),
         )
-        results = run_hmc_chains(
-            sampler.target,
-            sampler.inits,
-            random_state=seed,
-            n_jobs=self.n_jobs,
-            n_warmup=self.n_warmup,
-            n_samples=self.n_samples,
-            inv_mass=sampler.inv_mass,
-            verbose=int(self.verbose),
-            print_fn=_Printer(name),
-            **options,
-        )
+        with self._hmc_progress(self.n_warmup + self.n_samples) as progress:
+            results = run_hmc_chains(
+                sampler.target,
+                sampler.inits,
+                random_state=seed,
+                n_jobs=self.n_jobs,
+                n_warmup=self.n_warmup,
+                n_samples=self.n_samples,
+                inv_mass=sampler.inv_mass,
+                verbose=engine_verbose(self),
+                print_fn=_Printer(name),
+                progress=progress.engine,
+                **options,
+            )
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks = self.n_samples, 1
         while True:
@@ -667,24 +681,36 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
             if met or done >= budget:
                 return chains, results, n_blocks
             block = min(self.n_samples, budget - done)
-            more = run_hmc_chains(
-                sampler.target,
-                np.stack([r.final_state for r in results]),
-                random_state=[seed, n_blocks],
-                n_jobs=self.n_jobs,
-                n_warmup=0,
-                n_samples=block,
-                step_size=np.array([r.step_size for r in results]),
-                inv_mass=np.stack([r.inv_mass for r in results]),
-                adapt_step_size=False,
-                adapt_mass=False,
-                verbose=max(0, int(self.verbose) - 1),
-                print_fn=_Printer(name),
-                **options,
-            )
+            with self._hmc_progress(block) as progress:
+                more = run_hmc_chains(
+                    sampler.target,
+                    np.stack([r.final_state for r in results]),
+                    random_state=[seed, n_blocks],
+                    n_jobs=self.n_jobs,
+                    n_warmup=0,
+                    n_samples=block,
+                    step_size=np.array([r.step_size for r in results]),
+                    inv_mass=np.stack([r.inv_mass for r in results]),
+                    adapt_step_size=False,
+                    adapt_mass=False,
+                    verbose=max(0, engine_verbose(self) - 1),
+                    print_fn=_Printer(name),
+                    progress=progress.engine,
+                    **options,
+                )
             results = [_merge(a, b) for a, b in zip(results, more, strict=True)]
             done += block
             n_blocks += 1
+
+    def _hmc_progress(self, length):
+        """The progress of one block of HMC chains, each ``length`` long."""
+        return fit_progress(
+            self,
+            "HMC chains",
+            length,
+            n_runs=self.n_chains,
+            in_process=effective_n_jobs(self.n_jobs) == 1,
+        )
 
     def _warn_diagnostics(self, names, rhat, ess, n_div, n_kept):
         if n_div:
@@ -948,11 +974,13 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         Chains run in parallel with joblib; the result does not depend on
         it.
     verbose : int, default=0
-        1 prints progress through every stage: the Gaussian approximation's
-        bound every tenth of ``svgp_max_iter``, about ten lines per chain
-        through warm-up and the first sampling block, and R-hat and ESS
-        after every block; 2 also prints the chains' progress through the
-        further blocks.
+        1 shows one progress line per stage on standard error, updated in
+        place on a terminal (the Gaussian approximation's bound, then the
+        chains' acceptance rate and divergences, with the time left), and
+        R-hat and ESS after every block; 2 prints instead the detailed
+        lines: the bound every tenth of ``svgp_max_iter``, about ten lines
+        per chain through warm-up and the first sampling block; 3 also
+        prints the chains' progress through the further blocks.
 
     Attributes
     ----------
@@ -1084,6 +1112,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y):
@@ -1526,6 +1555,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fit_callbacks
     @keyboard_interrupt_passes
     @fit_warnings()
     def fit(self, X, y, exposure=None):

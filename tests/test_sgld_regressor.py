@@ -327,7 +327,8 @@ def test_nan_gradient_is_survived(monkeypatch, data):
 
 
 def test_verbose_prints_progress(data, capsys):
-    SGLDGPRegressor(**{**FAST, "n_chains": 1, "verbose": 1}).fit(*data)
+    # verbose=2: the detailed lines (1 shows one progress line instead)
+    SGLDGPRegressor(**{**FAST, "n_chains": 1, "verbose": 2}).fit(*data)
     out = capsys.readouterr().out
     assert "[SGLDGPRegressor] MAP" in out
     assert "[SGLDGPRegressor chain 0] iteration 60/60" in out
@@ -542,7 +543,7 @@ def test_auto_warm_start_extends_the_chains(data):
 
 
 def test_verbose_reports_the_run_length(data, capsys):
-    SGLDGPRegressor(max_iter=_FIRST + 100, verbose=1, random_state=0).fit(*data)
+    SGLDGPRegressor(max_iter=_FIRST + 100, verbose=2, random_state=0).fit(*data)
     out = capsys.readouterr().out
     assert f"[SGLDGPRegressor] {_FIRST} iterations per chain: split R-hat" in out
     assert "acceptance" in out

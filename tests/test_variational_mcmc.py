@@ -270,7 +270,7 @@ def test_run_length_rule_on_known_chains():
 
 def test_gaussian_approximation_stops_on_its_rule(capsys):
     X, y = _binary(40)
-    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=1, **SMALL), X, y)
+    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=2, **SMALL), X, y)
     n_iter = clf.diagnostics_["svgp_iterations"]
     trace = clf.trace_["svgp_elbo"]
     assert n_iter < clf.svgp_max_iter

@@ -402,6 +402,7 @@ def run_hmc(
     random_state=None,
     verbose=0,
     print_fn=print,
+    progress=None,
 ):
     """Sample a density by HMC with warm-up adaptation.
 
@@ -448,6 +449,10 @@ def run_hmc(
     verbose : int, default=0
         Print progress about ten times when positive.
     print_fn : callable, default=print
+    progress : callable, optional
+        ``progress(iteration, n_warmup + n_samples, stats)`` after every
+        iteration, warm-up included, with the mean acceptance probability
+        so far and the divergences.
 
     Returns
     -------
@@ -551,6 +556,16 @@ def run_hmc(
             if j % thin == 0 and kept < n_kept:
                 samples[kept], log_density[kept] = x, logp
                 kept += 1
+        if progress is not None:
+            progress(
+                it + 1,
+                total,
+                {
+                    "phase": "warm-up" if it < n_warmup else "sampling",
+                    "acceptance": float(np.mean(accept_prob[: it + 1])),
+                    "divergences": int(divergent[: it + 1].sum()),
+                },
+            )
         if verbose and (it + 1) % report == 0:
             phase = "warm-up" if it < n_warmup else "sampling"
             print_fn(

@@ -252,6 +252,7 @@ def run_sgld(
     adapt_steps=0,
     target_accept=MALA_TARGET_ACCEPT,
     metric_windows=(),
+    progress=None,
 ):
     """Run one SGLD chain, or one MALA chain with ``metropolis=True``.
 
@@ -313,6 +314,9 @@ def run_sgld(
         that gives no usable estimate keeps the metric in use), and dual
         averaging restarts from
         the current step. The estimate is kept in ``state.metric``.
+    progress : callable, optional
+        ``progress(iteration, n_iter, stats)`` after every iteration of this
+        run, with the step size and, for MALA, the acceptance rate so far.
 
     Returns
     -------
@@ -388,6 +392,8 @@ def run_sgld(
     for t in range(chain.t0, chain.t0 + n_iter):
         step(t)
         chain.record(t)
+        if progress is not None:
+            progress(t - chain.t0 + 1, n_iter, chain.stats(t))
     return chain.result()
 
 
@@ -430,6 +436,13 @@ class _Chain:
                 f"state {np.array2string(self.s.x, precision=3)}, "
                 f"{time.perf_counter() - self.t_start:.1f} s"
             )
+
+    def stats(self, t):
+        """The step size and, for MALA, the acceptance rate so far."""
+        figures = {"step": float(self.eps)}
+        if self.s.dual is not None or self.s.logp is not None:
+            figures["acceptance"] = float(self.accepted[: t - self.t0 + 1].mean())
+        return figures
 
     def result(self):
         self.s.t = self.t0 + self.n_iter

@@ -350,6 +350,7 @@ def run_svgd(
     preconditioner=None,
     kernel="rbf",
     step_control="global",
+    progress=None,
 ):
     """Move particles by SVGD until the Stein field vanishes.
 
@@ -418,6 +419,9 @@ def run_svgd(
     step_control : {"global", "per_coordinate"}, default="global"
         How a whitened run adapts its step (module notes). Needs a
         ``preconditioner``.
+    progress : callable, optional
+        ``progress(n_iter, max_iter, stats)`` after each accepted step,
+        with ``stats`` the mean log density and the field (in sds).
 
     Returns
     -------
@@ -571,6 +575,12 @@ def run_svgd(
         history["time"].append(time.perf_counter() - start)
         if callback is not None:
             callback(n_iter, particles)
+        if progress is not None:
+            progress(
+                n_iter,
+                max_iter,
+                {"mean log density": float(np.mean(values)), "field": residual},
+            )
         if verbose > 0 and (n_iter % report_every == 0 or n_iter == 1):
             print_fn(
                 f"[SVGD] iter {n_iter:5d}/{max_iter}  mean log density "
