@@ -228,7 +228,8 @@ def to_inference_data(estimator, y=None):
     observed = _observed(estimator, y)
     if observed is not None:
         groups["observed_data"] = xarray.Dataset(
-            {"y": (("y_dim_0",), observed)}, attrs=common
+            {"y": (tuple(f"y_dim_{i}" for i in range(observed.ndim)), observed)},
+            attrs=common,
         )
     if _arviz_major(arviz) >= 1:
         return xarray.DataTree.from_dict(groups)

@@ -20,9 +20,11 @@ from ._predictive import gaussian_joint_draws
 from ._predictive_contract import (
     GaussianMixturePredictive,
     LatentDraws,
+    MultiTargetPredictive,
     RegressorContractMixin,
     fit_time_from_diagnostics,
     mixture_prediction,
+    stack_target_columns,
 )
 from ._validation import (
     check_bounds,
@@ -212,15 +214,30 @@ class ExactGPRegressorMixin(RegressorContractMixin):
                 "At most one of return_std or return_cov can be requested."
             )
         draws = self._predictive_draws(self._validate_query(X), full_cov=return_cov)
-        return mixture_prediction(draws, return_std, return_cov, noise)
+        if isinstance(draws, LatentDraws):
+            return mixture_prediction(draws, return_std, return_cov, noise)
+        columns = [mixture_prediction(d, return_std, return_cov, noise) for d in draws]
+        return stack_target_columns(columns, return_std or return_cov)
 
     def _predictive_draws(self, X, full_cov=False):
+        """:class:`LatentDraws`, or one per target of a multi-output fit."""
         means, spread = self._draws.moments(X, full_cov=full_cov)
         noise = self._draws.noise_variances
-        return LatentDraws(means, spread, noise, self._y_mean, self._y_std)
+        if means.ndim == 2:
+            return LatentDraws(means, spread, noise, self._y_mean, self._y_std)
+        # The targets share each draw's variance; their means and units differ.
+        return [
+            LatentDraws(means[..., c], spread, noise, self._y_mean[c], self._y_std[c])
+            for c in range(means.shape[-1])
+        ]
 
     def _observation_predictive(self, X):
-        return GaussianMixturePredictive.from_draws(self._predictive_draws(X))
+        draws = self._predictive_draws(X)
+        if isinstance(draws, LatentDraws):
+            return GaussianMixturePredictive.from_draws(draws)
+        return MultiTargetPredictive(
+            [GaussianMixturePredictive.from_draws(d) for d in draws]
+        )
 
     def _to_y(self, values):
         return values * self._y_std + self._y_mean
@@ -277,6 +294,8 @@ class ExactGPRegressorMixin(RegressorContractMixin):
         """
         X = self._validate_query(X)
         check_n_samples(n_samples)
+        if np.ndim(self._y_mean) == 1:
+            return self._sample_y_targets(X, n_samples, random_state, method)
         spec = sample_y_spec(self._draws.adapter.kernel, method, X.shape[0])
         if spec is not None:
             return self._sample_y_pathwise(X, spec, n_samples, random_state, n_features)
@@ -289,7 +308,41 @@ class ExactGPRegressorMixin(RegressorContractMixin):
             out[:, cols] = gaussian_joint_draws(means[0], covs[0], cols.size, rng)
         return self._to_y(out)
 
+    def _sample_y_targets(self, X, n_samples, random_state, method):
+        """``sample_y`` of a multi-output fit: ``(n_samples_X, t, n_samples)``.
+
+        Each sample picks one draw for all the targets, as their posteriors
+        share it, then draws every target from that draw's GP.
+        """
+        if method not in ("auto", "exact"):
+            raise ValueError(
+                f"sample_y of a multi-output fit samples exactly (method='auto' or "
+                f"'exact'); got method={method!r}. The pathwise sampler draws one "
+                "target; fit one estimator per target to use it."
+            )
+        check_exact_sampling(
+            X.shape[0], lower_kernel(self._draws.adapter.kernel) is None
+        )
+        rng = check_random_state(random_state)
+        which = rng.randint(self._draws.n_draws, size=n_samples)
+        n_targets = self._y_mean.shape[0]
+        out = np.empty((X.shape[0], n_targets, n_samples))
+        for j in np.unique(which):
+            cols = np.flatnonzero(which == j)
+            means, covs = self._draws.moments(X, full_cov=True, draws=[j])
+            for c in range(n_targets):
+                out[:, c, cols] = gaussian_joint_draws(
+                    means[0][:, c], covs[0], cols.size, rng
+                )
+        return out * self._y_std[:, None] + self._y_mean[:, None]
+
     def _pathwise(self, spec, n_samples, random_state, n_features):
+        if np.ndim(self._y_mean) == 1:
+            raise ValueError(
+                "sample_functions draws functions of one target; this estimator "
+                f"was fitted on {self._y_mean.shape[0]} targets. Use sample_y, "
+                "or fit one estimator per target."
+            )
         draws = self._draws
         n_dims = draws.X.shape[1]
         white = np.array(

@@ -64,7 +64,8 @@ def _outputs_and_targets(estimator, X, y):
         outputs = estimator.predict_proba(X)
         targets = (y[:, None] == estimator.classes_[None, :]).astype(np.float64)
         return outputs, targets
-    return estimator.predict(X)[:, None], y[:, None].astype(np.float64)
+    outputs = estimator.predict(X).reshape(X.shape[0], -1)  # (n, t) for t targets
+    return outputs, y.reshape(X.shape[0], -1).astype(np.float64)
 
 
 def signal_ratio(estimator, X, y):

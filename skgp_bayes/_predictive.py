@@ -191,8 +191,10 @@ class ExactGPDraws:
     adapter : KernelAdapter
     X : ndarray of shape (n, d)
         Training inputs.
-    y : ndarray of shape (n,)
-        Training targets on the model's (normalised) scale.
+    y : ndarray of shape (n,) or (n, t)
+        Training targets on the model's (normalised) scale; the columns of a
+        2-D ``y`` share each draw's hyperparameters, and so its factor and
+        its predictive variance.
     kernel_thetas : ndarray of shape (J, n_kernel_params)
     noise_variances : ndarray of shape (J,)
         On the model's scale.
@@ -218,7 +220,7 @@ class ExactGPDraws:
         self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
         self.noise_variances = np.asarray(noise_variances, dtype=np.float64)
         self._factors = {}
-        self.alphas = np.empty((self.n_draws, X.shape[0]))
+        self.alphas = np.empty((self.n_draws, *np.shape(y)))
         for j in range(self.n_draws):
             self.alphas[j] = cho_solve(self.factor(j), y)
 
@@ -252,12 +254,12 @@ class ExactGPDraws:
 
         Returns
         -------
-        means : ndarray of shape (J, m)
+        means : ndarray of shape (J, m), or (J, m, t) for a 2-D ``y``
         variances : ndarray of shape (J, m), or covariances (J, m, m)
         """
         draws = range(self.n_draws) if draws is None else draws
         m = X_query.shape[0]
-        means = np.empty((len(draws), m))
+        means = np.empty((len(draws), m, *self.alphas.shape[2:]))
         spread = np.empty((len(draws), m, m)) if full_cov else np.empty((len(draws), m))
         for out, j in enumerate(draws):
             theta = self.kernel_thetas[j]

@@ -37,6 +37,7 @@ from .targets.sparse import _inducing_factor, _project
 __all__ = [
     "LatentDraws",
     "GaussianMixturePredictive",
+    "MultiTargetPredictive",
     "PoissonMixturePredictive",
     "RegressorContractMixin",
     "binary_log_odds",
@@ -49,6 +50,7 @@ __all__ = [
     "mixture_prediction",
     "proba_from_log_odds",
     "sparse_latent_covariances",
+    "stack_target_columns",
 ]
 
 DEFAULT_QUANTILES = (0.05, 0.5, 0.95)
@@ -123,16 +125,29 @@ def check_coverage(coverage):
     return np.array([tail, 1.0 - tail])
 
 
-def check_targets(y, n_rows):
+def check_targets(y, n_rows, n_targets=None):
     """``y`` as a finite float vector of length ``n_rows``.
+
+    With ``n_targets`` (a multi-output fit), ``y`` must have shape
+    ``(n_rows, n_targets)`` instead.
 
     Examples
     --------
     >>> from skgp_bayes._predictive_contract import check_targets
     >>> check_targets([1, 2], 2)
     array([1., 2.])
+    >>> check_targets([[1, 2]], 1, n_targets=2)
+    array([[1., 2.]])
     """
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if n_targets is None:
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+    else:
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 2 or y.shape[1] != n_targets:
+            raise ValueError(
+                f"y must have shape (n_samples, {n_targets}) for an estimator "
+                f"fitted on {n_targets} targets; got shape {y.shape}."
+            )
     if y.shape[0] != n_rows:
         raise ValueError(
             "Found input variables with inconsistent numbers of samples: "
@@ -337,6 +352,112 @@ class GaussianMixturePredictive:
         if self.scale < 0:
             x = x[:, ::-1]  # never met: target scales are positive
         return self.offset + self.scale * x
+
+
+class MultiTargetPredictive:
+    """Predictive of a row of targets that share each draw's hyperparameters.
+
+    Given a draw the targets are independent Gaussians; over the draws they
+    are not, since every target of a row follows the same draw. The joint
+    density of a row is therefore the mixture, over the draws, of the
+    product of the targets' densities, and a single target's marginal is
+    the mixture of :class:`GaussianMixturePredictive` alone.
+
+    Parameters
+    ----------
+    columns : list of GaussianMixturePredictive
+        One per target, over the same draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import (
+    ...     GaussianMixturePredictive, MultiTargetPredictive)
+    >>> one = GaussianMixturePredictive(np.zeros((1, 2)), np.ones((1, 2)))
+    >>> both = MultiTargetPredictive([one, one])
+    >>> both.quantiles(np.array([0.5])).shape  # (points, targets, levels)
+    (2, 2, 1)
+    >>> np.round(both.logpdf(np.zeros((2, 2))), 6)  # two N(0, 1) at 0
+    array([-1.837877, -1.837877])
+    """
+
+    def __init__(self, columns):
+        self.columns = list(columns)
+        self.n_targets = len(self.columns)
+
+    def logpdf(self, y):
+        """``log p(y_i1, ..., y_it)`` per row ``(m,)``, in the units of ``y``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import (
+        ...     GaussianMixturePredictive, MultiTargetPredictive)
+        >>> col = GaussianMixturePredictive(np.array([[-1.0], [1.0]]), np.ones((2, 1)))
+        >>> joint = MultiTargetPredictive([col, col]).logpdf(np.array([[1.0, 1.0]]))
+        >>> bool(joint[0] > 2 * col.logpdf(np.array([1.0]))[0])  # rows follow a draw
+        True
+        """
+        y = np.asarray(y, dtype=np.float64)
+        total = 0.0
+        for c, col in enumerate(self.columns):
+            z = (y[:, c] - col.offset) / col.scale
+            total = total - 0.5 * (
+                np.log(2.0 * np.pi * col.variances)
+                + (z - col.means) ** 2 / col.variances
+            )
+            total = total - np.log(abs(col.scale))
+        return logsumexp(total, axis=0) - np.log(self.columns[0].means.shape[0])
+
+    def cdf(self, y):
+        """Each target's marginal ``P(Y_ic <= y_ic)``, shape ``(m, t)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import (
+        ...     GaussianMixturePredictive, MultiTargetPredictive)
+        >>> col = GaussianMixturePredictive(np.zeros((1, 1)), np.ones((1, 1)))
+        >>> MultiTargetPredictive([col, col]).cdf(np.zeros((1, 2)))
+        array([[0.5, 0.5]])
+        """
+        y = np.asarray(y, dtype=np.float64)
+        return np.stack([col.cdf(y[:, c]) for c, col in enumerate(self.columns)], 1)
+
+    def quantiles(self, levels):
+        """Each target's marginal quantiles, shape ``(m, t, q)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._predictive_contract import (
+        ...     GaussianMixturePredictive, MultiTargetPredictive)
+        >>> col = GaussianMixturePredictive(np.zeros((1, 1)), np.ones((1, 1)))
+        >>> MultiTargetPredictive([col]).quantiles(np.array([0.5]))
+        array([[[0.]]])
+        """
+        return np.stack([col.quantiles(levels) for col in self.columns], axis=1)
+
+
+def stack_target_columns(columns, with_spread):
+    """One ``predict`` result from the per-target ones, as scikit-learn's.
+
+    Means and standard deviations become ``(m, t)``, covariances
+    ``(m, m, t)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import stack_target_columns
+    >>> mean, std = stack_target_columns(
+    ...     [(np.zeros(3), np.ones(3)), (np.ones(3), np.ones(3))], True)
+    >>> mean.shape, std.shape
+    ((3, 2), (3, 2))
+    """
+    if not with_spread:
+        return np.stack(columns, axis=-1)
+    means, spreads = zip(*columns, strict=True)
+    return np.stack(means, axis=-1), np.stack(spreads, axis=-1)
 
 
 # ------------------------------------------------------ Poisson mixtures
@@ -565,7 +686,7 @@ class RegressorContractMixin:
         """
         levels = check_coverage(coverage)
         bounds = self._observation_predictive(self._validate_query(X)).quantiles(levels)
-        return bounds[:, 0], bounds[:, 1]
+        return bounds[..., 0], bounds[..., 1]
 
     @keyboard_interrupt_passes
     def log_predictive_density(self, X, y):
@@ -600,8 +721,9 @@ class RegressorContractMixin:
         ((30,), True)
         """
         X = self._validate_query(X)
-        y = check_targets(y, X.shape[0])
-        return self._observation_predictive(X).logpdf(y)
+        predictive = self._observation_predictive(X)
+        y = check_targets(y, X.shape[0], getattr(predictive, "n_targets", None))
+        return predictive.logpdf(y)
 
 
 # ----------------------------------------------------------- classifiers

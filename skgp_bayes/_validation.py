@@ -19,6 +19,8 @@ __all__ = [
     "check_bounds",
     "atomic_feature_state",
     "VersionedStateMixin",
+    "check_single_target",
+    "column_scales",
 ]
 
 # Squared distances of inputs beyond this magnitude overflow float64.
@@ -75,6 +77,60 @@ def variance_in_units(variance, scale):
     """
     with np.errstate(over="ignore"):
         return np.asarray(variance, dtype=np.float64) * np.float64(scale) * scale
+
+
+def check_single_target(y, name, reason):
+    """ValueError, saying why, when ``y`` has more than one column.
+
+    Called before ``validate_data`` by the regressors (or modes) that model
+    one target, so that the message names the reason instead of only the
+    expected shape. A single column passes (``validate_data`` then ravels
+    it, with scikit-learn's ``DataConversionWarning``).
+
+    Parameters
+    ----------
+    y : array-like
+    name : str
+        The estimator's name.
+    reason : str
+        Why this model takes one target.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import check_single_target
+    >>> check_single_target(np.zeros(3), "Model", "one target only.")
+    >>> try:
+    ...     check_single_target(np.zeros((3, 2)), "Model", "one target only.")
+    ... except ValueError as error:
+    ...     print(str(error).split(":")[0])
+    Model fits one target, but y has shape (3, 2)
+    """
+    shape = np.shape(y)
+    if len(shape) == 2 and shape[1] > 1:
+        raise ValueError(
+            f"{name} fits one target, but y has shape {shape}: {reason} Fit one "
+            "estimator per column instead, for example with "
+            "sklearn.multioutput.MultiOutputRegressor (each target then gets "
+            "its own hyperparameter posterior)."
+        )
+
+
+def column_scales(y, normalize_y):
+    """:func:`target_scale` of ``y`` or, for a 2-D ``y``, of each column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import column_scales
+    >>> column_scales(np.array([[1.0, 0.0], [3.0, 4.0]]), True)
+    (array([2., 2.]), array([1., 2.]))
+    """
+    if y.ndim == 1:
+        return target_scale(y, normalize_y)
+    pairs = [target_scale(y[:, c], normalize_y) for c in range(y.shape[1])]
+    means, stds = zip(*pairs, strict=True)
+    return np.array(means), np.array(stds)
 
 
 def target_scale(y, normalize_y):

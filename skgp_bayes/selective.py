@@ -104,6 +104,7 @@ from ._validation import (
     check_finite_theta,
     check_input_magnitude,
     check_n_samples,
+    check_single_target,
     safe_mean_std,
     variance_in_units,
 )
@@ -123,6 +124,12 @@ from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetB
 from .targets.sparse import _inducing_factor, _project
 
 __all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
+
+# Why the regressor takes one target (ValueError on a 2-D y).
+_SINGLE_TARGET = (
+    "the collapsed bound that selects the inducing points, and the optimal "
+    "q(u) it keeps, are those of one target."
+)
 
 # Probability every candidate starts with: near one, so that the selection
 # starts from the pre-trained model on all candidates and prunes from there.
@@ -812,6 +819,7 @@ class SelectiveSVGP(
         (10,)
         """
         with atomic_feature_state(self):
+            check_single_target(y, type(self).__name__, _SINGLE_TARGET)
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )

@@ -28,6 +28,7 @@ from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
     check_input_magnitude,
+    check_single_target,
     target_scale,
     variance_in_units,
 )
@@ -45,6 +46,13 @@ from .stein import _find_map, _laplace_cov
 from .targets import ExactMarginalTarget
 
 __all__ = ["SGLDGPRegressor"]
+
+# Why the chains take one target (ValueError on a 2-D y).
+_SINGLE_TARGET = (
+    "its stochastic gradients (probe-based trace estimates and early-stopped "
+    "conjugate gradients) and its conjugate-gradient predictions solve for one "
+    "target."
+)
 
 # Predictions factorise one n x n matrix per draw up to this many training
 # points ("auto"); beyond it they use CG solves.
@@ -821,6 +829,7 @@ class SGLDGPRegressor(
         (1, 100, 3)
         """
         with atomic_feature_state(self):
+            check_single_target(y, type(self).__name__, _SINGLE_TARGET)
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )

@@ -42,6 +42,8 @@ from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
     check_input_magnitude,
+    check_single_target,
+    column_scales,
     target_scale,
     variance_in_units,
 )
@@ -241,6 +243,22 @@ def _is_exact(estimator):
     # likelihood; unfitted, the method is exposed so that it raises
     # NotFittedError.
     return not hasattr(estimator, "inducing_points_")
+
+
+def _single_target_reason(estimator):
+    """Why a fit of ``estimator`` takes one target; None where it takes several."""
+    if estimator.inducing_points is not None:
+        return (
+            "the sparse model's particles hold the whitened inducing values of "
+            "one target, and a second would add its own block of them."
+        )
+    if estimator.solver == "cg":
+        return (
+            "solver='cg' estimates the gradient and the predictions by "
+            "conjugate gradients on one target; the exact model "
+            "(solver='cholesky') shares the hyperparameters across targets."
+        )
+    return None
 
 
 def _check_particle_shape(estimator, n_params, action):
@@ -515,8 +533,10 @@ class SteinGPRegressor(
         its predictions average over.
     kernels_ : list of Kernel
         One fitted kernel per particle.
-    noise_variance_ : ndarray of shape (n_particles,)
-        Noise variance of each particle, in the units of ``y``.
+    noise_variance_ : ndarray of shape (n_particles,) or (n_particles, n_targets)
+        Noise variance of each particle, in the units of ``y`` (of each
+        target, for a 2-D ``y``: the targets share it on the normalised
+        scale).
     log_posterior_ : ndarray of shape (n_particles,)
         Log posterior (up to a constant) at each particle.
     n_iter_ : int
@@ -544,7 +564,7 @@ class SteinGPRegressor(
         over ``partial_fit`` calls.
     X_train_ : ndarray of shape (n_samples, n_features)
         Training inputs (exact model only; the sparse model keeps none).
-    y_train_ : ndarray of shape (n_samples,)
+    y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Training targets on the model's (normalised) scale (exact model
         only).
     n_features_in_ : int
@@ -577,6 +597,14 @@ class SteinGPRegressor(
     (5, 3)
     >>> reg.sample_y(X[:3], n_samples=4).shape
     (3, 4)
+
+    Several targets share the hyperparameters, as in scikit-learn's
+    ``GaussianProcessRegressor`` (exact model only):
+
+    >>> Y = np.column_stack([y, np.cos(X[:, 0])])
+    >>> reg = SteinGPRegressor(n_particles=5, max_iter=50, random_state=0).fit(X, Y)
+    >>> reg.predict(X[:3]).shape, reg.sample_y(X[:3], n_samples=4).shape
+    ((3, 2), (3, 2, 4))
     """
 
     # Adam's learning rate (log units per step) for learning_rate="auto"
@@ -662,6 +690,11 @@ class SteinGPRegressor(
         self.n_jobs = n_jobs
         self.solver = solver
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = _single_target_reason(self) is None
+        return tags
+
     # ------------------------------------------------------------------ fit
     def _continuing(self):
         return self.warm_start and hasattr(self, "particles_")
@@ -745,8 +778,11 @@ class SteinGPRegressor(
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs.
-        y : array-like of shape (n_samples,)
-            Targets.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets. Several targets (exact model only) share the
+            hyperparameters and are independent given them, as in
+            scikit-learn's ``GaussianProcessRegressor``; each is normalised
+            on its own with ``normalize_y``.
 
         Returns
         -------
@@ -816,6 +852,9 @@ class SteinGPRegressor(
 
     def _update(self, X, y, continuing, partial):
         with atomic_feature_state(self):
+            reason = _single_target_reason(self)
+            if reason is not None:
+                check_single_target(y, type(self).__name__, reason)
             X, y = validate_data(
                 self,
                 X,
@@ -823,8 +862,11 @@ class SteinGPRegressor(
                 dtype=np.float64,
                 order="C",
                 y_numeric=True,
+                multi_output=reason is None,
                 reset=not continuing,
             )
+            if y.ndim == 2 and y.shape[1] == 1:  # one target, as scikit-learn's GPR
+                y = y[:, 0]
             X_model, scaling = fit_input_scaling(self, X, continuing)
             fitted = self._fit_model(X_model, y, continuing, partial, scaling)
             fitted["input_scaling_"] = scaling
@@ -846,7 +888,7 @@ class SteinGPRegressor(
         use_cg = self.solver == "cg"
         if not use_cg:
             _check_dense_memory(X.shape[0], type(self).__name__)
-        y_mean, y_std = target_scale(y, self.normalize_y)
+        y_mean, y_std = column_scales(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
         kernel, adapter, target, names, bounds, start, prior_set = self._build_target(
             X, y_model
@@ -964,7 +1006,9 @@ class SteinGPRegressor(
             "param_names_": names,
             "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
             # y units; beyond ~1e154 the variance itself is not representable
-            "noise_variance_": variance_in_units(noise_model, y_std),
+            "noise_variance_": variance_in_units(
+                noise_model if y.ndim == 1 else noise_model[:, None], y_std
+            ),
             "log_posterior_": values,
             "n_iter_": (self.n_iter_ if continuing else 0) + n_iter,
             "converged_": bool(converged),

@@ -117,6 +117,7 @@ from ._validation import (
     check_finite_theta,
     check_input_magnitude,
     check_n_samples,
+    check_single_target,
     safe_mean_std,
     variance_in_units,
 )
@@ -144,6 +145,13 @@ from .targets.sparse import (
 from .targets.svgp import SVGPBound
 
 __all__ = ["VariationalMCMCClassifier", "VariationalMCMCRegressor"]
+
+# Why the regressor takes one target (ValueError on a 2-D y).
+_SINGLE_TARGET = (
+    "HMC samples the whitened inducing values of one latent function jointly "
+    "with the hyperparameters; a second target would need its own block of "
+    "them and its own likelihood term, which the sparse target does not have."
+)
 
 # Above this many training points the SVGP is fitted by minibatch Adam
 # (unless batch_size says otherwise); below, full-batch L-BFGS-B converges
@@ -1593,6 +1601,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         10
         """
         with atomic_feature_state(self):
+            check_single_target(y, type(self).__name__, _SINGLE_TARGET)
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )

@@ -12,6 +12,12 @@ Its gradient is ``1/2 sum_ab W_ab dK_ab/dtheta_j`` with ``W = a a' - K^-1``,
 ``a = K^-1 y``; the kernel adapter contracts ``W`` against the kernel
 derivatives without building the ``(n, n, n_params)`` tensor.
 
+Several targets ``Y = [y_1 ... y_t]`` that share the hyperparameters and are
+independent given them (scikit-learn's multi-output regression) add their
+log likelihoods: one factorisation serves every column, the data term is
+``-1/2 sum_c y_c' K^-1 y_c``, the determinant counts ``t`` times, and
+``W = A A' - t K^-1`` with ``A = K^-1 Y``.
+
 For the RBF kernel (with or without a constant and a white-noise term, the
 default kernel) the whole evaluation runs at the cost of its LAPACK calls.
 Every derivative is the kernel times a polynomial in the scaled inputs
@@ -51,6 +57,10 @@ __all__ = ["ExactMarginalTarget"]
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
+def _n_columns(y):
+    return 1 if y.ndim == 1 else y.shape[1]
+
+
 class ExactMarginalTarget:
     """Log posterior of the hyperparameters of an exact GP regression model.
 
@@ -60,8 +70,9 @@ class ExactMarginalTarget:
         The kernel.
     X : ndarray of shape (n, d)
         Training inputs (float64, C order).
-    y : ndarray of shape (n,)
-        Training targets (already normalised if the caller normalises).
+    y : ndarray of shape (n,) or (n, t)
+        Training targets (already normalised if the caller normalises); the
+        columns of a 2-D ``y`` share the hyperparameters (module notes).
     prior_set : PriorSet or None
         Priors over the whole parameter vector; ``None`` gives the marginal
         likelihood alone.
@@ -220,23 +231,27 @@ class ExactMarginalTarget:
         >>> bool(np.isfinite(value)), grad.shape
         (True, (2,))
         """
-        if self._rbf and eval_gradient:
+        if self._rbf and eval_gradient and self.y.ndim == 1:
             result = self._rbf_value_and_grad(params)
             if result is not None:
                 return result
         L, alpha = self.factor(params)
-        n = self.y.shape[0]
+        n, t = self.y.shape[0], _n_columns(self.y)
         value = (
-            -0.5 * float(self.y @ alpha)
-            - float(np.sum(np.log(np.diag(L))))
-            - n * _HALF_LOG_2PI
+            -0.5 * float(np.sum(self.y * alpha))
+            - t * float(np.sum(np.log(np.diag(L))))
+            - t * n * _HALF_LOG_2PI
         )
         if not eval_gradient:
             return value
         inverse, info = lapack.dpotri(L, lower=1, overwrite_c=1)
         if info != 0:
             raise NotPSDError(f"dpotri failed ({self._context(params)}).")
-        residual_weight_from_lower_inverse(inverse, alpha)
+        if alpha.ndim == 1:
+            residual_weight_from_lower_inverse(inverse, alpha)
+        else:  # A A' - t K^-1, full (dpotri left only the lower triangle)
+            mirror_lower(inverse)
+            inverse = alpha @ alpha.T - t * inverse
         W = inverse
         if not self.adapter.is_fast:  # the generic contraction reads all of W
             mirror_lower(W)
