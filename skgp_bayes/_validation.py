@@ -106,7 +106,10 @@ def check_single_target(y, name, reason):
     ...     print(str(error).split(":")[0])
     Model fits one target, but y has shape (3, 2)
     """
-    shape = np.shape(y)
+    shape = getattr(y, "shape", None)
+    if shape is None:  # lists, and array-likes that refuse numpy functions
+        shape = np.asarray(y).shape
+    shape = tuple(shape)
     if len(shape) == 2 and shape[1] > 1:
         raise ValueError(
             f"{name} fits one target, but y has shape {shape}: {reason} Fit one "
