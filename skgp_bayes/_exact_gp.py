@@ -179,9 +179,12 @@ class ExactGPRegressorMixin(RegressorContractMixin):
 
         Returns
         -------
-        y_mean : ndarray of shape (n_samples,)
-        y_std : ndarray of shape (n_samples,), only if ``return_std``
-        y_cov : ndarray of shape (n_samples, n_samples), only if ``return_cov``
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Only if ``return_std``.
+        y_cov : ndarray of shape (n_samples, n_samples[, n_targets])
+            Only if ``return_cov``. The ``n_targets`` axis, as in
+            scikit-learn, when the estimator was fitted on several targets.
 
         Notes
         -----
@@ -276,6 +279,9 @@ class ExactGPRegressorMixin(RegressorContractMixin):
         y_samples : ndarray of shape (n_samples_X, n_samples)
             As in scikit-learn, samples of the latent function (plus the
             noise of a ``WhiteKernel`` in the kernel, not ``noise_variance``).
+            ``(n_samples_X, n_targets, n_samples)`` for an estimator fitted
+            on several targets, sampled exactly (each sample picks one draw
+            for all the targets).
 
         Examples
         --------

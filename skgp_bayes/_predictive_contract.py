@@ -638,7 +638,8 @@ class RegressorContractMixin:
         -------
         ndarray of shape (n_samples, n_quantiles)
             In the units of ``y``; non-decreasing along each row when the
-            levels are.
+            levels are. ``(n_samples, n_targets, n_quantiles)``, each
+            target's marginal, for an estimator fitted on several targets.
 
         Examples
         --------
@@ -671,6 +672,8 @@ class RegressorContractMixin:
         Returns
         -------
         lower, upper : ndarray of shape (n_samples,)
+            ``(n_samples, n_targets)`` for an estimator fitted on several
+            targets.
 
         Examples
         --------
@@ -701,7 +704,10 @@ class RegressorContractMixin:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            ``(n_samples, n_targets)`` for an estimator fitted on several
+            targets: the density is then that of each row's targets
+            jointly, under the draw they share.
 
         Returns
         -------

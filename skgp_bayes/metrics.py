@@ -64,7 +64,15 @@ _COUNT_TAIL = 1e-10
 def _observation_predictive(estimator, X):
     """The predictive of a noisy target at ``X``, from any fitted regressor."""
     if hasattr(estimator, "_observation_predictive"):
-        return estimator._observation_predictive(estimator._validate_query(X))
+        predictive = estimator._observation_predictive(estimator._validate_query(X))
+        if getattr(predictive, "n_targets", None) is not None:
+            raise ValueError(
+                f"{type(estimator).__name__} was fitted on {predictive.n_targets} "
+                "targets; these metrics score one target. Fit one estimator per "
+                "target to score each, or use log_predictive_density for the "
+                "joint density of every target."
+            )
+        return predictive
     try:
         mean, std = estimator.predict(X, return_std=True)
     except TypeError as exc:

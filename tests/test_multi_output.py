@@ -234,3 +234,11 @@ def test_single_target_models_refuse_a_2d_y_and_say_why(estimator, reason):
     assert reason in str(info.value)
     assert "MultiOutputRegressor" in str(info.value)
     assert not hasattr(estimator, "n_features_in_")  # refused before any work
+
+
+def test_the_single_target_metrics_refuse_a_multi_output_fit(fitted):
+    from skgp_bayes.metrics import crps
+
+    reg, X, Y = fitted
+    with pytest.raises(ValueError, match="fitted on 2 targets"):
+        crps(reg, X[:3], Y[:3])
