@@ -20,6 +20,7 @@ __all__ = [
     "atomic_feature_state",
     "VersionedStateMixin",
     "check_single_target",
+    "target_shape",
     "column_scales",
 ]
 
@@ -79,6 +80,21 @@ def variance_in_units(variance, scale):
         return np.asarray(variance, dtype=np.float64) * np.float64(scale) * scale
 
 
+def target_shape(y):
+    """The shape of array-like ``y`` before validation.
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import target_shape
+    >>> target_shape([[1.0, 2.0]])
+    (1, 2)
+    """
+    shape = getattr(y, "shape", None)
+    if shape is None:  # lists, and array-likes that refuse numpy functions
+        shape = np.asarray(y).shape
+    return tuple(shape)
+
+
 def check_single_target(y, name, reason):
     """ValueError, saying why, when ``y`` has more than one column.
 
@@ -106,10 +122,7 @@ def check_single_target(y, name, reason):
     ...     print(str(error).split(":")[0])
     Model fits one target, but y has shape (3, 2)
     """
-    shape = getattr(y, "shape", None)
-    if shape is None:  # lists, and array-likes that refuse numpy functions
-        shape = np.asarray(y).shape
-    shape = tuple(shape)
+    shape = target_shape(y)
     if len(shape) == 2 and shape[1] > 1:
         raise ValueError(
             f"{name} fits one target, but y has shape {shape}: {reason} Fit one "

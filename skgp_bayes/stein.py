@@ -45,6 +45,7 @@ from ._validation import (
     check_single_target,
     column_scales,
     target_scale,
+    target_shape,
     variance_in_units,
 )
 from ._warnings import fit_warnings, warn_user
@@ -862,7 +863,8 @@ class SteinGPRegressor(
                 dtype=np.float64,
                 order="C",
                 y_numeric=True,
-                multi_output=reason is None,
+                # a 1-D y keeps the single-target checks and their messages
+                multi_output=reason is None and len(target_shape(y)) == 2,
                 reset=not continuing,
             )
             if y.ndim == 2 and y.shape[1] == 1:  # one target, as scikit-learn's GPR
