@@ -242,3 +242,13 @@ def test_the_single_target_metrics_refuse_a_multi_output_fit(fitted):
     reg, X, Y = fitted
     with pytest.raises(ValueError, match="fitted on 2 targets"):
         crps(reg, X[:3], Y[:3])
+
+
+def test_arviz_observed_data_keeps_the_targets(fitted):
+    pytest.importorskip("arviz")
+    reg, _, Y = fitted
+    data = reg.to_inference_data()
+    observed = data["observed_data"]["y"]
+    assert observed.shape == Y.shape
+    np.testing.assert_allclose(np.asarray(observed), Y, rtol=1e-12)
+    assert np.isfinite(reg.score(*fitted[1:]))  # r2 averaged over the targets
