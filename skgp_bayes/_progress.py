@@ -303,8 +303,11 @@ class FitProgress:
             self._last_write, self._written = now, True
             self._written_done = self.done
 
-    def close(self):
+    def close(self, completed=True):
         """End the line (and the callbacks' stage task).
+
+        ``completed=False`` (the stage raised) reports runs in other
+        processes as they were left, not as run to their end.
 
         Examples
         --------
@@ -315,7 +318,7 @@ class FitProgress:
         >>> out.getvalue()
         '[Model] SVGD 0/5 (0%), 0.0 s elapsed\\n'
         """
-        if not self.in_process:
+        if not self.in_process and completed:
             # The runs went to their end elsewhere.
             self(self.total, self.total)
             for _ in range(self.n_runs - 1):
@@ -336,8 +339,8 @@ class FitProgress:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(completed=exc_type is None)
         return False
 
 
@@ -347,7 +350,7 @@ class _Silent:
     def __call__(self, done, total=None, stats=None):
         pass
 
-    def close(self):
+    def close(self, completed=True):
         pass
 
     def __enter__(self):

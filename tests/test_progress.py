@@ -211,3 +211,25 @@ def test_scikit_learns_progress_bar_runs_on_a_fit(name):
     estimator = CHEAP[name]().set_callbacks(ProgressBar())
     estimator.fit(*_data(estimator))
     assert not hasattr(estimator, "_callback_fit_ctx")
+
+
+def test_runs_in_other_processes_are_reported_when_the_stage_ends():
+    out = io.StringIO()
+    with FitProgress("Model", "HMC chains", 40, n_runs=2, stream=out) as bar:
+        bar.in_process = False  # the engines got no callable
+    assert bar.done == 80
+    assert out.getvalue().splitlines()[-1].startswith("[Model] HMC chains 80/80")
+    failed = FitProgress("Model", "HMC chains", 40, n_runs=2, stream=io.StringIO())
+    failed.in_process = False
+    with pytest.raises(RuntimeError), failed:
+        raise RuntimeError("a chain failed")
+    assert failed.done == 0  # not reported as run to its end
+
+
+def test_parallel_chains_report_their_stage_when_it_ends(capsys):
+    estimator = CHEAP["SGLDGPRegressor"]().set_params(n_chains=2, n_jobs=2, verbose=1)
+    estimator.fit(*_data(estimator))
+    err = capsys.readouterr().err
+    # workers cannot write this process's line: one line when the block ends
+    assert re.search(r"^\[SGLDGPRegressor\] Langevin chains 20/20 \(100%\)", err, re.M)
+    assert "Langevin chains 1/20" not in err
