@@ -447,7 +447,7 @@ def fit_stein(
     seed : int, default=0
         ``random_state`` of the estimator.
     verbose : int, default=0
-        Passed to the estimator (1 prints progress lines).
+        Passed to the estimator (1 shows its progress line).
 
     Returns
     -------

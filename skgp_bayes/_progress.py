@@ -10,8 +10,8 @@ decides what becomes of it through :func:`fit_progress`:
   place with a carriage return on a terminal. When standard error is not a
   terminal (a log file, a notebook's captured stream, CI) a carriage return
   would pile every update onto one unreadable line, so plain lines are
-  written instead, one per tenth of the run and at most one every
-  ``PLAIN_INTERVAL`` seconds beyond the first. The line shows the
+  written instead: the first iteration, one per tenth of the run, and one
+  whenever ``PLAIN_INTERVAL`` seconds pass without a line. The line shows the
   iterations done, the figures and the estimated time left (the mean time
   per iteration so far times the iterations left). ``verbose >= 2`` leaves
   the engines' detailed lines as they were and shows no progress line.
@@ -57,8 +57,8 @@ except ImportError:  # pragma: no cover - depends on the installed version
 # Least time between two rewrites of the line on a terminal: faster updates
 # cost more than they show.
 TTY_INTERVAL = 0.1
-# Least time between two plain lines beyond the tenths of the run, so that a
-# log of a long fit stays short.
+# A plain line is also written when this long has passed without one: a
+# tenth of a long run can take minutes, and a log should show the fit lives.
 PLAIN_INTERVAL = 30.0
 
 
