@@ -120,7 +120,15 @@ def _settled(trace, window):
 
 
 def fit_svgp_adam(
-    bound, start, bounds, max_iter, batch_size, learning_rate, rng, settle_window=None
+    bound,
+    start,
+    bounds,
+    max_iter,
+    batch_size,
+    learning_rate,
+    rng,
+    settle_window=None,
+    report=None,
 ):
     """Adam on minibatch estimates of the SVGP bound.
 
@@ -128,7 +136,8 @@ def fit_svgp_adam(
     ``settle_window`` minibatch bounds exceeds the mean of the window before
     it by less than twice the standard error of that difference: the bound
     no longer rises by more than its own minibatch noise shows. Returns
-    ``(params, trace, converged, n_iter)``.
+    ``(params, trace, converged, n_iter)``. ``report(n_iter, elbo)`` is
+    called after every step, with that step's minibatch estimate.
     """
     params = start.copy()
     state = adam_init(params)
@@ -153,6 +162,8 @@ def fit_svgp_adam(
         params += adam_update(state, grad / n, learning_rate)
         np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
         trace.append(float(value))
+        if report is not None:
+            report(it + 1, float(value))
         if settle_window is not None and _settled(trace, settle_window):
             return params, trace, True, it + 1
     return params, trace, settle_window is None, int(max_iter)

@@ -469,6 +469,7 @@ class _VariationalMCMCBase(
                 batch or _DEFAULT_BATCH,
                 self.learning_rate,
                 np.random.default_rng(int(seeds[1])),
+                report=report,
             )
         else:
             svgp_params, svgp_trace, converged, n_iter = fit_svgp_lbfgs(
