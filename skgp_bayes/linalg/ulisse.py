@@ -21,6 +21,25 @@ expectation is unchanged (still the CG solution), while every weight is at
 most ``W_J`` and the rare expensive finish costs ``1 / W_J`` of a full solve
 on average.
 
+Warm starts keep the estimate unbiased. Started from ``x_0``, CG's
+increments sum to ``s - x_0``, and the estimate is ``x_0`` plus the
+weighted increments; for a fixed ``x_0`` the argument above gives
+``E[estimate] = x_0 + (s - x_0) = s`` whatever the starting residual. If
+the start is already below the threshold, the draws begin before the first
+increment (the estimate is ``x_0`` itself with probability
+``1 - exp(-beta)``), which changes only the variance. Across the steps of a
+sampler ``x_0`` is random: the plain CG iterate of the previous call, which
+depends on that call's parameters, probes and stopping draws. What the
+argument needs is that it is fixed given the past while the current call's
+uniforms are fresh, and they are (a new draw per estimate per iteration).
+Conditioning on the past, ``E[estimate | past] = s`` for every past, so by
+the tower rule the estimate is unbiased unconditionally too; the two
+stopping draws on one CG run remain independent given the past (one
+deterministic CG path from ``x_0``, independent uniforms), which keeps
+their product unbiased for the quadratic term. ``x_0`` only has to be a
+function of what came before; it may be as far from ``s`` as it likes, which
+costs iterations, not bias.
+
 :class:`StochasticMarginalGradient` uses it for the gradient of the log
 marginal likelihood of a GP (seed 002, eq. 9) with Rademacher (Hutchinson)
 probes for the trace term and two independent stopping draws on one CG run
@@ -177,7 +196,9 @@ def ulisse_solve(
     copies : int or array-like of int of shape (k,), default=1
         Independent stopping draws per column, all from one CG run.
     x0 : array of shape (n, k), optional
-        Warm start.
+        Warm start. The estimates stay unbiased for any ``x0`` fixed before
+        this call's draws (module notes); a start close to the solution
+        saves the iterations before the early-stop threshold.
     q : float, default=1.0
         Early-stop threshold ``q * sqrt(n)`` on the residual norm. ``q=0``
         gives plain CG to ``tol``.
@@ -401,6 +422,11 @@ class StochasticMarginalGradient:
         call from ``preconditioner_rank`` kernel columns. CG then needs far
         fewer iterations, and ULISSE's randomised increments, being smaller,
         add far less variance. 0 runs plain CG.
+    warm_start : bool, default=True
+        Start every solve from the previous call's plain CG iterate: always
+        the ``K^-1 y`` column, the probe columns while their probes are
+        kept. Unbiased (module notes); ``False`` starts from zero, the
+        reference for the iterations the warm starts save.
 
     Attributes
     ----------
@@ -430,6 +456,9 @@ class StochasticMarginalGradient:
     (2,)
     """
 
+    # Instances pickled before the option existed warm-started.
+    warm_start = True
+
     def __init__(
         self,
         adapter,
@@ -450,6 +479,7 @@ class StochasticMarginalGradient:
         storage="auto",
         xp=np,
         preconditioner_rank=0,
+        warm_start=True,
     ):
         if solver not in ("ulisse", "cg"):
             raise ValueError(f"solver must be 'ulisse' or 'cg', got {solver!r}.")
@@ -470,6 +500,7 @@ class StochasticMarginalGradient:
         self.storage = storage
         self.xp = xp
         self.preconditioner_rank = int(preconditioner_rank)
+        self.warm_start = bool(warm_start)
         self.n_kernel_params = adapter.n_params
         self.n_params = adapter.n_params + (log_noise_variance is None)
         self.n_calls = 0
@@ -580,7 +611,7 @@ class StochasticMarginalGradient:
             self._probes = rademacher_probes(self.rng, n, self.n_probes, xp)
         B = xp.concatenate([xp.asarray(self.y)[:, None], self._probes], axis=1)
         x0 = None
-        if self._x_prev is not None:
+        if self.warm_start and self._x_prev is not None:
             x0 = self._x_prev.copy()
             if fresh:
                 # Solutions for old probes are no start for new ones.
