@@ -26,10 +26,9 @@ from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.linalg import StochasticMarginalGradient
 from skgp_bayes.priors import Gamma, PriorSet
 from skgp_bayes.stein import _find_map, _laplace_cov
-from skgp_bayes.targets import ExactMarginalTarget
+from skgp_bayes.targets import ExactMarginalTarget, StochasticMarginalGradient
 
 NAMES = ["sigma (constant_value)", "length_scale", "lambda (noise_variance)"]
 # (label, solver, max_random_steps, preconditioner rank) of the gradient

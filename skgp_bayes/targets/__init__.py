@@ -2,6 +2,12 @@
 
 from .exact import ExactMarginalTarget
 from .sparse import SparseWhitenedTarget
+from .stochastic import StochasticMarginalGradient
 from .svgp import SVGPBound
 
-__all__ = ["ExactMarginalTarget", "SparseWhitenedTarget", "SVGPBound"]
+__all__ = [
+    "ExactMarginalTarget",
+    "SparseWhitenedTarget",
+    "StochasticMarginalGradient",
+    "SVGPBound",
+]
