@@ -7,6 +7,7 @@ every exact-GP step pays) and scikit-learn's ``GaussianProcessRegressor``.
     python benchmarks/bench_stein_regressor.py --quick    # smaller sizes
     python benchmarks/bench_stein_regressor.py --only-solvers  # Cholesky vs CG
     python benchmarks/bench_stein_regressor.py --target-sweep  # issue #17, row 1
+    python benchmarks/bench_stein_regressor.py --only-concrete --seeds 1  # row 2
 
 Prints Markdown tables; benchmarks/RESULTS.md records a run.
 """
@@ -243,6 +244,11 @@ def main():
         action="store_true",
         help="only the exact target against one Cholesky, n = 200 to 4000",
     )
+    parser.add_argument(
+        "--only-concrete",
+        action="store_true",
+        help="only the Concrete fits against scikit-learn",
+    )
     args = parser.parse_args()
     print(
         f"machine: {platform.machine()}, {platform.processor() or ''} "
@@ -253,6 +259,9 @@ def main():
         return
     if args.only_solvers:
         bench_solvers(0, 10, 300)
+        return
+    if args.only_concrete:
+        bench_concrete(tuple(range(args.seeds)), 10, 9)
         return
     n = 500 if args.quick else 2000
     repeats = 3 if args.quick else 7
