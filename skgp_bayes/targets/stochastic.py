@@ -1,16 +1,25 @@
-"""Unbiased stochastic gradient of an exact GP's log posterior (seed 002).
+"""Unbiased stochastic gradients of an exact GP's log posterior.
 
-The log marginal likelihood's gradient through early-stopped CG solves
-(:func:`~skgp_bayes.linalg.ulisse_solve`), with no factorisation: a target
-for samplers that tolerate gradient noise (SGLD) at sizes where a Cholesky
-per step is out of reach. The unbiasedness argument, warm starts included,
-is in :mod:`skgp_bayes.linalg.ulisse`.
+:class:`StochasticMarginalGradient` (seed 002): the log marginal
+likelihood's gradient through early-stopped CG solves
+(:func:`~skgp_bayes.linalg.ulisse_solve`), with no factorisation, for
+samplers that tolerate gradient noise (SGLD) at sizes where a Cholesky per
+step is out of reach. The unbiasedness argument, warm starts included, is in
+:mod:`skgp_bayes.linalg.ulisse`.
+
+:class:`StochasticTraceTarget`: one Cholesky per evaluation, the value and
+the gradient's data term exact, only the trace term ``tr(K^-1 dK_j)``
+estimated, by probes solved with the same factor. It drops the explicit
+inverse (``dpotri``, twice the factorisation's flops) and the ``n x n``
+contraction of an exact gradient for ``O(n^2)`` solves and a low-rank
+contraction.
 """
 
 import numpy as np
 
 from ..linalg import (
     batched_cg,
+    cho_solve,
     kernel_operator,
     kernel_preconditioner,
     lowrank_grad_contract,
@@ -19,8 +28,11 @@ from ..linalg import (
 )
 from ..linalg.cg import _host
 from ..linalg.ulisse import _default_budget
+from .exact import ExactMarginalTarget
 
-__all__ = ["StochasticMarginalGradient"]
+__all__ = ["StochasticMarginalGradient", "StochasticTraceTarget"]
+
+_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 class StochasticMarginalGradient:
@@ -373,3 +385,160 @@ class StochasticMarginalGradient:
         if self.prior_set is not None:
             grad = grad + self.prior_set.log_prob(params)[1]
         return float("nan"), grad
+
+
+class StochasticTraceTarget:
+    """Exact log posterior with a stochastic-trace gradient, from one Cholesky.
+
+    The gradient of the log marginal likelihood is
+    ``1/2 a' dK_j a - 1/2 tr(K^-1 dK_j)`` with ``a = K^-1 y``. One factor
+    ``K = L L'`` gives the value and ``a`` exactly; the trace is estimated
+    by Hutchinson's ``(1/S) sum_s (K^-1 r_s)' dK_j r_s`` with Rademacher
+    probes ``r_s``, solved with the same factor. ``E[r r'] = I`` makes each
+    term's expectation ``tr(K^-1 dK_j)``: the gradient is unbiased, the
+    value exact, and the solves exact (no early stopping to randomise).
+    Both terms are one contraction of the rank ``S + 1`` weight
+    ``W = 1/2 a a' - 1/(2 S) sum_s (K^-1 r_s) r_s'`` against the kernel's
+    derivatives, never formed as an ``n x n`` matrix. The prior's exact
+    gradient is added. Probes are drawn afresh at every call, so the noise
+    of successive gradients is independent.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    prior_set : PriorSet or None
+    log_noise_variance : float or None
+        Fixed log noise variance; ``None`` makes it the last parameter, as in
+        :class:`~skgp_bayes.targets.ExactMarginalTarget`.
+    rng : numpy.random.Generator
+        Source of the probes.
+    n_probes : int, default=4
+        ``S``; the trace term's variance falls as ``1 / S``.
+
+    Attributes
+    ----------
+    n_params : int
+    max_jitter : float
+        Largest jitter the factorisations needed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.targets import ExactMarginalTarget, StochasticTraceTarget
+    >>> X = np.linspace(0, 1, 20)[:, None]
+    >>> args = (KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
+    >>> noisy = StochasticTraceTarget(*args, rng=np.random.default_rng(0))
+    >>> params = np.array([0.0, np.log(0.1)])
+    >>> value, grad = noisy.logp_and_grad(params)
+    >>> bool(np.isclose(value, ExactMarginalTarget(*args).logp_and_grad(params)[0]))
+    True
+    """
+
+    def __init__(
+        self, adapter, X, y, prior_set, log_noise_variance=None, *, rng, n_probes=4
+    ):
+        self._exact = ExactMarginalTarget(adapter, X, y, None, log_noise_variance)
+        self.adapter = adapter
+        self.X = X
+        self.y = y
+        self.prior_set = prior_set
+        self.log_noise_variance = log_noise_variance
+        self.rng = rng
+        self.n_probes = int(n_probes)
+        self.n_kernel_params = adapter.n_params
+        self.n_params = self._exact.n_params
+
+    @property
+    def max_jitter(self):
+        """Largest jitter the factorisations needed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import StochasticTraceTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = StochasticTraceTarget(KernelAdapter(RBF()), X, X[:, 0], None,
+        ...                           rng=np.random.default_rng(0))
+        >>> t.max_jitter
+        0.0
+        """
+        return self._exact.max_jitter
+
+    def split(self, params):
+        """Kernel theta and log noise variance from a parameter vector.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import StochasticTraceTarget
+        >>> X = np.zeros((3, 1))
+        >>> t = StochasticTraceTarget(KernelAdapter(RBF()), X, np.ones(3), None,
+        ...                           rng=np.random.default_rng(0))
+        >>> theta, log_noise = t.split(np.array([0.5, -2.0]))
+        >>> theta.tolist(), log_noise
+        ([0.5], -2.0)
+        """
+        return self._exact.split(params)
+
+    def logp_and_grad(self, params):
+        """Exact log posterior (up to a constant) and an unbiased gradient.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        value : float
+        grad : ndarray of shape (n_params,)
+
+        Raises
+        ------
+        NotPSDError
+            When the kernel matrix is not positive definite even with
+            jitter.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import StochasticTraceTarget
+        >>> X = np.linspace(0, 1, 5)[:, None]
+        >>> t = StochasticTraceTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
+        ...                           None, rng=np.random.default_rng(0))
+        >>> value, grad = t.logp_and_grad(np.log([1.0, 0.1]))
+        >>> grad.shape
+        (2,)
+        """
+        theta, log_noise = self.split(params)
+        L, alpha = self._exact.factor(params)
+        n = self.y.shape[0]
+        value = (
+            -0.5 * float(self.y @ alpha)
+            - float(np.sum(np.log(np.diag(L))))
+            - n * _HALF_LOG_2PI
+        )
+        probes = rademacher_probes(self.rng, n, self.n_probes)
+        solved = cho_solve(L, probes)
+        U = np.column_stack([0.5 * alpha, solved / (-2.0 * self.n_probes)])
+        V = np.column_stack([alpha, probes])
+        grad = np.empty(self.n_params)
+        grad[: self.n_kernel_params] = lowrank_grad_contract(
+            self.adapter, theta, self.X, U, V
+        )
+        if self.log_noise_variance is None:
+            grad[-1] = np.exp(log_noise) * float(np.sum(U * V))
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(params)
+            value += prior_value
+            grad = grad + prior_grad
+        return value, grad
