@@ -7,9 +7,9 @@ square root of the number of independent draws (fresh probes every call).
 
 import numpy as np
 import pytest
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
-from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.kernels import KernelAdapter, force_generic
 from skgp_bayes.priors import Gamma, PriorSet
 from skgp_bayes.targets import ExactMarginalTarget, StochasticTraceTarget
 
@@ -94,3 +94,33 @@ def test_split_and_jitter_follow_the_exact_target(problem):
     assert target.n_params == params.size
     target.logp_and_grad(params)
     assert target.max_jitter == 0.0
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        ConstantKernel(1.3) * RBF([0.8, 1.5]),
+        ConstantKernel(0.7) * RBF(1.1) + WhiteKernel(0.05),
+        RBF([0.6, 2.0]) + WhiteKernel(0.2),
+    ],
+    ids=["ard", "isotropic_white", "ard_white"],
+)
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_rbf_path_matches_the_generic_contraction(problem, kernel, fixed_noise):
+    # Same probes (same seed), two routes to the same contraction: the RBF
+    # path's GEMMs against the generic kernel-derivative contraction.
+    _, X, y, _, _ = problem
+    log_noise = np.log(0.1) if fixed_noise else None
+    results, routes = [], []
+    for adapter in (KernelAdapter(kernel), force_generic(kernel)):
+        params = adapter.kernel.theta + 0.1
+        if not fixed_noise:
+            params = np.append(params, np.log(0.1))
+        target = StochasticTraceTarget(
+            adapter, X, y, None, log_noise, rng=np.random.default_rng(3), n_probes=3
+        )
+        results.append(target.logp_and_grad(params))
+        routes.append(target._exact._rbf)
+    assert routes == [True, False]
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-10)
