@@ -422,8 +422,6 @@ class StochasticTraceTarget:
     Attributes
     ----------
     n_params : int
-    max_jitter : float
-        Largest jitter the factorisations needed.
 
     Examples
     --------
