@@ -6,6 +6,7 @@ product ``K @ V`` and one LAPACK Cholesky of the same matrix.
 
     python benchmarks/bench_sgld.py            # everything (about 20 minutes)
     python benchmarks/bench_sgld.py --quick    # smaller sizes
+    python benchmarks/bench_sgld.py --only-warm-starts  # issue #17, last row
 
 Prints Markdown tables.
 """
@@ -25,10 +26,9 @@ from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.linalg import StochasticMarginalGradient
 from skgp_bayes.priors import Gamma, PriorSet
 from skgp_bayes.stein import _find_map, _laplace_cov
-from skgp_bayes.targets import ExactMarginalTarget
+from skgp_bayes.targets import ExactMarginalTarget, StochasticMarginalGradient
 
 NAMES = ["sigma (constant_value)", "length_scale", "lambda (noise_variance)"]
 # (label, solver, max_random_steps, preconditioner rank) of the gradient
@@ -253,6 +253,84 @@ def quality(quick, n=None):
     return ess.min() / (2 * n_iter)
 
 
+# (label, warm_start, probe_refresh) of the warm-start comparison; None keeps
+# the probes for the whole run.
+WARM_CONFIGS = [
+    ("cold: every solve from zero, probes redrawn every step", False, 1),
+    ("warm K^-1 y, probes redrawn every step (default)", True, 1),
+    ("warm, probes kept 5 steps", True, 5),
+    ("warm, probes kept 20 steps", True, 20),
+    ("warm, probes kept for the whole run", True, None),
+]
+
+
+def _langevin_chain(gradient, start, cov, step, n_steps, seed):
+    """Preconditioned Langevin steps ``x + step/2 M g + sqrt(step) M^1/2 xi``.
+
+    The SGLD update of the estimator's constant-step chains, kept here so
+    that only the gradient's solver options differ between runs.
+    """
+    rng = np.random.default_rng(seed)
+    root = np.linalg.cholesky(cov)
+    x = start.copy()
+    for _ in range(n_steps):
+        _, g = gradient(x)
+        x = x + 0.5 * step * cov @ g + np.sqrt(step) * root @ rng.normal(size=x.size)
+    return x
+
+
+def warm_starts(n, n_steps, step=0.08):
+    """Block CG products per SGLD step with and without warm starts.
+
+    Every run is the same Langevin chain (same start, same injected noise)
+    on Concrete, with ULISSE as in the quality runs (16 probes, q = 0.1,
+    beta = 0.1, 10 randomised steps at most, pivoted-Cholesky rank 100).
+    A warm start costs one more product (the starting residual), counted.
+    """
+    X, y = concrete(n)
+    adapter, prior, target = exact_target(X, y)
+    bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
+    map_params, _ = _find_map(target, np.zeros(3), bounds)
+    cov = _laplace_cov(target, map_params, bounds)
+    print(
+        f"\n### CG products per SGLD step with and without warm starts "
+        f"(Concrete, n = {X.shape[0]}, {n_steps} steps of {step}, 16 probes)\n"
+    )
+    print(
+        "| solves | block CG products per step | ratio to cold | products "
+        "per step, 10% / 90% quantiles | s per step |"
+    )
+    print("| --- | ---: | ---: | --- | ---: |")
+    cold = None
+    for label, warm, refresh in WARM_CONFIGS:
+        grad = StochasticMarginalGradient(
+            adapter,
+            X,
+            y,
+            prior,
+            rng=np.random.default_rng(1),
+            q=0.1,
+            beta=0.1,
+            max_random_steps=10,
+            preconditioner_rank=100,
+            n_probes=16,
+            probe_refresh=n_steps if refresh is None else refresh,
+            warm_start=warm,
+        )
+        t0 = time.perf_counter()
+        _langevin_chain(grad, map_params, cov, step, n_steps, seed=2)
+        seconds = (time.perf_counter() - t0) / n_steps
+        products = np.array(grad.cg_iterations) + (1 if warm else 0)
+        products[0] = grad.cg_iterations[0]  # the first call has no start
+        mean = products[1:].mean()
+        cold = mean if cold is None else cold
+        low, high = np.quantile(products[1:], [0.1, 0.9])
+        print(
+            f"| {label} | {mean:.1f} | {mean / cold:.2f} | {low:.0f} / {high:.0f} "
+            f"| {seconds:.3f} |"
+        )
+
+
 def census(quick, ess_per_iter, n=None):
     n = n or (4000 if quick else 22784)
     rng = np.random.default_rng(0)
@@ -337,12 +415,23 @@ def main():
         default=None,
         help="ESS per iteration to extrapolate with when --skip-quality is given",
     )
+    parser.add_argument(
+        "--only-warm-starts",
+        action="store_true",
+        help="only CG products per SGLD step with and without warm starts",
+    )
+    parser.add_argument(
+        "--warm-steps", type=int, default=200, help="steps of that comparison"
+    )
     args = parser.parse_args()
     print(
         f"# SGLDGPRegressor benchmark ({'quick' if args.quick else 'full'})\n\n"
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"NumPy {np.__version__}"
     )
+    if args.only_warm_starts:
+        warm_starts(args.n_concrete or 1030, args.warm_steps)
+        return
     if args.skip_quality:
         ess_per_iter = args.ess_per_iter or float("nan")
     else:

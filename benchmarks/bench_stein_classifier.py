@@ -9,6 +9,7 @@ training kernel matrix (the cost floor of every whitened-target step).
     python benchmarks/bench_stein_classifier.py            # everything
     python benchmarks/bench_stein_classifier.py --quick    # one seed, fewer repeats
     python benchmarks/bench_stein_classifier.py --sparse   # sparse mode only
+    python benchmarks/bench_stein_classifier.py --only-iteration  # #17, row 3
 
 Every problem is standardised on the training split (70/30). Prints
 Markdown tables; ratios are against the peer measured in the same run.
@@ -309,6 +310,11 @@ def main():
         default=300,
         help="SVGD iterations of the sparse model in --sparse",
     )
+    parser.add_argument(
+        "--only-iteration",
+        action="store_true",
+        help="only one SVGD iteration against J Cholesky factorisations",
+    )
     parser.add_argument("--n-particles", type=int, default=10)
     parser.add_argument(
         "--max-iter",
@@ -338,6 +344,8 @@ def main():
         )
         return
     bench_svgd_iteration((1, 10, 20), repeats)
+    if args.only_iteration:
+        return
     for name, loader in (
         ("Breast cancer (n=569, d=30, 2 classes)", load_breast_cancer),
         ("Iris (n=150, d=4, 3 classes)", load_iris),

@@ -1,7 +1,7 @@
 """The matrix-free (``solver="cg"``) mode of :class:`SteinGPRegressor`.
 
 Each particle's gradient of the exact log posterior comes from
-:class:`~skgp_bayes.linalg.ulisse.StochasticMarginalGradient`: conjugate
+:class:`~skgp_bayes.targets.StochasticMarginalGradient`: conjugate
 gradients for ``K^-1 y`` and Hutchinson probes for the trace term (seed
 002), with ``K @ V`` from the kernel without storing it when it does not fit
 in memory, so no ``n x n`` matrix is ever factorised. The gradient is an
@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .linalg.ulisse import StochasticMarginalGradient
+from .targets.stochastic import StochasticMarginalGradient
 
 __all__ = []
 

@@ -41,9 +41,8 @@ from .diagnostics import (
 )
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld, sgld_schedule
-from .linalg import StochasticMarginalGradient
 from .stein import _find_map, _laplace_cov
-from .targets import ExactMarginalTarget
+from .targets import ExactMarginalTarget, StochasticMarginalGradient
 
 __all__ = ["SGLDGPRegressor"]
 

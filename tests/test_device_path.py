@@ -16,12 +16,12 @@ import skgp_bayes.sgld as sgld_module
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.linalg import (
-    StochasticMarginalGradient,
     batched_cg,
     kernel_operator,
     kernel_preconditioner,
     ulisse_solve,
 )
+from skgp_bayes.targets import StochasticMarginalGradient
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,10 @@ from skgp_bayes import (
     VariationalMCMCClassifier,
     VariationalMCMCRegressor,
 )
-from skgp_bayes.linalg.ulisse import StochasticMarginalGradient
 from skgp_bayes.targets.exact import ExactMarginalTarget
 from skgp_bayes.targets.selective import SharedSubsetBound, SubsetBound
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
+from skgp_bayes.targets.stochastic import StochasticMarginalGradient
 from skgp_bayes.targets.svgp import SVGPBound
 from skgp_bayes.targets.whitened import WhitenedLatentTarget
 

@@ -35,6 +35,21 @@ ALLOWED = {
 }
 
 
+# Upward imports allowed as a module-level ``__getattr__`` only, resolved on
+# access: old import paths kept for pickles of objects that moved up a layer.
+PICKLE_SHIMS = {
+    "linalg/ulisse.py": {"skgp_bayes.targets.stochastic"},
+}
+
+
+def _getattr_lines(path):
+    """Line numbers inside the module-level ``__getattr__``, if any."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            return set(range(node.lineno, node.end_lineno + 1))
+    return set()
+
+
 def _unit(module):
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "skgp_bayes"
@@ -85,10 +100,12 @@ def test_lower_layers_import_downwards_only(path, unit):
     allowed = ALLOWED[unit] | FOUNDATION | {unit}
     if unit in FOUNDATION:
         allowed = FOUNDATION | {unit}
+    shims = PICKLE_SHIMS.get(str(path.relative_to(PACKAGE)), set())
+    lazy = _getattr_lines(path)
     bad = [
         f"line {line}: {target}"
         for line, target in _imports(path)
-        if _unit(target) not in allowed
+        if _unit(target) not in allowed and not (target in shims and line in lazy)
     ]
     assert not bad, f"{path.name} ({unit}) imports from above its layer: {bad}"
 

@@ -306,9 +306,9 @@ def test_constant_target(data):
 
 
 def test_nan_gradient_is_survived(monkeypatch, data):
-    from skgp_bayes.linalg import ulisse
+    from skgp_bayes.targets import stochastic
 
-    original = ulisse.StochasticMarginalGradient.log_likelihood_gradient
+    original = stochastic.StochasticMarginalGradient.log_likelihood_gradient
     calls = {"n": 0}
 
     def flaky(self, params):
@@ -318,7 +318,7 @@ def test_nan_gradient_is_survived(monkeypatch, data):
         return original(self, params)
 
     monkeypatch.setattr(
-        ulisse.StochasticMarginalGradient, "log_likelihood_gradient", flaky
+        stochastic.StochasticMarginalGradient, "log_likelihood_gradient", flaky
     )
     with pytest.warns(SamplerWarning, match="rejected"):
         reg = SGLDGPRegressor(**{**FAST, "n_chains": 1}).fit(*data)
@@ -357,7 +357,7 @@ WARM = dict(
 
 
 def test_warm_start_equals_one_long_fit(data, monkeypatch):
-    from skgp_bayes.linalg import ulisse
+    from skgp_bayes.targets import stochastic
 
     X, y = data
     whole = SGLDGPRegressor(n_iter=70, **WARM).fit(X, y)
@@ -366,7 +366,7 @@ def test_warm_start_equals_one_long_fit(data, monkeypatch):
     np.testing.assert_array_equal(reg.chains_, whole.chains_[:, :45])
     # A warm start interrupted inside the second chain leaves the stored
     # chain states (random streams included) as they were.
-    original = ulisse.StochasticMarginalGradient.log_likelihood_gradient
+    original = stochastic.StochasticMarginalGradient.log_likelihood_gradient
     calls = {"n": 0}
 
     def interrupted(self, params):
@@ -378,7 +378,9 @@ def test_warm_start_equals_one_long_fit(data, monkeypatch):
     reg.set_params(n_iter=25)
     with monkeypatch.context() as patch:
         patch.setattr(
-            ulisse.StochasticMarginalGradient, "log_likelihood_gradient", interrupted
+            stochastic.StochasticMarginalGradient,
+            "log_likelihood_gradient",
+            interrupted,
         )
         with pytest.raises(RuntimeError, match="interrupted"):
             reg.fit(X, y)

@@ -20,7 +20,6 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from skgp_bayes.kernels import KernelAdapter, force_generic
 from skgp_bayes.linalg import (
-    StochasticMarginalGradient,
     batched_cg,
     kernel_preconditioner,
     lowrank_grad_contract,
@@ -28,7 +27,7 @@ from skgp_bayes.linalg import (
     ulisse_solve,
 )
 from skgp_bayes.priors import Gamma, PriorSet
-from skgp_bayes.targets import ExactMarginalTarget
+from skgp_bayes.targets import ExactMarginalTarget, StochasticMarginalGradient
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +77,7 @@ def test_expectation_over_every_stopping_point_is_the_solution(problem, beta):
     assert np.max(np.abs(first.estimates[:, 0] - exact)) > 1e-3
 
 
-def _enumerate_stopping(op, B, q, beta, cap, precondition=None):
+def _enumerate_stopping(op, B, q, beta, cap, precondition=None, x0=None):
     """Every outcome of a one-column ULISSE solve with its probability.
 
     Forcing a stop after ``j`` randomised steps gives one outcome, with
@@ -93,6 +92,7 @@ def _enumerate_stopping(op, B, q, beta, cap, precondition=None):
         max_random_steps=cap,
         rng=_ScriptedUniforms(10**6),
         precondition=precondition,
+        x0=x0,
     )
     early, total = int(full.n_iter_early[0]), full.n_iter
     last = total - early if cap is None else min(cap, total - early)
@@ -106,6 +106,7 @@ def _enumerate_stopping(op, B, q, beta, cap, precondition=None):
             max_random_steps=cap,
             rng=_ScriptedUniforms(early + j),
             precondition=precondition,
+            x0=x0,
         )
         p_through = np.exp(-beta * j * (j + 1) / 2)
         p_stop = 1.0 if j == last else 1.0 - np.exp(-beta * (j + 1))
@@ -157,6 +158,54 @@ def test_cap_lowers_the_exact_variance(slow_problem):
         variance[cap] = probs @ np.sum((estimates - exact) ** 2, axis=1)
     assert variance[5] < 1e-3 * variance[None]
     assert variance[5] > 0
+
+
+def _other_length_scale_solution(B):
+    """``slow_problem``'s solution with length scale 0.6 instead of 0.8."""
+    X = np.random.default_rng(0).uniform(-2, 2, (40, 1))
+    return np.linalg.solve(RBF(0.6)(X) + 1e-3 * np.eye(40), B)
+
+
+@pytest.mark.parametrize("start", ["near", "far", "below_threshold"])
+def test_warm_started_expectation_over_every_stopping_point_is_the_solution(
+    slow_problem, start
+):
+    # Exact enumeration from a warm start (no Monte Carlo error): the
+    # increments now sum to s - x0 and the estimate is x0 plus their
+    # weighted sum, so its expectation is still the solution s.
+    K, B = slow_problem
+    op = lambda V: K @ V  # noqa: E731
+    exact = np.linalg.solve(K, B[:, 0])
+    rng = np.random.default_rng(7)
+    # near: the solution for another length scale, as a sampler's previous
+    # step would leave (residual 2.9 between the threshold 1.9 and |y| 4.8);
+    # far: an unrelated vector; below_threshold: so close that the draws
+    # start before the first increment.
+    x0 = {
+        "near": _other_length_scale_solution(B)[:, 0],
+        "far": rng.normal(size=40),
+        "below_threshold": exact + 1e-2 * rng.normal(size=40),
+    }[start][:, None]
+    probs, estimates, _, early, total = _enumerate_stopping(op, B, 0.3, 0.3, 5, x0=x0)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(probs @ estimates, exact, rtol=1e-7, atol=1e-7)
+    assert (early == 0) == (start == "below_threshold")
+    # a real randomisation: the outcomes differ
+    assert np.ptp(estimates[:, 0]) > 1e-4
+    if start == "below_threshold":
+        # the first outcome, stopping before any increment, is x0 itself
+        np.testing.assert_array_equal(estimates[0], x0[:, 0])
+
+
+def test_warm_start_saves_the_iterations_before_the_threshold(slow_problem):
+    K, B = slow_problem
+    op = lambda V: K @ V  # noqa: E731
+    always = _ScriptedUniforms(10**6)
+    cold = ulisse_solve(op, B, q=0.3, beta=0.3, rng=always)
+    near = _other_length_scale_solution(B)
+    warm = ulisse_solve(op, B, q=0.3, beta=0.3, rng=_ScriptedUniforms(10**6), x0=near)
+    assert cold.n_iter_early[0] > 0
+    assert warm.n_iter_early[0] < cold.n_iter_early[0]
 
 
 @pytest.fixture(scope="module")
@@ -396,6 +445,65 @@ def test_fixed_noise_and_probe_reuse(problem, stat_seed):
     # 80 independent values; 5 SE on 2 entries: false failure 2 x 5.7e-7.
     se = draws.std(axis=0, ddof=1) / np.sqrt(400 / 5)
     assert np.all(np.abs(draws.mean(axis=0) - g_exact) <= 5 * se)
+
+
+@pytest.mark.statistical
+def test_warm_started_gradient_is_unbiased_along_a_chain(problem, stat_seed):
+    # Alternating parameters make every call start from the solution of a
+    # different system, left by a random previous call: the warm start is
+    # random, but fixed before the call's own draws (ulisse module notes).
+    adapter, theta, X, y, _ = problem
+    points = [np.append(theta, np.log(0.1)), np.append(theta + 0.3, np.log(0.2))]
+    target = ExactMarginalTarget(adapter, X, y, None)
+    exact = [target.logp_and_grad(p)[1] for p in points]
+    for warm in (True, False):
+        grad = StochasticMarginalGradient(
+            adapter,
+            X,
+            y,
+            None,
+            rng=np.random.default_rng(8 + stat_seed),
+            n_probes=2,
+            probe_refresh=1,
+            q=0.3,
+            beta=0.3,
+            max_random_steps=4,
+            warm_start=warm,
+        )
+        draws = np.array([grad(points[i % 2])[1] for i in range(3000)])
+        # Fresh probes and stopping draws every call; successive draws share
+        # only the warm start, which leaves each one's conditional mean
+        # exact, so the 1500 draws per point are uncorrelated. 5 SE on
+        # 2 points x 3 entries: false failure 6 x 5.7e-7 per case.
+        for i in (0, 1):
+            mine = draws[i::2]
+            se = mine.std(axis=0, ddof=1) / np.sqrt(mine.shape[0])
+            assert np.all(np.abs(mine.mean(axis=0) - exact[i]) <= 5 * se)
+            assert np.all(se > 1e-6)
+
+
+def test_old_import_paths_and_pickles_still_resolve():
+    # The gradient lived in linalg.ulisse, and a pickle made then names its
+    # class there (instances hold their array module and do not pickle, but
+    # references to the class do). Protocol 0 spells the module out, so the
+    # pickle can be made to name the old one.
+    import pickle
+
+    import skgp_bayes.linalg
+    import skgp_bayes.linalg.ulisse
+    from skgp_bayes.targets.stochastic import StochasticMarginalGradient as moved
+
+    assert skgp_bayes.linalg.ulisse.StochasticMarginalGradient is moved
+    assert skgp_bayes.linalg.StochasticMarginalGradient is moved
+    with pytest.raises(AttributeError):
+        skgp_bayes.linalg.ulisse.NoSuchName  # noqa: B018
+    with pytest.raises(AttributeError):
+        skgp_bayes.linalg.NoSuchName  # noqa: B018
+    old = pickle.dumps({"gradient": moved}, protocol=0).replace(
+        b"skgp_bayes.targets.stochastic", b"skgp_bayes.linalg.ulisse"
+    )
+    assert b"skgp_bayes.linalg.ulisse\nStochasticMarginalGradient" in old
+    assert pickle.loads(old)["gradient"] is moved
 
 
 def test_bad_solver_name(problem):

@@ -16,7 +16,6 @@ from .precondition import (
 )
 from .reverse import cholesky_reverse
 from .ulisse import (
-    StochasticMarginalGradient,
     ULISSEResult,
     lowrank_grad_contract,
     rademacher_probes,
@@ -40,5 +39,14 @@ __all__ = [
     "ulisse_solve",
     "rademacher_probes",
     "lowrank_grad_contract",
-    "StochasticMarginalGradient",
 ]
+
+
+def __getattr__(name):
+    # The GP gradient moved to skgp_bayes.targets; the old name still
+    # resolves (through the pickle shim in linalg.ulisse), on access only.
+    if name == "StochasticMarginalGradient":
+        from .ulisse import __getattr__ as moved
+
+        return moved(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,27 +21,45 @@ expectation is unchanged (still the CG solution), while every weight is at
 most ``W_J`` and the rare expensive finish costs ``1 / W_J`` of a full solve
 on average.
 
-:class:`StochasticMarginalGradient` uses it for the gradient of the log
-marginal likelihood of a GP (seed 002, eq. 9) with Rademacher (Hutchinson)
-probes for the trace term and two independent stopping draws on one CG run
-for the quadratic term, whose two factors must be independent for the
-product to be unbiased. A pivoted-Cholesky preconditioner (optional) makes
-the CG increments shrink fast, so that few of them are randomised.
+Warm starts keep the estimate unbiased. Started from ``x_0``, CG's
+increments sum to ``s - x_0``, and the estimate is ``x_0`` plus the
+weighted increments; for a fixed ``x_0`` the argument above gives
+``E[estimate] = x_0 + (s - x_0) = s`` whatever the starting residual. If
+the start is already below the threshold, the draws begin before the first
+increment (the estimate is ``x_0`` itself with probability
+``1 - exp(-beta)``), which changes only the variance. Across the steps of a
+sampler ``x_0`` is random: the plain CG iterate of the previous call, which
+depends on that call's parameters, probes and stopping draws. What the
+argument needs is that it is fixed given the past while the current call's
+uniforms are fresh, and they are (a new draw per estimate per iteration).
+Conditioning on the past, ``E[estimate | past] = s`` for every past, so by
+the tower rule the estimate is unbiased unconditionally too; the two
+stopping draws on one CG run remain independent given the past (one
+deterministic CG path from ``x_0``, independent uniforms), which keeps
+their product unbiased for the quadratic term. ``x_0`` only has to be a
+function of what came before; it may be as far from ``s`` as it likes, which
+costs iterations, not bias.
+
+:class:`~skgp_bayes.targets.StochasticMarginalGradient` uses it for the
+gradient of the log marginal likelihood of a GP (seed 002, eq. 9) with
+Rademacher (Hutchinson) probes for the trace term and two independent
+stopping draws on one CG run for the quadratic term, whose two factors must
+be independent for the product to be unbiased. A pivoted-Cholesky
+preconditioner (optional) makes the CG increments shrink fast, so that few
+of them are randomised.
 """
 
 import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SolverConvergenceWarning
-from .cg import CGIteration, _host, batched_cg, kernel_operator
-from .precondition import kernel_preconditioner
+from .cg import CGIteration, _host
 
 __all__ = [
     "ULISSEResult",
     "ulisse_solve",
     "rademacher_probes",
     "lowrank_grad_contract",
-    "StochasticMarginalGradient",
 ]
 
 # Rows of X per block in the low-rank gradient contraction: a block of the
@@ -177,7 +195,9 @@ def ulisse_solve(
     copies : int or array-like of int of shape (k,), default=1
         Independent stopping draws per column, all from one CG run.
     x0 : array of shape (n, k), optional
-        Warm start.
+        Warm start. The estimates stay unbiased for any ``x0`` fixed before
+        this call's draws (module notes); a start close to the solution
+        saves the iterations before the early-stop threshold.
     q : float, default=1.0
         Early-stop threshold ``q * sqrt(n)`` on the residual norm. ``q=0``
         gives plain CG to ``tol``.
@@ -353,343 +373,11 @@ def lowrank_grad_contract(adapter, theta, X, U, V):
     return g
 
 
-class StochasticMarginalGradient:
-    """Unbiased stochastic gradient of an exact GP's log posterior (seed 002).
+def __getattr__(name):
+    # Objects pickled before the GP gradient moved to targets.stochastic name
+    # it here. Resolved on access, so that importing linalg imports no target.
+    if name == "StochasticMarginalGradient":
+        from ..targets.stochastic import StochasticMarginalGradient
 
-    With ``K = K_theta(X, X) + s2 I``,
-    ``g~_j = 1/2 a1' dK_j a2 - 1/(2 N_r) sum_r (K^-1 r)' dK_j r``, where ``a1``
-    and ``a2`` are two independent unbiased estimates of ``K^-1 y`` (two
-    stopping draws of one ULISSE run) and ``r`` are Rademacher probes; every
-    solve is one column of a single batched CG run, which starts from the
-    previous call's solutions (for the probes only while they are kept). The
-    prior's exact gradient is added.
-
-    Parameters
-    ----------
-    adapter : KernelAdapter
-    X : ndarray of shape (n, d)
-    y : ndarray of shape (n,)
-    prior_set : PriorSet or None
-    log_noise_variance : float or None
-        Fixed log noise variance; ``None`` makes it the last parameter, as in
-        :class:`~skgp_bayes.targets.ExactMarginalTarget`.
-    rng : numpy.random.Generator
-        Probes and stopping draws.
-    n_probes : int, default=4
-    probe_refresh : int, default=1
-        Calls between redraws of the probes. Values above 1 let the probe
-        solves start from the previous call's solutions, but correlate the
-        noise of successive gradients, which a sampler does not average out.
-    q : float, default=1.0
-        Early-stop threshold ``q * sqrt(n)`` (ULISSE); ignored for
-        ``solver="cg"``.
-    beta : float, default=1.0
-    max_random_steps : int or None, default=None
-        Cap on ULISSE's randomised continuation steps; see
-        :func:`ulisse_solve`.
-    solver : {"ulisse", "cg"}, default="ulisse"
-        ``"cg"`` runs every solve to ``tol`` (the exact-solve reference).
-    tol : float, default=1e-8
-    max_iter : int, optional
-        CG budget per call; ``max(2 n, 100)`` by default.
-    storage : {"auto", "dense", "matrix_free"}, default="auto"
-        See :func:`~skgp_bayes.linalg.kernel_operator`.
-    xp : module, default=numpy
-    preconditioner_rank : int, default=0
-        Rank of a pivoted-Cholesky preconditioner ``P = L L' + s2 I``
-        (:class:`~skgp_bayes.linalg.LowRankPreconditioner`), rebuilt at every
-        call from ``preconditioner_rank`` kernel columns. CG then needs far
-        fewer iterations, and ULISSE's randomised increments, being smaller,
-        add far less variance. 0 runs plain CG.
-
-    Attributes
-    ----------
-    n_calls : int
-    cg_iterations : list of int
-        Block CG iterations of every call.
-    max_residual : float
-        Largest final relative residual of any solve.
-    budget_exhausted : int
-        Calls whose solves ran out of ``max_iter`` before they were done
-        (their gradients are biased). Calls never warn: their caller knows
-        which of its parameters sets the budget, and reports once.
-    budget_residual : float
-        Largest relative residual among those unfinished solves.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgp_bayes.kernels import KernelAdapter
-    >>> from skgp_bayes.linalg import StochasticMarginalGradient
-    >>> X = np.linspace(0, 1, 20)[:, None]
-    >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
-    ...                                   None, rng=np.random.default_rng(0))
-    >>> value, g = grad(np.array([0.0, np.log(0.1)]))
-    >>> g.shape
-    (2,)
-    """
-
-    def __init__(
-        self,
-        adapter,
-        X,
-        y,
-        prior_set,
-        log_noise_variance=None,
-        *,
-        rng,
-        n_probes=4,
-        probe_refresh=1,
-        q=1.0,
-        beta=1.0,
-        max_random_steps=None,
-        solver="ulisse",
-        tol=1e-8,
-        max_iter=None,
-        storage="auto",
-        xp=np,
-        preconditioner_rank=0,
-    ):
-        if solver not in ("ulisse", "cg"):
-            raise ValueError(f"solver must be 'ulisse' or 'cg', got {solver!r}.")
-        self.adapter = adapter
-        self.X = X
-        self.y = y
-        self.prior_set = prior_set
-        self.log_noise_variance = log_noise_variance
-        self.rng = rng
-        self.n_probes = int(n_probes)
-        self.probe_refresh = int(probe_refresh)
-        self.q = q
-        self.beta = beta
-        self.max_random_steps = max_random_steps
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.storage = storage
-        self.xp = xp
-        self.preconditioner_rank = int(preconditioner_rank)
-        self.n_kernel_params = adapter.n_params
-        self.n_params = adapter.n_params + (log_noise_variance is None)
-        self.n_calls = 0
-        self.cg_iterations = []
-        self.max_residual = 0.0
-        self.budget_exhausted = 0
-        self.budget_residual = 0.0
-        self._probes = None
-        self._x_prev = None
-
-    def split(self, params):
-        """Kernel theta and log noise variance from a parameter vector.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.linalg import StochasticMarginalGradient
-        >>> X = np.zeros((3, 1))
-        >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.ones(3),
-        ...                                   None, rng=np.random.default_rng(0))
-        >>> theta, log_noise = grad.split(np.array([0.5, -2.0]))
-        >>> theta.tolist(), log_noise
-        ([0.5], -2.0)
-        """
-        params = np.asarray(params, dtype=np.float64)
-        theta = params[: self.n_kernel_params]
-        if self.log_noise_variance is None:
-            return theta, float(params[self.n_kernel_params])
-        return theta, float(self.log_noise_variance)
-
-    def get_state(self):
-        """What a later call needs to continue this gradient's random stream.
-
-        Returns
-        -------
-        dict
-            The generator, the call counter (it decides when probes are
-            redrawn), the current probes and the last solutions (warm starts),
-            as host arrays.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.linalg import StochasticMarginalGradient
-        >>> X = np.linspace(0, 1, 10)[:, None]
-        >>> args = (KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
-        >>> one = StochasticMarginalGradient(*args, rng=np.random.default_rng(0))
-        >>> p = np.array([0.0, -2.0])
-        >>> _ = one(p)
-        >>> import copy
-        >>> two = StochasticMarginalGradient(*args, rng=None)
-        >>> two.set_state(copy.deepcopy(one.get_state()))
-        >>> bool(np.array_equal(one(p)[1], two(p)[1]))
-        True
-        """
-
-        def host(a):
-            return None if a is None else np.array(_host(a))
-
-        return {
-            "rng": self.rng,
-            "n_calls": self.n_calls,
-            "probes": host(self._probes),
-            "x_prev": host(self._x_prev),
-        }
-
-    def set_state(self, state):
-        """Continue from :meth:`get_state` of an earlier gradient.
-
-        The generator is used as given (not copied).
-
-        Parameters
-        ----------
-        state : dict
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.linalg import StochasticMarginalGradient
-        >>> X = np.linspace(0, 1, 10)[:, None]
-        >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
-        ...                                   None, rng=np.random.default_rng(0))
-        >>> grad.set_state(grad.get_state())
-        >>> grad.n_calls
-        0
-        """
-        xp = self.xp
-
-        def device(a):
-            return None if a is None else xp.asarray(a)
-
-        self.rng = state["rng"]
-        self.n_calls = int(state["n_calls"])
-        self._probes = device(state["probes"])
-        self._x_prev = device(state["x_prev"])
-
-    def _right_hand_sides(self):
-        xp = self.xp
-        n = self.X.shape[0]
-        fresh = self._probes is None or self.n_calls % self.probe_refresh == 0
-        if fresh:
-            self._probes = rademacher_probes(self.rng, n, self.n_probes, xp)
-        B = xp.concatenate([xp.asarray(self.y)[:, None], self._probes], axis=1)
-        x0 = None
-        if self._x_prev is not None:
-            x0 = self._x_prev.copy()
-            if fresh:
-                # Solutions for old probes are no start for new ones.
-                x0[:, 1:] = 0.0
-        return B, x0
-
-    def log_likelihood_gradient(self, params):
-        """Stochastic gradient of the log marginal likelihood alone.
-
-        Parameters
-        ----------
-        params : ndarray of shape (n_params,)
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.linalg import StochasticMarginalGradient
-        >>> X = np.linspace(0, 1, 10)[:, None]
-        >>> grad = StochasticMarginalGradient(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
-        ...                                   None, rng=np.random.default_rng(0))
-        >>> grad.log_likelihood_gradient(np.array([0.0, -2.0])).shape
-        (2,)
-        """
-        xp = self.xp
-        theta, log_noise = self.split(params)
-        noise = float(np.exp(log_noise))
-        matvec, _ = kernel_operator(
-            self.adapter, theta, self.X, noise, storage=self.storage, xp=xp
-        )
-        B, x0 = self._right_hand_sides()
-        k = B.shape[1]
-        precond = kernel_preconditioner(
-            self.adapter, theta, self.X, noise, self.preconditioner_rank, xp=xp
-        )
-        if self.solver == "ulisse":
-            copies = np.ones(k, dtype=int)
-            copies[0] = 2
-            res = ulisse_solve(
-                matvec,
-                B,
-                copies=copies,
-                x0=x0,
-                q=self.q,
-                beta=self.beta,
-                max_random_steps=self.max_random_steps,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                rng=self.rng,
-                xp=xp,
-                warn=False,
-                precondition=precond,
-            )
-            unfinished, worst = res.unfinished, res.unfinished_residual
-            sol = res.estimates
-            a1, a2, S = sol[:, 0], sol[:, 1], sol[:, 2:]
-            self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
-        else:
-            budget = self.max_iter or _default_budget(B.shape[0])
-            res = batched_cg(
-                matvec,
-                B,
-                x0,
-                tol=self.tol,
-                max_iter=budget,
-                xp=xp,
-                warn=False,
-                precondition=precond,
-            )
-            unfinished = int(np.sum(~res.converged))
-            worst = float(np.max(res.residual)) if unfinished else 0.0
-            a1 = a2 = res.x[:, 0]
-            S = res.x[:, 1:]
-            self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
-        self.n_calls += 1
-        self.cg_iterations.append(int(n_iter))
-        self.max_residual = max(self.max_residual, float(np.max(resid)))
-        if unfinished:
-            self.budget_exhausted += 1
-            self.budget_residual = max(self.budget_residual, worst)
-        U = np.column_stack([0.5 * _host(a1), -_host(S) / (2.0 * self.n_probes)])
-        V = np.column_stack([_host(a2), _host(self._probes)])
-        grad = np.empty(self.n_params)
-        grad[: self.n_kernel_params] = lowrank_grad_contract(
-            self.adapter, theta, self.X, U, V
-        )
-        if self.log_noise_variance is None:
-            grad[-1] = noise * float(np.sum(U * V))
-        return grad
-
-    def __call__(self, params):
-        """``(nan, gradient)`` of the log posterior; the value is not computed.
-
-        Parameters
-        ----------
-        params : ndarray of shape (n_params,)
-
-        Returns
-        -------
-        value : float
-            Always NaN: the method never evaluates the marginal likelihood.
-        grad : ndarray of shape (n_params,)
-        """
-        grad = self.log_likelihood_gradient(params)
-        if self.prior_set is not None:
-            grad = grad + self.prior_set.log_prob(params)[1]
-        return float("nan"), grad
+        return StochasticMarginalGradient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,13 @@
 
 from .exact import ExactMarginalTarget
 from .sparse import SparseWhitenedTarget
+from .stochastic import StochasticMarginalGradient, StochasticTraceTarget
 from .svgp import SVGPBound
 
-__all__ = ["ExactMarginalTarget", "SparseWhitenedTarget", "SVGPBound"]
+__all__ = [
+    "ExactMarginalTarget",
+    "SparseWhitenedTarget",
+    "StochasticMarginalGradient",
+    "StochasticTraceTarget",
+    "SVGPBound",
+]
