@@ -177,6 +177,12 @@ _TYPICAL_STEP = 0.3
 _MAX_DEFAULT_INDUCING = 50
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
+# The Gaussian likelihood's default inducing set doubles while the collapsed
+# bound's trace term, tr(K_ff - Q_ff) / (2 s2), exceeds _TRACE_TOL nats per
+# point, up to _MAX_COLLAPSED_INDUCING inputs (see n_inducing in
+# VariationalMCMCRegressor for the reasoning).
+_TRACE_TOL = 0.05
+_MAX_COLLAPSED_INDUCING = 64
 
 
 class _GuardedTarget:
@@ -1666,10 +1672,17 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
         hyper_bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
         prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
-        Z0 = self._inducing(X, int(seeds[0]), scaling)
         theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
         optimum = self._collapsed_optimum(
-            adapter, X, y, Z0, prior_set, theta0, hyper_bounds, t_start
+            adapter,
+            X,
+            y,
+            int(seeds[0]),
+            scaling,
+            prior_set,
+            theta0,
+            hyper_bounds,
+            t_start,
         )
         hyper, Z, learn_Z, trace, n_iter = optimum
         target = CollapsedSparseTarget(adapter, X, y, Z, prior_set)
@@ -1762,21 +1775,51 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         }
 
     def _collapsed_optimum(
-        self, adapter, X, y, Z0, prior_set, theta0, hyper_bounds, t_start
+        self, adapter, X, y, seed, scaling, prior_set, theta0, hyper_bounds, t_start
     ):
-        """Maximise the collapsed bound plus the log prior (stage 1).
+        """Stage 1: the collapsed bound's maximum, and the default inducing set.
 
-        Returns ``[theta, log s2]``, the inducing inputs, whether they were
-        optimised, the optimiser's trace and its iterations. The stopping rule and its
-        warning are those of the SVGP stage they replace.
+        With ``n_inducing`` and ``inducing_points`` both None the inducing
+        set starts at :func:`_default_n_inducing` points and doubles (new
+        k-means centres, the hyperparameters warm-started) while the
+        bound's trace term ``tr(K_ff - Q_ff) / (2 s2)`` at the optimum
+        exceeds ``_TRACE_TOL`` nats per point, up to
+        ``_MAX_COLLAPSED_INDUCING`` (see ``n_inducing`` in
+        :class:`VariationalMCMCRegressor`). Returns ``[theta, log s2]``,
+        the inducing inputs, whether they were optimised, the optimiser's
+        trace (all sizes in turn) and its iterations.
+        """
+        Z0 = self._inducing(X, seed, scaling)
+        hyper = np.append(theta0, np.log(0.1))
+        grow = self.n_inducing is None and self.inducing_points is None
+        cap = min(_MAX_COLLAPSED_INDUCING, np.unique(X, axis=0).shape[0])
+        traces, n_iter = [], 0
+        while True:
+            hyper, Z, learn_Z, trace, iters, slack = self._maximise_collapsed(
+                adapter, X, y, Z0, prior_set, hyper, hyper_bounds, t_start
+            )
+            traces.extend(trace)
+            n_iter += iters
+            m = Z.shape[0]
+            if not grow or slack <= _TRACE_TOL * X.shape[0] or m >= cap:
+                return hyper, Z, learn_Z, traces, n_iter
+            Z0 = initial_inducing(X, min(2 * m, cap), seed)
+
+    def _maximise_collapsed(
+        self, adapter, X, y, Z0, prior_set, start_hyper, hyper_bounds, t_start
+    ):
+        """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
+
+        The stopping rule and its warning are those of the SVGP stage that
+        the Gaussian likelihood no longer needs. Returns ``[theta, log s2]``,
+        ``Z``, whether ``Z`` was optimised, the trace, the iterations and
+        the trace term (nats) at the optimum.
         """
         learn_Z = bool(self.optimize_inducing and adapter.supports_input_gradients)
         bound = CollapsedSparseTarget(
             adapter, X, y, Z0, prior_set, learn_inducing=learn_Z
         )
-        start = np.concatenate(
-            [theta0, [np.log(0.1)], Z0.reshape(-1) if learn_Z else []]
-        )
+        start = np.concatenate([start_hyper, Z0.reshape(-1) if learn_Z else []])
         opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
         opt_bounds[: bound.n_hyper] = hyper_bounds
         if self.svgp_max_iter == 0:
@@ -1797,13 +1840,16 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 ConvergenceWarning,
             )
         theta, log_noise, Z = bound.split(params)
+        slack = bound.trace_term(params)
         if self.verbose:
             self._log(
-                f"Collapsed bound: {trace[-1] if trace else np.nan:.4g} after "
-                f"{n_iter} L-BFGS iterations "
+                f"Collapsed bound with {Z.shape[0]} inducing inputs: "
+                f"{trace[-1] if trace else np.nan:.4g} after {n_iter} L-BFGS "
+                f"iterations, trace term {slack / X.shape[0]:.3g} nats per point "
                 f"({time.perf_counter() - t_start:.2f} s)"
             )
-        return np.append(theta, log_noise), np.array(Z), learn_Z, trace, n_iter
+        hyper = np.append(theta, log_noise)
+        return hyper, np.array(Z), learn_Z, trace, n_iter, slack
 
     @staticmethod
     def _svgp_layout(adapter, X, y, Z, prior_set, hyper, q_mean, q_factor, learn_Z):

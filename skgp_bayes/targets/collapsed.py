@@ -475,6 +475,37 @@ class CollapsedSparseTarget:
         """
         return self.logp_and_grad(params)
 
+    def trace_term(self, params):
+        """``tr(K_ff - Q_ff) / (2 s2)``, the bound's charge for unexplained variance.
+
+        Nats; zero when the inducing inputs explain the prior at every data
+        point (``Z = X``). Burt, Rasmussen and van der Wilk (2020) bound the
+        divergence of the sparse posterior from the exact one through it,
+        which makes it the measure of whether ``m`` inducing inputs suffice.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+        >>> X = np.linspace(0, 5, 30)[:, None]
+        >>> target = CollapsedSparseTarget(KernelAdapter(RBF()), X, X[:, 0], X)
+        >>> target.trace_term(np.array([0.0, -2.0])) < 1e-4
+        True
+        """
+        theta, log_noise, Z = self.split(params)
+        _, _, gamma, free, s2, _, _, _ = self._forward(theta, log_noise, Z)
+        return float(np.sum(gamma[free]) / (2.0 * s2))
+
     def conditional(self, params):
         """``v | theta ~ N(mean, F F')``, the exact conditional of the joint target.
 
