@@ -292,10 +292,18 @@ class _CollapsedSampler(_Sampler):
     def __init__(self, guarded, x0, transform, rng, n_chains, target, seed):
         inits = inv_mass = None
         if transform is None:
-            # no usable curvature: start near the optimum, a few tenths away
+            # No usable curvature (an optimum on a bound): start a few tenths
+            # from the optimum, inside the bounds, pulled halfway back while
+            # the density is not finite there.
             inits = x0 + np.sqrt(_HYPER_INV_MASS) * rng.standard_normal(
                 (n_chains, x0.size)
             )
+            inits = np.clip(inits, guarded.lower, guarded.upper)
+            for c in range(n_chains):
+                for _ in range(30):
+                    if np.isfinite(guarded(inits[c])[0]):
+                        break
+                    inits[c] = x0 + 0.5 * (inits[c] - x0)
             inv_mass = np.full(x0.size, _HYPER_INV_MASS)
         super().__init__(guarded, x0, transform, rng, n_chains, inits, inv_mass)
         self.conditional = target
