@@ -38,6 +38,18 @@ Ghahramani, 2015).
    Continuing a chain keeps its adapted step size and mass matrix, so the
    blocks are one chain.
 
+**Gaussian likelihood** (:class:`VariationalMCMCRegressor`'s default).
+The target is Gaussian in ``v`` given ``theta``, and integrating ``v`` out
+exactly leaves Titsias' collapsed bound plus the log prior
+(:mod:`skgp_bayes.targets.collapsed`, with the derivation). Stage 1 then
+maximises that bound over the hyperparameters and inducing inputs (the
+SVGP bound at its optimal ``q(v)``, in far fewer parameters), stage 2 runs
+HMC over ``[theta, log s2]`` alone and completes every kept draw with an
+exact draw of ``v | theta``: the same joint distribution (a collapsed,
+Rao-Blackwellised sampler), without the funnel between ``theta`` and
+``v``, in ``d + 2`` dimensions. The default number of inducing inputs then
+follows the data (see ``n_inducing`` in :class:`VariationalMCMCRegressor`).
+
 Hyperparameters outside the kernel's ``bounds`` have zero density for the
 sampler (the bounds act as hard walls; a leapfrog step beyond them counts as
 a divergent, rejected transition).
@@ -1474,9 +1486,15 @@ class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
 
     The same pipeline as :class:`VariationalMCMCClassifier` (SVGP fit, then
     HMC over hyperparameters and whitened inducing values) with a Poisson
-    likelihood for counts (log link, optional exposure) or a Gaussian
+    likelihood for counts (log link, optional exposure), or a Gaussian
     likelihood whose noise variance is sampled with the kernel
-    hyperparameters.
+    hyperparameters. For the Gaussian likelihood the whitened inducing
+    values are integrated out exactly: HMC samples the hyperparameters on
+    Titsias' collapsed bound (plus the log prior), which is the exact
+    marginal of the joint target, and each kept draw gets an exact draw of
+    ``v`` from its Gaussian conditional, so ``draws_`` holds draws of the
+    same joint posterior in the same layout (see the module notes and
+    :mod:`skgp_bayes.targets.collapsed`).
 
     Parameters
     ----------
@@ -1488,16 +1506,40 @@ class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
         ``"gaussian"``: ``y_i ~ N(f_i, noise_variance)``, with ``y``
         standardised internally and the noise variance a parameter (prior
         name ``"noise_variance"``, in standardised units).
-    n_inducing, inducing_points, optimize_inducing, n_chains, n_warmup, \
-n_samples, max_samples, thin, max_leapfrog, target_accept, priors, batch_size, \
-svgp_max_iter, learning_rate, normalize_X, random_state, n_jobs, verbose
+    n_inducing : int, default=None
+        As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
+        Gaussian likelihood, None starts from ``min(50, ceil(sqrt(n)))``
+        and doubles the number of inducing inputs (new k-means centres,
+        hyperparameters warm-started) while the collapsed bound's trace
+        term ``tr(K_ff - Q_ff) / (2 s2)`` at its optimum exceeds 0.05 nats
+        per training point, up to 64. The trace term is the bound's charge
+        for prior variance the inducing values leave unexplained, through
+        which Burt, Rasmussen and van der Wilk (2020) bound the divergence
+        of the sparse posterior from the exact one; 0.05 nats per point is
+        the smallest difference in mean log predictive density that
+        matters. With ``v`` integrated out, more inducing inputs make each
+        gradient dearer (``O(n m^2)``) but no longer lengthen the chains;
+        the cap bounds the former.
+    inducing_points, optimize_inducing, n_chains, n_warmup, \
+n_samples, max_samples, thin, max_leapfrog, target_accept, priors, \
+normalize_X, random_state, n_jobs, verbose
         As in :class:`VariationalMCMCClassifier`.
+    batch_size, learning_rate, svgp_max_iter
+        As in :class:`VariationalMCMCClassifier` for Poisson counts. The
+        Gaussian likelihood maximises the collapsed bound by full-batch
+        L-BFGS-B (one evaluation costs what one HMC gradient costs), with
+        at most ``svgp_max_iter`` iterations per inducing-set size and the
+        same stopping rule; ``batch_size`` and ``learning_rate`` do not
+        apply to it.
 
     Attributes
     ----------
     draws_ : ndarray of shape (n_chains * n_kept, n_params)
-        ``[kernel theta, (log noise variance), v]`` per kept draw.
-        Formerly ``samples_`` (deprecated alias).
+        ``[kernel theta, (log noise variance), v]`` per kept draw (for the
+        Gaussian likelihood ``v`` is the exact draw of ``v | theta``).
+        Formerly ``samples_`` (deprecated alias). ``inv_mass_`` is NaN for
+        ``v`` then, as HMC never moves it, and ``diagnostics_["collapsed"]``
+        is True.
     noise_variance_ : ndarray of shape (n_chains * n_kept,)
         Gaussian likelihood only: the noise variance of each draw, in the
         units of ``y``.
