@@ -38,6 +38,18 @@ Ghahramani, 2015).
    Continuing a chain keeps its adapted step size and mass matrix, so the
    blocks are one chain.
 
+**Gaussian likelihood** (:class:`VariationalMCMCRegressor`'s default).
+The target is Gaussian in ``v`` given ``theta``, and integrating ``v`` out
+exactly leaves Titsias' collapsed bound plus the log prior
+(:mod:`skgp_bayes.targets.collapsed`, with the derivation). Stage 1 then
+maximises that bound over the hyperparameters and inducing inputs (the
+SVGP bound at its optimal ``q(v)``, in far fewer parameters), stage 2 runs
+HMC over ``[theta, log s2]`` alone and completes every kept draw with an
+exact draw of ``v | theta``: the same joint distribution (a collapsed,
+Rao-Blackwellised sampler), without the funnel between ``theta`` and
+``v``, in ``d + 2`` dimensions. The default number of inducing inputs then
+follows the data (see ``n_inducing`` in :class:`VariationalMCMCRegressor`).
+
 Hyperparameters outside the kernel's ``bounds`` have zero density for the
 sampler (the bounds act as hard walls; a leapfrog step beyond them counts as
 a divergent, rejected transition).
@@ -137,6 +149,7 @@ from .priors import PriorSet
 from .sampling import (
     require_spectral_spec,
 )
+from .targets.collapsed import CollapsedSparseTarget
 from .targets.sparse import (
     SparseWhitenedTarget,
     _inducing_factor,
@@ -186,6 +199,12 @@ _TYPICAL_STEP = 0.3
 _MAX_DEFAULT_INDUCING = 50
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
+# The Gaussian likelihood's default inducing set doubles while the collapsed
+# bound's trace term, tr(K_ff - Q_ff) / (2 s2), exceeds _TRACE_TOL nats per
+# point, up to _MAX_COLLAPSED_INDUCING inputs (see n_inducing in
+# VariationalMCMCRegressor for the reasoning).
+_TRACE_TOL = 0.05
+_MAX_COLLAPSED_INDUCING = 64
 
 
 class _GuardedTarget:
@@ -278,6 +297,56 @@ class _Sampler:
         if self.transform is None:
             return inv_mass
         return np.einsum("ij,j,ij->i", self.transform, inv_mass, self.transform)
+
+
+class _CollapsedSampler(_Sampler):
+    """HMC over ``[theta, log s2]`` alone; each kept draw gets its exact ``v``.
+
+    The chains move the hyperparameters on the collapsed target
+    (:class:`~skgp_bayes.targets.collapsed.CollapsedSparseTarget`);
+    :meth:`to_x` completes every draw with one draw of ``v | theta`` from
+    its Gaussian, so the draws are those of the joint ``(theta, v)``
+    posterior and keep its layout. The ``v`` of a chain's ``k``-th draw
+    comes from that chain's own generator, drawn once and kept, so a draw
+    does not change when later blocks extend the chain.
+    """
+
+    def __init__(self, guarded, x0, transform, rng, n_chains, target, seed):
+        inits = inv_mass = None
+        if transform is None:
+            # No usable curvature (an optimum on a bound): start a few tenths
+            # from the optimum, inside the bounds, pulled halfway back while
+            # the density is not finite there.
+            inits = x0 + np.sqrt(_HYPER_INV_MASS) * rng.standard_normal(
+                (n_chains, x0.size)
+            )
+            inits = np.clip(inits, guarded.lower, guarded.upper)
+            for c in range(n_chains):
+                for _ in range(30):
+                    if np.isfinite(guarded(inits[c])[0]):
+                        break
+                    inits[c] = x0 + 0.5 * (inits[c] - x0)
+            inv_mass = np.full(x0.size, _HYPER_INV_MASS)
+        super().__init__(guarded, x0, transform, rng, n_chains, inits, inv_mass)
+        self.conditional = target
+        self._rngs = [np.random.default_rng([seed, c]) for c in range(n_chains)]
+        self._v = [np.empty((0, target.n_inducing)) for _ in range(n_chains)]
+
+    def to_x(self, w):
+        hyper = super().to_x(w)
+        for c, chain in enumerate(hyper):
+            new = chain[self._v[c].shape[0] :]
+            if new.shape[0]:
+                more = self.conditional.sample_v(new, self._rngs[c])
+                self._v[c] = np.concatenate([self._v[c], more])
+        v = np.stack([v_c[: hyper.shape[1]] for v_c in self._v])
+        return np.concatenate([hyper, v], axis=2)
+
+    def x_inv_mass(self, inv_mass):
+        """Inverse mass of the hyperparameters; NaN for ``v``, which HMC never moves."""
+        return np.concatenate(
+            [super().x_inv_mass(inv_mass), np.full(self.conditional.n_inducing, np.nan)]
+        )
 
 
 def _merge(first, then):
@@ -1455,9 +1524,15 @@ class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
 
     The same pipeline as :class:`VariationalMCMCClassifier` (SVGP fit, then
     HMC over hyperparameters and whitened inducing values) with a Poisson
-    likelihood for counts (log link, optional exposure) or a Gaussian
+    likelihood for counts (log link, optional exposure), or a Gaussian
     likelihood whose noise variance is sampled with the kernel
-    hyperparameters.
+    hyperparameters. For the Gaussian likelihood the whitened inducing
+    values are integrated out exactly: HMC samples the hyperparameters on
+    Titsias' collapsed bound (plus the log prior), which is the exact
+    marginal of the joint target, and each kept draw gets an exact draw of
+    ``v`` from its Gaussian conditional, so ``draws_`` holds draws of the
+    same joint posterior in the same layout (see the module notes and
+    :mod:`skgp_bayes.targets.collapsed`).
 
     Parameters
     ----------
@@ -1469,16 +1544,40 @@ class VariationalMCMCRegressor(RegressorMixin, _VariationalMCMCBase):
         ``"gaussian"``: ``y_i ~ N(f_i, noise_variance)``, with ``y``
         standardised internally and the noise variance a parameter (prior
         name ``"noise_variance"``, in standardised units).
-    n_inducing, inducing_points, optimize_inducing, n_chains, n_warmup, \
-n_samples, max_samples, thin, max_leapfrog, target_accept, priors, batch_size, \
-svgp_max_iter, learning_rate, normalize_X, random_state, n_jobs, verbose
+    n_inducing : int, default=None
+        As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
+        Gaussian likelihood, None starts from ``min(50, ceil(sqrt(n)))``
+        and doubles the number of inducing inputs (new k-means centres,
+        hyperparameters warm-started) while the collapsed bound's trace
+        term ``tr(K_ff - Q_ff) / (2 s2)`` at its optimum exceeds 0.05 nats
+        per training point, up to 64. The trace term is the bound's charge
+        for prior variance the inducing values leave unexplained, through
+        which Burt, Rasmussen and van der Wilk (2020) bound the divergence
+        of the sparse posterior from the exact one; 0.05 nats per point is
+        the smallest difference in mean log predictive density that
+        matters. With ``v`` integrated out, more inducing inputs make each
+        gradient dearer (``O(n m^2)``) but no longer lengthen the chains;
+        the cap bounds the former.
+    inducing_points, optimize_inducing, n_chains, n_warmup, \
+n_samples, max_samples, thin, max_leapfrog, target_accept, priors, \
+normalize_X, random_state, n_jobs, verbose
         As in :class:`VariationalMCMCClassifier`.
+    batch_size, learning_rate, svgp_max_iter
+        As in :class:`VariationalMCMCClassifier` for Poisson counts. The
+        Gaussian likelihood maximises the collapsed bound by full-batch
+        L-BFGS-B (one evaluation costs what one HMC gradient costs), with
+        at most ``svgp_max_iter`` iterations per inducing-set size and the
+        same stopping rule; ``batch_size`` and ``learning_rate`` do not
+        apply to it.
 
     Attributes
     ----------
     draws_ : ndarray of shape (n_chains * n_kept, n_params)
-        ``[kernel theta, (log noise variance), v]`` per kept draw.
-        Formerly ``samples_`` (deprecated alias).
+        ``[kernel theta, (log noise variance), v]`` per kept draw (for the
+        Gaussian likelihood ``v`` is the exact draw of ``v | theta``).
+        Formerly ``samples_`` (deprecated alias). ``inv_mass_`` is NaN for
+        ``v`` then, as HMC never moves it, and ``diagnostics_["collapsed"]``
+        is True.
     noise_variance_ : ndarray of shape (n_chains * n_kept,)
         Gaussian likelihood only: the noise variance of each draw, in the
         units of ``y``.
@@ -1625,6 +1724,240 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.__dict__.update(fitted)
         warn_degenerate_fit(self, X, y)
         return self
+
+    def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
+        if not isinstance(likelihood, Gaussian):
+            return super()._fit_stages(X, y_lik, likelihood, offset, scaling)
+        return self._fit_collapsed(X, y_lik, scaling)
+
+    def _fit_collapsed(self, X, y, scaling):
+        """The Gaussian likelihood's pipeline: ``v`` integrated out.
+
+        1. Titsias' collapsed bound plus the log prior is maximised by
+           L-BFGS-B over ``[theta, log s2]`` and the inducing inputs: the
+           SVGP bound at its optimal ``q(v)``, so the same optimum as the
+           joint SVGP fit in far fewer parameters (no ``q(v)`` to learn).
+        2. HMC samples ``[theta, log s2]`` on the collapsed target, in the
+           curvature-scaled coordinates at that optimum; every kept draw is
+           completed by an exact draw of ``v | theta`` (see
+           :mod:`skgp_bayes.targets.collapsed`).
+        3. The run-length rule is checked over ``(theta, v)``.
+        """
+        t_start = time.perf_counter()
+        if self.thin > self.n_samples:
+            raise ValueError(
+                f"thin={self.thin} keeps no draw of n_samples={self.n_samples}."
+            )
+        check_input_magnitude(X)
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(0, 2**31 - 1, size=4)
+        kernel = (
+            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
+        )
+        adapter = KernelAdapter(kernel)
+        check_finite_theta(kernel.theta, adapter.param_names)
+        kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+        check_bounds(kernel_bounds, adapter.param_names)
+        slices = dict(adapter.hyperparameter_slices)
+        slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+        hyper_bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
+        theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
+        optimum = self._collapsed_optimum(
+            adapter,
+            X,
+            y,
+            int(seeds[0]),
+            scaling,
+            prior_set,
+            theta0,
+            hyper_bounds,
+            t_start,
+        )
+        hyper, Z, learn_Z, trace, n_iter = optimum
+        target = CollapsedSparseTarget(adapter, X, y, Z, prior_set)
+        guarded = _GuardedTarget(target, hyper_bounds[:, 0], hyper_bounds[:, 1])
+        t_hmc = time.perf_counter()
+        transform = curvature_preconditioner(guarded, hyper)
+        sampler = _CollapsedSampler(
+            guarded,
+            hyper,
+            transform,
+            np.random.default_rng(int(seeds[2])),
+            self.n_chains,
+            target,
+            int(seeds[1]),
+        )
+        chains, results, n_blocks = self._sample(sampler, int(seeds[3]), t_hmc)
+        hmc_time = time.perf_counter() - t_hmc
+        names = SparseWhitenedTarget(
+            adapter, X[:1], y[:1], Z, Gaussian(0.1)
+        ).param_names
+        samples = chains.reshape(-1, chains.shape[2])
+        warn_at_bounds(samples, kernel_bounds, names, "HMC draws", "spread")
+        rhat, ess = _rhat_and_bulk_ess(chains)
+        n_div = int(sum(r.n_divergent for r in results))
+        self._warn_diagnostics(names, rhat, ess, n_div, chains.shape[1])
+        if self.verbose:
+            self._log(
+                f"HMC (v integrated out): {self.n_chains} chains x {self.n_warmup} "
+                f"warm-up + {chains.shape[1] * self.thin} sampling iterations in "
+                f"{hmc_time:.2f} s; max R-hat {np.nanmax(rhat):.3f}, min bulk ESS "
+                f"{np.nanmin(ess):.0f}, {n_div} divergences"
+            )
+        q_mean, q_factor = target.conditional(hyper)
+        svgp_elbo = float(trace[-1]) if trace else float(target.log_prob(hyper))
+        acceptance = float(np.mean([r.acceptance_rate for r in results]))
+        return {
+            "draws_": samples,
+            "param_names_": names,
+            "inducing_points_": Z,
+            "kernel_": kernel.clone_with_theta(hyper[:-1]),
+            "rhat_": rhat,
+            "ess_": ess,
+            "acceptance_rate_": acceptance,
+            "n_divergences_": n_div,
+            "step_size_": np.array([r.step_size for r in results]),
+            "inv_mass_": np.stack([sampler.x_inv_mass(r.inv_mass) for r in results]),
+            "svgp_params_": self._svgp_layout(
+                adapter, X, y, Z, prior_set, hyper, q_mean, q_factor, learn_Z
+            ),
+            "svgp_elbo_": svgp_elbo,
+            "trace_": {
+                "svgp_elbo": np.asarray(trace),
+                "accept_prob": np.stack([r.accept_prob for r in results]),
+                "step_sizes": np.stack([r.step_sizes for r in results]),
+                "divergent": np.stack([r.divergent for r in results]),
+                "n_leapfrog": np.stack([r.n_leapfrog for r in results]),
+                "energy": np.stack([r.energy for r in results]),
+                "log_density": np.stack([r.log_density for r in results]),
+            },
+            "fit_time_": {
+                "svgp": t_hmc - t_start,
+                "hmc": hmc_time,
+                "total": time.perf_counter() - t_start,
+            },
+            "diagnostics_": {
+                "max_rhat": float(np.nanmax(rhat)),
+                "min_ess": float(np.nanmin(ess)),
+                "n_divergences": n_div,
+                "acceptance_rate": acceptance,
+                "step_size": [float(r.step_size) for r in results],
+                "jitter": float(target.jitter),
+                "svgp_elbo": svgp_elbo,
+                "svgp_iterations": int(n_iter),
+                "sampling_iterations": int(chains.shape[1] * self.thin),
+                "sampling_blocks": int(n_blocks),
+                "preconditioned": transform is not None,
+                "collapsed": True,
+            },
+            "_adapter": adapter,
+            "_likelihood": Gaussian(float(np.exp(hyper[-1]))),
+            "_jitter": target.jitter,
+            "_n_hyper": target.n_hyper,
+            "_n_latent": 1,
+            "_q": (
+                np.array(hyper[:-1]),
+                float(hyper[-1]),
+                q_mean[:, None],
+                q_factor[None],
+            ),
+        }
+
+    def _collapsed_optimum(
+        self, adapter, X, y, seed, scaling, prior_set, theta0, hyper_bounds, t_start
+    ):
+        """Stage 1: the collapsed bound's maximum, and the default inducing set.
+
+        With ``n_inducing`` and ``inducing_points`` both None the inducing
+        set starts at :func:`_default_n_inducing` points and doubles (new
+        k-means centres, the hyperparameters warm-started) while the
+        bound's trace term ``tr(K_ff - Q_ff) / (2 s2)`` at the optimum
+        exceeds ``_TRACE_TOL`` nats per point, up to
+        ``_MAX_COLLAPSED_INDUCING`` (see ``n_inducing`` in
+        :class:`VariationalMCMCRegressor`). Returns ``[theta, log s2]``,
+        the inducing inputs, whether they were optimised, the optimiser's
+        trace (all sizes in turn) and its iterations.
+        """
+        Z0 = self._inducing(X, seed, scaling)
+        hyper = np.append(theta0, np.log(0.1))
+        grow = self.n_inducing is None and self.inducing_points is None
+        cap = min(_MAX_COLLAPSED_INDUCING, np.unique(X, axis=0).shape[0])
+        traces, n_iter = [], 0
+        while True:
+            hyper, Z, learn_Z, trace, iters, slack = self._maximise_collapsed(
+                adapter, X, y, Z0, prior_set, hyper, hyper_bounds, t_start
+            )
+            traces.extend(trace)
+            n_iter += iters
+            m = Z.shape[0]
+            if not grow or slack <= _TRACE_TOL * X.shape[0] or m >= cap:
+                return hyper, Z, learn_Z, traces, n_iter
+            Z0 = initial_inducing(X, min(2 * m, cap), seed)
+
+    def _maximise_collapsed(
+        self, adapter, X, y, Z0, prior_set, start_hyper, hyper_bounds, t_start
+    ):
+        """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
+
+        The stopping rule and its warning are those of the SVGP stage that
+        the Gaussian likelihood no longer needs. Returns ``[theta, log s2]``,
+        ``Z``, whether ``Z`` was optimised, the trace, the iterations and
+        the trace term (nats) at the optimum.
+        """
+        learn_Z = bool(self.optimize_inducing and adapter.supports_input_gradients)
+        bound = CollapsedSparseTarget(
+            adapter, X, y, Z0, prior_set, learn_inducing=learn_Z
+        )
+        start = np.concatenate([start_hyper, Z0.reshape(-1) if learn_Z else []])
+        opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
+        opt_bounds[: bound.n_hyper] = hyper_bounds
+        if self.svgp_max_iter == 0:
+            params, trace, converged, n_iter = start, [], True, 0
+        else:
+            params, trace, converged, n_iter = fit_svgp_lbfgs(
+                bound,
+                start,
+                opt_bounds,
+                self.svgp_max_iter,
+                tol=_SVGP_TOL,
+                report=self._svgp_reporter(t_start) if self.verbose else None,
+            )
+        if not converged:
+            warn_user(
+                f"The collapsed bound's maximisation did not converge in "
+                f"{self.svgp_max_iter} L-BFGS iterations; increase svgp_max_iter.",
+                ConvergenceWarning,
+            )
+        theta, log_noise, Z = bound.split(params)
+        slack = bound.trace_term(params)
+        if self.verbose:
+            self._log(
+                f"Collapsed bound with {Z.shape[0]} inducing inputs: "
+                f"{trace[-1] if trace else np.nan:.4g} after {n_iter} L-BFGS "
+                f"iterations, trace term {slack / X.shape[0]:.3g} nats per point "
+                f"({time.perf_counter() - t_start:.2f} s)"
+            )
+        hyper = np.append(theta, log_noise)
+        return hyper, np.array(Z), learn_Z, trace, n_iter, slack
+
+    @staticmethod
+    def _svgp_layout(adapter, X, y, Z, prior_set, hyper, q_mean, q_factor, learn_Z):
+        """The optimum as an SVGP bound's parameter vector (``svgp_params_``)."""
+        bound = SVGPBound(
+            adapter, X, y, Z, Gaussian(0.1), prior_set, learn_inducing=learn_Z
+        )
+        params = bound.initial_params(hyper[:-1], hyper[-1])
+        blocks = bound.blocks
+        params[blocks["m"]] = q_mean
+        rows, cols = np.tril_indices(Z.shape[0])
+        packed = q_factor[rows, cols]
+        on_diag = rows == cols
+        packed[on_diag] = np.log(packed[on_diag])
+        params[blocks["L"]] = packed
+        if learn_Z:
+            params[blocks["Z"]] = Z.reshape(-1)
+        return params
 
     def _moments_per_draw(self, X, exposure):
         means, variances = self._draw_moments(X)

@@ -25,6 +25,7 @@ from skgp_bayes import (
     VariationalMCMCClassifier,
     VariationalMCMCRegressor,
 )
+from skgp_bayes.targets.collapsed import CollapsedSparseTarget
 from skgp_bayes.targets.exact import ExactMarginalTarget
 from skgp_bayes.targets.selective import SharedSubsetBound, SubsetBound
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
@@ -278,7 +279,7 @@ CASES = [
         "vmcmc-regressor",
         VariationalMCMCRegressor(**_VMCMC),
         False,
-        SparseWhitenedTarget,
+        CollapsedSparseTarget,
         "logp_and_grad",
         "fit",
     ),
@@ -286,6 +287,14 @@ CASES = [
         "vmcmc-warmup-lbfgs",
         VariationalMCMCRegressor(**_VMCMC),
         False,
+        CollapsedSparseTarget,
+        "elbo_and_grad",
+        "fit",
+    ),
+    (
+        "vmcmc-classifier-warmup-lbfgs",
+        VariationalMCMCClassifier(**_VMCMC),
+        True,
         SVGPBound,
         "elbo_and_grad",
         "fit",
