@@ -458,3 +458,91 @@ def logit_expectation(y, mu, sd, nodes, weights):
         d_mu[i] = slope
         d_var[i] = moment / (2.0 * s_i)
     return elp, d_mu, d_var
+
+
+@njit(cache=True)
+def softmax_mean_proba(means, sd, nodes, weights):
+    """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] nodes_k)``.
+
+    The class probabilities of a mixture of draws, each with latent means
+    ``means[s, i]`` (one per class) and a standard deviation ``sd[s, i]``
+    shared by the classes, averaged over the draws in one pass (no array of
+    ``S * n * K * C`` values is ever built).
+
+    Parameters
+    ----------
+    means : ndarray of shape (S, n, C)
+    sd : ndarray of shape (S, n)
+    nodes : ndarray of shape (K, C)
+    weights : ndarray of shape (K,)
+
+    Returns
+    -------
+    proba : ndarray of shape (n, C)
+        Rows normalised to sum to one exactly.
+    """
+    S, n, C = means.shape
+    K = nodes.shape[0]
+    out = np.zeros((n, C))
+    f = np.empty(C)
+    for s in range(S):
+        for i in range(n):
+            s_i = sd[s, i]
+            for k in range(K):
+                top = -np.inf
+                for c in range(C):
+                    f[c] = means[s, i, c] + s_i * nodes[k, c]
+                    if f[c] > top:
+                        top = f[c]
+                total = 0.0
+                for c in range(C):
+                    f[c] = math.exp(f[c] - top)
+                    total += f[c]
+                w = weights[k] / total
+                for c in range(C):
+                    out[i, c] += w * f[c]
+    for i in range(n):
+        total = 0.0
+        for c in range(C):
+            total += out[i, c]
+        for c in range(C):
+            out[i, c] /= total
+    return out
+
+
+@njit(cache=True)
+def log_prior_theta(theta, kind, a, b, const):
+    """Log prior of log-scale hyperparameters and its gradient.
+
+    The densities of ``theta = log x`` (the Jacobian included) of the two
+    priors of the default policy, entry by entry: ``kind`` 0 is
+    ``Gamma(shape a, scale b)``, ``a theta - exp(theta) / b + const``;
+    ``kind`` 1 is ``LogNormal(mu a, sigma b)``, ``-z^2 / 2 + const`` with
+    ``z = (theta - a) / b``. The same values as
+    :meth:`skgp_bayes.priors.PriorSet.log_prob`, without its per-group NumPy
+    calls, which cost as much as the rest of a small target's gradient.
+
+    Parameters
+    ----------
+    theta, a, b, const : ndarray of shape (p,)
+    kind : ndarray of int of shape (p,)
+
+    Returns
+    -------
+    value : float
+    grad : ndarray of shape (p,)
+    """
+    p = theta.shape[0]
+    grad = np.empty(p)
+    value = 0.0
+    for j in range(p):
+        t = theta[j]
+        if kind[j] == 0:
+            e = math.exp(t) / b[j]
+            value += a[j] * t - e + const[j]
+            grad[j] = a[j] - e
+        else:
+            z = (t - a[j]) / b[j]
+            value += const[j] - 0.5 * z * z
+            grad[j] = -z / b[j]
+    return value, grad

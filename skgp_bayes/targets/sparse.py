@@ -86,15 +86,17 @@ factor. One evaluation costs ``O(|B| m^2 + m^3)``.
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from scipy.special import gammaln
 
 from ..exceptions import NotPSDError
 from ..likelihoods import Bernoulli, Gaussian, Softmax
 from ..likelihoods._base import SMALL_VAR
 from ..likelihoods._quadrature import gauss_hermite
 from ..linalg import cholesky, cholesky_reverse
+from ..priors import Gamma, LogNormal
 from . import _sparse_numba
 
-__all__ = ["SparseWhitenedTarget", "JITTER", "softmax_rule"]
+__all__ = ["SparseWhitenedTarget", "JITTER", "softmax_rule", "softmax_rule_proba"]
 
 #: Relative diagonal jitter on ``K(Z, Z)``.
 JITTER = 1e-6
@@ -370,6 +372,67 @@ def softmax_rule(n_classes):
     return np.ascontiguousarray(nodes), weights[keep]
 
 
+def softmax_rule_proba(means, variances):
+    """Softmax class probabilities of a mixture of draws, by :func:`softmax_rule`.
+
+    Parameters
+    ----------
+    means : ndarray of shape (S, n, C)
+        Latent means of each draw, ``C`` from 2 to 5.
+    variances : ndarray of shape (S, n)
+        Latent variance of each draw, shared by the classes (as in the
+        sparse model, where it is the conditional variance ``gamma``).
+
+    Returns
+    -------
+    proba : ndarray of shape (n, C)
+        ``E[softmax(F)]`` for each draw's ``F ~ N(mean, variance I)``,
+        averaged over the draws; rows sum to one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets.sparse import softmax_rule_proba
+    >>> proba = softmax_rule_proba(np.zeros((2, 1, 3)), np.ones((2, 1)))
+    >>> np.round(proba, 12)
+    array([[0.33333333, 0.33333333, 0.33333333]])
+    """
+    means = np.ascontiguousarray(means, dtype=np.float64)
+    sd = np.sqrt(np.maximum(np.asarray(variances, dtype=np.float64), 0.0))
+    nodes, weights = softmax_rule(means.shape[-1])
+    return _sparse_numba.softmax_mean_proba(
+        means, np.ascontiguousarray(sd), nodes, weights
+    )
+
+
+def _compiled_prior(prior_set):
+    """Arrays for :func:`_sparse_numba.log_prior_theta`, or None.
+
+    Only when every entry's prior is exactly a
+    :class:`~skgp_bayes.priors.Gamma` or a
+    :class:`~skgp_bayes.priors.LogNormal` (the default policy's); any other
+    prior keeps :meth:`~skgp_bayes.priors.PriorSet.log_prob`.
+    """
+    entries = getattr(prior_set, "entry_priors", None)
+    if not entries:
+        return None
+    kind, a, b, const = [], [], [], []
+    for prior in entries:
+        if type(prior) is Gamma:
+            kind.append(0)
+            a.append(prior.shape)
+            b.append(prior.scale)
+            const.append(-prior.shape * np.log(prior.scale) - gammaln(prior.shape))
+        elif type(prior) is LogNormal:
+            kind.append(1)
+            a.append(prior.mu)
+            b.append(prior.sigma)
+            const.append(-np.log(prior.sigma) - 0.5 * _LOG_2PI)
+        else:
+            return None
+    return (np.array(kind), np.array(a), np.array(b), np.array(const))
+
+
 def _softmax_nodes(likelihood):
     """Nodes and weights of the target's softmax expectation.
 
@@ -556,6 +619,7 @@ class SparseWhitenedTarget:
         self._compiled = bool(adapter.is_fast)
         self._closed_form = type(likelihood) is Gaussian
         self._softmax = type(likelihood) is Softmax
+        self._prior_arrays = _compiled_prior(prior_set)
         if self._softmax:
             self._softmax_nodes = _softmax_nodes(likelihood)
         self._logit = type(likelihood) is Bernoulli and likelihood.link == "logit"
@@ -926,7 +990,12 @@ class SparseWhitenedTarget:
             mu += offset[:, None]
         value = -0.5 * float(v.ravel() @ v.ravel())
         prior_grad = None
-        if self.prior_set is not None:
+        if self._prior_arrays is not None:
+            prior_value, prior_grad = _sparse_numba.log_prior_theta(
+                params[:nh], *self._prior_arrays
+            )
+            value += prior_value
+        elif self.prior_set is not None:
             prior_value, prior_grad = self.prior_set.log_prob(params[:nh])
             value += prior_value
         log_noise = float(params[nk]) if self.learn_noise else self._fixed_log_noise
