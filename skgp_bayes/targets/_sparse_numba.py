@@ -395,22 +395,6 @@ def softmax_expectation(labels, mu, sd, eps, weights):
     return elp, d_mu, d_var
 
 
-@njit(cache=True, inline="always")
-def _log_sigmoid(z):
-    """``-log(1 + exp(-z))`` as NumPy's ``-logaddexp(0, -z)`` computes it."""
-    if z >= 0.0:
-        return -math.log1p(math.exp(-z))
-    return z - math.log1p(math.exp(z))
-
-
-@njit(cache=True, inline="always")
-def _sigmoid(z):
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
-
-
 @njit(cache=True)
 def logit_expectation(y, mu, sd, nodes, weights):
     """Gauss-Hermite ``E[log sigmoid(s_i f_i)]`` and its gradients.
@@ -450,8 +434,17 @@ def logit_expectation(y, mu, sd, nodes, weights):
         moment = 0.0
         for k in range(K):
             z = sign * (mu[i] + s_i * nodes[k])
-            value += weights[k] * _log_sigmoid(z)
-            g = weights[k] * sign * _sigmoid(-z)
+            # One exp and one log1p give both log sigmoid(z) and sigmoid(-z).
+            if z >= 0.0:
+                e = math.exp(-z)
+                log_sig = -math.log1p(e)
+                tail = e / (1.0 + e)
+            else:
+                e = math.exp(z)
+                log_sig = z - math.log1p(e)
+                tail = 1.0 / (1.0 + e)
+            value += weights[k] * log_sig
+            g = weights[k] * sign * tail
             slope += g
             moment += g * nodes[k]
         elp[i] = value
