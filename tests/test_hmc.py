@@ -266,3 +266,37 @@ def test_energy_is_the_hamiltonian_of_the_kept_state(stat_seed):
     # (Betancourt 2016); the estimate's sd at 2000 draws is about 0.05.
     bfmi = np.mean(np.diff(sampling) ** 2) / np.var(sampling)
     assert bfmi > 0.5
+
+
+def test_warmup_path_length_follows_the_averaged_step():
+    # In warm-up the leapfrog bound is ceil(L / mean step) of dual averaging,
+    # replayed here from the recorded acceptance probabilities; the current
+    # iterate alone would allow more steps whenever it dips below the mean,
+    # which the check below makes sure happens in this run.
+    from skgp_bayes.inference.hmc import DualAveraging
+
+    # A quartic well: steps too large for it diverge, and the iterate dips
+    # to 3-7 times below its mean five times in this run, so that with the
+    # iterate's bound U{1..ceil(L / step)} would exceed the mean's bound with
+    # probability 1 - 1/3 or more at each dip (all five miss it with
+    # probability below 1/3^5 ~ 0.004).
+    res = run_hmc(
+        lambda x: (-0.5 * x @ x - 0.25 * np.sum(x**4), -x - x**3),
+        np.zeros(10),
+        n_warmup=200,
+        n_samples=1,
+        step_size=3.0,
+        adapt_mass=False,
+        max_leapfrog=10**6,
+        trajectory_length=np.pi,
+        target_accept=0.8,
+        random_state=3,
+    )
+    dual = DualAveraging(3.0, 0.8)
+    dips = 0
+    for it in range(200):
+        bound = int(np.ceil(np.pi / dual.final_step_size))
+        assert res.n_leapfrog[it] <= bound
+        dips += int(np.ceil(np.pi / res.step_sizes[it])) > 3 * bound
+        dual.update(res.accept_prob[it])
+    assert dips >= 3

@@ -260,9 +260,69 @@ def test_compiled_softmax_expectation_matches_the_likelihood():
     y[0] = 1
     var = np.repeat(sd[:, None] ** 2, 3, axis=1)
     ref = lik.expected_log_prob(y, mu, var, grad=True)
-    got = _sparse_numba.softmax_expectation(y, mu, sd, lik.default_draws())
+    draws = lik.default_draws()
+    weights = np.full(draws.shape[0], 1.0 / draws.shape[0])
+    got = _sparse_numba.softmax_expectation(y, mu, sd, draws, weights)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 4, 5])
+def test_softmax_rule_integrates_degree_five_exactly(n_classes):
+    from itertools import combinations_with_replacement
+
+    from skgp_bayes.targets.sparse import softmax_rule
+
+    # The nodes stand for eps ~ N(0, I_C) projected onto the sum-zero
+    # subspace, a normal with covariance P = I - 11'/C: every moment of
+    # degree <= 5 must be that normal's (Isserlis), to round-off.
+    nodes, weights = softmax_rule(n_classes)
+    assert np.all(weights >= 0) and np.isclose(weights.sum(), 1.0)
+    P = np.eye(n_classes) - 1.0 / n_classes
+    for degree in range(1, 6):
+        for idx in combinations_with_replacement(range(n_classes), degree):
+            got = weights @ np.prod(nodes[:, list(idx)], axis=1)
+            if degree % 2:
+                want = 0.0
+            elif degree == 2:
+                want = P[idx]
+            else:
+                a, b, c, d = idx
+                want = P[a, b] * P[c, d] + P[a, c] * P[b, d] + P[a, d] * P[b, c]
+            assert np.isclose(got, want, atol=1e-12), (idx, got, want)
+
+
+def test_compiled_prior_matches_the_prior_set():
+    from skgp_bayes.priors import Gamma, HalfNormal
+    from skgp_bayes.targets import _sparse_numba
+    from skgp_bayes.targets.sparse import _compiled_prior
+
+    slices = {"a": slice(0, 1), "b": slice(1, 4), "c": slice(4, 5)}
+    named = {"a": Gamma(2.5, 0.7), "b": LogNormal(0.3, 1.7)}
+    prior_set = PriorSet(slices, named)  # "c" gets the default Gamma(1, 2)
+    theta = np.random.default_rng(6).normal(scale=2.0, size=5)
+    got = _sparse_numba.log_prior_theta(theta, *_compiled_prior(prior_set))
+    want = prior_set.log_prob(theta)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-14)
+    # any other prior keeps the PriorSet's own evaluation
+    assert _compiled_prior(PriorSet(slices, {"c": HalfNormal(1.0)})) is None
+
+
+def test_compiled_logit_expectation_matches_the_likelihood():
+    from skgp_bayes.likelihoods import gauss_hermite
+    from skgp_bayes.targets import _sparse_numba
+
+    rng = np.random.default_rng(5)
+    lik = Bernoulli("logit")
+    mu = rng.normal(scale=3.0, size=30)
+    mu[:2] = [800.0, -800.0]  # both branches of the stable log-sigmoid
+    sd = rng.uniform(1e-4, 3.0, 30)
+    y = rng.integers(0, 2, 30).astype(float)
+    ref = lik.expected_log_prob(y, mu, sd**2, grad=True)
+    got = _sparse_numba.logit_expectation(y, mu, sd, *gauss_hermite(lik.n_quadrature))
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("nu", [0.5, 1.5, 2.5])

@@ -10,7 +10,9 @@ given as ``logp_and_grad(x) -> (log density, gradient)``.
   can lock into (Neal, 2011, section 3.2; the seed paper's scheme). With a
   ``trajectory_length`` the bound is set by the integration time instead,
   ``ceil(trajectory_length / step)`` (at most ``max_leapfrog``), so that a
-  smaller adapted step buys more steps rather than a shorter path.
+  smaller adapted step buys more steps rather than a shorter path. In
+  warm-up the bound uses the dual-averaging mean of the step rather than
+  its current, exploratory iterate.
 * Warm-up: the step size follows dual averaging (Hoffman and Gelman, 2014,
   algorithm 5) toward a target mean acceptance probability; the diagonal
   inverse mass matrix is re-estimated at the end of windows of doubling
@@ -532,8 +534,15 @@ def run_hmc(
     for it in range(total):
         if it == n_warmup and adapt_step_size and n_warmup > 0:
             step = dual.final_step_size
+        # In warm-up the path length follows the step that the adaptation is
+        # settling on (its running average), not its exploratory iterates: a
+        # step tried a hundred times too small would otherwise buy a hundred
+        # times the gradients for one transition.
+        bound_step = dual.final_step_size if it < n_warmup and adapt_step_size else step
         n_steps = int(
-            rng.integers(1, _step_bound(max_leapfrog, trajectory_length, step) + 1)
+            rng.integers(
+                1, _step_bound(max_leapfrog, trajectory_length, bound_step) + 1
+            )
         )
         x, logp, grad, a, acc, div, energy[it] = _transition(
             logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit
