@@ -353,20 +353,6 @@ def _selection_phase(
     return params, logits, trace, counts, rule.converged
 
 
-def _mean_over_subsets(value_and_grad):
-    """``evaluate(params, masks, rows)`` from a one-subset ``value_and_grad``."""
-
-    def evaluate(params, masks, rows):
-        values = np.empty(masks.shape[0])
-        total = 0.0
-        for s, mask in enumerate(masks):
-            values[s], grad = value_and_grad(params, np.flatnonzero(mask), rows)
-            total = total + grad
-        return values, total / masks.shape[0]
-
-    return evaluate
-
-
 def _ascend(fn, start, bounds, max_iter, batch_size, learning_rate, rng, n):
     """Maximise ``fn(params, batch) -> (value, grad)``.
 
@@ -546,7 +532,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     logits = np.full(K, logit(_INITIAL_INCLUSION))
     params, logits, select_trace, counts, stopped = _selection_phase(
         est,
-        _mean_over_subsets(bound.value_and_grad),
+        bound.values_and_mean_grad,
         params,
         logits,
         bounds,

@@ -485,6 +485,45 @@ def test_shared_bound_gradient_matches_finite_differences(prior):
         assert np.all(grad[unread] == 0)
 
 
+@pytest.mark.parametrize("likelihood", ["bernoulli", "softmax", "gaussian"])
+def test_shared_bound_batched_subsets_match_one_by_one(likelihood):
+    # the batched evaluation shares the candidates' kernel matrices and one
+    # contraction; it must give each subset's bound and the mean gradient
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-2, 2, (25, 2))
+    lik, y = {
+        "bernoulli": (Bernoulli(), (X[:, 0] > 0).astype(float)),
+        "softmax": (Softmax(3, random_state=0), rng.integers(0, 3, 25).astype(float)),
+        "gaussian": (Gaussian(0.3), np.sin(X[:, 0])),
+    }[likelihood]
+    adapter = KernelAdapter(ConstantKernel(1.5) * RBF([0.7, 1.2]))
+    slices = dict(adapter.hyperparameter_slices)
+    if likelihood == "gaussian":  # the log noise variance follows theta
+        slices["noise_variance"] = slice(3, 4)
+    bound = SharedSubsetBound(
+        adapter,
+        X,
+        y,
+        X[:7],
+        lik,
+        prior_set=PriorSet(slices, merged_priors(None, slices, 2)),
+    )
+    params = bound.full.initial_params()
+    params[bound.blocks["m"]] = rng.normal(size=params[bound.blocks["m"]].size)
+    params[bound.blocks["L"]] = 0.3 * rng.normal(size=params[bound.blocks["L"]].size)
+    masks = np.array(
+        [[1, 0, 1, 1, 0, 0, 1], [0] * 7, [1] * 7, [0, 0, 0, 0, 0, 1, 0]], dtype=bool
+    )
+    for batch in (None, np.arange(3, 20)):
+        values, mean_grad = bound.values_and_mean_grad(params, masks, batch)
+        singles = [
+            bound.value_and_grad(params, np.flatnonzero(m), batch) for m in masks
+        ]
+        np.testing.assert_allclose(values, [v for v, _ in singles], rtol=1e-10)
+        expected = np.mean([g for _, g in singles], axis=0)
+        np.testing.assert_allclose(mean_grad, expected, rtol=1e-9, atol=1e-11)
+
+
 def test_greedy_variance_points_is_pivoted_cholesky():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(60, 3))
