@@ -359,6 +359,21 @@ def test_softmax_expectation_gradients(per_point):
         assert_allclose(d_var[:, k], fd, rtol=1e-6, atol=1e-7)
 
 
+def test_softmax_shared_draws_match_per_point_draws():
+    # draws shared by all rows take a class-major path; the same draws
+    # given once per row take the general one: both compute one estimate
+    rng = np.random.default_rng(10)
+    y, mu, var = _softmax_case(rng)
+    mu[-1] = [40.0, -40.0, 0.0]  # saturated softmax
+    lik = Softmax(n_classes=3, n_samples=40)
+    eps = lik.default_draws()
+    per_point = np.repeat(eps[:, None, :], mu.shape[0], axis=1)
+    shared = lik.expected_log_prob(y, mu, var, grad=True)
+    general = lik.expected_log_prob(y, mu, var, grad=True, draws=per_point)
+    for a, b in zip(shared, general, strict=True):
+        assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_softmax_uses_the_given_draws():
     rng = np.random.default_rng(9)
     y, mu, var = _softmax_case(rng)

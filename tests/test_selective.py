@@ -12,10 +12,17 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
 from skgp_bayes import SelectiveSVGP, SelectiveSVGPClassifier
+from skgp_bayes._defaults import merged_priors
 from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, Gaussian, Softmax
-from skgp_bayes.targets.selective import SharedSubsetBound, SubsetBound
+from skgp_bayes.linalg import pivoted_cholesky
+from skgp_bayes.priors import PriorSet
+from skgp_bayes.targets.selective import (
+    SharedSubsetBound,
+    SubsetBound,
+    greedy_variance_points,
+)
 from skgp_bayes.targets.svgp import SVGPBound
 
 # ---------------------------------------------------------------- the bound
@@ -413,12 +420,17 @@ def test_bad_input():
 # ---------------------------------------------------------------- classifier
 
 
-def _shared_problem():
+def _shared_problem(prior_set=None):
     rng = np.random.default_rng(5)
     X = rng.uniform(-2, 2, (30, 1))
     y = (np.sin(2 * X[:, 0]) > 0).astype(float)
     bound = SharedSubsetBound(
-        KernelAdapter(ConstantKernel(1.5) * RBF(0.7)), X, y, X[:8], Bernoulli()
+        KernelAdapter(ConstantKernel(1.5) * RBF(0.7)),
+        X,
+        y,
+        X[:8],
+        Bernoulli(),
+        prior_set=prior_set,
     )
     params = bound.full.initial_params()
     params[bound.blocks["m"]] = rng.normal(size=8)
@@ -434,8 +446,28 @@ def test_shared_bound_on_all_candidates_is_the_full_bound():
     np.testing.assert_allclose(grad, full_grad, rtol=1e-12, atol=1e-12)
 
 
-def test_shared_bound_gradient_matches_finite_differences():
-    bound, params = _shared_problem()
+def _default_prior_set():
+    adapter = KernelAdapter(ConstantKernel(1.5) * RBF(0.7))
+    slices = dict(adapter.hyperparameter_slices)
+    return PriorSet(slices, merged_priors(None, slices, 1))
+
+
+def test_shared_bound_adds_the_log_prior():
+    prior_set = _default_prior_set()
+    plain, params = _shared_problem()
+    with_prior, _ = _shared_problem(prior_set)
+    log_prior, prior_grad = prior_set.log_prob(params[: plain.n_hyper])
+    for idx in ([], [0, 2, 5]):
+        value, grad = plain.value_and_grad(params, idx)
+        value_p, grad_p = with_prior.value_and_grad(params, idx)
+        assert value_p == pytest.approx(value + log_prior, rel=1e-12)
+        grad[: plain.n_hyper] += prior_grad
+        np.testing.assert_allclose(grad_p, grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("prior", [False, True], ids=["no-prior", "prior"])
+def test_shared_bound_gradient_matches_finite_differences(prior):
+    bound, params = _shared_problem(_default_prior_set() if prior else None)
     h = 1e-6
     for idx in ([], [3], [0, 2, 5, 7]):
         _, grad = bound.value_and_grad(params, idx)
@@ -451,6 +483,74 @@ def test_shared_bound_gradient_matches_finite_differences():
         np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
         unread = np.setdiff1d(np.arange(params.size), bound.subset_index(idx))
         assert np.all(grad[unread] == 0)
+
+
+@pytest.mark.parametrize("likelihood", ["bernoulli", "softmax", "gaussian"])
+def test_shared_bound_batched_subsets_match_one_by_one(likelihood):
+    # the batched evaluation shares the candidates' kernel matrices and one
+    # contraction; it must give each subset's bound and the mean gradient
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-2, 2, (25, 2))
+    lik, y = {
+        "bernoulli": (Bernoulli(), (X[:, 0] > 0).astype(float)),
+        "softmax": (Softmax(3, random_state=0), rng.integers(0, 3, 25).astype(float)),
+        "gaussian": (Gaussian(0.3), np.sin(X[:, 0])),
+    }[likelihood]
+    adapter = KernelAdapter(ConstantKernel(1.5) * RBF([0.7, 1.2]))
+    slices = dict(adapter.hyperparameter_slices)
+    if likelihood == "gaussian":  # the log noise variance follows theta
+        slices["noise_variance"] = slice(3, 4)
+    bound = SharedSubsetBound(
+        adapter,
+        X,
+        y,
+        X[:7],
+        lik,
+        prior_set=PriorSet(slices, merged_priors(None, slices, 2)),
+    )
+    params = bound.full.initial_params()
+    params[bound.blocks["m"]] = rng.normal(size=params[bound.blocks["m"]].size)
+    params[bound.blocks["L"]] = 0.3 * rng.normal(size=params[bound.blocks["L"]].size)
+    masks = np.array(
+        [[1, 0, 1, 1, 0, 0, 1], [0] * 7, [1] * 7, [0, 0, 0, 0, 0, 1, 0]], dtype=bool
+    )
+    for batch in (None, np.arange(3, 20)):
+        values, mean_grad = bound.values_and_mean_grad(params, masks, batch)
+        singles = [
+            bound.value_and_grad(params, np.flatnonzero(m), batch) for m in masks
+        ]
+        np.testing.assert_allclose(values, [v for v, _ in singles], rtol=1e-10)
+        expected = np.mean([g for _, g in singles], axis=0)
+        np.testing.assert_allclose(mean_grad, expected, rtol=1e-9, atol=1e-11)
+
+
+def test_greedy_variance_points_is_pivoted_cholesky():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    adapter = KernelAdapter(ConstantKernel(2.0) * RBF([0.8, 1.5, 3.0]))
+    theta = adapter.kernel.theta
+    index, residual = greedy_variance_points(adapter, theta, X, 15)
+    # the residual trace is that of the Nystrom approximation on the chosen
+    # points, computed independently; and it is what pivoted Cholesky leaves
+    K = adapter.kernel(X)
+    Z = K[:, index]
+    nystrom = Z @ np.linalg.solve(K[np.ix_(index, index)], Z.T)
+    assert residual[-1] == pytest.approx(np.trace(K - nystrom), rel=1e-6)
+    _, rest = pivoted_cholesky(np.diag(K), lambda i: K[:, i], 15)
+    assert residual[-1] == pytest.approx(rest.sum(), rel=1e-9)
+    # each choice is the largest remaining conditional variance
+    assert np.all(np.diff(residual) < 0)
+    assert len(set(index.tolist())) == 15
+
+
+def test_greedy_variance_points_skips_duplicates():
+    # three distinct inputs, each repeated: a repeat has no conditional
+    # variance left, so only three points are returned
+    X = np.repeat(np.array([[0.0], [2.0], [5.0]]), 4, axis=0)
+    adapter = KernelAdapter(RBF(1.0))
+    index, residual = greedy_variance_points(adapter, adapter.kernel.theta, X, 10)
+    assert sorted(X[index, 0].tolist()) == [0.0, 2.0, 5.0]
+    assert residual[-1] == pytest.approx(0.0, abs=1e-9)
 
 
 def _classification_data(n=120, seed=0):

@@ -188,7 +188,11 @@ def _batch_indices(batch, n):
 
 def _inducing_factor(adapter, theta, Z, jitter, context=None):
     """Lower Cholesky factor ``R`` of ``K(Z, Z) + jitter * mean(diag) * I``."""
-    Kuu = adapter.gram(theta, Z)
+    return _factor_of_gram(adapter.gram(theta, Z), jitter, context)
+
+
+def _factor_of_gram(Kuu, jitter, context=None):
+    """:func:`_inducing_factor` from ``K(Z, Z)`` itself (overwritten)."""
     Kuu[np.abs(Kuu) < _TINY] = 0.0
     idx = np.diag_indices_from(Kuu)
     Kuu[idx] += jitter * float(np.mean(Kuu[idx]))
@@ -199,10 +203,14 @@ def _inducing_factor(adapter, theta, Z, jitter, context=None):
 
 def _project(adapter, theta, Z, X, R):
     """``A = R^-1 K(Z, X)``, the clamped ``gamma`` and the clamp's mask."""
-    Kuf = adapter.cross(theta, Z, X)
+    return _project_cross(adapter.cross(theta, Z, X), adapter.diag(theta, X), R)
+
+
+def _project_cross(Kuf, kdiag, R):
+    """:func:`_project` from ``K(Z, X)`` (overwritten) and ``diag K(X, X)``."""
     Kuf[np.abs(Kuf) < _TINY] = 0.0
     A = solve_triangular(R, Kuf, lower=True, check_finite=False)
-    gamma = adapter.diag(theta, X) - np.einsum("ji,ji->i", A, A)
+    gamma = kdiag - np.einsum("ji,ji->i", A, A)
     free = gamma > _MIN_VAR
     return A, np.where(free, gamma, _MIN_VAR), free
 
@@ -234,13 +242,10 @@ def _pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False)
     grad_theta : ndarray of shape (p,)
     grad_Z : ndarray of shape (m, d), only if ``inputs``
     """
-    m = Z.shape[0]
-    Kufbar = solve_triangular(R, Abar, lower=True, trans=1, check_finite=False)
-    Kuubar = cholesky_reverse(R, -Kufbar @ A.T)
+    Kuubar, Kufbar = _kernel_weights(R, A, Abar)
     W_cross = np.ascontiguousarray(Kufbar.T)
     if adapter.n_params:
-        W = Kuubar.copy()
-        W[np.diag_indices_from(W)] += jitter / m * np.trace(Kuubar)
+        W = _with_jitter_weight(Kuubar, jitter)
         grad_theta = (
             adapter.grad_contract(theta, Z, W)
             + adapter.cross_grad_contract(theta, X, Z, W_cross)
@@ -254,6 +259,20 @@ def _pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False)
         theta, X, Z, W_cross
     )
     return grad_theta, grad_Z
+
+
+def _kernel_weights(R, A, Abar):
+    """``dF/dK(Z, Z)`` (before the jitter) and ``dF/dK(Z, X)`` from ``Abar``."""
+    Kufbar = solve_triangular(R, Abar, lower=True, trans=1, check_finite=False)
+    Kuubar = cholesky_reverse(R, -Kufbar @ A.T)
+    return Kuubar, Kufbar
+
+
+def _with_jitter_weight(Kuubar, jitter):
+    """``dF/dK(Z, Z)`` through the jitter too, ``jitter * mean(diag)``."""
+    W = Kuubar.copy()
+    W[np.diag_indices_from(W)] += jitter / W.shape[0] * np.trace(Kuubar)
+    return W
 
 
 def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
