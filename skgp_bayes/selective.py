@@ -57,13 +57,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logit
-from sklearn.base import (
-    BaseEstimator,
-    ClassifierMixin,
-    RegressorMixin,
-    _fit_context,
-    clone,
-)
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -73,12 +67,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
+from ._base import EstimatorBase, fit_method
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
-    default_kernel,
     fit_input_scaling,
     in_natural_units,
-    query_inputs,
 )
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
@@ -106,7 +99,7 @@ from ._validation import (
     safe_mean_std,
     variance_in_units,
 )
-from ._warnings import fit_warnings, warn_user
+from ._warnings import warn_user
 from .exceptions import DegenerateFitWarning, NotPSDError
 from .inference import (
     DecayingBaseline,
@@ -315,8 +308,8 @@ def _selection_phase(
                 if rule.z_scores is None
                 else f", change/error {rule.z_scores.max():.2f}"
             )
-            print(
-                f"[{type(est).__name__}] selection step {it + 1}: "
+            est._log(
+                f"selection step {it + 1}: "
                 f"objective {trace[-1]:.4g}, E|Z| = {counts[-1]:.1f}{zs}"
             )
         if stop:
@@ -566,6 +559,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
 
 
 class SelectiveSVGP(
+    EstimatorBase,
     RegressorContractMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -768,17 +762,12 @@ class SelectiveSVGP(
         self.verbose = verbose
 
     # ------------------------------------------------------------ fitting
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _candidates(self, X, rng, scaling):
         if self.candidates is None:
             return _random_candidates(X, self.n_candidates, rng)
         return scaling.transform(_check_candidates(self.candidates, X.shape[1]))
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
 
@@ -824,15 +813,13 @@ class SelectiveSVGP(
         fitted["noise_variance_"] = float(
             variance_in_units(fitted["_noise_model"], y_std)
         )
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds):
         t0 = time.perf_counter()
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
@@ -957,9 +944,6 @@ class SelectiveSVGP(
         return out
 
     # ---------------------------------------------------------- prediction
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     def _latent(self, X, full_cov=False):
         """Latent mean and variance (or covariance) in standardised units."""
         q_mean, q_L = self._q
@@ -1165,7 +1149,11 @@ class SelectiveSVGP(
 
 
 class SelectiveSVGPClassifier(
-    InferenceDataMixin, VersionedStateMixin, ClassifierMixin, BaseEstimator
+    EstimatorBase,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     """Sparse GP classification with a learned set of inducing points.
 
@@ -1266,12 +1254,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.random_state = random_state
         self.verbose = verbose
 
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
 
@@ -1317,14 +1300,12 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 )
         fitted["input_scaling_"] = scaling
         fitted["classes_"] = classes
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds, n_classes):
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         likelihood = _classification_likelihood(n_classes, self.link)
@@ -1357,7 +1338,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         return fitted
 
     def _latent(self, X):
-        X = query_inputs(self, X)
+        X = self._validate_query(X)
         q_mean, q_L = self._q
         # one latent per column: (n_queries, n_latent) means and variances
         moments = [

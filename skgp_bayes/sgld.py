@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -16,11 +16,11 @@ from sklearn.utils.validation import validate_data
 from . import _config
 from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
+from ._base import Printer, fit_method, seconds_since
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
-from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
 from ._threads import blas_threads_for
 from ._validation import (
@@ -30,7 +30,7 @@ from ._validation import (
     target_scale,
     variance_in_units,
 )
-from ._warnings import collect_warnings, fit_warnings, report, warn_user
+from ._warnings import collect_warnings, report, warn_user
 from .diagnostics import (
     _rank_normalize,
     _split_chains,
@@ -216,9 +216,7 @@ def _run_chain(adapter, X, y, prior_set, log_noise, chain, options, M, bounds, v
             bounds=bounds,
             rng=noise_rng,
             verbose=verbose,
-            print_fn=lambda msg: print(
-                f"[SGLDGPRegressor chain {options['chain']}] {msg}"
-            ),
+            print_fn=Printer(f"SGLDGPRegressor chain {options['chain']}"),
             resume=None if resumed is None else resumed["sgld"],
             metropolis=exact,
             adapt_steps=options["adapt_steps"],
@@ -769,17 +767,15 @@ class SGLDGPRegressor(
         target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
         map_params, result = _find_map(target, start, bounds)
         if self.verbose:
-            print(
-                f"[SGLDGPRegressor] MAP on {X.shape[0]} points after {result.nit} "
+            self._log(
+                f"MAP on {X.shape[0]} points after {result.nit} "
                 f"L-BFGS iterations: {target.describe(map_params)}"
             )
         if self.preconditioner == "identity":
             return map_params, np.eye(start.shape[0])
         return map_params, _laplace_cov(target, map_params, bounds)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Run the SGLD chains.
 
@@ -812,7 +808,7 @@ class SGLDGPRegressor(
             with blas_threads_for(X.shape[0]):
                 fitted = self._fit(X_model, y, warm)
         fitted["input_scaling_"] = scaling
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -910,7 +906,7 @@ class SGLDGPRegressor(
                 "converged": runs["converged"],
                 "rhat": rhat,
                 "ess": ess,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 "notes": notes,
                 "metrics": [r["state"]["sgld"].metric for r in runs["last"]],
             },
@@ -1001,8 +997,8 @@ class SGLDGPRegressor(
             converged = _mixed(rhat, ess)
             done = not auto or converged or chains.shape[1] >= limit
             if self.verbose and auto:
-                print(
-                    f"[SGLDGPRegressor] {chains.shape[1]} iterations per chain: "
+                self._log(
+                    f"{chains.shape[1]} iterations per chain: "
                     f"split R-hat up to {_worst(rhat, np.nanmax):.3f} (target "
                     f"{_RHAT_TARGET}), bulk ESS down to {_worst(ess, np.nanmin):.0f} "
                     f"(target {_ESS_TARGET})" + ("" if done else "; extending")

@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import joblib
 import numpy as np
 from scipy.optimize import minimize
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _config
 from ._arviz import InferenceDataMixin
+from ._base import fit_method, seconds_since
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -32,7 +33,6 @@ from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
     check_sparse_options,
-    set_fitted,
     sparse_initial_particles,
     svgd_decay,
 )
@@ -44,7 +44,7 @@ from ._validation import (
     target_scale,
     variance_in_units,
 )
-from ._warnings import fit_warnings, warn_user
+from ._warnings import warn_user
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NotPSDError, NumericalWarning, SolverConvergenceWarning
 from .inference import run_svgd
@@ -262,7 +262,6 @@ def _run_stein_svgd(
     preconditioner=None,
 ):
     """SVGD with the estimator's step, tolerance, decay and progress lines."""
-    name = type(estimator).__name__
     return run_svgd(
         evaluator,
         particles,
@@ -273,7 +272,7 @@ def _run_stein_svgd(
         bounds=bounds,
         state=state,
         verbose=estimator.verbose,
-        print_fn=lambda msg: print(f"[{name}] {msg}"),
+        print_fn=estimator._log,
         decay=svgd_decay(estimator.learning_rate_decay, stochastic),
         stochastic=stochastic,
     )
@@ -346,8 +345,8 @@ def _sparse_svgd_stage(
             batch_size=evaluator.batch_size,
         )
         if estimator.verbose and centre is not None:
-            print(
-                f"[{type(estimator).__name__}] Gaussian approximation with "
+            estimator._log(
+                f"Gaussian approximation with "
                 f"{target.Z.shape[0]} inducing points: "
                 f"{_describe_hyper(names[:h], centre[:h])}"
             )
@@ -683,8 +682,8 @@ class SteinGPRegressor(
             return self._multimodal_particles(target, start, bounds, prior_set, rng)
         map_params, result = _find_map(target, start, bounds)
         if self.verbose:
-            print(
-                f"[SteinGPRegressor] MAP after {result.nit} L-BFGS iterations: "
+            self._log(
+                f"MAP after {result.nit} L-BFGS iterations: "
                 f"{target.describe(map_params)}"
             )
         factor = np.linalg.cholesky(_laplace_cov(target, map_params, bounds))
@@ -714,9 +713,8 @@ class SteinGPRegressor(
         weights /= weights.sum()
         if self.verbose:
             for (mode, _, _), weight in zip(modes, weights, strict=True):
-                print(
-                    f"[SteinGPRegressor] mode with Laplace mass {weight:.3f}: "
-                    f"{target.describe(mode)}"
+                self._log(
+                    f"mode with Laplace mass {weight:.3f}: {target.describe(mode)}"
                 )
         if self.n_particles == 1:
             return best[None, :], best, factor
@@ -728,9 +726,7 @@ class SteinGPRegressor(
         particles = np.vstack(blocks)
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Move the particles towards the hyperparameter posterior.
 
@@ -761,9 +757,7 @@ class SteinGPRegressor(
         return self._update(X, y, self._continuing(), partial=False)
 
     @available_if(_is_sparse_config)
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def partial_fit(self, X, y):
         """Move the particles on one chunk of a stream (sparse model only).
 
@@ -821,7 +815,7 @@ class SteinGPRegressor(
             fitted = self._fit_model(X_model, y, continuing, partial, scaling)
             fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
-        set_fitted(self, fitted, _MODEL_SPECIFIC)
+        self._set_fitted(fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -966,7 +960,7 @@ class SteinGPRegressor(
             "diagnostics_": {
                 "max_jitter": target.max_jitter,
                 "converged": converged,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 **diagnostics,
             },
             "n_samples_seen_": X.shape[0],
@@ -1074,7 +1068,7 @@ class SteinGPRegressor(
                 "max_jitter": 0.0,
                 "jitter": target.jitter,
                 "converged": result.converged,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 "svgp_elbo": elbo,
                 "batch_size": batch_size,
             },

@@ -42,7 +42,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import block_diag
 from scipy.special import expit, log_expit
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -51,12 +51,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
+from ._base import EstimatorBase, fit_method, seconds_since
 from ._defaults import (
-    default_kernel,
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    query_inputs,
 )
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -74,7 +73,6 @@ from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
     check_sparse_options,
-    set_fitted,
     svgd_decay,
 )
 from ._threads import blas_threads_for
@@ -86,7 +84,6 @@ from ._validation import (
     check_input_magnitude,
     check_n_samples,
 )
-from ._warnings import fit_warnings
 from .diagnostics import kernel_stein_discrepancy
 from .inference import run_svgd
 from .inference.svgd import choose_kernel
@@ -161,7 +158,11 @@ def _has_binary_decision(estimator):
 
 
 class SteinGPClassifier(
-    InferenceDataMixin, VersionedStateMixin, ClassifierMixin, BaseEstimator
+    EstimatorBase,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    ClassifierMixin,
+    BaseEstimator,
 ):
     """Gaussian-process classification with a particle posterior.
 
@@ -471,15 +472,9 @@ class SteinGPClassifier(
     def _continuing(self):
         return self.warm_start and hasattr(self, "particles_")
 
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _kernel_prior(self, n_features):
         """Kernel, its adapter, bounds (log scale) and the prior of one block."""
-        if self.kernel is None:
-            kernel = default_kernel(n_features)
-        else:
-            kernel = clone(self.kernel)
+        kernel = self._new_kernel(n_features)
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         block_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
@@ -614,9 +609,7 @@ class SteinGPClassifier(
         root = block_diag(theta_root, covariance_root(precision_factors))
         return particles, map_theta, root
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Move the particles towards the joint posterior.
 
@@ -644,9 +637,7 @@ class SteinGPClassifier(
         return self._update(X, y, self._continuing(), partial=False)
 
     @available_if(_is_sparse_config)
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def partial_fit(self, X, y, classes=None):
         """Move the particles on one chunk of a stream (sparse model only).
 
@@ -715,7 +706,7 @@ class SteinGPClassifier(
             fitted = self._fit_model(X_model, y, continuing, partial, classes, scaling)
             fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
-        set_fitted(self, fitted, _MODEL_SPECIFIC)
+        self._set_fitted(fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -795,7 +786,7 @@ class SteinGPClassifier(
             particles, map_params, root = self._initial_particles(
                 target, y_enc, start, bounds, rng
             )
-        t_init = time.perf_counter() - t_start
+        t_init = seconds_since(t_start)
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
         evaluator = _batch_evaluator(target)
         evaluator.check_initial(particles)
@@ -847,7 +838,7 @@ class SteinGPClassifier(
                 "jitter": target.jitter,
                 "converged": result.converged,
                 "init_time": t_init,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
             },
             "n_samples_seen_": X.shape[0],
             "X_train_": X,
@@ -960,7 +951,7 @@ class SteinGPClassifier(
                 "jitter": target.jitter,
                 "converged": result.converged,
                 "init_time": 0.0 if continuing else t_init,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 "svgp_elbo": elbo,
                 "batch_size": batch_size,
             },
@@ -975,9 +966,6 @@ class SteinGPClassifier(
         return isinstance(self._draws, SparseLatentDraws)
 
     # -------------------------------------------------------------- predict
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     def _binary_log_odds(self, X):
         """Log predictive odds, averaged over particles in probability space."""
         means, variances = self._draws.moments(X)

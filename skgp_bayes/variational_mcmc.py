@@ -54,13 +54,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import (
-    BaseEstimator,
-    ClassifierMixin,
-    RegressorMixin,
-    _fit_context,
-    clone,
-)
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -70,13 +64,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
+from ._base import EstimatorBase, fit_method
+from ._base import Printer as _Printer
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
-    default_kernel,
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    query_inputs,
 )
 from ._exact_gp import sample_y_spec
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -118,7 +112,7 @@ from ._validation import (
     safe_mean_std,
     variance_in_units,
 )
-from ._warnings import fit_warnings, warn_user
+from ._warnings import warn_user
 from .diagnostics import (
     _rank_normalize,
     _split_chains,
@@ -223,16 +217,6 @@ def _default_n_inducing(n):
     return int(min(_MAX_DEFAULT_INDUCING, n, np.ceil(np.sqrt(n))))
 
 
-class _Printer:
-    """Picklable progress printer for the HMC workers."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __call__(self, msg):
-        print(f"[{self.name}] {msg}")
-
-
 class _Sampler:
     """The density HMC runs on, its chain starts and first inverse mass.
 
@@ -334,7 +318,9 @@ def _svgp_recent_gain(trace):
     return float(trace[-1] - trace[-1 - _SVGP_WINDOW])
 
 
-class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimator):
+class _VariationalMCMCBase(
+    EstimatorBase, InferenceDataMixin, VersionedStateMixin, BaseEstimator
+):
     """Shared fit and prediction machinery; see the two public classes."""
 
     _common_constraints = {
@@ -360,9 +346,6 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
     }
 
     # ------------------------------------------------------------ helpers
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _inducing(self, X, seed, scaling):
         if self.inducing_points is None:
             return initial_inducing(X, self._n_inducing(X.shape[0]), seed)
@@ -409,9 +392,7 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
         check_input_magnitude(X)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(0, 2**31 - 1, size=4)
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
@@ -712,9 +693,6 @@ class _VariationalMCMCBase(InferenceDataMixin, VersionedStateMixin, BaseEstimato
             )
 
     # ---------------------------------------------------------- prediction
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     def _draw_moments(self, X):
         """Per-draw latent moments: means (S, k, C) and variances (S, k)."""
         Z, C = self.inducing_points_, self._n_latent
@@ -1083,9 +1061,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Fit the Gaussian approximation, then sample by HMC.
 
@@ -1135,7 +1111,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
                 y_lik = y_enc
             fitted = self._fit_pipeline(X, y_lik, likelihood, None)
         fitted["classes_"] = classes
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -1525,9 +1501,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y, exposure=None):
         """Fit the Gaussian approximation, then sample by HMC.
 
@@ -1582,7 +1556,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 offset = None
             fitted = self._fit_pipeline(X, y_lik, likelihood, offset)
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
