@@ -8,14 +8,12 @@ posterior samples of whitened sparse models whose draws are ``(theta, v)``.
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 
 from ._predictive import gaussian_joint_draws
 from ._threads import blas_threads_for
-from .exceptions import NotPSDError
-from .inference import adam_init, adam_update
+from .inference.optimize import epoch_batches, maximize, settled
 from .kernels import lower_kernel
 from .kernels.spectral import spectral_parameters
 from .sampling import (
@@ -66,57 +64,29 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter, tol=None, report=None):
     to the offset a change of units adds to it). ``report(n_iter, elbo)``
     is called after every iteration, for progress lines.
     """
-    scale = 1.0 / bound.n
+    n = bound.n
+    scale = 1.0 / n
 
-    def objective(params):
-        try:
-            value, grad = bound.elbo_and_grad(params)
-        except NotPSDError:
-            return np.inf, np.zeros_like(params)
-        if not np.isfinite(value):
-            return np.inf, np.zeros_like(params)
-        return -value * scale, -grad * scale
+    def per_point(params, _):
+        # Multiplying by 1/n, not dividing by n: the rounding the fitted
+        # models have always had.
+        value, grad = bound.elbo_and_grad(params)
+        return value * scale, grad * scale
 
     trace = []
-    settled = [False]
 
-    def callback(intermediate_result):
-        # scipy hands over the objective at the new iterate: no extra pass
-        trace.append(-float(intermediate_result.fun) * bound.n)
+    def stop(per_point_trace):
+        trace.append(per_point_trace[-1] * n)
         if report is not None:
             report(len(trace), trace[-1])
-        if (
+        return (
             tol is not None
             and len(trace) > _SVGP_WINDOW
-            and trace[-1] - trace[-1 - _SVGP_WINDOW] < tol * bound.n
-        ):
-            settled[0] = True
-            raise StopIteration
+            and trace[-1] - trace[-1 - _SVGP_WINDOW] < tol * n
+        )
 
-    result = minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": int(max_iter)},
-        callback=callback,
-    )
-    params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-    converged = settled[0] or bool(result.success) or result.nit < max_iter
-    return params, trace, converged, int(result.nit)
-
-
-def _settled(trace, window):
-    """Whether the last ``window`` minibatch ELBOs rose above the window
-    before them by less than twice the standard error of that rise."""
-    if len(trace) < 2 * window or len(trace) % window:
-        return False
-    last = np.asarray(trace[-window:])
-    before = np.asarray(trace[-2 * window : -window])
-    rise = last.mean() - before.mean()
-    se = np.sqrt((last.var(ddof=1) + before.var(ddof=1)) / window)
-    return bool(rise < 2.0 * se)
+    out = maximize(per_point, start, bounds, max_iter=max_iter, stop=stop)
+    return out.params, trace, out.converged, out.n_iter
 
 
 def fit_svgp_adam(
@@ -130,32 +100,20 @@ def fit_svgp_adam(
     no longer rises by more than its own minibatch noise shows. Returns
     ``(params, trace, converged, n_iter)``.
     """
-    params = start.copy()
-    state = adam_init(params)
-    n = bound.n
-    order = rng.permutation(n)
-    pos = 0
-    trace = []
-    for it in range(int(max_iter)):
-        if pos + batch_size > n:
-            order = rng.permutation(n)
-            pos = 0
-        batch = order[pos : pos + batch_size]
-        pos += batch_size
-        try:
-            value, grad = bound.elbo_and_grad(params, batch)
-        except NotPSDError:
-            continue
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            continue
-        # The bound is a sum over n points: scaling by 1/n keeps Adam's
-        # effective step independent of the data size.
-        params += adam_update(state, grad / n, learning_rate)
-        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
-        trace.append(float(value))
-        if settle_window is not None and _settled(trace, settle_window):
-            return params, trace, True, it + 1
-    return params, trace, settle_window is None, int(max_iter)
+    return tuple(
+        maximize(
+            bound.elbo_and_grad,
+            start,
+            bounds,
+            max_iter=max_iter,
+            # The bound is a sum over n points: dividing by n keeps Adam's
+            # effective step independent of the data size.
+            n=bound.n,
+            stop=None if settle_window is None else settled(settle_window),
+            batches=epoch_batches(rng, bound.n, batch_size),
+            learning_rate=learning_rate,
+        )
+    )
 
 
 def sparse_function_samples(

@@ -39,8 +39,13 @@ from .diagnostics import (
 )
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld, sgld_schedule
+from .inference.laplace import (
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+    laplace_covariance,
+)
 from .linalg import StochasticMarginalGradient
-from .stein import _find_map, _laplace_cov
 from .targets import ExactMarginalTarget
 
 __all__ = ["SGLDGPRegressor"]
@@ -765,15 +770,16 @@ class SGLDGPRegressor(
             idx = np.sort(rng.choice(n, self.map_subset, replace=False))
             X, y = X[idx], y[idx]
         target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
-        map_params, result = _find_map(target, start, bounds)
+        result = find_map(target, start, bounds)
+        map_params = result.params
         if self.verbose:
             self._log(
-                f"MAP on {X.shape[0]} points after {result.nit} "
+                f"MAP on {X.shape[0]} points after {result.n_iter} "
                 f"L-BFGS iterations: {target.describe(map_params)}"
             )
         if self.preconditioner == "identity":
             return map_params, np.eye(start.shape[0])
-        return map_params, _laplace_cov(target, map_params, bounds)
+        return map_params, laplace_covariance(target, map_params, bounds)
 
     @fit_method
     def fit(self, X, y):
@@ -926,9 +932,7 @@ class SGLDGPRegressor(
     def _chain_starts(self, map_params, M, bounds, rng):
         """Starts from ``N(MAP, M)`` (the MAP for ``preconditioner="identity"``)
         and one seed per chain."""
-        p = map_params.shape[0]
-        root = np.linalg.cholesky(M)
-        starts = map_params + rng.standard_normal((self.n_chains, p)) @ root.T
+        starts = gaussian_draws(map_params, gaussian_factor(M), self.n_chains, rng)
         if self.preconditioner == "identity":
             starts[:] = map_params
         starts = np.clip(starts, bounds[:, 0], bounds[:, 1])

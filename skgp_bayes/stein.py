@@ -5,7 +5,6 @@ from numbers import Integral, Real
 
 import joblib
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
@@ -46,8 +45,15 @@ from ._validation import (
 )
 from ._warnings import warn_user
 from .diagnostics import kernel_stein_discrepancy
-from .exceptions import NotPSDError, NumericalWarning, SolverConvergenceWarning
+from .exceptions import NumericalWarning, SolverConvergenceWarning
 from .inference import run_svgd
+from .inference.laplace import (
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+    laplace_covariance,
+    laplace_modes,
+)
 from .likelihoods import Gaussian
 from .sampling import DEFAULT_N_FEATURES
 from .targets import ExactMarginalTarget
@@ -65,12 +71,6 @@ AUTO_TOL_SCALE = 0.1
 # covariance is the preconditioner then contracts by about half per step, and
 # the engine halves it where the field starts to oscillate.
 WHITENED_STEP = 0.5
-# Cap on the Laplace standard deviation used to spread initial particles, in
-# log units: beyond it the quadratic approximation is meaningless.
-_MAX_INIT_STD = 1.0
-_LAPLACE_STEP = 1e-4
-# Two L-BFGS optima closer than this in every log coordinate are one mode.
-_SAME_MODE = 0.3
 # Fitted attributes that only one of the exact and sparse models has.
 _MODEL_SPECIFIC = (
     "inducing_points_",
@@ -140,76 +140,6 @@ def _check_dense_memory(n_samples, estimator_name):
         f"{estimator_name} with {n_samples} samples (dense kernel matrices)",
         "Subsample the data or use a sparse (inducing-point) model.",
     )
-
-
-def _find_map(target, start, bounds):
-    """Maximum a posteriori point by L-BFGS-B from ``start``."""
-
-    def objective(params):
-        try:
-            value, grad = target.logp_and_grad(params)
-        except NotPSDError:
-            return np.inf, np.zeros_like(params)
-        return -value, -grad
-
-    result = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds)
-    return np.clip(result.x, bounds[:, 0], bounds[:, 1]), result
-
-
-def _laplace_cov(target, centre, bounds, return_log_volume=False):
-    """Inverse negative Hessian at ``centre`` by central differences of the
-    exact gradient; a diagonal fallback where it is not positive definite.
-
-    The returned covariance has its standard deviations capped at
-    ``_MAX_INIT_STD``; ``return_log_volume`` also gives half the
-    log-determinant of the uncapped one, the Laplace estimate of the log
-    volume of the mode."""
-    n = centre.shape[0]
-    hess = np.empty((n, n))
-    for i in range(n):
-        step = np.zeros(n)
-        step[i] = _LAPLACE_STEP
-        up = np.clip(centre + step, bounds[:, 0], bounds[:, 1])
-        down = np.clip(centre - step, bounds[:, 0], bounds[:, 1])
-        width = up[i] - down[i]
-        if width <= 0:
-            hess[i] = 0.0
-            continue
-        hess[i] = (target.logp_and_grad(up)[1] - target.logp_and_grad(down)[1]) / width
-    precision = -0.5 * (hess + hess.T)
-    try:
-        cov = np.linalg.inv(precision)
-        np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
-    std = np.sqrt(np.diag(cov))
-    shrink = np.minimum(1.0, _MAX_INIT_STD / np.maximum(std, 1e-300))
-    capped = cov * np.outer(shrink, shrink)
-    if return_log_volume:
-        return capped, 0.5 * float(np.linalg.slogdet(cov)[1])
-    return capped
-
-
-def _laplace_modes(target, starts, bounds):
-    """Distinct local maxima of ``target`` found by L-BFGS-B from ``starts``.
-
-    Returns a list of ``(mode, capped_cov, log_mass)`` sorted by decreasing
-    ``log_mass``, the Laplace estimate ``log p(mode) + log volume``. Optima
-    closer than ``_SAME_MODE`` log units in every coordinate are one mode.
-    """
-    modes = []
-    for start in starts:
-        mode, _ = _find_map(target, start, bounds)
-        if any(np.max(np.abs(mode - m)) < _SAME_MODE for m, _, _ in modes):
-            continue
-        try:
-            value = target.logp_and_grad(mode)[0]
-        except NotPSDError:
-            continue
-        cov, log_volume = _laplace_cov(target, mode, bounds, return_log_volume=True)
-        modes.append((mode, cov, value + log_volume))
-    modes.sort(key=lambda entry: -entry[2])
-    return modes
 
 
 def _allocate(weights, total):
@@ -680,17 +610,17 @@ class SteinGPRegressor(
             return np.clip(particles, bounds[:, 0], bounds[:, 1]), None, None
         if self.n_restarts > 0:
             return self._multimodal_particles(target, start, bounds, prior_set, rng)
-        map_params, result = _find_map(target, start, bounds)
+        result = find_map(target, start, bounds)
+        map_params = result.params
         if self.verbose:
             self._log(
-                f"MAP after {result.nit} L-BFGS iterations: "
+                f"MAP after {result.n_iter} L-BFGS iterations: "
                 f"{target.describe(map_params)}"
             )
-        factor = np.linalg.cholesky(_laplace_cov(target, map_params, bounds))
+        factor = gaussian_factor(laplace_covariance(target, map_params, bounds))
         if self.n_particles == 1:
             return map_params[None, :], map_params, factor
-        noise = rng.standard_normal((self.n_particles, map_params.shape[0]))
-        particles = map_params + noise @ factor.T
+        particles = gaussian_draws(map_params, factor, self.n_particles, rng)
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params, factor
 
     def _multimodal_particles(self, target, start, bounds, prior_set, rng):
@@ -703,11 +633,11 @@ class SteinGPRegressor(
         """
         restarts = prior_set.sample(rng, self.n_restarts)
         starts = np.vstack([start, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
-        modes = _laplace_modes(target, starts, bounds)
+        modes = laplace_modes(target, starts, bounds)
         if not modes:  # every optimum failed: let the caller report the error
             return np.clip(starts[: self.n_particles], *bounds.T), None, None
         best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
-        factor = np.linalg.cholesky(modes[0][1])
+        factor = gaussian_factor(modes[0][1])
         log_mass = np.array([entry[2] for entry in modes])
         weights = np.exp(log_mass - log_mass.max())
         weights /= weights.sum()
@@ -721,8 +651,7 @@ class SteinGPRegressor(
         counts = _allocate(weights, self.n_particles)
         blocks = []
         for (mode, cov, _), count in zip(modes, counts, strict=True):
-            noise = rng.standard_normal((count, mode.shape[0]))
-            blocks.append(mode + noise @ np.linalg.cholesky(cov).T)
+            blocks.append(gaussian_draws(mode, gaussian_factor(cov), count, rng))
         particles = np.vstack(blocks)
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
 

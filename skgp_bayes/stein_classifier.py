@@ -86,6 +86,12 @@ from ._validation import (
 )
 from .diagnostics import kernel_stein_discrepancy
 from .inference import run_svgd
+from .inference.laplace import (
+    MAX_LAPLACE_STD,
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+)
 from .inference.svgd import choose_kernel
 from .kernels import KernelAdapter
 from .kernels.spectral import spectral_parameters
@@ -100,10 +106,8 @@ from .sampling import (
     with_prior_noise,
 )
 from .stein import (
-    _MAX_INIT_STD,
     _batch_evaluator,
     _check_dense_memory,
-    _find_map,
     _is_sparse_config,
     _learning_rate,
     _sparse_svgd_stage,
@@ -552,20 +556,20 @@ class SteinGPClassifier(
         surrogate = self._surrogate(target, y_enc)
         theta_root = np.empty((0, 0))
         if target.n_theta:
-            map_theta, result = _find_map(surrogate, start, theta_bounds)
+            result = find_map(surrogate, start, theta_bounds)
+            map_theta = result.params
             if self.verbose:
                 self._log(
-                    f"Laplace MAP after {result.nit} L-BFGS iterations: "
+                    f"Laplace MAP after {result.n_iter} L-BFGS iterations: "
                     + "; ".join(
                         target.describe(t)
                         for t in map_theta.reshape(target.n_blocks, -1)
                     )
                 )
-            cov = surrogate_cov(surrogate, map_theta, theta_bounds, _MAX_INIT_STD)
-            theta_root = np.linalg.cholesky(cov)
+            cov = surrogate_cov(surrogate, map_theta, theta_bounds, MAX_LAPLACE_STD)
+            theta_root = gaussian_factor(cov)
             if J > 1:
-                noise = rng.standard_normal((J, map_theta.size))
-                thetas = map_theta + noise @ theta_root.T
+                thetas = gaussian_draws(map_theta, theta_root, J, rng)
                 thetas = np.clip(thetas, theta_bounds[:, 0], theta_bounds[:, 1])
                 # One particle stays at the MAP: the surrogate's best guess.
                 thetas[0] = map_theta

@@ -124,15 +124,12 @@ from .inference import run_hmc_chains
 from .inference.affine import AffineTarget, curvature_preconditioner
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
+from .predictive.sparse import q_moments_per_latent
 from .priors import PriorSet
 from .sampling import (
     require_spectral_spec,
 )
-from .targets.sparse import (
-    SparseWhitenedTarget,
-    _inducing_factor,
-    _project,
-)
+from .targets.sparse import SparseWhitenedTarget
 from .targets.svgp import SVGPBound
 
 __all__ = ["VariationalMCMCClassifier", "VariationalMCMCRegressor"]
@@ -710,17 +707,9 @@ class _VariationalMCMCBase(
     def _gaussian_moments(self, X):
         """Moments of the Gaussian approximation ``q(f)``: (k, C) each."""
         theta, _, q_mean, q_L = self._q
-        Z = self.inducing_points_
-        R = _inducing_factor(self._adapter, theta, Z, self._jitter)
-        means = np.empty((X.shape[0], self._n_latent))
-        variances = np.empty((X.shape[0], self._n_latent))
-        for i0 in range(0, X.shape[0], _PREDICT_ROWS):
-            rows = slice(i0, i0 + _PREDICT_ROWS)
-            A, gamma, _ = _project(self._adapter, theta, Z, X[rows], R)
-            B = np.einsum("cji,jk->cik", q_L, A)
-            means[rows] = A.T @ q_mean
-            variances[rows] = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
-        return means, variances
+        return q_moments_per_latent(
+            self._adapter, theta, self.inducing_points_, self._jitter, q_mean, q_L, X
+        )
 
     def _noise_draws(self):
         return np.exp(self.draws_[:, self._adapter.n_params])
