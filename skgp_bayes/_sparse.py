@@ -22,7 +22,7 @@ from .sampling import (
     sparse_conditioner,
     with_prior_noise,
 )
-from .targets.sparse import _inducing_factor, _project
+from .targets.sparse import inducing_factor, project
 
 __all__ = []
 
@@ -31,7 +31,7 @@ MINIBATCH_KMEANS_N = 10000
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 # Iterations over which the SVGP stopping rule measures the bound's gain.
-_SVGP_WINDOW = 10
+SVGP_WINDOW = 10
 
 
 def initial_inducing(X, n_inducing, seed):
@@ -57,7 +57,7 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter, tol=None, report=None):
 
     ``tol`` (nats per data point) adds a stopping rule: the optimiser stops
     once the bound has risen by less than ``tol * n`` nats over the last
-    ``_SVGP_WINDOW`` iterations. A gain in nats is a log likelihood ratio,
+    ``SVGP_WINDOW`` iterations. A gain in nats is a log likelihood ratio,
     so the rule does not depend on the units of ``X`` or ``y`` (unlike a
     tolerance on the gradient, whose entries carry the units of the
     parameters, or scipy's ``ftol``, relative to the bound's value and so
@@ -70,7 +70,7 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter, tol=None, report=None):
     def per_point(params, _):
         # Multiplying by 1/n, not dividing by n: the rounding the fitted
         # models have always had.
-        value, grad = bound.elbo_and_grad(params)
+        value, grad = bound.logp_and_grad(params)
         return value * scale, grad * scale
 
     trace = []
@@ -81,8 +81,8 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter, tol=None, report=None):
             report(len(trace), trace[-1])
         return (
             tol is not None
-            and len(trace) > _SVGP_WINDOW
-            and trace[-1] - trace[-1 - _SVGP_WINDOW] < tol * n
+            and len(trace) > SVGP_WINDOW
+            and trace[-1] - trace[-1 - SVGP_WINDOW] < tol * n
         )
 
     out = maximize(per_point, start, bounds, max_iter=max_iter, stop=stop)
@@ -102,7 +102,7 @@ def fit_svgp_adam(
     """
     return tuple(
         maximize(
-            bound.elbo_and_grad,
+            bound.logp_and_grad,
             start,
             bounds,
             max_iter=max_iter,
@@ -136,7 +136,7 @@ def sparse_function_samples(
     adapter : KernelAdapter
     Z : ndarray of shape (m, d)
     jitter : float
-        Relative jitter of ``K(Z, Z)``, as in ``_inducing_factor``.
+        Relative jitter of ``K(Z, Z)``, as in ``inducing_factor``.
     thetas : ndarray of shape (S, p)
         Kernel hyperparameters of each draw.
     v : ndarray of shape (S, m, C)
@@ -162,7 +162,7 @@ def sparse_function_samples(
     factors, white, extra = {}, np.zeros(S), np.zeros(S)
     with blas_threads_for(m, m):
         for j in used:
-            factors[j] = _inducing_factor(adapter, thetas[j], Z, jitter)
+            factors[j] = inducing_factor(adapter, thetas[j], Z, jitter)
             s2, _, white[j] = spectral_parameters(spec, thetas[j], d)
             extra[j] = white[j] + jitter * (s2 + white[j])
     functions = []
@@ -203,8 +203,8 @@ def sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
     with blas_threads_for(X.shape[0], Z.shape[0]):
         for j in np.unique(which):
             cols = np.flatnonzero(which == j)
-            R = _inducing_factor(adapter, thetas[j], Z, jitter)
-            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            R = inducing_factor(adapter, thetas[j], Z, jitter)
+            A, _, _ = project(adapter, thetas[j], Z, X, R)
             cov = adapter.gram(thetas[j], X) - A.T @ A
             if v_cov_factor is not None:
                 B = v_cov_factor.T @ A
@@ -255,15 +255,15 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
     means = np.empty((J, k, v.shape[2]))
     spread = np.empty((J, k, k) if full_cov else (J, k))
     for j in range(J):
-        R = _inducing_factor(adapter, thetas[j], Z, jitter)
+        R = inducing_factor(adapter, thetas[j], Z, jitter)
         for i0 in range(0, k, _PREDICT_ROWS):
             rows = slice(i0, i0 + _PREDICT_ROWS)
-            A, gamma, _ = _project(adapter, thetas[j], Z, X[rows], R)
+            A, gamma, _ = project(adapter, thetas[j], Z, X[rows], R)
             means[j, rows] = A.T @ v[j]
             if not full_cov:
                 spread[j, rows] = gamma
         if full_cov:
-            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            A, _, _ = project(adapter, thetas[j], Z, X, R)
             cov = adapter.gram(thetas[j], X) - A.T @ A
             spread[j] = 0.5 * (cov + cov.T)
     return means, spread

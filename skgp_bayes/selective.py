@@ -386,7 +386,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
 
     # 1. pre-training on all candidates
     params, pre_trace, _ = _maximise(
-        lambda p, b: bound.value_and_grad(p, everything, b),
+        lambda p, b: bound.logp_and_grad(p, everything, b),
         params,
         bounds,
         est.n_pre_iter,
@@ -403,7 +403,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     logits = np.full(K, logit(_INITIAL_INCLUSION))
     params, logits, select_trace, counts, stopped = _selection_phase(
         est,
-        _mean_over_subsets(bound.value_and_grad),
+        _mean_over_subsets(bound.logp_and_grad),
         params,
         logits,
         bounds,
@@ -420,7 +420,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     sub = bound.subset_bound(kept)
     where = bound.subset_index(kept)
     sub_params, post_trace, converged = _maximise(
-        sub.elbo_and_grad,
+        sub.logp_and_grad,
         params[where],
         bounds[where],
         est.n_post_iter,
@@ -756,7 +756,7 @@ class SelectiveSVGP(
 
         # 1. pre-training on all candidates
         hyper, pre_trace, _ = _maximise(
-            lambda h, _: bound.value_and_grad(h, everything),
+            lambda h, _: bound.logp_and_grad(h, everything),
             hyper,
             bounds,
             self.n_pre_iter,
@@ -794,7 +794,7 @@ class SelectiveSVGP(
         support = _keep(self, process, logits, int(seeds[2]))
         kept = np.flatnonzero(support)
         hyper, post_trace, converged = _maximise(
-            lambda h, _: bound.value_and_grad(h, kept),
+            lambda h, _: bound.logp_and_grad(h, kept),
             hyper,
             bounds,
             self.n_post_iter,

@@ -32,9 +32,9 @@ from ._validation import (
 )
 from ._warnings import collect_warnings, report, warn_user
 from .diagnostics import (
-    _rank_normalize,
-    _split_chains,
     effective_sample_size,
+    rank_normalize,
+    split_chains,
     split_rhat,
 )
 from .exceptions import SamplerWarning, SolverConvergenceWarning
@@ -128,7 +128,7 @@ _CHAIN_PARAMS = (
 
 def _bulk_ess(kept):
     """Bulk ESS: the ESS of the rank-normalised split chains (Vehtari et al.)."""
-    return effective_sample_size(_rank_normalize(_split_chains(kept)))
+    return effective_sample_size(rank_normalize(split_chains(kept)))
 
 
 class _SafeGradient:

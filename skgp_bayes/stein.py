@@ -6,14 +6,12 @@ from numbers import Integral, Real
 import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _config
 from ._arviz import InferenceDataMixin
 from ._base import fit_method, seconds_since
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
@@ -27,13 +25,20 @@ from ._predictive import (
 )
 from ._predictive_contract import draws_alias
 from ._sparse import SparseGPDraws, resolve_inducing
+from ._stein_base import (
+    batch_evaluator,
+    check_dense_memory,
+    check_particle_shape,
+    is_sparse_config,
+    run_stein_svgd,
+    sparse_svgd_stage,
+    warn_not_converged,
+)
 from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
 from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
     check_sparse_options,
-    sparse_initial_particles,
-    svgd_decay,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -46,7 +51,6 @@ from ._validation import (
 from ._warnings import warn_user
 from .diagnostics import kernel_stein_discrepancy
 from .exceptions import NumericalWarning, SolverConvergenceWarning
-from .inference import run_svgd
 from .inference.laplace import (
     find_map,
     gaussian_draws,
@@ -61,16 +65,6 @@ from .targets.sparse import SparseWhitenedTarget
 
 __all__ = ["SteinGPRegressor"]
 
-# tol="auto" is AUTO_TOL_SCALE / sqrt(n_particles) posterior sds: the
-# particles stop within a tenth of the Monte Carlo error of their mean
-# (1/sqrt(J) sds), so the unfinished optimisation adds at most about
-# 1% to the variance of any particle average.
-AUTO_TOL_SCALE = 0.1
-# Fraction of the whitened, mass-normalised field taken per step
-# (learning_rate="auto" with a preconditioner): a Gaussian target whose
-# covariance is the preconditioner then contracts by about half per step, and
-# the engine halves it where the field starts to oscillate.
-WHITENED_STEP = 0.5
 # Fitted attributes that only one of the exact and sparse models has.
 _MODEL_SPECIFIC = (
     "inducing_points_",
@@ -83,11 +77,6 @@ _MODEL_SPECIFIC = (
     "_cg_state",
     "_preconditioner",
 )
-
-
-def _batch_evaluator(target, **options):
-    """A :class:`~skgp_bayes._particles.ParticleEvaluator` over ``target``."""
-    return ParticleEvaluator(target, **options)
 
 
 def _warn_cg_budget(evaluator, n_samples):
@@ -104,44 +93,6 @@ def _warn_cg_budget(evaluator, n_samples):
     )
 
 
-def _warn_not_converged(estimator, result):
-    """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``."""
-    field = result.history["field"][-1] if result.history["field"] else np.nan
-    warn_user(
-        f"SVGD did not meet its stopping rule in {estimator.max_iter} "
-        f"iterations: the Stein field was still {field:.2e} posterior "
-        f"standard deviations (root mean square), above tol={_tol(estimator):.2e}. "
-        "The particles are about that far from SVGD's fixed point; "
-        "predictions average over them as they stand. A larger max_iter, or "
-        "warm_start=True and another fit, continues the run.",
-        ConvergenceWarning,
-        worst=field,
-    )
-
-
-def _tol(estimator):
-    """The stopping tolerance in posterior sds: ``"auto"`` is ``0.1/sqrt(J)``."""
-    if estimator.tol == "auto":
-        return AUTO_TOL_SCALE / np.sqrt(estimator.n_particles)
-    return float(estimator.tol)
-
-
-def _learning_rate(estimator, whitened):
-    """The step: a fraction of the whitened field, or the estimator's Adam rate."""
-    if estimator.learning_rate != "auto":
-        return float(estimator.learning_rate)
-    return WHITENED_STEP if whitened else estimator._adam_rate
-
-
-def _check_dense_memory(n_samples, estimator_name):
-    """MemoryError before allocating kernel matrices that cannot fit."""
-    _config.check_dense_bytes(
-        4 * 8 * n_samples**2,  # K, its factor, the inverse and one copy
-        f"{estimator_name} with {n_samples} samples (dense kernel matrices)",
-        "Subsample the data or use a sparse (inducing-point) model.",
-    )
-
-
 def _allocate(weights, total):
     """Split ``total`` items by ``weights`` with the largest-remainder rule."""
     exact = weights * total
@@ -151,145 +102,11 @@ def _allocate(weights, total):
     return counts
 
 
-def _describe_hyper(names, values):
-    return ", ".join(f"{n}={v:.4g}" for n, v in zip(names, np.exp(values), strict=True))
-
-
-def _is_sparse_config(estimator):
-    if estimator.inducing_points is None:
-        raise AttributeError(
-            "partial_fit needs the sparse model: set inducing_points (for "
-            "example to 100). The exact model conditions on all the data at "
-            "once."
-        )
-    return True
-
-
 def _is_exact(estimator):
     # The sparse model keeps no training data and has no exact marginal
     # likelihood; unfitted, the method is exposed so that it raises
     # NotFittedError.
     return not hasattr(estimator, "inducing_points_")
-
-
-def _check_particle_shape(estimator, n_params, action):
-    """ValueError unless the fitted particles are ``(n_particles, n_params)``."""
-    if estimator.particles_.shape != (estimator.n_particles, n_params):
-        raise ValueError(
-            f"{action} needs the same number of particles and parameters: "
-            f"have {estimator.particles_.shape}, asked for "
-            f"({estimator.n_particles}, {n_params})."
-        )
-
-
-def _run_stein_svgd(
-    estimator,
-    evaluator,
-    particles,
-    bounds,
-    state,
-    stochastic,
-    preconditioner=None,
-):
-    """SVGD with the estimator's step, tolerance, decay and progress lines."""
-    return run_svgd(
-        evaluator,
-        particles,
-        max_iter=estimator.max_iter,
-        learning_rate=_learning_rate(estimator, preconditioner is not None),
-        tol=_tol(estimator),
-        preconditioner=preconditioner,
-        bounds=bounds,
-        state=state,
-        verbose=estimator.verbose,
-        print_fn=estimator._log,
-        decay=svgd_decay(estimator.learning_rate_decay, stochastic),
-        stochastic=stochastic,
-    )
-
-
-def _sparse_svgd_stage(
-    estimator,
-    target,
-    evaluator,
-    *,
-    continuing,
-    bounds,
-    hyper_start,
-    prior_set,
-    rng,
-    replay=None,
-):
-    """Place or continue the particles of a sparse Stein fit, then run SVGD.
-
-    Shared by both Stein estimators' sparse fits.
-
-    Parameters
-    ----------
-    estimator : SteinGPRegressor or SteinGPClassifier
-        Its fitted state is read when ``continuing``.
-    target : SparseWhitenedTarget
-    evaluator : ParticleEvaluator
-    continuing : bool
-    bounds : ndarray of shape (n_params, 2)
-        The hyperparameters' bounds come first.
-    hyper_start, prior_set, rng
-        Where a new fit's particles start from; see
-        :func:`~skgp_bayes._stein_sparse.sparse_initial_particles`.
-    replay : callable, optional
-        ``replay(evaluator, particles)`` when continuing, before SVGD (the
-        regressor replays its last gradient on unchanged data).
-
-    Returns
-    -------
-    result : SVGDResult
-    centre : ndarray or None
-    elbo : float or None
-    history : dict of list
-        The previous fit's history (when continuing) extended by this one's.
-    init_done : float
-        ``time.perf_counter()`` when the particles were in place.
-    """
-    names, h = target.param_names, target.n_hyper
-    stochastic = evaluator.batch_size is not None
-    state = None
-    if continuing:
-        _check_particle_shape(estimator, len(names), "Continuing a fit")
-        particles, centre = estimator.particles_, estimator.map_params_
-        state = estimator._svgd_state
-        # The permutation of the last chunk means nothing for a new one; the
-        # random stream carries on.
-        evaluator.set_state(estimator._batch_state)
-        if replay is not None:
-            replay(evaluator, particles)
-        elbo = estimator.diagnostics_.get("svgp_elbo")
-    else:
-        particles, centre, elbo = sparse_initial_particles(
-            target,
-            init=estimator.init,
-            n_particles=estimator.n_particles,
-            hyper_start=hyper_start,
-            hyper_bounds=bounds[:h],
-            prior_set=prior_set,
-            rng=rng,
-            batch_size=evaluator.batch_size,
-        )
-        if estimator.verbose and centre is not None:
-            estimator._log(
-                f"Gaussian approximation with "
-                f"{target.Z.shape[0]} inducing points: "
-                f"{_describe_hyper(names[:h], centre[:h])}"
-            )
-    init_done = time.perf_counter()
-    evaluator.check_initial(particles)
-    result = _run_stein_svgd(estimator, evaluator, particles, bounds, state, stochastic)
-    history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
-    for key, trace in result.history.items():
-        history.setdefault(key, []).extend(trace)
-    if not stochastic and not result.converged and estimator.max_iter > 0:
-        _warn_not_converged(estimator, result)
-    warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h], "particles")
-    return result, centre, elbo, history, init_done
 
 
 class SteinGPRegressor(
@@ -685,7 +502,7 @@ class SteinGPRegressor(
         """
         return self._update(X, y, self._continuing(), partial=False)
 
-    @available_if(_is_sparse_config)
+    @available_if(is_sparse_config)
     @fit_method
     def partial_fit(self, X, y):
         """Move the particles on one chunk of a stream (sparse model only).
@@ -760,7 +577,7 @@ class SteinGPRegressor(
         check_input_magnitude(X)
         use_cg = self.solver == "cg"
         if not use_cg:
-            _check_dense_memory(X.shape[0], type(self).__name__)
+            check_dense_memory(X.shape[0], type(self).__name__)
         y_mean, y_std = target_scale(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
         kernel, adapter, target, names, bounds, start, prior_set = self._build_target(
@@ -771,7 +588,7 @@ class SteinGPRegressor(
         map_params = None
         factor = None
         if continuing:
-            _check_particle_shape(self, len(names), "warm_start")
+            check_particle_shape(self, len(names), "warm_start")
             particles = self.particles_
             state = self._svgd_state
             map_params = self.map_params_
@@ -814,9 +631,9 @@ class SteinGPRegressor(
                 if continuing and getattr(self, "_cg_state", None) is not None:
                     evaluator.set_state(self._cg_state)
             else:
-                evaluator = _batch_evaluator(target)
+                evaluator = batch_evaluator(target)
             evaluator.check_initial(particles)
-            result = _run_stein_svgd(
+            result = run_stein_svgd(
                 self, evaluator, particles, bounds, state, use_cg, factor
             )
             particles, values, grads = (
@@ -836,7 +653,7 @@ class SteinGPRegressor(
             # fit is (RELIABILITY row 7).
             one_sample = X.shape[0] == 1
             if not converged and self.max_iter > 0 and not use_cg and not one_sample:
-                _warn_not_converged(self, result)
+                warn_not_converged(self, result)
             if use_cg and evaluator.budget_exhausted:
                 _warn_cg_budget(evaluator, X.shape[0])
         warn_at_bounds(particles, bounds, names, "particles")
@@ -962,7 +779,7 @@ class SteinGPRegressor(
                 evaluator.replay_first(particles, self.log_posterior_, self._last_grads)
 
         with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
-            result, centre, elbo, history, _ = _sparse_svgd_stage(
+            result, centre, elbo, history, _ = sparse_svgd_stage(
                 self,
                 target,
                 evaluator,

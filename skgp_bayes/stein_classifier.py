@@ -69,6 +69,15 @@ from ._sparse import (
     resolve_inducing,
     sparse_function_samples,
 )
+from ._stein_base import (
+    batch_evaluator,
+    check_dense_memory,
+    is_sparse_config,
+    sparse_svgd_stage,
+    svgd_learning_rate,
+    svgd_tol,
+    warn_not_converged,
+)
 from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
@@ -104,15 +113,6 @@ from .sampling import (
     pathwise_functions,
     require_spectral_spec,
     with_prior_noise,
-)
-from .stein import (
-    _batch_evaluator,
-    _check_dense_memory,
-    _is_sparse_config,
-    _learning_rate,
-    _sparse_svgd_stage,
-    _tol,
-    _warn_not_converged,
 )
 from .targets.laplace import (
     BinaryLaplaceProblem,
@@ -640,7 +640,7 @@ class SteinGPClassifier(
         """
         return self._update(X, y, self._continuing(), partial=False)
 
-    @available_if(_is_sparse_config)
+    @available_if(is_sparse_config)
     @fit_method
     def partial_fit(self, X, y, classes=None):
         """Move the particles on one chunk of a stream (sparse model only).
@@ -754,7 +754,7 @@ class SteinGPClassifier(
         check_input_magnitude(X)
         # Kernel matrices are n x n per block; the dense softmax Newton system
         # is capped at _DENSE_NEWTON_MAX unknowns.
-        _check_dense_memory(X.shape[0], type(self).__name__)
+        check_dense_memory(X.shape[0], type(self).__name__)
         if continuing and not np.array_equal(classes, self.classes_):
             raise ValueError(
                 "warm_start needs the classes of the previous fit "
@@ -792,14 +792,14 @@ class SteinGPClassifier(
             )
         t_init = seconds_since(t_start)
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
-        evaluator = _batch_evaluator(target)
+        evaluator = batch_evaluator(target)
         evaluator.check_initial(particles)
         result = run_svgd(
             evaluator,
             particles,
             max_iter=self.max_iter,
-            learning_rate=_learning_rate(self, root is not None),
-            tol=_tol(self),
+            learning_rate=svgd_learning_rate(self, root is not None),
+            tol=svgd_tol(self),
             bounds=bounds,
             state=state,
             verbose=self.verbose,
@@ -813,7 +813,7 @@ class SteinGPClassifier(
         for key, trace in result.history.items():
             history.setdefault(key, []).extend(trace)
         if not result.converged and self.max_iter > 0:
-            _warn_not_converged(self, result)
+            warn_not_converged(self, result)
         warn_at_bounds(
             particles[:, : target.n_theta],
             bounds[: target.n_theta],
@@ -914,7 +914,7 @@ class SteinGPClassifier(
         bounds = np.vstack(
             [hyper_bounds, np.tile([-np.inf, np.inf], (target.n_params - h, 1))]
         )
-        evaluator = _batch_evaluator(
+        evaluator = batch_evaluator(
             target,
             batch_size=batch_size,
             rng=np.random.default_rng(int(seeds[1])),
@@ -922,7 +922,7 @@ class SteinGPClassifier(
         )
 
         with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
-            result, centre, elbo, history, init_done = _sparse_svgd_stage(
+            result, centre, elbo, history, init_done = sparse_svgd_stage(
                 self,
                 target,
                 evaluator,

@@ -92,8 +92,8 @@ from ._predictive_contract import (
     proba_from_log_odds,
     sparse_latent_covariances,
 )
+from ._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from ._sparse import (
-    _SVGP_WINDOW,
     fit_svgp_adam,
     fit_svgp_lbfgs,
     initial_inducing,
@@ -114,11 +114,11 @@ from ._validation import (
 )
 from ._warnings import warn_user
 from .diagnostics import (
-    _rank_normalize,
-    _split_chains,
     effective_sample_size,
     split_rhat,
 )
+from .diagnostics import rank_normalize as _rank_normalize
+from .diagnostics import split_chains as _split_chains
 from .exceptions import NotPSDError, SamplerWarning
 from .inference import run_hmc_chains
 from .inference.affine import AffineTarget, curvature_preconditioner

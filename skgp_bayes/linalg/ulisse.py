@@ -33,7 +33,8 @@ import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SolverConvergenceWarning
-from .cg import CGIteration, _host, batched_cg, kernel_operator
+from .cg import CGIteration, batched_cg, kernel_operator
+from .cg import to_host as _host
 from .precondition import kernel_preconditioner
 
 __all__ = [

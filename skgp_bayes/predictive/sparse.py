@@ -9,7 +9,7 @@
 import numpy as np
 
 from .._threads import blas_threads_for
-from ..targets.sparse import _inducing_factor, _project
+from ..targets.sparse import inducing_factor, project
 
 __all__ = ["q_moments", "q_moments_per_latent"]
 
@@ -52,9 +52,9 @@ def q_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
     ((1,), True)
     """
     with blas_threads_for(min(X.shape[0], PREDICT_ROWS), Z.shape[0]):
-        R = _inducing_factor(adapter, theta, Z, jitter)
+        R = inducing_factor(adapter, theta, Z, jitter)
         if full_cov:
-            A, _, _ = _project(adapter, theta, Z, X, R)
+            A, _, _ = project(adapter, theta, Z, X, R)
             B = q_L.T @ A
             cov = adapter.gram(theta, X) - A.T @ A + B.T @ B
             return A.T @ q_mean, 0.5 * (cov + cov.T)
@@ -62,7 +62,7 @@ def q_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
         var = np.empty(X.shape[0])
         for i0 in range(0, X.shape[0], PREDICT_ROWS):
             rows = slice(i0, i0 + PREDICT_ROWS)
-            A, gamma, _ = _project(adapter, theta, Z, X[rows], R)
+            A, gamma, _ = project(adapter, theta, Z, X[rows], R)
             B = q_L.T @ A
             mean[rows] = A.T @ q_mean
             var[rows] = gamma + np.einsum("ij,ij->j", B, B)
@@ -100,13 +100,13 @@ def q_moments_per_latent(adapter, theta, Z, jitter, q_mean, q_L, X):
     >>> means.shape, bool(np.allclose(variances, 1.0))
     ((3, 2), True)
     """
-    R = _inducing_factor(adapter, theta, Z, jitter)
+    R = inducing_factor(adapter, theta, Z, jitter)
     n_latent = q_L.shape[0]
     means = np.empty((X.shape[0], n_latent))
     variances = np.empty((X.shape[0], n_latent))
     for i0 in range(0, X.shape[0], PREDICT_ROWS):
         rows = slice(i0, i0 + PREDICT_ROWS)
-        A, gamma, _ = _project(adapter, theta, Z, X[rows], R)
+        A, gamma, _ = project(adapter, theta, Z, X[rows], R)
         B = np.einsum("cji,jk->cik", q_L, A)
         means[rows] = A.T @ q_mean
         variances[rows] = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
