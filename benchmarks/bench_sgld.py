@@ -25,9 +25,9 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.diagnostics import effective_sample_size
+from skgp_bayes.inference.laplace import find_map, laplace_covariance
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.priors import Gamma, PriorSet
-from skgp_bayes.stein import _find_map, _laplace_cov
 from skgp_bayes.targets import ExactMarginalTarget, StochasticMarginalGradient
 
 NAMES = ["sigma (constant_value)", "length_scale", "lambda (noise_variance)"]
@@ -124,8 +124,8 @@ def quality(quick, n=None):
     X, y = concrete(n)
     adapter, prior, target = exact_target(X, y)
     bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
-    map_params, _ = _find_map(target, np.zeros(3), bounds)
-    cov = _laplace_cov(target, map_params, bounds)
+    map_params = find_map(target, np.zeros(3), bounds).params
+    cov = laplace_covariance(target, map_params, bounds)
     n_ref = 3000 if quick else 6000
     t0 = time.perf_counter()
     ref, acc = metropolis(
@@ -290,8 +290,8 @@ def warm_starts(n, n_steps, step=0.08):
     X, y = concrete(n)
     adapter, prior, target = exact_target(X, y)
     bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
-    map_params, _ = _find_map(target, np.zeros(3), bounds)
-    cov = _laplace_cov(target, map_params, bounds)
+    map_params = find_map(target, np.zeros(3), bounds).params
+    cov = laplace_covariance(target, map_params, bounds)
     print(
         f"\n### CG products per SGLD step with and without warm starts "
         f"(Concrete, n = {X.shape[0]}, {n_steps} steps of {step}, 16 probes)\n"

@@ -44,9 +44,9 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from skgp_bayes import SteinGPClassifier
+from skgp_bayes._stein_base import batch_evaluator
 from skgp_bayes.inference import svgd_direction
 from skgp_bayes.priors import LogNormal
-from skgp_bayes.stein import _batch_evaluator
 
 
 def _split(loader, seed):
@@ -142,7 +142,7 @@ def bench_svgd_iteration(particle_counts, repeats):
     clf = SteinGPClassifier(n_particles=1, max_iter=0, random_state=0)
     clf.fit(X_tr, y_tr)
     target = clf._target
-    evaluate = _batch_evaluator(target)
+    evaluate = batch_evaluator(target)
     K, _ = target.gram(clf.particles_[0, : target.n_theta])
     n = X_tr.shape[0]
     rng = np.random.default_rng(1)

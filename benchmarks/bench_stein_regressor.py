@@ -28,12 +28,12 @@ from threadpoolctl import threadpool_info
 
 from skgp_bayes import SteinGPRegressor
 from skgp_bayes.__main__ import fit_sklearn, fit_stein
+from skgp_bayes._stein_base import batch_evaluator
 from skgp_bayes._threads import blas_threads_for
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.inference import svgd_direction
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.priors import PriorSet
-from skgp_bayes.stein import _batch_evaluator
 from skgp_bayes.targets import ExactMarginalTarget, StochasticTraceTarget
 
 
@@ -145,7 +145,7 @@ def bench_target_sweep(sizes, d, repeats):
 
 def bench_svgd_iteration(n, d, particle_counts, repeats):
     X, y, kernel, target, params, K = _problem(n, d)
-    evaluate = _batch_evaluator(target)
+    evaluate = batch_evaluator(target)
     t_chol = best_time(lambda: lapack.dpotrf(K, lower=1), repeats)
     rng = np.random.default_rng(1)
     print(f"\n### One SVGD iteration, n={n}, d={d}\n")

@@ -42,7 +42,7 @@ from skgp_bayes._threads import blas_threads_for
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.priors import PriorSet
-from skgp_bayes.targets.sparse import _inducing_factor, _project
+from skgp_bayes.targets.sparse import inducing_factor, project
 from skgp_bayes.targets.svgp import SVGPBound
 
 NOISE_SD = 0.3
@@ -134,8 +134,8 @@ def run_svgp(n, m, batch, steps, seed):
         )
     t_fit = time.perf_counter() - start
     theta, log_noise, q_mean, q_L, _ = bound.split(params)
-    R = _inducing_factor(adapter, theta, Z, bound.jitter)
-    A, gamma, _ = _project(adapter, theta, Z, X_test, R)
+    R = inducing_factor(adapter, theta, Z, bound.jitter)
+    A, gamma, _ = project(adapter, theta, Z, X_test, R)
     B = q_L[0].T @ A
     mean = (A.T @ q_mean[:, 0]) * y_std + y_mean
     var_f = (gamma + np.einsum("ij,ij->j", B, B)) * y_std**2

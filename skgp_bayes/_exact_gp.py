@@ -9,12 +9,12 @@ exact per-draw GP posterior (``self._draws`` with ``X``, ``y``,
 """
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _config
-from ._defaults import default_kernel, in_natural_units, merged_priors, query_inputs
+from ._base import EstimatorBase
+from ._defaults import in_natural_units, merged_priors
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive import gaussian_joint_draws
 from ._predictive_contract import (
@@ -119,7 +119,7 @@ def sample_y_spec(kernel, method, n_points):
     return None
 
 
-class ExactGPRegressorMixin(RegressorContractMixin):
+class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
     """Set-up, ``predict`` and sampling of regressors with exact GP draws."""
 
     def _hyperparameters(self):
@@ -130,9 +130,7 @@ class ExactGPRegressorMixin(RegressorContractMixin):
         ``None``.
         """
         n_features = self.n_features_in_
-        kernel = (
-            default_kernel(n_features) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(n_features)
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         noise = positive_finite("noise_variance", self.noise_variance)
@@ -157,9 +155,6 @@ class ExactGPRegressorMixin(RegressorContractMixin):
     fit_time_ = fit_time_from_diagnostics()
 
     # -------------------------------------------------------------- predict
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     @keyboard_interrupt_passes
     def predict(self, X, return_std=False, return_cov=False, *, noise=False):
         """Mean (and spread) of the predictive mixture over the draws.

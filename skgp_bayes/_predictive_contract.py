@@ -32,7 +32,7 @@ from ._interrupt import keyboard_interrupt_passes
 from ._predictive import mixture_log_density, mixture_mean_cov, mixture_mean_var
 from ._warnings import warn_user
 from .likelihoods import gauss_hermite
-from .targets.sparse import _inducing_factor, _project
+from .targets.sparse import inducing_factor, project
 
 __all__ = [
     "LatentDraws",
@@ -953,8 +953,8 @@ def sparse_latent_covariances(adapter, Z, jitter, thetas, v, v_cov_factor, X):
     means = np.empty((S, k))
     covs = np.empty((S, k, k))
     for s in range(S):
-        R = _inducing_factor(adapter, thetas[s], Z, jitter)
-        A, _, _ = _project(adapter, thetas[s], Z, X, R)
+        R = inducing_factor(adapter, thetas[s], Z, jitter)
+        A, _, _ = project(adapter, thetas[s], Z, X, R)
         cov = adapter.gram(thetas[s], X) - A.T @ A
         if v_cov_factor is not None:
             B = v_cov_factor.T @ A

@@ -8,14 +8,12 @@ posterior samples of whitened sparse models whose draws are ``(theta, v)``.
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 
 from ._predictive import gaussian_joint_draws
 from ._threads import blas_threads_for
-from .exceptions import NotPSDError
-from .inference import adam_init, adam_update
+from .inference.optimize import epoch_batches, maximize, settled
 from .kernels import lower_kernel
 from .kernels.spectral import spectral_parameters
 from .sampling import (
@@ -24,7 +22,7 @@ from .sampling import (
     sparse_conditioner,
     with_prior_noise,
 )
-from .targets.sparse import _inducing_factor, _project
+from .targets.sparse import inducing_factor, project
 
 __all__ = []
 
@@ -33,7 +31,7 @@ MINIBATCH_KMEANS_N = 10000
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 # Iterations over which the SVGP stopping rule measures the bound's gain.
-_SVGP_WINDOW = 10
+SVGP_WINDOW = 10
 
 
 def initial_inducing(X, n_inducing, seed):
@@ -59,64 +57,36 @@ def fit_svgp_lbfgs(bound, start, bounds, max_iter, tol=None, report=None):
 
     ``tol`` (nats per data point) adds a stopping rule: the optimiser stops
     once the bound has risen by less than ``tol * n`` nats over the last
-    ``_SVGP_WINDOW`` iterations. A gain in nats is a log likelihood ratio,
+    ``SVGP_WINDOW`` iterations. A gain in nats is a log likelihood ratio,
     so the rule does not depend on the units of ``X`` or ``y`` (unlike a
     tolerance on the gradient, whose entries carry the units of the
     parameters, or scipy's ``ftol``, relative to the bound's value and so
     to the offset a change of units adds to it). ``report(n_iter, elbo)``
     is called after every iteration, for progress lines.
     """
-    scale = 1.0 / bound.n
+    n = bound.n
+    scale = 1.0 / n
 
-    def objective(params):
-        try:
-            value, grad = bound.elbo_and_grad(params)
-        except NotPSDError:
-            return np.inf, np.zeros_like(params)
-        if not np.isfinite(value):
-            return np.inf, np.zeros_like(params)
-        return -value * scale, -grad * scale
+    def per_point(params, _):
+        # Multiplying by 1/n, not dividing by n: the rounding the fitted
+        # models have always had.
+        value, grad = bound.logp_and_grad(params)
+        return value * scale, grad * scale
 
     trace = []
-    settled = [False]
 
-    def callback(intermediate_result):
-        # scipy hands over the objective at the new iterate: no extra pass
-        trace.append(-float(intermediate_result.fun) * bound.n)
+    def stop(per_point_trace):
+        trace.append(per_point_trace[-1] * n)
         if report is not None:
             report(len(trace), trace[-1])
-        if (
+        return (
             tol is not None
-            and len(trace) > _SVGP_WINDOW
-            and trace[-1] - trace[-1 - _SVGP_WINDOW] < tol * bound.n
-        ):
-            settled[0] = True
-            raise StopIteration
+            and len(trace) > SVGP_WINDOW
+            and trace[-1] - trace[-1 - SVGP_WINDOW] < tol * n
+        )
 
-    result = minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": int(max_iter)},
-        callback=callback,
-    )
-    params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-    converged = settled[0] or bool(result.success) or result.nit < max_iter
-    return params, trace, converged, int(result.nit)
-
-
-def _settled(trace, window):
-    """Whether the last ``window`` minibatch ELBOs rose above the window
-    before them by less than twice the standard error of that rise."""
-    if len(trace) < 2 * window or len(trace) % window:
-        return False
-    last = np.asarray(trace[-window:])
-    before = np.asarray(trace[-2 * window : -window])
-    rise = last.mean() - before.mean()
-    se = np.sqrt((last.var(ddof=1) + before.var(ddof=1)) / window)
-    return bool(rise < 2.0 * se)
+    out = maximize(per_point, start, bounds, max_iter=max_iter, stop=stop)
+    return out.params, trace, out.converged, out.n_iter
 
 
 def fit_svgp_adam(
@@ -139,34 +109,29 @@ def fit_svgp_adam(
     ``(params, trace, converged, n_iter)``. ``report(n_iter, elbo)`` is
     called after every step, with that step's minibatch estimate.
     """
-    params = start.copy()
-    state = adam_init(params)
-    n = bound.n
-    order = rng.permutation(n)
-    pos = 0
-    trace = []
-    for it in range(int(max_iter)):
-        if pos + batch_size > n:
-            order = rng.permutation(n)
-            pos = 0
-        batch = order[pos : pos + batch_size]
-        pos += batch_size
-        try:
-            value, grad = bound.elbo_and_grad(params, batch)
-        except NotPSDError:
-            continue
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            continue
-        # The bound is a sum over n points: scaling by 1/n keeps Adam's
+    settle = None if settle_window is None else settled(settle_window)
+    stop = settle
+    if report is not None:
+
+        def stop(trace):
+            report(len(trace), trace[-1])
+            return settle is not None and settle(trace)
+
+    out = maximize(
+        bound.logp_and_grad,
+        start,
+        bounds,
+        max_iter=max_iter,
+        # The bound is a sum over n points: dividing by n keeps Adam's
         # effective step independent of the data size.
-        params += adam_update(state, grad / n, learning_rate)
-        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
-        trace.append(float(value))
-        if report is not None:
-            report(it + 1, float(value))
-        if settle_window is not None and _settled(trace, settle_window):
-            return params, trace, True, it + 1
-    return params, trace, settle_window is None, int(max_iter)
+        n=bound.n,
+        stop=stop,
+        batches=epoch_batches(rng, bound.n, batch_size),
+        learning_rate=learning_rate,
+    )
+    # Without a settling rule the budget is the plan: the run converged.
+    converged = out.converged or settle is None
+    return out.params, out.trace, converged, out.n_iter
 
 
 def sparse_function_samples(
@@ -189,7 +154,7 @@ def sparse_function_samples(
     adapter : KernelAdapter
     Z : ndarray of shape (m, d)
     jitter : float
-        Relative jitter of ``K(Z, Z)``, as in ``_inducing_factor``.
+        Relative jitter of ``K(Z, Z)``, as in ``inducing_factor``.
     thetas : ndarray of shape (S, p)
         Kernel hyperparameters of each draw.
     v : ndarray of shape (S, m, C)
@@ -215,7 +180,7 @@ def sparse_function_samples(
     factors, white, extra = {}, np.zeros(S), np.zeros(S)
     with blas_threads_for(m, m):
         for j in used:
-            factors[j] = _inducing_factor(adapter, thetas[j], Z, jitter)
+            factors[j] = inducing_factor(adapter, thetas[j], Z, jitter)
             s2, _, white[j] = spectral_parameters(spec, thetas[j], d)
             extra[j] = white[j] + jitter * (s2 + white[j])
     functions = []
@@ -256,8 +221,8 @@ def sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
     with blas_threads_for(X.shape[0], Z.shape[0]):
         for j in np.unique(which):
             cols = np.flatnonzero(which == j)
-            R = _inducing_factor(adapter, thetas[j], Z, jitter)
-            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            R = inducing_factor(adapter, thetas[j], Z, jitter)
+            A, _, _ = project(adapter, thetas[j], Z, X, R)
             cov = adapter.gram(thetas[j], X) - A.T @ A
             if v_cov_factor is not None:
                 B = v_cov_factor.T @ A
@@ -308,15 +273,15 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
     means = np.empty((J, k, v.shape[2]))
     spread = np.empty((J, k, k) if full_cov else (J, k))
     for j in range(J):
-        R = _inducing_factor(adapter, thetas[j], Z, jitter)
+        R = inducing_factor(adapter, thetas[j], Z, jitter)
         for i0 in range(0, k, _PREDICT_ROWS):
             rows = slice(i0, i0 + _PREDICT_ROWS)
-            A, gamma, _ = _project(adapter, thetas[j], Z, X[rows], R)
+            A, gamma, _ = project(adapter, thetas[j], Z, X[rows], R)
             means[j, rows] = A.T @ v[j]
             if not full_cov:
                 spread[j, rows] = gamma
         if full_cov:
-            A, _, _ = _project(adapter, thetas[j], Z, X, R)
+            A, _, _ = project(adapter, thetas[j], Z, X, R)
             cov = adapter.gram(thetas[j], X) - A.T @ A
             spread[j] = 0.5 * (cov + cov.T)
     return means, spread

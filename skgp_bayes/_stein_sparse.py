@@ -63,18 +63,6 @@ def check_same_model(estimator, continuing):
     return sparse
 
 
-def set_fitted(estimator, fitted, model_specific):
-    """Install a fit's attributes, all at once, on ``estimator``.
-
-    Attributes in ``model_specific`` that this fit did not set belong to the
-    other model (exact or sparse) and must not outlive the refit.
-    """
-    for key in model_specific:
-        if key not in fitted:
-            estimator.__dict__.pop(key, None)
-    estimator.__dict__.update(fitted)
-
-
 def check_sparse_memory(n_rows, n_inducing, estimator_name):
     """MemoryError before building ``(m, rows)`` projections that cannot fit."""
     _config.check_dense_bytes(

@@ -35,7 +35,7 @@ def _as_chains(samples, min_draws):
     return x
 
 
-def _split_chains(x):
+def split_chains(x):
     """Cut every chain in two halves, dropping the middle draw if n is odd."""
     half = x.shape[1] // 2
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
@@ -74,7 +74,7 @@ def _average_ranks(values):
 _normal_quantile = np.vectorize(NormalDist().inv_cdf, otypes=[np.float64])
 
 
-def _rank_normalize(x):
+def rank_normalize(x):
     """Pool all draws, rank them and map ranks to normal scores (Blom offsets)."""
     n_chains, n_draws = x.shape[:2]
     pooled = x.reshape((n_chains * n_draws,) + x.shape[2:])
@@ -131,14 +131,14 @@ def split_rhat(samples, *, rank_normalized=False):
     >>> bool(np.all(split_rhat(draws, rank_normalized=True) > 1.1))
     True
     """
-    x = _split_chains(_as_chains(samples, min_draws=4))
+    x = split_chains(_as_chains(samples, min_draws=4))
     if not rank_normalized:
         rhat = _classic_rhat(x)
     else:
-        bulk = _classic_rhat(_rank_normalize(x))
+        bulk = _classic_rhat(rank_normalize(x))
         pooled = x.reshape((-1,) + x.shape[2:])
         folded = np.abs(x - np.median(pooled, axis=0))
-        tail = _classic_rhat(_rank_normalize(folded))
+        tail = _classic_rhat(rank_normalize(folded))
         rhat = np.fmax(bulk, tail)
     return rhat[()] if rhat.ndim == 0 else rhat
 

@@ -55,15 +55,8 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import logit
-from sklearn.base import (
-    BaseEstimator,
-    ClassifierMixin,
-    RegressorMixin,
-    _fit_context,
-    clone,
-)
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -73,13 +66,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
+from ._base import EstimatorBase, fit_method
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
-    default_kernel,
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    query_inputs,
 )
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
@@ -95,7 +87,7 @@ from ._predictive_contract import (
     mixture_prediction,
     proba_from_log_odds,
 )
-from ._progress import CallbackMixin, fit_callbacks, fit_progress
+from ._progress import fit_progress
 from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
@@ -109,7 +101,7 @@ from ._validation import (
     safe_mean_std,
     variance_in_units,
 )
-from ._warnings import fit_warnings, warn_user
+from ._warnings import warn_user
 from .exceptions import DegenerateFitWarning, NotPSDError
 from .inference import (
     DecayingBaseline,
@@ -118,8 +110,10 @@ from .inference import (
     adam_update,
     estimate_bernoulli_gradient,
 )
+from .inference.optimize import maximize, random_batches, stalled
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Softmax
+from .predictive.sparse import q_moments
 from .priors import PriorSet
 from .sampling import require_spectral_spec
 from .targets.selective import (
@@ -128,7 +122,6 @@ from .targets.selective import (
     SubsetBound,
     greedy_variance_points,
 )
-from .targets.sparse import _inducing_factor, _project
 
 __all__ = ["SelectiveSVGP", "SelectiveSVGPClassifier"]
 
@@ -167,79 +160,22 @@ _STALL_NATS = 0.1
 # the likelihood's default 100): the Monte Carlo error of a probability
 # p is sqrt(p (1 - p) / 256) at most 0.03, before the antithetic pairing.
 _SOFTMAX_PREDICT_DRAWS = 256
-# Query rows per block in prediction, bounding memory at O(rows * m).
-_PREDICT_ROWS = 4096
 
 
-def _maximise(bound, idx, start, bounds, max_iter):
-    """L-BFGS-B on the bound of one subset; returns the optimum and a trace."""
-    n = bound.X.shape[0]
-    seen = {}
+def _maximise(fn, start, bounds, max_iter, n, batch_size=None, rng=None, rate=None):
+    """Maximise ``fn(params, batch) -> (value, grad)``, a sum over ``n`` points.
 
-    def objective(hyper):
-        try:
-            value, grad = bound.value_and_grad(hyper, idx)
-        except (NotPSDError, np.linalg.LinAlgError):
-            return np.inf, np.zeros_like(hyper)
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            return np.inf, np.zeros_like(hyper)
-        seen[hyper.tobytes()] = value
-        # per-point scale keeps L-BFGS's tolerances independent of n
-        return -value / n, -grad / n
-
-    trace = []
-    if max_iter == 0:
-        return start.copy(), trace, True
-    result = minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": int(max_iter)},
-        callback=_StallRule(trace, seen),
-    )
-    hyper = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-    converged = bool(result.success) or result.nit < max_iter
-    return hyper, trace, converged
-
-
-class _StallRule:
-    """L-BFGS-B callback: records the bound, stops when it stalls.
-
-    Stalled means the last ``_STALL_WINDOW`` iterations together gained
-    less than ``_STALL_NATS`` nats (see the constants). ``seen`` maps the
-    bytes of each evaluated point to its bound.
+    Full batch: L-BFGS-B (deterministic, few passes), stopped also when the
+    bound stalls. Minibatches of ``batch_size`` rows: Adam on ``max_iter``
+    batches at step ``rate``. Returns the optimum, the trace and whether it
+    converged.
     """
-
-    def __init__(self, trace, seen):
-        self.trace, self.seen = trace, seen
-
-    def __call__(self, xk):
-        self.trace.append(self.seen.get(xk.tobytes(), np.nan))
-        w = _STALL_WINDOW
-        if len(self.trace) > w and self.trace[-1] - self.trace[-1 - w] < _STALL_NATS:
-            raise StopIteration
-
-
-def _sparse_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):
-    """Moments of ``q(f)`` at ``X`` for whitened ``q(v) = N(q_mean, q_L q_L')``."""
-    with blas_threads_for(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
-        R = _inducing_factor(adapter, theta, Z, jitter)
-        if full_cov:
-            A, _, _ = _project(adapter, theta, Z, X, R)
-            B = q_L.T @ A
-            cov = adapter.gram(theta, X) - A.T @ A + B.T @ B
-            return A.T @ q_mean, 0.5 * (cov + cov.T)
-        mean = np.empty(X.shape[0])
-        var = np.empty(X.shape[0])
-        for i0 in range(0, X.shape[0], _PREDICT_ROWS):
-            rows = slice(i0, i0 + _PREDICT_ROWS)
-            A, gamma, _ = _project(adapter, theta, Z, X[rows], R)
-            B = q_L.T @ A
-            mean[rows] = A.T @ q_mean
-            var[rows] = gamma + np.einsum("ij,ij->j", B, B)
-    return mean, np.maximum(var, 0.0)
+    if batch_size is None or batch_size >= n:
+        options = {"stop": stalled(_STALL_WINDOW, _STALL_NATS)}
+    else:
+        options = {"batches": random_batches(rng, n, batch_size), "learning_rate": rate}
+    out = maximize(fn, start, bounds, max_iter=max_iter, n=n, **options)
+    return out.params, out.trace, out.converged
 
 
 def _classification_likelihood(n_classes, link):
@@ -267,7 +203,7 @@ def _spread_candidates(est, X):
     inclusion logits tie, ``keep="expected"`` keeps the earlier, more
     informative candidates.
     """
-    kernel = default_kernel(X.shape[1]) if est.kernel is None else clone(est.kernel)
+    kernel = est._new_kernel(X.shape[1])
     adapter = KernelAdapter(kernel)
     theta = _kernel_start(kernel, adapter)
     idx, _ = greedy_variance_points(adapter, theta, X, est.n_candidates)
@@ -355,64 +291,14 @@ def _selection_phase(
                 if rule.z_scores is None
                 else f", change/error {rule.z_scores.max():.2f}"
             )
-            print(
-                f"[{type(est).__name__}] selection step {it + 1}: "
+            est._log(
+                f"selection step {it + 1}: "
                 f"objective {trace[-1]:.4g}, E|Z| = {counts[-1]:.1f}{zs}"
             )
         if stop:
             break
     progress.close()
     return params, logits, trace, counts, rule.converged
-
-
-def _ascend(fn, start, bounds, max_iter, batch_size, learning_rate, rng, n):
-    """Maximise ``fn(params, batch) -> (value, grad)``.
-
-    Full batch: L-BFGS-B (deterministic, few passes). Minibatches: Adam on
-    ``max_iter`` batches, with the gradient scaled by ``1 / n`` so that the
-    step does not depend on the data size.
-    """
-    trace = []
-    if max_iter == 0:
-        return start.copy(), trace, True
-    if batch_size is None or batch_size >= n:
-        seen = {}
-
-        def objective(params):
-            try:
-                value, grad = fn(params, None)
-            except (NotPSDError, np.linalg.LinAlgError):
-                return np.inf, np.zeros_like(params)
-            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-                return np.inf, np.zeros_like(params)
-            seen[params.tobytes()] = value
-            return -value / n, -grad / n
-
-        result = minimize(
-            objective,
-            start,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            options={"maxiter": int(max_iter)},
-            callback=_StallRule(trace, seen),
-        )
-        params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-        return params, trace, bool(result.success) or result.nit < max_iter
-    params = start.copy()
-    state = adam_init(params)
-    for _ in range(int(max_iter)):
-        batch = rng.choice(n, size=batch_size, replace=False)
-        try:
-            value, grad = fn(params, batch)
-        except (NotPSDError, np.linalg.LinAlgError):
-            continue
-        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            continue
-        params = params + adam_update(state, grad / n, learning_rate)
-        np.clip(params, bounds[:, 0], bounds[:, 1], out=params)
-        trace.append(float(value))
-    return params, trace, True
 
 
 def _kernel_bounds(kernel, adapter):
@@ -526,15 +412,15 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     everything = np.arange(K)
 
     # 1. pre-training on all candidates
-    params, pre_trace, _ = _ascend(
-        lambda p, b: bound.value_and_grad(p, everything, b),
+    params, pre_trace, _ = _maximise(
+        lambda p, b: bound.logp_and_grad(p, everything, b),
         params,
         bounds,
         est.n_pre_iter,
-        batch,
-        est.learning_rate,
-        rng,
         n,
+        batch,
+        rng,
+        est.learning_rate,
     )
     t1 = time.perf_counter()
 
@@ -560,15 +446,15 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
     kept = np.flatnonzero(support)
     sub = bound.subset_bound(kept)
     where = bound.subset_index(kept)
-    sub_params, post_trace, converged = _ascend(
-        sub.elbo_and_grad,
+    sub_params, post_trace, converged = _maximise(
+        sub.logp_and_grad,
         params[where],
         bounds[where],
         est.n_post_iter,
-        batch,
-        est.learning_rate,
-        rng,
         n,
+        batch,
+        rng,
+        est.learning_rate,
     )
     if not converged:
         warn_user(
@@ -593,7 +479,7 @@ def _fit_shared_phases(est, bound, params, bounds, seeds):
 
 
 class SelectiveSVGP(
-    CallbackMixin,
+    EstimatorBase,
     RegressorContractMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -799,18 +685,12 @@ class SelectiveSVGP(
         self.verbose = verbose
 
     # ------------------------------------------------------------ fitting
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _candidates(self, X, rng, scaling):
         if self.candidates is None:
             return _random_candidates(X, self.n_candidates, rng)
         return scaling.transform(_check_candidates(self.candidates, X.shape[1]))
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
 
@@ -857,15 +737,13 @@ class SelectiveSVGP(
         fitted["noise_variance_"] = float(
             variance_in_units(fitted["_noise_model"], y_std)
         )
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds):
         t0 = time.perf_counter()
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
@@ -909,7 +787,11 @@ class SelectiveSVGP(
 
         # 1. pre-training on all candidates
         hyper, pre_trace, _ = _maximise(
-            bound, everything, hyper, bounds, self.n_pre_iter
+            lambda h, _: bound.logp_and_grad(h, everything),
+            hyper,
+            bounds,
+            self.n_pre_iter,
+            bound.X.shape[0],
         )
         t1 = time.perf_counter()
         if self.verbose:
@@ -943,7 +825,11 @@ class SelectiveSVGP(
         support = _keep(self, process, logits, int(seeds[2]))
         kept = np.flatnonzero(support)
         hyper, post_trace, converged = _maximise(
-            bound, kept, hyper, bounds, self.n_post_iter
+            lambda h, _: bound.logp_and_grad(h, kept),
+            hyper,
+            bounds,
+            self.n_post_iter,
+            bound.X.shape[0],
         )
         if not converged:
             warn_user(
@@ -990,13 +876,10 @@ class SelectiveSVGP(
         return out
 
     # ---------------------------------------------------------- prediction
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     def _latent(self, X, full_cov=False):
         """Latent mean and variance (or covariance) in standardised units."""
         q_mean, q_L = self._q
-        return _sparse_moments(
+        return q_moments(
             self._adapter,
             self._theta,
             self.inducing_points_,
@@ -1198,7 +1081,7 @@ class SelectiveSVGP(
 
 
 class SelectiveSVGPClassifier(
-    CallbackMixin,
+    EstimatorBase,
     InferenceDataMixin,
     VersionedStateMixin,
     ClassifierMixin,
@@ -1324,18 +1207,12 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.random_state = random_state
         self.verbose = verbose
 
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _candidates(self, X, scaling):
         if self.candidates is None:
             return _spread_candidates(self, X)
         return scaling.transform(_check_candidates(self.candidates, X.shape[1]))
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
 
@@ -1379,14 +1256,12 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 )
         fitted["input_scaling_"] = scaling
         fitted["classes_"] = classes
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
     def _fit_phases(self, X, y, Zc, seeds, n_classes):
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         kernel_bounds = _kernel_bounds(kernel, adapter)
         likelihood = _classification_likelihood(n_classes, self.link)
@@ -1425,11 +1300,11 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         return fitted
 
     def _latent(self, X):
-        X = query_inputs(self, X)
+        X = self._validate_query(X)
         q_mean, q_L = self._q
         # one latent per column: (n_queries, n_latent) means and variances
         moments = [
-            _sparse_moments(
+            q_moments(
                 self._adapter,
                 self._theta,
                 self.inducing_points_,

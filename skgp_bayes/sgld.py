@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -16,13 +16,13 @@ from sklearn.utils.validation import validate_data
 from . import _config
 from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
+from ._base import Printer, fit_method, seconds_since
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
-from ._interrupt import keyboard_interrupt_passes
 from ._predictive import CGGPDraws, ExactGPDraws
-from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
+from ._progress import engine_verbose, fit_progress
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -32,16 +32,21 @@ from ._validation import (
     target_scale,
     variance_in_units,
 )
-from ._warnings import collect_warnings, fit_warnings, report, warn_user
+from ._warnings import collect_warnings, report, warn_user
 from .diagnostics import (
-    _rank_normalize,
-    _split_chains,
     effective_sample_size,
+    rank_normalize,
+    split_chains,
     split_rhat,
 )
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld, sgld_schedule
-from .stein import _find_map, _laplace_cov
+from .inference.laplace import (
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+    laplace_covariance,
+)
 from .targets import ExactMarginalTarget, StochasticMarginalGradient
 
 __all__ = ["SGLDGPRegressor"]
@@ -131,7 +136,7 @@ _CHAIN_PARAMS = (
 
 def _bulk_ess(kept):
     """Bulk ESS: the ESS of the rank-normalised split chains (Vehtari et al.)."""
-    return effective_sample_size(_rank_normalize(_split_chains(kept)))
+    return effective_sample_size(rank_normalize(split_chains(kept)))
 
 
 class _SafeGradient:
@@ -236,9 +241,7 @@ def _run_chain(
             bounds=bounds,
             rng=noise_rng,
             verbose=verbose,
-            print_fn=lambda msg: print(
-                f"[SGLDGPRegressor chain {options['chain']}] {msg}"
-            ),
+            print_fn=Printer(f"SGLDGPRegressor chain {options['chain']}"),
             resume=None if resumed is None else resumed["sgld"],
             metropolis=exact,
             adapt_steps=options["adapt_steps"],
@@ -282,7 +285,6 @@ def _run_chain(
 
 
 class SGLDGPRegressor(
-    CallbackMixin,
     ExactGPRegressorMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -791,20 +793,18 @@ class SGLDGPRegressor(
             idx = np.sort(rng.choice(n, self.map_subset, replace=False))
             X, y = X[idx], y[idx]
         target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
-        map_params, result = _find_map(target, start, bounds)
+        result = find_map(target, start, bounds)
+        map_params = result.params
         if self.verbose:
-            print(
-                f"[SGLDGPRegressor] MAP on {X.shape[0]} points after {result.nit} "
+            self._log(
+                f"MAP on {X.shape[0]} points after {result.n_iter} "
                 f"L-BFGS iterations: {target.describe(map_params)}"
             )
         if self.preconditioner == "identity":
             return map_params, np.eye(start.shape[0])
-        return map_params, _laplace_cov(target, map_params, bounds)
+        return map_params, laplace_covariance(target, map_params, bounds)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Run the SGLD chains.
 
@@ -838,7 +838,7 @@ class SGLDGPRegressor(
             with blas_threads_for(X.shape[0]):
                 fitted = self._fit(X_model, y, warm)
         fitted["input_scaling_"] = scaling
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -936,7 +936,7 @@ class SGLDGPRegressor(
                 "converged": runs["converged"],
                 "rhat": rhat,
                 "ess": ess,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 "notes": notes,
                 "metrics": [r["state"]["sgld"].metric for r in runs["last"]],
             },
@@ -956,9 +956,7 @@ class SGLDGPRegressor(
     def _chain_starts(self, map_params, M, bounds, rng):
         """Starts from ``N(MAP, M)`` (the MAP for ``preconditioner="identity"``)
         and one seed per chain."""
-        p = map_params.shape[0]
-        root = np.linalg.cholesky(M)
-        starts = map_params + rng.standard_normal((self.n_chains, p)) @ root.T
+        starts = gaussian_draws(map_params, gaussian_factor(M), self.n_chains, rng)
         if self.preconditioner == "identity":
             starts[:] = map_params
         starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
@@ -1036,8 +1034,8 @@ class SGLDGPRegressor(
             converged = _mixed(rhat, ess)
             done = not auto or converged or chains.shape[1] >= limit
             if self.verbose and auto:
-                print(
-                    f"[SGLDGPRegressor] {chains.shape[1]} iterations per chain: "
+                self._log(
+                    f"{chains.shape[1]} iterations per chain: "
                     f"split R-hat up to {_worst(rhat, np.nanmax):.3f} (target "
                     f"{_RHAT_TARGET}), bulk ESS down to {_worst(ess, np.nanmin):.0f} "
                     f"(target {_ESS_TARGET})" + ("" if done else "; extending")

@@ -5,17 +5,15 @@ from numbers import Integral, Real
 
 import joblib
 import numpy as np
-from scipy.optimize import minimize
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _config
 from ._arviz import InferenceDataMixin
+from ._base import fit_method, seconds_since
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -26,16 +24,21 @@ from ._predictive import (
     ExactGPDraws,
 )
 from ._predictive_contract import draws_alias
-from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
 from ._sparse import SparseGPDraws, resolve_inducing
+from ._stein_base import (
+    batch_evaluator,
+    check_dense_memory,
+    check_particle_shape,
+    is_sparse_config,
+    run_stein_svgd,
+    sparse_svgd_stage,
+    warn_not_converged,
+)
 from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
 from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
     check_sparse_options,
-    set_fitted,
-    sparse_initial_particles,
-    svgd_decay,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -48,10 +51,16 @@ from ._validation import (
     target_shape,
     variance_in_units,
 )
-from ._warnings import fit_warnings, warn_user
+from ._warnings import warn_user
 from .diagnostics import kernel_stein_discrepancy
-from .exceptions import NotPSDError, NumericalWarning, SolverConvergenceWarning
-from .inference import run_svgd
+from .exceptions import NumericalWarning, SolverConvergenceWarning
+from .inference.laplace import (
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+    laplace_covariance,
+    laplace_modes,
+)
 from .likelihoods import Gaussian
 from .sampling import DEFAULT_N_FEATURES
 from .targets import ExactMarginalTarget
@@ -59,22 +68,6 @@ from .targets.sparse import SparseWhitenedTarget
 
 __all__ = ["SteinGPRegressor"]
 
-# tol="auto" is AUTO_TOL_SCALE / sqrt(n_particles) posterior sds: the
-# particles stop within a tenth of the Monte Carlo error of their mean
-# (1/sqrt(J) sds), so the unfinished optimisation adds at most about
-# 1% to the variance of any particle average.
-AUTO_TOL_SCALE = 0.1
-# Fraction of the whitened, mass-normalised field taken per step
-# (learning_rate="auto" with a preconditioner): a Gaussian target whose
-# covariance is the preconditioner then contracts by about half per step, and
-# the engine halves it where the field starts to oscillate.
-WHITENED_STEP = 0.5
-# Cap on the Laplace standard deviation used to spread initial particles, in
-# log units: beyond it the quadratic approximation is meaningless.
-_MAX_INIT_STD = 1.0
-_LAPLACE_STEP = 1e-4
-# Two L-BFGS optima closer than this in every log coordinate are one mode.
-_SAME_MODE = 0.3
 # Fitted attributes that only one of the exact and sparse models has.
 _MODEL_SPECIFIC = (
     "inducing_points_",
@@ -87,11 +80,6 @@ _MODEL_SPECIFIC = (
     "_cg_state",
     "_preconditioner",
 )
-
-
-def _batch_evaluator(target, **options):
-    """A :class:`~skgp_bayes._particles.ParticleEvaluator` over ``target``."""
-    return ParticleEvaluator(target, **options)
 
 
 def _warn_cg_budget(evaluator, n_samples):
@@ -108,114 +96,6 @@ def _warn_cg_budget(evaluator, n_samples):
     )
 
 
-def _warn_not_converged(estimator, result):
-    """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``."""
-    field = result.history["field"][-1] if result.history["field"] else np.nan
-    warn_user(
-        f"SVGD did not meet its stopping rule in {estimator.max_iter} "
-        f"iterations: the Stein field was still {field:.2e} posterior "
-        f"standard deviations (root mean square), above tol={_tol(estimator):.2e}. "
-        "The particles are about that far from SVGD's fixed point; "
-        "predictions average over them as they stand. A larger max_iter, or "
-        "warm_start=True and another fit, continues the run.",
-        ConvergenceWarning,
-        worst=field,
-    )
-
-
-def _tol(estimator):
-    """The stopping tolerance in posterior sds: ``"auto"`` is ``0.1/sqrt(J)``."""
-    if estimator.tol == "auto":
-        return AUTO_TOL_SCALE / np.sqrt(estimator.n_particles)
-    return float(estimator.tol)
-
-
-def _learning_rate(estimator, whitened):
-    """The step: a fraction of the whitened field, or the estimator's Adam rate."""
-    if estimator.learning_rate != "auto":
-        return float(estimator.learning_rate)
-    return WHITENED_STEP if whitened else estimator._adam_rate
-
-
-def _check_dense_memory(n_samples, estimator_name):
-    """MemoryError before allocating kernel matrices that cannot fit."""
-    _config.check_dense_bytes(
-        4 * 8 * n_samples**2,  # K, its factor, the inverse and one copy
-        f"{estimator_name} with {n_samples} samples (dense kernel matrices)",
-        "Subsample the data or use a sparse (inducing-point) model.",
-    )
-
-
-def _find_map(target, start, bounds):
-    """Maximum a posteriori point by L-BFGS-B from ``start``."""
-
-    def objective(params):
-        try:
-            value, grad = target.logp_and_grad(params)
-        except NotPSDError:
-            return np.inf, np.zeros_like(params)
-        return -value, -grad
-
-    result = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds)
-    return np.clip(result.x, bounds[:, 0], bounds[:, 1]), result
-
-
-def _laplace_cov(target, centre, bounds, return_log_volume=False):
-    """Inverse negative Hessian at ``centre`` by central differences of the
-    exact gradient; a diagonal fallback where it is not positive definite.
-
-    The returned covariance has its standard deviations capped at
-    ``_MAX_INIT_STD``; ``return_log_volume`` also gives half the
-    log-determinant of the uncapped one, the Laplace estimate of the log
-    volume of the mode."""
-    n = centre.shape[0]
-    hess = np.empty((n, n))
-    for i in range(n):
-        step = np.zeros(n)
-        step[i] = _LAPLACE_STEP
-        up = np.clip(centre + step, bounds[:, 0], bounds[:, 1])
-        down = np.clip(centre - step, bounds[:, 0], bounds[:, 1])
-        width = up[i] - down[i]
-        if width <= 0:
-            hess[i] = 0.0
-            continue
-        hess[i] = (target.logp_and_grad(up)[1] - target.logp_and_grad(down)[1]) / width
-    precision = -0.5 * (hess + hess.T)
-    try:
-        cov = np.linalg.inv(precision)
-        np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
-    std = np.sqrt(np.diag(cov))
-    shrink = np.minimum(1.0, _MAX_INIT_STD / np.maximum(std, 1e-300))
-    capped = cov * np.outer(shrink, shrink)
-    if return_log_volume:
-        return capped, 0.5 * float(np.linalg.slogdet(cov)[1])
-    return capped
-
-
-def _laplace_modes(target, starts, bounds):
-    """Distinct local maxima of ``target`` found by L-BFGS-B from ``starts``.
-
-    Returns a list of ``(mode, capped_cov, log_mass)`` sorted by decreasing
-    ``log_mass``, the Laplace estimate ``log p(mode) + log volume``. Optima
-    closer than ``_SAME_MODE`` log units in every coordinate are one mode.
-    """
-    modes = []
-    for start in starts:
-        mode, _ = _find_map(target, start, bounds)
-        if any(np.max(np.abs(mode - m)) < _SAME_MODE for m, _, _ in modes):
-            continue
-        try:
-            value = target.logp_and_grad(mode)[0]
-        except NotPSDError:
-            continue
-        cov, log_volume = _laplace_cov(target, mode, bounds, return_log_volume=True)
-        modes.append((mode, cov, value + log_volume))
-    modes.sort(key=lambda entry: -entry[2])
-    return modes
-
-
 def _allocate(weights, total):
     """Split ``total`` items by ``weights`` with the largest-remainder rule."""
     exact = weights * total
@@ -223,20 +103,6 @@ def _allocate(weights, total):
     order = np.argsort(-(exact - counts), kind="stable")
     counts[order[: total - counts.sum()]] += 1
     return counts
-
-
-def _describe_hyper(names, values):
-    return ", ".join(f"{n}={v:.4g}" for n, v in zip(names, np.exp(values), strict=True))
-
-
-def _is_sparse_config(estimator):
-    if estimator.inducing_points is None:
-        raise AttributeError(
-            "partial_fit needs the sparse model: set inducing_points (for "
-            "example to 100). The exact model conditions on all the data at "
-            "once."
-        )
-    return True
 
 
 def _is_exact(estimator):
@@ -262,131 +128,7 @@ def _single_target_reason(estimator):
     return None
 
 
-def _check_particle_shape(estimator, n_params, action):
-    """ValueError unless the fitted particles are ``(n_particles, n_params)``."""
-    if estimator.particles_.shape != (estimator.n_particles, n_params):
-        raise ValueError(
-            f"{action} needs the same number of particles and parameters: "
-            f"have {estimator.particles_.shape}, asked for "
-            f"({estimator.n_particles}, {n_params})."
-        )
-
-
-def _run_stein_svgd(
-    estimator,
-    evaluator,
-    particles,
-    bounds,
-    state,
-    stochastic,
-    preconditioner=None,
-):
-    """SVGD with the estimator's step, tolerance, decay and progress lines."""
-    name = type(estimator).__name__
-    with fit_progress(estimator, "SVGD", estimator.max_iter) as progress:
-        return run_svgd(
-            evaluator,
-            particles,
-            max_iter=estimator.max_iter,
-            learning_rate=_learning_rate(estimator, preconditioner is not None),
-            tol=_tol(estimator),
-            preconditioner=preconditioner,
-            bounds=bounds,
-            state=state,
-            verbose=engine_verbose(estimator),
-            print_fn=lambda msg: print(f"[{name}] {msg}"),
-            decay=svgd_decay(estimator.learning_rate_decay, stochastic),
-            stochastic=stochastic,
-            progress=progress.engine,
-        )
-
-
-def _sparse_svgd_stage(
-    estimator,
-    target,
-    evaluator,
-    *,
-    continuing,
-    bounds,
-    hyper_start,
-    prior_set,
-    rng,
-    replay=None,
-):
-    """Place or continue the particles of a sparse Stein fit, then run SVGD.
-
-    Shared by both Stein estimators' sparse fits.
-
-    Parameters
-    ----------
-    estimator : SteinGPRegressor or SteinGPClassifier
-        Its fitted state is read when ``continuing``.
-    target : SparseWhitenedTarget
-    evaluator : ParticleEvaluator
-    continuing : bool
-    bounds : ndarray of shape (n_params, 2)
-        The hyperparameters' bounds come first.
-    hyper_start, prior_set, rng
-        Where a new fit's particles start from; see
-        :func:`~skgp_bayes._stein_sparse.sparse_initial_particles`.
-    replay : callable, optional
-        ``replay(evaluator, particles)`` when continuing, before SVGD (the
-        regressor replays its last gradient on unchanged data).
-
-    Returns
-    -------
-    result : SVGDResult
-    centre : ndarray or None
-    elbo : float or None
-    history : dict of list
-        The previous fit's history (when continuing) extended by this one's.
-    init_done : float
-        ``time.perf_counter()`` when the particles were in place.
-    """
-    names, h = target.param_names, target.n_hyper
-    stochastic = evaluator.batch_size is not None
-    state = None
-    if continuing:
-        _check_particle_shape(estimator, len(names), "Continuing a fit")
-        particles, centre = estimator.particles_, estimator.map_params_
-        state = estimator._svgd_state
-        # The permutation of the last chunk means nothing for a new one; the
-        # random stream carries on.
-        evaluator.set_state(estimator._batch_state)
-        if replay is not None:
-            replay(evaluator, particles)
-        elbo = estimator.diagnostics_.get("svgp_elbo")
-    else:
-        particles, centre, elbo = sparse_initial_particles(
-            target,
-            init=estimator.init,
-            n_particles=estimator.n_particles,
-            hyper_start=hyper_start,
-            hyper_bounds=bounds[:h],
-            prior_set=prior_set,
-            rng=rng,
-            batch_size=evaluator.batch_size,
-        )
-        if estimator.verbose and centre is not None:
-            print(
-                f"[{type(estimator).__name__}] Gaussian approximation with "
-                f"{target.Z.shape[0]} inducing points: "
-                f"{_describe_hyper(names[:h], centre[:h])}"
-            )
-    init_done = time.perf_counter()
-    evaluator.check_initial(particles)
-    result = _run_stein_svgd(estimator, evaluator, particles, bounds, state, stochastic)
-    history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
-    for key, trace in result.history.items():
-        history.setdefault(key, []).extend(trace)
-    if not stochastic and not result.converged and estimator.max_iter > 0:
-        _warn_not_converged(estimator, result)
-    warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h], "particles")
-    return result, centre, elbo, history, init_done
-
-
 class SteinGPRegressor(
-    CallbackMixin,
     ExactGPRegressorMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -721,17 +463,17 @@ class SteinGPRegressor(
             return np.clip(particles, bounds[:, 0], bounds[:, 1]), None, None
         if self.n_restarts > 0:
             return self._multimodal_particles(target, start, bounds, prior_set, rng)
-        map_params, result = _find_map(target, start, bounds)
+        result = find_map(target, start, bounds)
+        map_params = result.params
         if self.verbose:
-            print(
-                f"[SteinGPRegressor] MAP after {result.nit} L-BFGS iterations: "
+            self._log(
+                f"MAP after {result.n_iter} L-BFGS iterations: "
                 f"{target.describe(map_params)}"
             )
-        factor = np.linalg.cholesky(_laplace_cov(target, map_params, bounds))
+        factor = gaussian_factor(laplace_covariance(target, map_params, bounds))
         if self.n_particles == 1:
             return map_params[None, :], map_params, factor
-        noise = rng.standard_normal((self.n_particles, map_params.shape[0]))
-        particles = map_params + noise @ factor.T
+        particles = gaussian_draws(map_params, factor, self.n_particles, rng)
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params, factor
 
     def _multimodal_particles(self, target, start, bounds, prior_set, rng):
@@ -744,34 +486,29 @@ class SteinGPRegressor(
         """
         restarts = prior_set.sample(rng, self.n_restarts)
         starts = np.vstack([start, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
-        modes = _laplace_modes(target, starts, bounds)
+        modes = laplace_modes(target, starts, bounds)
         if not modes:  # every optimum failed: let the caller report the error
             return np.clip(starts[: self.n_particles], *bounds.T), None, None
         best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
-        factor = np.linalg.cholesky(modes[0][1])
+        factor = gaussian_factor(modes[0][1])
         log_mass = np.array([entry[2] for entry in modes])
         weights = np.exp(log_mass - log_mass.max())
         weights /= weights.sum()
         if self.verbose:
             for (mode, _, _), weight in zip(modes, weights, strict=True):
-                print(
-                    f"[SteinGPRegressor] mode with Laplace mass {weight:.3f}: "
-                    f"{target.describe(mode)}"
+                self._log(
+                    f"mode with Laplace mass {weight:.3f}: {target.describe(mode)}"
                 )
         if self.n_particles == 1:
             return best[None, :], best, factor
         counts = _allocate(weights, self.n_particles)
         blocks = []
         for (mode, cov, _), count in zip(modes, counts, strict=True):
-            noise = rng.standard_normal((count, mode.shape[0]))
-            blocks.append(mode + noise @ np.linalg.cholesky(cov).T)
+            blocks.append(gaussian_draws(mode, gaussian_factor(cov), count, rng))
         particles = np.vstack(blocks)
         return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Move the particles towards the hyperparameter posterior.
 
@@ -804,11 +541,8 @@ class SteinGPRegressor(
         """
         return self._update(X, y, self._continuing(), partial=False)
 
-    @available_if(_is_sparse_config)
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @available_if(is_sparse_config)
+    @fit_method
     def partial_fit(self, X, y):
         """Move the particles on one chunk of a stream (sparse model only).
 
@@ -873,7 +607,7 @@ class SteinGPRegressor(
             fitted = self._fit_model(X_model, y, continuing, partial, scaling)
             fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
-        set_fitted(self, fitted, _MODEL_SPECIFIC)
+        self._set_fitted(fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -889,7 +623,7 @@ class SteinGPRegressor(
         check_input_magnitude(X)
         use_cg = self.solver == "cg"
         if not use_cg:
-            _check_dense_memory(X.shape[0], type(self).__name__)
+            check_dense_memory(X.shape[0], type(self).__name__)
         y_mean, y_std = column_scales(y, self.normalize_y)
         y_model = (y - y_mean) / y_std
         kernel, adapter, target, names, bounds, start, prior_set = self._build_target(
@@ -900,7 +634,7 @@ class SteinGPRegressor(
         map_params = None
         factor = None
         if continuing:
-            _check_particle_shape(self, len(names), "warm_start")
+            check_particle_shape(self, len(names), "warm_start")
             particles = self.particles_
             state = self._svgd_state
             map_params = self.map_params_
@@ -943,9 +677,9 @@ class SteinGPRegressor(
                 if continuing and getattr(self, "_cg_state", None) is not None:
                     evaluator.set_state(self._cg_state)
             else:
-                evaluator = _batch_evaluator(target)
+                evaluator = batch_evaluator(target)
             evaluator.check_initial(particles)
-            result = _run_stein_svgd(
+            result = run_stein_svgd(
                 self, evaluator, particles, bounds, state, use_cg, factor
             )
             particles, values, grads = (
@@ -965,7 +699,7 @@ class SteinGPRegressor(
             # fit is (RELIABILITY row 7).
             one_sample = X.shape[0] == 1
             if not converged and self.max_iter > 0 and not use_cg and not one_sample:
-                _warn_not_converged(self, result)
+                warn_not_converged(self, result)
             if use_cg and evaluator.budget_exhausted:
                 _warn_cg_budget(evaluator, X.shape[0])
         warn_at_bounds(particles, bounds, names, "particles")
@@ -1020,7 +754,7 @@ class SteinGPRegressor(
             "diagnostics_": {
                 "max_jitter": target.max_jitter,
                 "converged": converged,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 **diagnostics,
             },
             "n_samples_seen_": X.shape[0],
@@ -1093,7 +827,7 @@ class SteinGPRegressor(
                 evaluator.replay_first(particles, self.log_posterior_, self._last_grads)
 
         with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
-            result, centre, elbo, history, _ = _sparse_svgd_stage(
+            result, centre, elbo, history, _ = sparse_svgd_stage(
                 self,
                 target,
                 evaluator,
@@ -1128,7 +862,7 @@ class SteinGPRegressor(
                 "max_jitter": 0.0,
                 "jitter": target.jitter,
                 "converged": result.converged,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 "svgp_elbo": elbo,
                 "batch_size": batch_size,
             },

@@ -42,7 +42,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import block_diag
 from scipy.special import expit, log_expit
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -51,12 +51,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
+from ._base import EstimatorBase, fit_method, seconds_since
 from ._defaults import (
-    default_kernel,
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    query_inputs,
 )
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -66,16 +65,24 @@ from ._predictive_contract import (
     draws_alias,
     fit_time_from_diagnostics,
 )
-from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
+from ._progress import engine_verbose, fit_progress
 from ._sparse import (
     resolve_inducing,
     sparse_function_samples,
+)
+from ._stein_base import (
+    batch_evaluator,
+    check_dense_memory,
+    is_sparse_config,
+    sparse_svgd_stage,
+    svgd_learning_rate,
+    svgd_tol,
+    warn_not_converged,
 )
 from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
     check_sparse_options,
-    set_fitted,
     svgd_decay,
 )
 from ._threads import blas_threads_for
@@ -87,9 +94,14 @@ from ._validation import (
     check_input_magnitude,
     check_n_samples,
 )
-from ._warnings import fit_warnings
 from .diagnostics import kernel_stein_discrepancy
 from .inference import run_svgd
+from .inference.laplace import (
+    MAX_LAPLACE_STD,
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+)
 from .inference.svgd import choose_kernel
 from .kernels import KernelAdapter
 from .kernels.spectral import spectral_parameters
@@ -102,17 +114,6 @@ from .sampling import (
     pathwise_functions,
     require_spectral_spec,
     with_prior_noise,
-)
-from .stein import (
-    _MAX_INIT_STD,
-    _batch_evaluator,
-    _check_dense_memory,
-    _find_map,
-    _is_sparse_config,
-    _learning_rate,
-    _sparse_svgd_stage,
-    _tol,
-    _warn_not_converged,
 )
 from .targets.laplace import (
     BinaryLaplaceProblem,
@@ -162,7 +163,7 @@ def _has_binary_decision(estimator):
 
 
 class SteinGPClassifier(
-    CallbackMixin,
+    EstimatorBase,
     InferenceDataMixin,
     VersionedStateMixin,
     ClassifierMixin,
@@ -478,15 +479,9 @@ class SteinGPClassifier(
     def _continuing(self):
         return self.warm_start and hasattr(self, "particles_")
 
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _kernel_prior(self, n_features):
         """Kernel, its adapter, bounds (log scale) and the prior of one block."""
-        if self.kernel is None:
-            kernel = default_kernel(n_features)
-        else:
-            kernel = clone(self.kernel)
+        kernel = self._new_kernel(n_features)
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         block_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
@@ -564,20 +559,20 @@ class SteinGPClassifier(
         surrogate = self._surrogate(target, y_enc)
         theta_root = np.empty((0, 0))
         if target.n_theta:
-            map_theta, result = _find_map(surrogate, start, theta_bounds)
+            result = find_map(surrogate, start, theta_bounds)
+            map_theta = result.params
             if self.verbose:
                 self._log(
-                    f"Laplace MAP after {result.nit} L-BFGS iterations: "
+                    f"Laplace MAP after {result.n_iter} L-BFGS iterations: "
                     + "; ".join(
                         target.describe(t)
                         for t in map_theta.reshape(target.n_blocks, -1)
                     )
                 )
-            cov = surrogate_cov(surrogate, map_theta, theta_bounds, _MAX_INIT_STD)
-            theta_root = np.linalg.cholesky(cov)
+            cov = surrogate_cov(surrogate, map_theta, theta_bounds, MAX_LAPLACE_STD)
+            theta_root = gaussian_factor(cov)
             if J > 1:
-                noise = rng.standard_normal((J, map_theta.size))
-                thetas = map_theta + noise @ theta_root.T
+                thetas = gaussian_draws(map_theta, theta_root, J, rng)
                 thetas = np.clip(thetas, theta_bounds[:, 0], theta_bounds[:, 1])
                 # One particle stays at the MAP: the surrogate's best guess.
                 thetas[0] = map_theta
@@ -621,10 +616,7 @@ class SteinGPClassifier(
         root = block_diag(theta_root, covariance_root(precision_factors))
         return particles, map_theta, root
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Move the particles towards the joint posterior.
 
@@ -651,11 +643,8 @@ class SteinGPClassifier(
         """
         return self._update(X, y, self._continuing(), partial=False)
 
-    @available_if(_is_sparse_config)
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @available_if(is_sparse_config)
+    @fit_method
     def partial_fit(self, X, y, classes=None):
         """Move the particles on one chunk of a stream (sparse model only).
 
@@ -724,7 +713,7 @@ class SteinGPClassifier(
             fitted = self._fit_model(X_model, y, continuing, partial, classes, scaling)
             fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
-        set_fitted(self, fitted, _MODEL_SPECIFIC)
+        self._set_fitted(fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -768,7 +757,7 @@ class SteinGPClassifier(
         check_input_magnitude(X)
         # Kernel matrices are n x n per block; the dense softmax Newton system
         # is capped at _DENSE_NEWTON_MAX unknowns.
-        _check_dense_memory(X.shape[0], type(self).__name__)
+        check_dense_memory(X.shape[0], type(self).__name__)
         if continuing and not np.array_equal(classes, self.classes_):
             raise ValueError(
                 "warm_start needs the classes of the previous fit "
@@ -804,17 +793,17 @@ class SteinGPClassifier(
             particles, map_params, root = self._initial_particles(
                 target, y_enc, start, bounds, rng
             )
-        t_init = time.perf_counter() - t_start
+        t_init = seconds_since(t_start)
         history = {k: list(v) for k, v in self.history_.items()} if continuing else {}
-        evaluator = _batch_evaluator(target)
+        evaluator = batch_evaluator(target)
         evaluator.check_initial(particles)
         with fit_progress(self, "SVGD", self.max_iter) as progress:
             result = run_svgd(
                 evaluator,
                 particles,
                 max_iter=self.max_iter,
-                learning_rate=_learning_rate(self, root is not None),
-                tol=_tol(self),
+                learning_rate=svgd_learning_rate(self, root is not None),
+                tol=svgd_tol(self),
                 bounds=bounds,
                 state=state,
                 verbose=engine_verbose(self),
@@ -829,7 +818,7 @@ class SteinGPClassifier(
         for key, trace in result.history.items():
             history.setdefault(key, []).extend(trace)
         if not result.converged and self.max_iter > 0:
-            _warn_not_converged(self, result)
+            warn_not_converged(self, result)
         warn_at_bounds(
             particles[:, : target.n_theta],
             bounds[: target.n_theta],
@@ -858,7 +847,7 @@ class SteinGPClassifier(
                 "jitter": target.jitter,
                 "converged": result.converged,
                 "init_time": t_init,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
             },
             "n_samples_seen_": X.shape[0],
             "X_train_": X,
@@ -930,7 +919,7 @@ class SteinGPClassifier(
         bounds = np.vstack(
             [hyper_bounds, np.tile([-np.inf, np.inf], (target.n_params - h, 1))]
         )
-        evaluator = _batch_evaluator(
+        evaluator = batch_evaluator(
             target,
             batch_size=batch_size,
             rng=np.random.default_rng(int(seeds[1])),
@@ -938,7 +927,7 @@ class SteinGPClassifier(
         )
 
         with blas_threads_for(batch_size or X.shape[0], Z.shape[0]):
-            result, centre, elbo, history, init_done = _sparse_svgd_stage(
+            result, centre, elbo, history, init_done = sparse_svgd_stage(
                 self,
                 target,
                 evaluator,
@@ -971,7 +960,7 @@ class SteinGPClassifier(
                 "jitter": target.jitter,
                 "converged": result.converged,
                 "init_time": 0.0 if continuing else t_init,
-                "fit_time": time.perf_counter() - t_start,
+                "fit_time": seconds_since(t_start),
                 "svgp_elbo": elbo,
                 "batch_size": batch_size,
             },
@@ -986,9 +975,6 @@ class SteinGPClassifier(
         return isinstance(self._draws, SparseLatentDraws)
 
     # -------------------------------------------------------------- predict
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     def _binary_log_odds(self, X):
         """Log predictive odds, averaged over particles in probability space."""
         means, variances = self._draws.moments(X)

@@ -67,13 +67,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.base import (
-    BaseEstimator,
-    ClassifierMixin,
-    RegressorMixin,
-    _fit_context,
-    clone,
-)
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
@@ -83,13 +77,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
+from ._base import EstimatorBase, fit_method
+from ._base import Printer as _Printer
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
-    default_kernel,
     fit_input_scaling,
     in_natural_units,
     merged_priors,
-    query_inputs,
 )
 from ._exact_gp import sample_y_spec
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -111,9 +105,9 @@ from ._predictive_contract import (
     proba_from_log_odds,
     sparse_latent_covariances,
 )
-from ._progress import CallbackMixin, engine_verbose, fit_callbacks, fit_progress
+from ._progress import engine_verbose, fit_progress
+from ._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from ._sparse import (
-    _SVGP_WINDOW,
     fit_svgp_adam,
     fit_svgp_lbfgs,
     initial_inducing,
@@ -133,13 +127,13 @@ from ._validation import (
     safe_mean_std,
     variance_in_units,
 )
-from ._warnings import fit_warnings, warn_user
+from ._warnings import warn_user
 from .diagnostics import (
-    _rank_normalize,
-    _split_chains,
     effective_sample_size,
     split_rhat,
 )
+from .diagnostics import rank_normalize as _rank_normalize
+from .diagnostics import split_chains as _split_chains
 from .exceptions import NotPSDError, SamplerWarning
 from .inference import run_hmc_chains
 from .inference.affine import (
@@ -149,6 +143,7 @@ from .inference.affine import (
 )
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
+from .predictive.sparse import q_moments_per_latent
 from .priors import PriorSet
 from .sampling import (
     require_spectral_spec,
@@ -156,8 +151,6 @@ from .sampling import (
 from .targets.collapsed import CollapsedSparseTarget
 from .targets.sparse import (
     SparseWhitenedTarget,
-    _inducing_factor,
-    _project,
     softmax_rule_proba,
 )
 from .targets.svgp import SVGPBound
@@ -259,16 +252,6 @@ def _default_n_inducing(n):
     (10, 18, 50)
     """
     return int(min(_MAX_DEFAULT_INDUCING, n, np.ceil(np.sqrt(n))))
-
-
-class _Printer:
-    """Picklable progress printer for the HMC workers."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __call__(self, msg):
-        print(f"[{self.name}] {msg}")
 
 
 class _Sampler:
@@ -462,7 +445,7 @@ def _svgp_recent_gain(trace):
 
 
 class _VariationalMCMCBase(
-    CallbackMixin, InferenceDataMixin, VersionedStateMixin, BaseEstimator
+    EstimatorBase, InferenceDataMixin, VersionedStateMixin, BaseEstimator
 ):
     """Shared fit and prediction machinery; see the two public classes."""
 
@@ -489,9 +472,6 @@ class _VariationalMCMCBase(
     }
 
     # ------------------------------------------------------------ helpers
-    def _log(self, msg):
-        print(f"[{type(self).__name__}] {msg}")
-
     def _inducing(self, X, seed, scaling):
         if self.inducing_points is None:
             return initial_inducing(X, self._n_inducing(X.shape[0]), seed)
@@ -538,9 +518,7 @@ class _VariationalMCMCBase(
         check_input_magnitude(X)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(0, 2**31 - 1, size=4)
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
@@ -916,9 +894,6 @@ class _VariationalMCMCBase(
             )
 
     # ---------------------------------------------------------- prediction
-    def _validate_query(self, X):
-        return query_inputs(self, X)
-
     def _draw_moments(self, X):
         """Per-draw latent moments: means (S, k, C) and variances (S, k)."""
         Z, C = self.inducing_points_, self._n_latent
@@ -936,17 +911,9 @@ class _VariationalMCMCBase(
     def _gaussian_moments(self, X):
         """Moments of the Gaussian approximation ``q(f)``: (k, C) each."""
         theta, _, q_mean, q_L = self._q
-        Z = self.inducing_points_
-        R = _inducing_factor(self._adapter, theta, Z, self._jitter)
-        means = np.empty((X.shape[0], self._n_latent))
-        variances = np.empty((X.shape[0], self._n_latent))
-        for i0 in range(0, X.shape[0], _PREDICT_ROWS):
-            rows = slice(i0, i0 + _PREDICT_ROWS)
-            A, gamma, _ = _project(self._adapter, theta, Z, X[rows], R)
-            B = np.einsum("cji,jk->cik", q_L, A)
-            means[rows] = A.T @ q_mean
-            variances[rows] = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
-        return means, variances
+        return q_moments_per_latent(
+            self._adapter, theta, self.inducing_points_, self._jitter, q_mean, q_L, X
+        )
 
     def _noise_draws(self):
         return np.exp(self.draws_[:, self._adapter.n_params])
@@ -1289,10 +1256,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y):
         """Fit the Gaussian approximation, then sample by HMC.
 
@@ -1342,7 +1306,7 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
                 y_lik = y_enc
             fitted = self._fit_pipeline(X, y_lik, likelihood, None)
         fitted["classes_"] = classes
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -1771,10 +1735,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fit_callbacks
-    @keyboard_interrupt_passes
-    @fit_warnings()
+    @fit_method
     def fit(self, X, y, exposure=None):
         """Fit the Gaussian approximation, then sample by HMC.
 
@@ -1830,7 +1791,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 offset = None
             fitted = self._fit_pipeline(X, y_lik, likelihood, offset)
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
-        self.__dict__.update(fitted)
+        self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
 
@@ -1860,9 +1821,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         check_input_magnitude(X)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(0, 2**31 - 1, size=4)
-        kernel = (
-            default_kernel(X.shape[1]) if self.kernel is None else clone(self.kernel)
-        )
+        kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)

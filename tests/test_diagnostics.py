@@ -4,10 +4,10 @@ from scipy import stats
 from scipy.signal import lfilter
 
 from skgp_bayes.diagnostics import (
-    _rank_normalize,
-    _split_chains,
     effective_sample_size,
     kernel_stein_discrepancy,
+    rank_normalize,
+    split_chains,
     split_rhat,
 )
 
@@ -197,7 +197,7 @@ def test_ess_and_rhat_equal_arviz():
     for n_chains, n_draws, phi in [(1, 50, 0.9), (2, 301, 0.5), (4, 1000, -0.4)]:
         chains = _ar1(rng, phi, n_chains, n_draws)
         chains[0] += 0.2
-        ranks = _rank_normalize(_split_chains(chains[:, :, None]))[:, :, 0]
+        ranks = rank_normalize(split_chains(chains[:, :, None]))[:, :, 0]
         assert effective_sample_size(ranks) == pytest.approx(
             az.ess(chains, method="bulk"), rel=1e-12
         )

@@ -713,17 +713,14 @@ def test_regressor_minibatch_path(stat_seed):
 
 
 def test_lbfgs_stops_when_the_bound_stalls():
-    from skgp_bayes.selective import _STALL_NATS, _STALL_WINDOW, _StallRule
+    from skgp_bayes.inference.optimize import stalled
+    from skgp_bayes.selective import _STALL_NATS, _STALL_WINDOW
 
     def run(gain_per_iteration, n):
-        seen, trace = {}, []
-        rule = _StallRule(trace, seen)
+        rule, trace = stalled(_STALL_WINDOW, _STALL_NATS), []
         for i in range(n):
-            x = np.array([float(i)])
-            seen[x.tobytes()] = 1000.0 + gain_per_iteration * i
-            try:
-                rule(x)
-            except StopIteration:
+            trace.append(1000.0 + gain_per_iteration * i)
+            if rule(trace):
                 return i + 1
         return None
 

@@ -176,21 +176,21 @@ def test_fast_whitened_pullback_equals_the_generic_one(n_latent):
 
     from skgp_bayes.kernels import KernelAdapter
     from skgp_bayes.targets.sparse import (
-        _inducing_factor,
-        _project,
-        _pullback,
         _whitened_pullback,
+        inducing_factor,
+        project,
+        pullback,
     )
 
     rng = np.random.default_rng(0)
     adapter = KernelAdapter(ConstantKernel(1.3) * Matern([0.3, 0.5, 0.4], nu=1.5))
     X, Z = rng.uniform(size=(50, 3)), rng.uniform(size=(12, 3))
     theta = adapter.kernel.theta
-    R = _inducing_factor(adapter, theta, Z, 1e-6)
-    A, _, _ = _project(adapter, theta, Z, X, R)
+    R = inducing_factor(adapter, theta, Z, 1e-6)
+    A, _, _ = project(adapter, theta, Z, X, R)
     v = rng.normal(size=(12, n_latent))
     g_mu, gbar = rng.normal(size=(50, n_latent)), rng.normal(size=50)
-    generic = _pullback(
+    generic = pullback(
         adapter, theta, Z, X, R, A, v @ g_mu.T - 2 * A * gbar, gbar, 1e-6
     )
     fast = _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, 1e-6)

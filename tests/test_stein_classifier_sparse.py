@@ -449,10 +449,10 @@ def test_partial_fit_needs_inducing_points(moons):
 
 
 def test_minibatch_warm_up_stops_when_its_bound_settles():
-    from skgp_bayes._sparse import _settled
+    from skgp_bayes.inference.optimize import settled
 
     noise = np.tile([1.0, -1.0], 20)  # two windows of 20, each mean 0, sd 1
-    assert _settled(list(noise), 20)  # no rise at all: settled
+    assert settled(20)(list(noise))  # no rise at all: settled
     rising = noise + np.repeat([0.0, 5.0], 20)  # a rise of 5 against se 0.32
-    assert not _settled(list(rising), 20)
-    assert not _settled(list(noise[:30]), 20)  # checked on whole windows only
+    assert not settled(20)(list(rising))
+    assert not settled(20)(list(noise[:30]))  # checked on whole windows only

@@ -301,7 +301,7 @@ def test_warm_start_continues_the_run(data):
 
 
 def test_interrupted_fit_leaves_earlier_state(fitted, data, monkeypatch):
-    import skgp_bayes.stein as stein
+    import skgp_bayes._stein_base as stein
 
     X, y = data
     est = pickle.loads(pickle.dumps(fitted))

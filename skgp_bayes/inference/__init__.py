@@ -2,6 +2,7 @@
 
 from .adam import AdamState, adam_init, adam_update
 from .hmc import HMCResult, run_hmc, run_hmc_chains
+from .optimize import MaximizeResult, maximize
 from .score_function import (
     DecayingBaseline,
     StationarityRule,
@@ -19,6 +20,8 @@ __all__ = [
     "HMCResult",
     "run_hmc",
     "run_hmc_chains",
+    "MaximizeResult",
+    "maximize",
     "DecayingBaseline",
     "StationarityRule",
     "bernoulli_score_gradient",

@@ -53,7 +53,7 @@ def _sqdist(A, i, B, j):
 
 
 @njit(cache=True, inline="always")
-def _value(base, r2):
+def kernel_value(base, r2):
     """k(r) from the squared scaled distance."""
     if base == _RBF:
         return math.exp(-0.5 * r2)
@@ -68,7 +68,7 @@ def _value(base, r2):
 
 
 @njit(cache=True, inline="always")
-def _value_and_slope(base, r2):
+def kernel_value_and_slope(base, r2):
     """(k(r), f(r)) with f = -k'(r) / r."""
     if base == _RBF:
         k = math.exp(-0.5 * r2)
@@ -90,7 +90,7 @@ def _value_and_slope(base, r2):
 @njit(cache=True)
 def _gram_lower_row(Xs, i, variance, base, K):
     for j in range(i):
-        K[i, j] = variance * _value(base, _sqdist(Xs, i, Xs, j))
+        K[i, j] = variance * kernel_value(base, _sqdist(Xs, i, Xs, j))
 
 
 @njit(parallel=True, cache=True)
@@ -122,7 +122,7 @@ def cross(Xs, Ys, variance, base):
     K = np.empty((n, m))
     for i in prange(n):
         for j in range(m):
-            K[i, j] = variance * _value(base, _sqdist(Xs, i, Ys, j))
+            K[i, j] = variance * kernel_value(base, _sqdist(Xs, i, Ys, j))
     return K
 
 
@@ -142,7 +142,7 @@ def _grad_row(A, i, B, j_end, w_row, scale, base, ard, acc, sq):
             t = t * t
             sq[c] = t
             r2 += t
-        k, f = _value_and_slope(base, r2)
+        k, f = kernel_value_and_slope(base, r2)
         w = scale * w_row[j]
         total_k += w * k
         wf = w * f
@@ -219,7 +219,7 @@ def matvec(Xs, V, variance, noise, base):
             j1 = min(n, j0 + _MATVEC_TILE)
             for i in range(i0, i1):
                 for j in range(j0, j1):
-                    kij = variance * _value(base, _sqdist(Xs, i, Xs, j))
+                    kij = variance * kernel_value(base, _sqdist(Xs, i, Xs, j))
                     for c in range(k):
                         out[i, c] += kij * V[j, c]
         for i in range(i0, i1):
@@ -240,7 +240,7 @@ def grad_inputs_cross(Xs, Zs, WT, variance, base):
     G = np.zeros((m, d))
     for b in prange(m):
         for a in range(n):
-            _, f = _value_and_slope(base, _sqdist(Xs, a, Zs, b))
+            _, f = kernel_value_and_slope(base, _sqdist(Xs, a, Zs, b))
             wf = variance * WT[b, a] * f
             for c in range(d):
                 G[b, c] += wf * (Xs[a, c] - Zs[b, c])
@@ -260,7 +260,7 @@ def grad_inputs_gram(Zs, W, variance, base):
         for b in range(m):
             if b == i:
                 continue
-            _, f = _value_and_slope(base, _sqdist(Zs, i, Zs, b))
+            _, f = kernel_value_and_slope(base, _sqdist(Zs, i, Zs, b))
             wf = 2.0 * variance * W[i, b] * f
             for c in range(d):
                 G[i, c] += wf * (Zs[b, c] - Zs[i, c])

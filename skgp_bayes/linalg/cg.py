@@ -68,13 +68,13 @@ class CGIteration:
         self.precondition = precondition
         self.x = xp.zeros_like(B) if x0 is None else xp.array(x0, dtype=B.dtype)
         self.r = B - self._apply(self.x) if x0 is not None else B.copy()
-        self.rr = _host(xp.sum(self.r * self.r, axis=0))
+        self.rr = to_host(xp.sum(self.r * self.r, axis=0))
         if precondition is None:
             self.p = self.r.copy()
             self.rz = self.rr
         else:
             self.p = precondition(self.r)
-            self.rz = _host(xp.sum(self.r * self.p, axis=0))
+            self.rz = to_host(xp.sum(self.r * self.p, axis=0))
         self.n_iter = 0
 
     @property
@@ -133,7 +133,7 @@ class CGIteration:
         full = idx.size == k
         P = self.p if full else self.p[:, xp.asarray(idx)]
         AP = self._apply(P)
-        pap = _host(xp.sum(P * AP, axis=0))
+        pap = to_host(xp.sum(P * AP, axis=0))
         if np.any(pap <= 0.0):
             raise np.linalg.LinAlgError(
                 "Conjugate gradients met a direction of non-positive curvature: "
@@ -143,12 +143,12 @@ class CGIteration:
         alpha = rz / pap
         step = P * xp.asarray(alpha)
         R = (self.r if full else self.r[:, xp.asarray(idx)]) - AP * xp.asarray(alpha)
-        rr_new = _host(xp.sum(R * R, axis=0))
+        rr_new = to_host(xp.sum(R * R, axis=0))
         if self.precondition is None:
             Z, rz_new = R, rr_new
         else:
             Z = self.precondition(R)
-            rz_new = _host(xp.sum(R * Z, axis=0))
+            rz_new = to_host(xp.sum(R * Z, axis=0))
         beta = rz_new / rz
         P_new = Z + P * xp.asarray(beta)
         if full:
@@ -171,7 +171,7 @@ class CGIteration:
         return delta
 
 
-def _host(values):
+def to_host(values):
     get = getattr(values, "get", None)
     if callable(get) and not isinstance(values, np.ndarray):
         values = get()
@@ -275,7 +275,7 @@ def batched_cg(
             raise ValueError(f"x0 must have shape {B.shape}, got {x0.shape}.")
     n, k = B2.shape
     max_iter = n if max_iter is None else int(max_iter)
-    b_norm = np.sqrt(_host(xp.sum(B2 * B2, axis=0)))
+    b_norm = np.sqrt(to_host(xp.sum(B2 * B2, axis=0)))
     zero = b_norm == 0.0
     if x0 is not None and zero.any():
         # The solution of a zero right-hand side is exactly 0 whatever the start.

@@ -53,7 +53,8 @@ import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SolverConvergenceWarning
-from .cg import CGIteration, _host
+from .cg import CGIteration
+from .cg import to_host as _host
 
 __all__ = [
     "ULISSEResult",

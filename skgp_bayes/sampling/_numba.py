@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kernels._numba import _value_and_slope
+from ..kernels._numba import kernel_value_and_slope
 
 __all__ = ["cos_poly", "evaluate_group", "exp_nonpositive", "gradient_group"]
 
@@ -249,7 +249,7 @@ def gradient_group(X, omega_t, phases, Wt, inv_ell, Zs, variance, base, Vt, out,
                 for c in range(d):
                     t = xs[c] - Zs[a, c]
                     r2 += t * t
-                slope[a] = -variance * _value_and_slope(base, r2)[1]
+                slope[a] = -variance * kernel_value_and_slope(base, r2)[1]
             for s in range(S):
                 for c in range(d):
                     acc = 0.0

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernels._numba import _value, _value_and_slope
+from ..kernels._numba import kernel_value, kernel_value_and_slope
 
 __all__ = ["backward", "forward"]
 
@@ -67,7 +67,7 @@ def _kernel_values(Ys, Xs, variance, base):
                 row[i] += t * t
     for j in range(m):
         for i in range(n):
-            k = variance * _value(base, K[j, i])
+            k = variance * kernel_value(base, K[j, i])
             K[j, i] = 0.0 if abs(k) < _TINY else k
     return K
 
@@ -200,7 +200,7 @@ def _slope(base, r2, kv, variance):
     """``f(r)`` given ``kv = variance * k(r)``; free for the RBF (f = k)."""
     if base == 0:
         return kv / variance if variance > 0.0 else 0.0
-    return _value_and_slope(base, r2)[1]
+    return kernel_value_and_slope(base, r2)[1]
 
 
 @njit(cache=True)

@@ -59,7 +59,7 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
 from . import _collapsed_numba, _sparse_numba
-from .sparse import _MIN_VAR, _TINY, JITTER, _check_jitter, _check_prior
+from .sparse import JITTER, MIN_VAR, TINY, check_jitter, check_prior
 
 __all__ = ["CollapsedSparseTarget"]
 
@@ -138,7 +138,7 @@ class CollapsedSparseTarget:
             raise ValueError("learn_inducing=True needs the kernel's input gradients.")
         self.prior_set = prior_set
         self.learn_inducing = bool(learn_inducing)
-        self.jitter = _check_jitter(jitter)
+        self.jitter = check_jitter(jitter)
         self.n = self.X.shape[0]
         self.n_inducing = self.Z.shape[0]
         self.n_kernel_params = adapter.n_params
@@ -147,7 +147,7 @@ class CollapsedSparseTarget:
         self._no_v = np.zeros((self.n_inducing, 1))
         # the inducing inputs' gradient is the adapter's, outside the compiled pass
         self._compiled = bool(adapter.is_fast) and not self.learn_inducing
-        _check_prior(prior_set, self.n_hyper)
+        check_prior(prior_set, self.n_hyper)
 
     @property
     def param_names(self):
@@ -213,7 +213,7 @@ class CollapsedSparseTarget:
         c = _solve_lower(Lp, A @ self.y / s2)
         return R, A, gamma, free, s2, Lp, c, kernel_mats
 
-    def _project(self, theta, Z):
+    def project(self, theta, Z):
         """``R``, ``A = R^-1 K_uf``, clamped ``gamma``, its mask, kernel blocks.
 
         Fast-path kernels go through the compiled forward pass of the joint
@@ -237,16 +237,16 @@ class CollapsedSparseTarget:
                 raise NotPSDError("The jittered K(Z, Z) is not positive definite.")
             return R, A, gamma, free, (Kuu, Kuf, variance, noise, inv_ell, ard)
         Kuu = adapter.gram(theta, Z)
-        Kuu[np.abs(Kuu) < _TINY] = 0.0
+        Kuu[np.abs(Kuu) < TINY] = 0.0
         diag = np.diag_indices_from(Kuu)
         Kuu[diag] += self.jitter * float(np.mean(Kuu[diag]))
         R = _lower_factor(Kuu, "The jittered K(Z, Z)")
         Kuf = adapter.cross(theta, Z, self.X)
-        Kuf[np.abs(Kuf) < _TINY] = 0.0
+        Kuf[np.abs(Kuf) < TINY] = 0.0
         A = _solve_lower(R, Kuf)
         gamma = adapter.diag(theta, self.X) - np.einsum("ji,ji->i", A, A)
-        free = gamma > _MIN_VAR
-        return R, A, np.where(free, gamma, _MIN_VAR), free, None
+        free = gamma > MIN_VAR
+        return R, A, np.where(free, gamma, MIN_VAR), free, None
 
     def _bound(self, log_noise, gamma, s2, Lp, c):
         y = self.y
@@ -379,7 +379,7 @@ class CollapsedSparseTarget:
         self._pullback(theta, Z, Kufbar, Kuubar, gbar, mats, grad)
         return value, grad
 
-    def _kernel_weights(self, R, A, free, s2, S, mean, resid):
+    def kernel_weights(self, R, A, free, s2, S, mean, resid):
         """``dL/dK_uf`` (m, n) and ``dL/dK_uu`` (m, m), without the jitter's share.
 
         With every ``gamma_i`` free, ``Abar = (mean r' + (I - S) A) / s2``,
@@ -408,7 +408,7 @@ class CollapsedSparseTarget:
         Kuubar = -0.25 * (Kuubar + Kuubar.T)
         return Kufbar, Kuubar
 
-    def _pullback(self, theta, Z, Kufbar, Kuubar, gbar, mats, grad):
+    def pullback(self, theta, Z, Kufbar, Kuubar, gbar, mats, grad):
         """Kernel (and ``Z``) gradients into ``grad`` from the kernel weights."""
         adapter, m = self.adapter, Z.shape[0]
         if self.n_kernel_params:

@@ -67,18 +67,18 @@ from scipy.special import expit, gammaln, logsumexp
 
 from ..exceptions import NotPSDError
 from .sparse import (
-    _MIN_VAR,
-    _TINY,
     JITTER,
-    _batch_indices,
-    _factor_of_gram,
-    _gaussian_with_noise,
-    _inducing_factor,
-    _kernel_weights,
-    _likelihood_terms,
-    _project,
-    _project_cross,
-    _with_jitter_weight,
+    MIN_VAR,
+    TINY,
+    batch_indices,
+    factor_of_gram,
+    gaussian_with_noise,
+    inducing_factor,
+    kernel_weights,
+    likelihood_terms,
+    project,
+    project_cross,
+    with_jitter_weight,
 )
 from .svgp import SVGPBound
 
@@ -474,7 +474,7 @@ class SubsetBound:
     >>> X = np.linspace(0, 5, 30)[:, None]
     >>> bound = SubsetBound(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::3])
     >>> hyper = np.array([0.0, np.log(0.1)])
-    >>> value, grad = bound.value_and_grad(hyper, np.arange(4))
+    >>> value, grad = bound.logp_and_grad(hyper, np.arange(4))
     >>> grad.shape
     (2,)
     """
@@ -526,8 +526,8 @@ class SubsetBound:
         """
         theta, log_noise = self._split(hyper)
         Z = self.candidates[np.asarray(idx, dtype=np.intp)]
-        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
-        A, _, _ = _project(self.adapter, theta, Z, self.X, R)
+        R = inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, _, _ = project(self.adapter, theta, Z, self.X, R)
         return self._optimal_from_A(A, np.exp(log_noise))
 
     def _optimal_from_A(self, A, noise):
@@ -541,7 +541,7 @@ class SubsetBound:
         L = np.linalg.cholesky(0.5 * (cov + cov.T))
         return mean, L
 
-    def value_and_grad(self, hyper, idx):
+    def logp_and_grad(self, hyper, idx):
         """``L(Z)`` and its gradient in ``[kernel theta, log noise variance]``.
 
         Parameters
@@ -564,8 +564,8 @@ class SubsetBound:
         >>> X = np.linspace(0, 5, 30)[:, None]
         >>> bound = SubsetBound(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X[::3])
         >>> hyper = np.array([0.0, np.log(0.1)])
-        >>> few = bound.value_and_grad(hyper, [0])[0]
-        >>> more = bound.value_and_grad(hyper, np.arange(10))[0]
+        >>> few = bound.logp_and_grad(hyper, [0])[0]
+        >>> more = bound.logp_and_grad(hyper, np.arange(10))[0]
         >>> bool(more > few)  # more inducing points, a tighter bound
         True
         """
@@ -574,6 +574,9 @@ class SubsetBound:
         mask[0, idx] = True
         values, grad = self.values_and_mean_grad(hyper, mask)
         return float(values[0]), grad
+
+    # The name before every target shared logp_and_grad; public API.
+    value_and_grad = logp_and_grad
 
     def values_and_mean_grad(self, hyper, masks):
         """``L(Z_s)`` of several subsets and the mean of their gradients.
@@ -628,9 +631,9 @@ class SubsetBound:
             raise ValueError(f"masks must have shape (S, {K}); got {masks.shape}.")
         noise = float(np.exp(log_noise))
         Kcc = self.adapter.gram(theta, self.candidates)
-        Kcc[np.abs(Kcc) < _TINY] = 0.0
+        Kcc[np.abs(Kcc) < TINY] = 0.0
         Kcf = self.adapter.cross(theta, self.candidates, self.X)
-        Kcf[np.abs(Kcf) < _TINY] = 0.0
+        Kcf[np.abs(Kcf) < TINY] = 0.0
         kdiag = self.adapter.diag(theta, self.X)
         sums = {
             "cc": np.zeros((K, K)),
@@ -676,8 +679,8 @@ class SubsetBound:
         R = _factor(Kuu)
         A, info = _dtrtrs(R, Kcf[idx], lower=1)
         gamma = kdiag - np.einsum("ji,ji->i", A, A)
-        free = gamma > _MIN_VAR
-        gamma = np.where(free, gamma, _MIN_VAR)
+        free = gamma > MIN_VAR
+        gamma = np.where(free, gamma, MIN_VAR)
         # optimal whitened q(v): S^-1 = I + A A' / s2, mean = S A y / s2
         precision = A @ A.T
         precision /= noise
@@ -740,7 +743,7 @@ class SubsetBound:
         >>> bool(np.isfinite(bound.value(np.array([0.0, -2.0]), [])))
         True
         """
-        return self.value_and_grad(hyper, idx)[0]
+        return self.logp_and_grad(hyper, idx)[0]
 
 
 class SharedSubsetBound:
@@ -787,7 +790,7 @@ class SharedSubsetBound:
     >>> y = (X[:, 0] > 0).astype(float)
     >>> bound = SharedSubsetBound(KernelAdapter(RBF()), X, y, X[::3], Bernoulli())
     >>> params = bound.full.initial_params()
-    >>> value, grad = bound.value_and_grad(params, [0, 4, 7])
+    >>> value, grad = bound.logp_and_grad(params, [0, 4, 7])
     >>> grad.shape == params.shape
     True
     """
@@ -906,15 +909,15 @@ class SharedSubsetBound:
     def _empty(self, params, batch):
         n_kernel = self.full.n_kernel_params
         theta = params[:n_kernel]
-        idx, scale = _batch_indices(batch, self.full.n)
+        idx, scale = batch_indices(batch, self.full.n)
         X = self.full.X if idx is None else self.full.X[idx]
         y = self.full.y if idx is None else self.full.y[idx]
         kdiag = self.adapter.diag(theta, X)
         likelihood = self.likelihood
         if self.learn_noise:
-            likelihood = _gaussian_with_noise(likelihood, params[n_kernel])
+            likelihood = gaussian_with_noise(likelihood, params[n_kernel])
         C = self.n_latent
-        elp, _, d_var, d_noise = _likelihood_terms(
+        elp, _, d_var, d_noise = likelihood_terms(
             likelihood,
             y,
             np.zeros((kdiag.size, C)),
@@ -989,7 +992,7 @@ class SharedSubsetBound:
             raise ValueError(f"masks must have shape (S, {K}); got {masks.shape}.")
         n_kernel = self.full.n_kernel_params
         theta = params[:n_kernel]
-        rows, scale = _batch_indices(batch, self.full.n)
+        rows, scale = batch_indices(batch, self.full.n)
         X = self.full.X if rows is None else self.full.X[rows]
         y = self.full.y if rows is None else self.full.y[rows]
         Zc = self.full.Z
@@ -1040,19 +1043,19 @@ class SharedSubsetBound:
         sub = self.subset_bound(idx)
         where = self.subset_index(idx)
         _, log_noise, mean, Ls, _ = sub.split(params[where])
-        R = _factor_of_gram(Kcc[np.ix_(idx, idx)], self.jitter)
-        projection = _project_cross(Kcf[idx], kdiag, R)
+        R = factor_of_gram(Kcc[np.ix_(idx, idx)], self.jitter)
+        projection = project_cross(Kcf[idx], kdiag, R)
         value, q_grad, Abar, gbar = sub._given_projection(
             mean, Ls, log_noise, projection, y, None, scale, grad=True
         )
-        Kuubar, Kufbar = _kernel_weights(R, projection[0], Abar)
-        weights[0][np.ix_(idx, idx)] += _with_jitter_weight(Kuubar, self.jitter)
+        Kuubar, Kufbar = kernel_weights(R, projection[0], Abar)
+        weights[0][np.ix_(idx, idx)] += with_jitter_weight(Kuubar, self.jitter)
         weights[1][idx] += Kufbar
         weights[2] += gbar
         q_grad[: self.full.n_kernel_params] = 0.0
         return value, where, q_grad
 
-    def value_and_grad(self, params, idx, batch=None):
+    def logp_and_grad(self, params, idx, batch=None):
         """``L(Z)`` of the subset ``idx`` and its gradient in the shared vector.
 
         Parameters
@@ -1078,7 +1081,7 @@ class SharedSubsetBound:
         >>> X = np.linspace(-2, 2, 10)[:, None]
         >>> bound = SharedSubsetBound(KernelAdapter(RBF()), X, X[:, 0] > 0, X[:3],
         ...                           Bernoulli())
-        >>> value, grad = bound.value_and_grad(bound.full.initial_params(), [])
+        >>> value, grad = bound.logp_and_grad(bound.full.initial_params(), [])
         >>> bool(np.all(grad[1:] == 0))  # no inducing point reads q
         True
         """
@@ -1087,7 +1090,10 @@ class SharedSubsetBound:
         if idx.size == 0:
             return self._empty(params, batch)
         where = self.subset_index(idx)
-        value, sub_grad = self.subset_bound(idx).elbo_and_grad(params[where], batch)
+        value, sub_grad = self.subset_bound(idx).logp_and_grad(params[where], batch)
         grad = np.zeros(self.n_params)
         grad[where] = sub_grad
         return float(value), grad
+
+    # The name before every target shared logp_and_grad; public API.
+    value_and_grad = logp_and_grad

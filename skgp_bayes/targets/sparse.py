@@ -102,10 +102,10 @@ __all__ = ["SparseWhitenedTarget", "JITTER", "softmax_rule", "softmax_rule_proba
 JITTER = 1e-6
 
 # Floor of the conditional variance gamma (see the module notes on the clamp).
-_MIN_VAR = 1e-200
+MIN_VAR = 1e-200
 # Subnormal kernel entries (inputs far beyond the length scale) slow LAPACK
 # down a hundredfold and are zero for every practical purpose.
-_TINY = 1e-280
+TINY = 1e-280
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
@@ -113,7 +113,7 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 # shared machinery (also used by the SVGP bound)
 
 
-def _check_inputs(adapter, X, y, Z, likelihood):
+def check_inputs(adapter, X, y, Z, likelihood):
     """Validated float64 copies of ``X`` and ``Z``, ``y`` and ``n_latent``."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     Z = np.ascontiguousarray(Z, dtype=np.float64)
@@ -132,7 +132,7 @@ def _check_inputs(adapter, X, y, Z, likelihood):
     return X, y, Z, n_latent
 
 
-def _noise_is_free(likelihood, learn_noise):
+def noise_is_free(likelihood, learn_noise):
     is_gaussian = isinstance(likelihood, Gaussian)
     if learn_noise is None:
         return is_gaussian
@@ -144,7 +144,7 @@ def _noise_is_free(likelihood, learn_noise):
     return bool(learn_noise)
 
 
-def _check_prior(prior_set, n_hyper):
+def check_prior(prior_set, n_hyper):
     entries = getattr(prior_set, "entry_priors", None)
     if entries is not None and len(entries) != n_hyper:
         raise ValueError(
@@ -153,14 +153,14 @@ def _check_prior(prior_set, n_hyper):
         )
 
 
-def _check_jitter(jitter):
+def check_jitter(jitter):
     jitter = float(jitter)
     if not np.isfinite(jitter) or jitter < 0:
         raise ValueError(f"jitter must be a non-negative number; got {jitter!r}.")
     return jitter
 
 
-def _check_offset(offset, n):
+def check_offset(offset, n):
     if offset is None:
         return None
     offset = np.asarray(offset, dtype=np.float64).reshape(-1)
@@ -171,7 +171,7 @@ def _check_offset(offset, n):
     return offset
 
 
-def _batch_indices(batch, n):
+def batch_indices(batch, n):
     """Index array and the unbiasedness factor ``n / |B|``."""
     if batch is None:
         return None, 1.0
@@ -186,14 +186,14 @@ def _batch_indices(batch, n):
     return idx, n / idx.size
 
 
-def _inducing_factor(adapter, theta, Z, jitter, context=None):
+def inducing_factor(adapter, theta, Z, jitter, context=None):
     """Lower Cholesky factor ``R`` of ``K(Z, Z) + jitter * mean(diag) * I``."""
-    return _factor_of_gram(adapter.gram(theta, Z), jitter, context)
+    return factor_of_gram(adapter.gram(theta, Z), jitter, context)
 
 
-def _factor_of_gram(Kuu, jitter, context=None):
-    """:func:`_inducing_factor` from ``K(Z, Z)`` itself (overwritten)."""
-    Kuu[np.abs(Kuu) < _TINY] = 0.0
+def factor_of_gram(Kuu, jitter, context=None):
+    """:func:`inducing_factor` from ``K(Z, Z)`` itself (overwritten)."""
+    Kuu[np.abs(Kuu) < TINY] = 0.0
     idx = np.diag_indices_from(Kuu)
     Kuu[idx] += jitter * float(np.mean(Kuu[idx]))
     # No jitter ladder: escalating jitter would make the target jump.
@@ -201,21 +201,21 @@ def _factor_of_gram(Kuu, jitter, context=None):
     return R
 
 
-def _project(adapter, theta, Z, X, R):
+def project(adapter, theta, Z, X, R):
     """``A = R^-1 K(Z, X)``, the clamped ``gamma`` and the clamp's mask."""
-    return _project_cross(adapter.cross(theta, Z, X), adapter.diag(theta, X), R)
+    return project_cross(adapter.cross(theta, Z, X), adapter.diag(theta, X), R)
 
 
-def _project_cross(Kuf, kdiag, R):
-    """:func:`_project` from ``K(Z, X)`` (overwritten) and ``diag K(X, X)``."""
-    Kuf[np.abs(Kuf) < _TINY] = 0.0
+def project_cross(Kuf, kdiag, R):
+    """:func:`project` from ``K(Z, X)`` (overwritten) and ``diag K(X, X)``."""
+    Kuf[np.abs(Kuf) < TINY] = 0.0
     A = solve_triangular(R, Kuf, lower=True, check_finite=False)
     gamma = kdiag - np.einsum("ji,ji->i", A, A)
-    free = gamma > _MIN_VAR
-    return A, np.where(free, gamma, _MIN_VAR), free
+    free = gamma > MIN_VAR
+    return A, np.where(free, gamma, MIN_VAR), free
 
 
-def _pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False):
+def pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False):
     """Gradients in theta (and Z) of ``F`` given ``Abar = dF/dA``.
 
     Parameters
@@ -242,10 +242,10 @@ def _pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False)
     grad_theta : ndarray of shape (p,)
     grad_Z : ndarray of shape (m, d), only if ``inputs``
     """
-    Kuubar, Kufbar = _kernel_weights(R, A, Abar)
+    Kuubar, Kufbar = kernel_weights(R, A, Abar)
     W_cross = np.ascontiguousarray(Kufbar.T)
     if adapter.n_params:
-        W = _with_jitter_weight(Kuubar, jitter)
+        W = with_jitter_weight(Kuubar, jitter)
         grad_theta = (
             adapter.grad_contract(theta, Z, W)
             + adapter.cross_grad_contract(theta, X, Z, W_cross)
@@ -261,14 +261,14 @@ def _pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False)
     return grad_theta, grad_Z
 
 
-def _kernel_weights(R, A, Abar):
+def kernel_weights(R, A, Abar):
     """``dF/dK(Z, Z)`` (before the jitter) and ``dF/dK(Z, X)`` from ``Abar``."""
     Kufbar = solve_triangular(R, Abar, lower=True, trans=1, check_finite=False)
     Kuubar = cholesky_reverse(R, -Kufbar @ A.T)
     return Kuubar, Kufbar
 
 
-def _with_jitter_weight(Kuubar, jitter):
+def with_jitter_weight(Kuubar, jitter):
     """``dF/dK(Z, Z)`` through the jitter too, ``jitter * mean(diag)``."""
     W = Kuubar.copy()
     W[np.diag_indices_from(W)] += jitter / W.shape[0] * np.trace(Kuubar)
@@ -276,14 +276,14 @@ def _with_jitter_weight(Kuubar, jitter):
 
 
 def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
-    """:func:`_pullback` for ``Abar = v g_mu' - 2 A diag(gbar)``, faster.
+    """:func:`pullback` for ``Abar = v g_mu' - 2 A diag(gbar)``, faster.
 
     The ``gamma`` term depends on ``K_uu`` only through ``K_uu^-1``, so its
     gradient is ``B diag(gbar) B'`` with ``B = R^-T A``, with no Cholesky
     reverse pass; the mean term ``A' v`` needs one, but its ``Rbar = -W H'``
     (``W = R^-T v``, ``H = A g_mu``) has rank ``C``, and the triangular
     product of the reverse rule collapses to ``tril(v H')``, ``O(m^2 C)``
-    instead of a full ``O(m^3)`` product. Same result as :func:`_pullback`
+    instead of a full ``O(m^3)`` product. Same result as :func:`pullback`
     to round-off.
     """
     m = Z.shape[0]
@@ -465,21 +465,21 @@ def _softmax_nodes(likelihood):
     return draws, np.full(draws.shape[0], 1.0 / draws.shape[0])
 
 
-def _gaussian_with_noise(likelihood, log_noise):
+def gaussian_with_noise(likelihood, log_noise):
     """A copy of a Gaussian likelihood with the given log noise variance."""
     params = likelihood.get_params()
     params["noise_variance"] = float(np.exp(log_noise))
     return type(likelihood)(**params)
 
 
-def _expected_log_prob(likelihood, y, mu, var, n_latent):
+def sparse_expected_log_prob(likelihood, y, mu, var, n_latent):
     """Per-point expected log density, latent arrays given as ``(b, C)``."""
     if n_latent == 1:
         return likelihood.expected_log_prob(y, mu[:, 0], var[:, 0])
     return likelihood.expected_log_prob(y, mu, var)
 
 
-def _likelihood_terms(likelihood, y, mu, var, n_latent, noise_free):
+def likelihood_terms(likelihood, y, mu, var, n_latent, noise_free):
     """Expected log density and its gradients, latent arrays as ``(b, C)``.
 
     Returns ``elp`` (b,), ``d_mu`` and ``d_var`` (b, C) and the per-point
@@ -608,8 +608,8 @@ class SparseWhitenedTarget:
         offset=None,
         n_total=None,
     ):
-        X, y, Z, n_latent = _check_inputs(adapter, X, y, Z, likelihood)
-        self.offset = _check_offset(offset, X.shape[0])
+        X, y, Z, n_latent = check_inputs(adapter, X, y, Z, likelihood)
+        self.offset = check_offset(offset, X.shape[0])
         if n_total is None:
             n_total = X.shape[0]
         if not (np.isfinite(n_total) and n_total >= X.shape[0]):
@@ -624,15 +624,15 @@ class SparseWhitenedTarget:
         self.Z = Z
         self.likelihood = likelihood
         self.prior_set = prior_set
-        self.learn_noise = _noise_is_free(likelihood, learn_noise)
-        self.jitter = _check_jitter(jitter)
+        self.learn_noise = noise_is_free(likelihood, learn_noise)
+        self.jitter = check_jitter(jitter)
         self.n = X.shape[0]
         self.n_latent = n_latent
         self.n_inducing = Z.shape[0]
         self.n_kernel_params = adapter.n_params
         self.n_hyper = self.n_kernel_params + int(self.learn_noise)
         self.n_params = self.n_hyper + self.n_inducing * n_latent
-        _check_prior(prior_set, self.n_hyper)
+        check_prior(prior_set, self.n_hyper)
         # Facts fixed for the target's life, looked up once rather than on
         # every evaluation (see _evaluate_compiled).
         self._compiled = bool(adapter.is_fast)
@@ -785,11 +785,11 @@ class SparseWhitenedTarget:
 
     def _likelihood_at(self, log_noise):
         if self.learn_noise:
-            return _gaussian_with_noise(self.likelihood, log_noise)
+            return gaussian_with_noise(self.likelihood, log_noise)
         return self.likelihood
 
     def _data(self, batch):
-        idx, scale = _batch_indices(batch, self.n)
+        idx, scale = batch_indices(batch, self.n)
         scale *= self.n_total / self.n
         if idx is None:
             return self.X, self.y, self.offset, scale
@@ -828,8 +828,8 @@ class SparseWhitenedTarget:
         """
         theta, _, v = self.split(params)
         Xnew = np.ascontiguousarray(Xnew, dtype=np.float64)
-        R = _inducing_factor(self.adapter, theta, self.Z, self.jitter)
-        A, gamma, _ = _project(self.adapter, theta, self.Z, Xnew, R)
+        R = inducing_factor(self.adapter, theta, self.Z, self.jitter)
+        A, gamma, _ = project(self.adapter, theta, self.Z, Xnew, R)
         return A.T @ v, gamma
 
     def log_prob(self, params, batch=None):
@@ -927,10 +927,10 @@ class SparseWhitenedTarget:
             return self._evaluate_compiled(params, batch, grad)
         theta, log_noise, v = self.split(params)
         X, y, offset, scale = self._data(batch)
-        R = _inducing_factor(
+        R = inducing_factor(
             self.adapter, theta, self.Z, self.jitter, self._context(theta)
         )
-        A, gamma, free = _project(self.adapter, theta, self.Z, X, R)
+        A, gamma, free = project(self.adapter, theta, self.Z, X, R)
         mu = A.T @ v
         if offset is not None:
             mu += offset[:, None]
@@ -946,7 +946,7 @@ class SparseWhitenedTarget:
             if self._softmax:
                 elp = self._softmax_terms(y, mu, gamma)[0]
             else:
-                elp = _expected_log_prob(likelihood, y, mu, var, self.n_latent)
+                elp = sparse_expected_log_prob(likelihood, y, mu, var, self.n_latent)
             value += scale * float(np.sum(elp))
             return value if np.isfinite(value) else -np.inf
 
@@ -954,7 +954,7 @@ class SparseWhitenedTarget:
             elp, d_mu, d_var = self._softmax_terms(y, mu, gamma)
             d_noise = None
         else:
-            elp, d_mu, d_var, d_noise = _likelihood_terms(
+            elp, d_mu, d_var, d_noise = likelihood_terms(
                 likelihood, y, mu, var, self.n_latent, self.learn_noise
             )
         value += scale * float(np.sum(elp))
@@ -1052,10 +1052,10 @@ class SparseWhitenedTarget:
             likelihood = self._likelihood_at(log_noise)
             var = np.repeat(gamma[:, None], C, axis=1)
             if not grad:
-                elp = _expected_log_prob(likelihood, y, mu, var, C)
+                elp = sparse_expected_log_prob(likelihood, y, mu, var, C)
                 value += scale * float(np.sum(elp))
                 return value if np.isfinite(value) else -np.inf
-            elp, d_mu, d_var, d_noise = _likelihood_terms(
+            elp, d_mu, d_var, d_noise = likelihood_terms(
                 likelihood, y, mu, var, C, self.learn_noise
             )
             value += scale * float(np.sum(elp))

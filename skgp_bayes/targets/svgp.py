@@ -55,18 +55,18 @@ import numpy as np
 from ..likelihoods import Gaussian
 from .sparse import (
     JITTER,
-    _batch_indices,
-    _check_inputs,
-    _check_jitter,
-    _check_offset,
-    _check_prior,
-    _expected_log_prob,
-    _gaussian_with_noise,
-    _inducing_factor,
-    _likelihood_terms,
-    _noise_is_free,
-    _project,
-    _pullback,
+    batch_indices,
+    check_inputs,
+    check_jitter,
+    check_offset,
+    check_prior,
+    gaussian_with_noise,
+    inducing_factor,
+    likelihood_terms,
+    noise_is_free,
+    project,
+    pullback,
+    sparse_expected_log_prob,
 )
 
 __all__ = ["SVGPBound"]
@@ -125,7 +125,7 @@ class SVGPBound:
     >>> y = (X[:, 0] > 0).astype(float)
     >>> bound = SVGPBound(KernelAdapter(RBF()), X, y, X[::5], Bernoulli())
     >>> params = bound.initial_params()
-    >>> value, grad = bound.elbo_and_grad(params)
+    >>> value, grad = bound.logp_and_grad(params)
     >>> bound.n_params, grad.shape  # theta, m, packed L, Z
     (19, (19,))
     """
@@ -144,7 +144,7 @@ class SVGPBound:
         jitter=JITTER,
         offset=None,
     ):
-        X, y, Z, n_latent = _check_inputs(adapter, X, y, Z, likelihood)
+        X, y, Z, n_latent = check_inputs(adapter, X, y, Z, likelihood)
         if learn_inducing is None:
             learn_inducing = adapter.supports_input_gradients
         if learn_inducing and not adapter.supports_input_gradients:
@@ -158,10 +158,10 @@ class SVGPBound:
         self.Z = Z
         self.likelihood = likelihood
         self.prior_set = prior_set
-        self.learn_noise = _noise_is_free(likelihood, learn_noise)
+        self.learn_noise = noise_is_free(likelihood, learn_noise)
         self.learn_inducing = bool(learn_inducing)
-        self.jitter = _check_jitter(jitter)
-        self.offset = _check_offset(offset, X.shape[0])
+        self.jitter = check_jitter(jitter)
+        self.offset = check_offset(offset, X.shape[0])
         self.n = X.shape[0]
         self.n_latent = n_latent
         self.n_inducing = m = Z.shape[0]
@@ -177,7 +177,7 @@ class SVGPBound:
         n_z = Z.size if self.learn_inducing else 0
         self._Z_slice = slice(start, start + n_z)
         self.n_params = start + n_z
-        _check_prior(prior_set, self.n_hyper)
+        check_prior(prior_set, self.n_hyper)
 
     # ------------------------------------------------------------ plumbing
     @property
@@ -313,7 +313,7 @@ class SVGPBound:
 
     def _likelihood_at(self, log_noise):
         if self.learn_noise:
-            return _gaussian_with_noise(self.likelihood, log_noise)
+            return gaussian_with_noise(self.likelihood, log_noise)
         return self.likelihood
 
     # ------------------------------------------------------------ bound
@@ -345,8 +345,8 @@ class SVGPBound:
         """
         theta, _, mean, Ls, Z = self.split(params)
         Xnew = np.ascontiguousarray(Xnew, dtype=np.float64)
-        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
-        A, gamma, _ = _project(self.adapter, theta, Z, Xnew, R)
+        R = inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, gamma, _ = project(self.adapter, theta, Z, Xnew, R)
         B = np.matmul(Ls.transpose(0, 2, 1), A)
         var = gamma[:, None] + np.einsum("cik,cik->kc", B, B)
         return A.T @ mean, var
@@ -378,7 +378,7 @@ class SVGPBound:
         """
         return self._evaluate(params, batch, grad=False)
 
-    def elbo_and_grad(self, params, batch=None):
+    def logp_and_grad(self, params, batch=None):
         """The bound (plus the log prior) and its exact gradient.
 
         Parameters
@@ -402,25 +402,25 @@ class SVGPBound:
         >>> from skgp_bayes.targets.svgp import SVGPBound
         >>> X = np.linspace(0, 1, 10)[:, None]
         >>> bound = SVGPBound(KernelAdapter(RBF()), X, np.ones(10), X[::3], Poisson())
-        >>> value, grad = bound.elbo_and_grad(bound.initial_params())
+        >>> value, grad = bound.logp_and_grad(bound.initial_params())
         >>> grad.shape
         (19,)
         """
         return self._evaluate(params, batch, grad=True)
 
-    # Engines maximise ``logp_and_grad``; the bound plays that role.
-    logp_and_grad = elbo_and_grad
+    # The name before every target shared logp_and_grad; public API.
+    elbo_and_grad = logp_and_grad
 
     def _evaluate(self, params, batch, grad):
         theta, log_noise, mean, Ls, Z = self.split(params)
-        idx, scale = _batch_indices(batch, self.n)
+        idx, scale = batch_indices(batch, self.n)
         if idx is None:
             X, y, offset = self.X, self.y, self.offset
         else:
             X, y = self.X[idx], self.y[idx]
             offset = None if self.offset is None else self.offset[idx]
-        R = _inducing_factor(self.adapter, theta, Z, self.jitter)
-        A, gamma, free = _project(self.adapter, theta, Z, X, R)
+        R = inducing_factor(self.adapter, theta, Z, self.jitter)
+        A, gamma, free = project(self.adapter, theta, Z, X, R)
         terms = self._given_projection(
             mean, Ls, log_noise, (A, gamma, free), y, offset, scale, grad=grad
         )
@@ -432,7 +432,7 @@ class SVGPBound:
             value = terms[0]
             return value if np.isfinite(value) else -np.inf
         value, out, Abar, gbar = terms
-        pulled = _pullback(
+        pulled = pullback(
             self.adapter,
             theta,
             Z,
@@ -461,7 +461,7 @@ class SVGPBound:
         """The bound without the prior, given the projection ``(A, gamma, free)``.
 
         ``A = R^-1 K(Z, X)`` and ``gamma`` the clamped conditional
-        variances (see ``_project``). Returns a 1-tuple of the value, or
+        variances (see ``project``). Returns a 1-tuple of the value, or
         with ``grad`` the value, the gradient with its ``m``, ``L`` (and log
         noise) entries filled, ``Abar = dF/dA`` and ``dF/d diag K(X, X)``,
         for a pullback to the kernel.
@@ -485,10 +485,10 @@ class SVGPBound:
         )
         value = -kl
         if not grad:
-            elp = _expected_log_prob(likelihood, y, mu, var, self.n_latent)
+            elp = sparse_expected_log_prob(likelihood, y, mu, var, self.n_latent)
             return (value + scale * float(np.sum(elp)),)
 
-        elp, d_mu, d_var, d_noise = _likelihood_terms(
+        elp, d_mu, d_var, d_noise = likelihood_terms(
             likelihood, y, mu, var, self.n_latent, self.learn_noise
         )
         value += scale * float(np.sum(elp))

@@ -1,0 +1,221 @@
+"""Laplace approximations of a target's modes, and draws around them.
+
+A target here is anything with ``logp_and_grad(params) -> (value, grad)``
+over a flat vector within box bounds. The approximations start samplers
+and particle methods (spread of the initial points, preconditioners); they
+are not posteriors in their own right.
+"""
+
+import numpy as np
+
+from ..exceptions import NotPSDError
+from .optimize import maximize
+
+__all__ = [
+    "MAX_LAPLACE_STD",
+    "find_map",
+    "gaussian_draws",
+    "gaussian_factor",
+    "laplace_covariance",
+    "laplace_modes",
+]
+
+# Cap on a Laplace standard deviation, in the units of the parameters (log
+# units for positive hyperparameters): beyond it the quadratic
+# approximation is meaningless.
+MAX_LAPLACE_STD = 1.0
+# Step of the central differences of the gradient.
+_LAPLACE_STEP = 1e-4
+# Two optima closer than this in every coordinate are one mode.
+_SAME_MODE = 0.3
+
+
+def find_map(target, start, bounds):
+    """Maximum a posteriori point of ``target`` by L-BFGS-B from ``start``.
+
+    Parameters
+    ----------
+    target : object
+        With ``logp_and_grad(params) -> (value, grad)``.
+    start : ndarray of shape (p,)
+    bounds : ndarray of shape (p, 2)
+
+    Returns
+    -------
+    MaximizeResult
+        ``params`` is the mode; ``n_iter`` the L-BFGS-B iterations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import find_map
+    >>> class Quadratic:
+    ...     def logp_and_grad(self, x):
+    ...         return -0.5 * np.sum((x - 2.0) ** 2), -(x - 2.0)
+    >>> bounds = np.array([[-5.0, 5.0]])
+    >>> np.round(find_map(Quadratic(), np.zeros(1), bounds).params, 6)
+    array([2.])
+    """
+    return maximize(lambda params, _: target.logp_and_grad(params), start, bounds)
+
+
+def laplace_covariance(
+    target, centre, bounds, max_std=MAX_LAPLACE_STD, return_log_volume=False
+):
+    """Inverse negative Hessian at ``centre``, by central differences.
+
+    Differences of the exact gradient; a diagonal stands in where the
+    inverse is not positive definite. The standard deviations of the
+    result are capped at ``max_std``.
+
+    Parameters
+    ----------
+    target : object
+        With ``logp_and_grad(params) -> (value, grad)``.
+    centre : ndarray of shape (p,)
+    bounds : ndarray of shape (p, 2)
+        Difference steps are clipped to them.
+    max_std : float, default=MAX_LAPLACE_STD
+    return_log_volume : bool, default=False
+        Also return half the log-determinant of the uncapped covariance,
+        the Laplace estimate of the log volume of the mode.
+
+    Returns
+    -------
+    cov : ndarray of shape (p, p)
+    log_volume : float
+        Only with ``return_log_volume``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import laplace_covariance
+    >>> class Gaussian:
+    ...     def logp_and_grad(self, x):
+    ...         return -0.5 * np.sum(x**2 / [0.25, 4.0]), -x / [0.25, 4.0]
+    >>> bounds = np.array([[-5.0, 5.0], [-5.0, 5.0]])
+    >>> np.round(np.diag(laplace_covariance(Gaussian(), np.zeros(2), bounds)), 6)
+    array([0.25, 1.  ])
+    """
+    n = centre.shape[0]
+    hess = np.empty((n, n))
+    for i in range(n):
+        step = np.zeros(n)
+        step[i] = _LAPLACE_STEP
+        up = np.clip(centre + step, bounds[:, 0], bounds[:, 1])
+        down = np.clip(centre - step, bounds[:, 0], bounds[:, 1])
+        width = up[i] - down[i]
+        if width <= 0:
+            hess[i] = 0.0
+            continue
+        hess[i] = (target.logp_and_grad(up)[1] - target.logp_and_grad(down)[1]) / width
+    precision = -0.5 * (hess + hess.T)
+    try:
+        cov = np.linalg.inv(precision)
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        cov = np.diag(1.0 / np.maximum(np.abs(np.diag(precision)), 1.0))
+    std = np.sqrt(np.diag(cov))
+    shrink = np.minimum(1.0, max_std / np.maximum(std, 1e-300))
+    capped = cov * np.outer(shrink, shrink)
+    if return_log_volume:
+        return capped, 0.5 * float(np.linalg.slogdet(cov)[1])
+    return capped
+
+
+def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
+    """Distinct local maxima of ``target`` found by L-BFGS-B from ``starts``.
+
+    Optima closer than ``_SAME_MODE`` in every coordinate are one mode.
+
+    Parameters
+    ----------
+    target : object
+        With ``logp_and_grad(params) -> (value, grad)``.
+    starts : ndarray of shape (k, p)
+    bounds : ndarray of shape (p, 2)
+    max_std : float, default=MAX_LAPLACE_STD
+        Cap of the modes' covariances, as in :func:`laplace_covariance`.
+
+    Returns
+    -------
+    list of tuple
+        ``(mode, capped_cov, log_mass)`` by decreasing ``log_mass``, the
+        Laplace estimate ``log p(mode) + log volume``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import laplace_modes
+    >>> class Quadratic:
+    ...     def logp_and_grad(self, x):
+    ...         return -0.5 * np.sum((x - 2.0) ** 2), -(x - 2.0)
+    >>> starts = np.array([[0.0], [4.0]])
+    >>> modes = laplace_modes(Quadratic(), starts, np.array([[-5.0, 5.0]]))
+    >>> len(modes), np.round(modes[0][0], 4)
+    (1, array([2.]))
+    """
+    modes = []
+    for start in starts:
+        mode = find_map(target, start, bounds).params
+        if any(np.max(np.abs(mode - m)) < _SAME_MODE for m, _, _ in modes):
+            continue
+        try:
+            value = target.logp_and_grad(mode)[0]
+        except NotPSDError:
+            continue
+        cov, log_volume = laplace_covariance(
+            target, mode, bounds, max_std, return_log_volume=True
+        )
+        modes.append((mode, cov, value + log_volume))
+    modes.sort(key=lambda entry: -entry[2])
+    return modes
+
+
+def gaussian_factor(cov):
+    """Lower Cholesky factor of a covariance: it spreads draws and
+    preconditions samplers.
+
+    Parameters
+    ----------
+    cov : ndarray of shape (p, p)
+
+    Returns
+    -------
+    ndarray of shape (p, p)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import gaussian_factor
+    >>> gaussian_factor(np.array([[4.0, 0.0], [0.0, 1.0]]))
+    array([[2., 0.],
+           [0., 1.]])
+    """
+    return np.linalg.cholesky(cov)
+
+
+def gaussian_draws(centre, factor, n_draws, rng):
+    """``n_draws`` draws of ``N(centre, factor factor')``.
+
+    Parameters
+    ----------
+    centre : ndarray of shape (p,)
+    factor : ndarray of shape (p, p)
+    n_draws : int
+    rng : numpy.random.RandomState or numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_draws, p)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import gaussian_draws
+    >>> draws = gaussian_draws(np.ones(2), np.eye(2), 3, np.random.default_rng(0))
+    >>> draws.shape
+    (3, 2)
+    """
+    noise = rng.standard_normal((n_draws, centre.shape[0]))
+    return centre + noise @ factor.T
