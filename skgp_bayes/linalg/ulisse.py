@@ -68,7 +68,7 @@ __all__ = [
 _CONTRACT_ROWS = 256
 
 
-def _default_budget(n):
+def default_budget(n):
     return max(2 * n, 100)
 
 
@@ -256,7 +256,7 @@ def ulisse_solve(
     copies = np.broadcast_to(np.asarray(copies, dtype=int), (k,))
     owner = np.repeat(np.arange(k), copies)
     m = owner.size
-    max_iter = _default_budget(n) if max_iter is None else int(max_iter)
+    max_iter = default_budget(n) if max_iter is None else int(max_iter)
     cap = np.iinfo(np.int64).max if max_random_steps is None else max_random_steps
     if cap < 0:
         raise ValueError(f"max_random_steps must be >= 0, got {max_random_steps}.")

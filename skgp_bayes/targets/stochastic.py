@@ -27,8 +27,8 @@ from ..linalg import (
     rademacher_probes,
     ulisse_solve,
 )
-from ..linalg.cg import _host
-from ..linalg.ulisse import _default_budget
+from ..linalg.cg import to_host
+from ..linalg.ulisse import default_budget
 from ._exact_numba import rbf_log_fill
 from .exact import ExactMarginalTarget
 
@@ -225,7 +225,7 @@ class StochasticMarginalGradient:
         """
 
         def host(a):
-            return None if a is None else np.array(_host(a))
+            return None if a is None else np.array(to_host(a))
 
         return {
             "rng": self.rng,
@@ -338,7 +338,7 @@ class StochasticMarginalGradient:
             a1, a2, S = sol[:, 0], sol[:, 1], sol[:, 2:]
             self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
         else:
-            budget = self.max_iter or _default_budget(B.shape[0])
+            budget = self.max_iter or default_budget(B.shape[0])
             res = batched_cg(
                 matvec,
                 B,
@@ -360,8 +360,8 @@ class StochasticMarginalGradient:
         if unfinished:
             self.budget_exhausted += 1
             self.budget_residual = max(self.budget_residual, worst)
-        U = np.column_stack([0.5 * _host(a1), -_host(S) / (2.0 * self.n_probes)])
-        V = np.column_stack([_host(a2), _host(self._probes)])
+        U = np.column_stack([0.5 * to_host(a1), -to_host(S) / (2.0 * self.n_probes)])
+        V = np.column_stack([to_host(a2), to_host(self._probes)])
         grad = np.empty(self.n_params)
         grad[: self.n_kernel_params] = lowrank_grad_contract(
             self.adapter, theta, self.X, U, V
