@@ -213,7 +213,7 @@ class CollapsedSparseTarget:
         c = _solve_lower(Lp, A @ self.y / s2)
         return R, A, gamma, free, s2, Lp, c, kernel_mats
 
-    def project(self, theta, Z):
+    def _project(self, theta, Z):
         """``R``, ``A = R^-1 K_uf``, clamped ``gamma``, its mask, kernel blocks.
 
         Fast-path kernels go through the compiled forward pass of the joint
@@ -379,7 +379,7 @@ class CollapsedSparseTarget:
         self._pullback(theta, Z, Kufbar, Kuubar, gbar, mats, grad)
         return value, grad
 
-    def kernel_weights(self, R, A, free, s2, S, mean, resid):
+    def _kernel_weights(self, R, A, free, s2, S, mean, resid):
         """``dL/dK_uf`` (m, n) and ``dL/dK_uu`` (m, m), without the jitter's share.
 
         With every ``gamma_i`` free, ``Abar = (mean r' + (I - S) A) / s2``,
@@ -408,7 +408,7 @@ class CollapsedSparseTarget:
         Kuubar = -0.25 * (Kuubar + Kuubar.T)
         return Kufbar, Kuubar
 
-    def pullback(self, theta, Z, Kufbar, Kuubar, gbar, mats, grad):
+    def _pullback(self, theta, Z, Kufbar, Kuubar, gbar, mats, grad):
         """Kernel (and ``Z``) gradients into ``grad`` from the kernel weights."""
         adapter, m = self.adapter, Z.shape[0]
         if self.n_kernel_params:
