@@ -1858,9 +1858,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         )
         chains, results, n_blocks = self._sample(sampler, int(seeds[3]), t_hmc)
         hmc_time = time.perf_counter() - t_hmc
-        names = SparseWhitenedTarget(
-            adapter, X[:1], y[:1], Z, Gaussian(0.1)
-        ).param_names
+        # the joint target's layout: [theta, noise_variance, v[0], ...]
+        names = [*target.param_names, *(f"v[{j}]" for j in range(Z.shape[0]))]
         samples = chains.reshape(-1, chains.shape[2])
         warn_at_bounds(samples, kernel_bounds, names, "HMC draws", "spread")
         rhat, ess = _rhat_and_bulk_ess(chains)

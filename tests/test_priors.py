@@ -28,6 +28,17 @@ SCIPY_TWINS = [
 
 
 @pytest.mark.parametrize("prior", ANALYTIC, ids=repr)
+def test_theta_density_is_the_density_of_x_with_its_jacobian(prior):
+    # Gamma and LogNormal write log_prob_theta in closed form in theta; it
+    # must be log p(exp(theta)) + theta, with the chain-rule derivative.
+    theta = np.linspace(-8.0, 8.0, 33)
+    x = np.exp(theta)
+    value, grad = prior.log_prob_theta(theta)
+    np.testing.assert_allclose(value, prior.logpdf(x) + theta, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grad, prior.dlogpdf(x) * x + 1.0, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("prior", ANALYTIC, ids=repr)
 def test_theta_gradient_matches_finite_differences(prior):
     theta = np.linspace(-2.0, 2.0, 9)
     _, grad = prior.log_prob_theta(theta)
