@@ -248,7 +248,7 @@ def threads_study(args):
     from _timing import best_time
     from threadpoolctl import threadpool_limits
 
-    from skgp_bayes._particles import ParticleEvaluator
+    from skgp_bayes.inference.particles import ParticleEvaluator
     from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
     X, y, _ = spatio_temporal(20_000, 5)

@@ -16,7 +16,6 @@ from . import _config
 from ._base import EstimatorBase
 from ._defaults import in_natural_units, merged_priors
 from ._interrupt import keyboard_interrupt_passes
-from ._predictive import gaussian_joint_draws
 from ._predictive_contract import (
     GaussianMixturePredictive,
     LatentDraws,
@@ -34,6 +33,7 @@ from ._validation import (
 from ._warnings import warn_user
 from .kernels import KernelAdapter, lower_kernel
 from .kernels.spectral import spectral_parameters
+from .predictive.mixture import gaussian_joint_draws
 from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,

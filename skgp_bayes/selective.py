@@ -75,7 +75,6 @@ from ._defaults import (
 from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
-from ._predictive import gaussian_joint_draws
 from ._predictive_contract import (
     GaussianMixturePredictive,
     LatentDraws,
@@ -86,7 +85,6 @@ from ._predictive_contract import (
     mixture_prediction,
     proba_from_log_odds,
 )
-from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -110,7 +108,8 @@ from .inference import (
 from .inference.optimize import maximize, random_batches, stalled
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Softmax
-from .predictive.sparse import q_moments
+from .predictive.mixture import gaussian_joint_draws
+from .predictive.sparse import q_moments, sparse_function_samples
 from .sampling import require_spectral_spec
 from .targets.selective import BernoulliPointProcess, SharedSubsetBound, SubsetBound
 

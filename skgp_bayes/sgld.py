@@ -21,7 +21,6 @@ from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
-from ._predictive import CGGPDraws, ExactGPDraws
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -46,6 +45,7 @@ from .inference.laplace import (
     laplace_covariance,
 )
 from .linalg import StochasticMarginalGradient
+from .predictive.exact import CGGPDraws, ExactGPDraws
 from .targets import ExactMarginalTarget
 
 __all__ = ["SGLDGPRegressor"]

@@ -93,14 +93,7 @@ from ._predictive_contract import (
     sparse_latent_covariances,
 )
 from ._sparse import SVGP_WINDOW as _SVGP_WINDOW
-from ._sparse import (
-    fit_svgp_adam,
-    fit_svgp_lbfgs,
-    initial_inducing,
-    sparse_draw_moments,
-    sparse_function_samples,
-    sparse_joint_draws,
-)
+from ._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -124,7 +117,12 @@ from .inference import run_hmc_chains
 from .inference.affine import AffineTarget, curvature_preconditioner
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
-from .predictive.sparse import q_moments_per_latent
+from .predictive.sparse import (
+    q_moments_per_latent,
+    sparse_draw_moments,
+    sparse_function_samples,
+    sparse_joint_draws,
+)
 from .priors import PriorSet
 from .sampling import (
     require_spectral_spec,
