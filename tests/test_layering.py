@@ -242,3 +242,48 @@ def test_estimator_modules_print_through_the_logger(module):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print"
     ]
     assert not prints, f"{module}.py prints at lines {prints}"
+
+
+def _classes(folder):
+    for path in sorted((PACKAGE / folder).glob("*.py")):
+        for node in ast.walk(_parse(path)):
+            if isinstance(node, ast.ClassDef):
+                yield path, node
+
+
+def test_every_draws_class_lives_in_predictive():
+    """The predictive is one axis of the design, with one home (issue #16,
+    done-when 3)."""
+    elsewhere = [
+        f"{path.relative_to(PACKAGE)}: {node.name}"
+        for path in PACKAGE.rglob("*.py")
+        if path.parent.name != "predictive"
+        for node in ast.walk(_parse(path))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Draws")
+    ]
+    assert not elsewhere, elsewhere
+
+
+# Classes in targets/ with a value-and-gradient method that engines do not
+# climb: the selection prior's divergence (a term of the selective
+# objective) and one Laplace problem inside LaplaceSurrogate.
+NOT_TARGETS = {"BernoulliPointProcess", "BinaryLaplaceProblem"}
+
+
+def test_every_target_names_value_and_gradient_logp_and_grad():
+    """One method name for value and gradient (issue #16, done-when 3)."""
+    offenders = []
+    for path, node in _classes("targets"):
+        methods = {
+            item.name for item in node.body if isinstance(item, ast.FunctionDef)
+        } | {
+            target.id
+            for item in node.body
+            if isinstance(item, ast.Assign)
+            for target in item.targets
+            if isinstance(target, ast.Name)
+        }
+        grads = {name for name in methods if name.endswith("_and_grad")}
+        if grads and node.name not in NOT_TARGETS and "logp_and_grad" not in grads:
+            offenders.append(f"{path.name}: {node.name} has {sorted(grads)}")
+    assert not offenders, offenders
