@@ -66,13 +66,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import EstimatorBase, fit_method
+from ._base import EstimatorBase, fit_method, sample_y_spec
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
     fit_input_scaling,
     in_natural_units,
 )
-from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (

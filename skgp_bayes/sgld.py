@@ -16,10 +16,9 @@ from sklearn.utils.validation import validate_data
 from . import _config
 from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
-from ._base import Printer, fit_method, seconds_since
+from ._base import ExactGPRegressorMixin, Printer, fit_method, seconds_since
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
-from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._threads import blas_threads_for
 from ._validation import (

@@ -13,9 +13,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import fit_method, seconds_since
+from ._base import ExactGPRegressorMixin, fit_method, seconds_since
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
-from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import draws_alias

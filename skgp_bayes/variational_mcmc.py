@@ -64,7 +64,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import EstimatorBase, fit_method
+from ._base import EstimatorBase, fit_method, sample_y_spec
 from ._base import Printer as _Printer
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
@@ -72,7 +72,6 @@ from ._defaults import (
     in_natural_units,
     merged_priors,
 )
-from ._exact_gp import sample_y_spec
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (

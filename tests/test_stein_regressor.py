@@ -542,7 +542,7 @@ def test_negative_variances_are_clamped_with_a_warning():
 
 
 def test_large_exact_sample_y_warns(fitted, data, monkeypatch):
-    import skgp_bayes._exact_gp as sampling
+    import skgp_bayes._base as sampling
 
     monkeypatch.setattr(sampling, "EXACT_SAMPLE_WARN", 3)
     with pytest.warns(UserWarning, match="O\\(n\\^3\\)"):
