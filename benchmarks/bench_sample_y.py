@@ -118,7 +118,7 @@ def bench_sizes(X, reg, gpr, sizes, peer_max, exact_max=1_000):
 def bench_crossover(X, reg, sizes):
     print(
         "\n### Crossover: exact against pathwise sample_y "
-        "(sets skgp_bayes._exact_gp.PATHWISE_MIN_POINTS)\n"
+        "(sets skgp_bayes._base.PATHWISE_MIN_POINTS)\n"
     )
     print("| n_samples | K | exact s | pathwise s | exact / pathwise |")
     print("| ---: | ---: | ---: | ---: | ---: |")

@@ -29,9 +29,13 @@ import numpy as np
 from scipy.special import expit, log_expit, logsumexp, ndtr, ndtri, pdtr
 
 from ._interrupt import keyboard_interrupt_passes
-from ._predictive import mixture_log_density, mixture_mean_cov, mixture_mean_var
 from ._warnings import warn_user
 from .likelihoods import gauss_hermite
+from .predictive.mixture import (
+    mixture_log_density,
+    mixture_mean_cov,
+    mixture_mean_var,
+)
 from .targets.sparse import inducing_factor, project
 
 __all__ = [

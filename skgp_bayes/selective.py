@@ -66,17 +66,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import EstimatorBase, fit_method
+from ._base import EstimatorBase, fit_method, sample_y_spec
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
     fit_input_scaling,
     in_natural_units,
     merged_priors,
 )
-from ._exact_gp import sample_y_spec
 from ._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
-from ._predictive import gaussian_joint_draws
 from ._predictive_contract import (
     GaussianMixturePredictive,
     LatentDraws,
@@ -88,7 +86,6 @@ from ._predictive_contract import (
     proba_from_log_odds,
 )
 from ._progress import fit_progress
-from ._sparse import sparse_function_samples
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -113,7 +110,8 @@ from .inference import (
 from .inference.optimize import maximize, random_batches, stalled
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Softmax
-from .predictive.sparse import q_moments
+from .predictive.mixture import gaussian_joint_draws
+from .predictive.sparse import q_moments, sparse_function_samples
 from .priors import PriorSet
 from .sampling import require_spectral_spec
 from .targets.selective import (

@@ -16,12 +16,10 @@ from sklearn.utils.validation import validate_data
 from . import _config
 from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
-from ._base import Printer, fit_method, seconds_since
+from ._base import ExactGPRegressorMixin, Printer, fit_method, seconds_since
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
-from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
-from ._predictive import CGGPDraws, ExactGPDraws
 from ._progress import engine_verbose, fit_progress
 from ._threads import blas_threads_for
 from ._validation import (
@@ -47,6 +45,7 @@ from .inference.laplace import (
     gaussian_factor,
     laplace_covariance,
 )
+from .predictive.exact import CGGPDraws, ExactGPDraws
 from .targets import ExactMarginalTarget, StochasticMarginalGradient
 
 __all__ = ["SGLDGPRegressor"]

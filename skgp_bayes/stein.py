@@ -13,32 +13,23 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import fit_method, seconds_since
+from ._base import ExactGPRegressorMixin, fit_method, seconds_since
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
-from ._exact_gp import ExactGPRegressorMixin
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
-from ._particles import ParticleEvaluator
-from ._predictive import (
-    CGGPDraws,
-    ExactGPDraws,
-)
 from ._predictive_contract import draws_alias
-from ._sparse import SparseGPDraws, resolve_inducing
+from ._sparse import resolve_inducing
 from ._stein_base import (
     batch_evaluator,
     check_dense_memory,
     check_particle_shape,
+    check_same_model,
+    check_sparse_memory,
+    check_sparse_options,
     is_sparse_config,
     run_stein_svgd,
     sparse_svgd_stage,
     warn_not_converged,
-)
-from ._stein_cg import CG_TOL, MAP_SUBSET, PRECONDITIONER_RANK, CGParticleGradients
-from ._stein_sparse import (
-    check_same_model,
-    check_sparse_memory,
-    check_sparse_options,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -61,9 +52,18 @@ from .inference.laplace import (
     laplace_covariance,
     laplace_modes,
 )
+from .inference.particles import ParticleEvaluator
 from .likelihoods import Gaussian
+from .predictive.exact import CGGPDraws, ExactGPDraws
+from .predictive.sparse import SparseGPDraws
 from .sampling import DEFAULT_N_FEATURES
 from .targets import ExactMarginalTarget
+from .targets.cg_particles import (
+    CG_TOL,
+    MAP_SUBSET,
+    PRECONDITIONER_RANK,
+    CGParticleGradients,
+)
 from .targets.sparse import SparseWhitenedTarget
 
 __all__ = ["SteinGPRegressor"]

@@ -32,7 +32,7 @@ whitened values of every latent function at the inducing inputs; given
 ``(theta, v)`` each latent is ``N(A'v, gamma)`` at any input, so the
 predictive averaging below is the same as for the exact model. The particles
 start from an SVGP Gaussian approximation on the same inducing inputs
-(:func:`~skgp_bayes._stein_sparse.sparse_initial_particles`), and the data
+(:func:`~skgp_bayes._stein_base.sparse_initial_particles`), and the data
 term may be estimated on minibatches without bias.
 """
 
@@ -59,31 +59,25 @@ from ._defaults import (
 )
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
-from ._predictive import gaussian_joint_draws, mixture_mean_var
 from ._predictive_contract import (
     binary_log_odds,
     draws_alias,
     fit_time_from_diagnostics,
 )
 from ._progress import engine_verbose, fit_progress
-from ._sparse import (
-    resolve_inducing,
-    sparse_function_samples,
-)
+from ._sparse import resolve_inducing
 from ._stein_base import (
     batch_evaluator,
     check_dense_memory,
-    is_sparse_config,
-    sparse_svgd_stage,
-    svgd_learning_rate,
-    svgd_tol,
-    warn_not_converged,
-)
-from ._stein_sparse import (
     check_same_model,
     check_sparse_memory,
     check_sparse_options,
+    is_sparse_config,
+    sparse_svgd_stage,
     svgd_decay,
+    svgd_learning_rate,
+    svgd_tol,
+    warn_not_converged,
 )
 from ._threads import blas_threads_for
 from ._validation import (
@@ -107,6 +101,8 @@ from .kernels import KernelAdapter
 from .kernels.spectral import spectral_parameters
 from .likelihoods import Bernoulli, Softmax
 from .predictive.latent import LatentDraws, SparseLatentDraws
+from .predictive.mixture import gaussian_joint_draws, mixture_mean_var
+from .predictive.sparse import sparse_function_samples
 from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,

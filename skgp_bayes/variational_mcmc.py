@@ -77,7 +77,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import EstimatorBase, fit_method
+from ._base import EstimatorBase, fit_method, sample_y_spec
 from ._base import Printer as _Printer
 from ._defaults import (
     NOISE_VARIANCE_BOUNDS,
@@ -85,7 +85,6 @@ from ._defaults import (
     in_natural_units,
     merged_priors,
 )
-from ._exact_gp import sample_y_spec
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
@@ -107,14 +106,7 @@ from ._predictive_contract import (
 )
 from ._progress import engine_verbose, fit_progress
 from ._sparse import SVGP_WINDOW as _SVGP_WINDOW
-from ._sparse import (
-    fit_svgp_adam,
-    fit_svgp_lbfgs,
-    initial_inducing,
-    sparse_draw_moments,
-    sparse_function_samples,
-    sparse_joint_draws,
-)
+from ._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -143,7 +135,12 @@ from .inference.affine import (
 )
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
-from .predictive.sparse import q_moments_per_latent
+from .predictive.sparse import (
+    q_moments_per_latent,
+    sparse_draw_moments,
+    sparse_function_samples,
+    sparse_joint_draws,
+)
 from .priors import PriorSet
 from .sampling import (
     require_spectral_spec,

@@ -34,7 +34,8 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from skgp_bayes import SteinGPRegressor, _exact_gp
+from skgp_bayes import SteinGPRegressor
+from skgp_bayes import _base as _exact_gp
 from skgp_bayes.kernels import lower_kernel, sample_spectral_frequencies
 from skgp_bayes.linalg import cho_solve, cholesky
 from skgp_bayes.sampling import (

@@ -36,7 +36,7 @@ from skgp_bayes import (
     VariationalMCMCClassifier,
     VariationalMCMCRegressor,
 )
-from skgp_bayes._predictive import mixture_mean_var
+from skgp_bayes.predictive.mixture import mixture_mean_var
 from skgp_bayes.sampling import FunctionSamples
 
 N, F, R = 4000, 2048, 32

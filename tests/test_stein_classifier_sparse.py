@@ -12,7 +12,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.metrics import log_loss
 
 from skgp_bayes import SteinGPClassifier
-from skgp_bayes._particles import ParticleEvaluator
+from skgp_bayes.inference.particles import ParticleEvaluator
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, Softmax
 from skgp_bayes.predictive.latent import SparseLatentDraws

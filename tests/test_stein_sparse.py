@@ -11,7 +11,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skgp_bayes import SteinGPRegressor
-from skgp_bayes._particles import ParticleEvaluator
+from skgp_bayes.inference.particles import ParticleEvaluator
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.priors import PriorSet

@@ -9,9 +9,9 @@ mixing them over draws and through the likelihood is the estimator's work.
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from .._predictive import row_chunks
-from .._sparse import SparseDrawsBase
 from .._threads import blas_threads_for
+from .mixture import row_chunks
+from .sparse import SparseDrawsBase
 
 __all__ = ["LatentDraws", "SparseLatentDraws", "example_draws"]
 

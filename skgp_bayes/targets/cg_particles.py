@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from .targets.stochastic import StochasticMarginalGradient
+from .stochastic import StochasticMarginalGradient
 
 __all__ = []
 
@@ -52,7 +52,7 @@ class CGParticleGradients:
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgp_bayes._stein_cg import CGParticleGradients
+    >>> from skgp_bayes.targets.cg_particles import CGParticleGradients
     >>> from skgp_bayes.kernels import KernelAdapter
     >>> X = np.linspace(0, 1, 30)[:, None]
     >>> grads = CGParticleGradients(

@@ -10,8 +10,8 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-from ._warnings import bound_to_fit
-from .exceptions import NotPSDError
+from .._warnings import bound_to_fit
+from ..exceptions import NotPSDError
 
 __all__ = []
 
@@ -84,7 +84,7 @@ class ParticleEvaluator:
     Examples
     --------
     >>> import numpy as np
-    >>> from skgp_bayes._particles import ParticleEvaluator
+    >>> from skgp_bayes.inference.particles import ParticleEvaluator
     >>> class Quadratic:
     ...     n = 10
     ...     def logp_and_grad(self, params, batch=None):
