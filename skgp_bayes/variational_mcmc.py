@@ -61,6 +61,7 @@ a random-Fourier-feature prior draw by Matheron's rule at the inducing
 inputs, so the samples mix over hyperparameters and inducing values.
 """
 
+import copy
 import dataclasses
 import time
 from numbers import Integral, Real
@@ -290,7 +291,9 @@ class _Sampler:
         mapped, with a unit inverse mass (see :func:`refine_from_draws`).
         """
         center, factor = refine_from_draws(chains)
-        new = object.__new__(_Sampler)
+        # a copy keeps what a subclass adds (the collapsed sampler's exact
+        # v | theta completion of every draw)
+        new = copy.copy(self)
         new.transform = self.transform @ factor
         new.target = AffineTarget(
             self.target.logp_and_grad, self.target.to_x(center), new.transform
@@ -1979,14 +1982,17 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         if self.svgp_max_iter == 0:
             params, trace, converged, n_iter = start, [], True, 0
         else:
+            report = self._svgp_reporter(t_start)
             params, trace, converged, n_iter = fit_svgp_lbfgs(
                 bound,
                 start,
                 opt_bounds,
                 self.svgp_max_iter,
                 tol=_SVGP_TOL,
-                report=self._svgp_reporter(t_start) if self.verbose else None,
+                report=report,
             )
+            if report is not None:
+                report.close()
         if not converged:
             warn_user(
                 f"The collapsed bound's maximisation did not converge in "

@@ -247,7 +247,7 @@ CASES = [
         SteinGPRegressor(n_particles=3, max_iter=5, **_STEIN_SPARSE),
         False,
         SVGPBound,
-        "elbo_and_grad",
+        "logp_and_grad",
         "fit",
     ),
     (
@@ -288,7 +288,7 @@ CASES = [
         VariationalMCMCRegressor(**_VMCMC),
         False,
         CollapsedSparseTarget,
-        "elbo_and_grad",
+        "logp_and_grad",
         "fit",
     ),
     (
@@ -296,7 +296,7 @@ CASES = [
         VariationalMCMCClassifier(**_VMCMC),
         True,
         SVGPBound,
-        "elbo_and_grad",
+        "logp_and_grad",
         "fit",
     ),
     (
@@ -304,7 +304,7 @@ CASES = [
         VariationalMCMCClassifier(**_VMCMC, batch_size=16),
         True,
         SVGPBound,
-        "elbo_and_grad",
+        "logp_and_grad",
         "fit",
     ),
     # SGLD with ULISSE, and its MAP start (with the exact solver, which
@@ -352,7 +352,7 @@ CASES = [
         _SELECTIVE,
         False,
         SubsetBound,
-        "value_and_grad",
+        "logp_and_grad",
         "fit",
     ),
     (
@@ -368,7 +368,7 @@ CASES = [
         _SELECTIVE_CLASSIFIER,
         True,
         SharedSubsetBound,
-        "value_and_grad",
+        "logp_and_grad",
         "fit",
     ),
     (
@@ -376,7 +376,7 @@ CASES = [
         _SELECTIVE_CLASSIFIER,
         True,
         SVGPBound,
-        "elbo_and_grad",
+        "logp_and_grad",
         "fit",
     ),
 ]
