@@ -119,9 +119,6 @@ class StochasticMarginalGradient:
     (2,)
     """
 
-    # Instances pickled before the option existed warm-started.
-    warm_start = True
-
     def __init__(
         self,
         adapter,
