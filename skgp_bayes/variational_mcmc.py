@@ -24,7 +24,9 @@ Ghahramani, 2015).
    gradient rose four-fold). The curvature costs ``2 d`` gradients and is
    used whenever that is at most one chain's warm-up. Every chain starts
    from its own draw of ``N(0, I)`` in ``w``; the step size (dual
-   averaging) and a diagonal mass matrix in ``w`` are adapted in warm-up;
+   averaging) and a diagonal mass matrix in ``w`` are adapted in warm-up,
+   whose first half ends with draws that re-estimate ``T`` (the point
+   curvature misjudges skewed length scales; see ``_refine``);
    the number of leapfrog steps is uniform on ``1..ceil(pi / step)``, an
    integration time of up to ``pi`` (see ``max_leapfrog``). Chains
    run in parallel with joblib; their seeds are spawned up front, so
@@ -830,11 +832,11 @@ class _VariationalMCMCBase(
         held. The draws of all chains re-estimate the coordinates
         (:func:`~skgp_bayes.inference.affine.refine_from_draws`): on iris
         the point curvature left one direction of the posterior 14 times
-        wider than the unit it was scaled to, a length scale whose skewed
-        posterior no curvature at one point describes, and the run-length
-        rule then needed 750 to 1,250 sampling iterations per chain where
-        the refined coordinates needed 500. The remaining half of
-        ``n_warmup`` adapts step and mass again in the new coordinates.
+        wider (in variance) than the unit it was scaled to, mostly a
+        length scale, whose skewed posterior no curvature at one point
+        describes; in the refined coordinates the widest was 3.6. The
+        remaining half of ``n_warmup`` adapts step and mass again in the
+        new coordinates.
 
         Returns the new sampler (with each chain's step size so far), the
         remaining warm-up length, and the first half's results per chain
@@ -1038,9 +1040,13 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     link : {"logit", "probit"}, default="logit"
         Link of the Bernoulli likelihood for two classes.
     multiclass : {"robustmax", "softmax"}, default="softmax"
-        Likelihood for more than two classes: softmax with fixed Monte
-        Carlo draws for its expectation, or robust-max with ``epsilon =
-        1e-3`` (the seed paper's section 4.4). Robust-max is almost a step
+        Likelihood for more than two classes: softmax, whose expectations
+        the sampled target and ``predict_proba`` take with a degree-5
+        cubature rule up to five classes
+        (:func:`~skgp_bayes.targets.sparse.softmax_rule`; the Gaussian
+        approximation and more classes use fixed Monte Carlo draws), or
+        robust-max with ``epsilon = 1e-3`` (the seed paper's section 4.4).
+        Robust-max is almost a step
         function of the latent values where their conditional variance is
         small, and HMC then mixes slowly between class regions (a fixed
         ``WhiteKernel`` nugget in the kernel smooths it, as the seed paper
@@ -1052,11 +1058,13 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     n_chains : int, default=4
         Independent HMC chains.
     n_warmup : int, default=300
-        Warm-up (adaptation) iterations per chain, discarded: a step-size
-        buffer and three doubling windows of the diagonal mass adaptation
-        (Stan's schedule). The chains run in coordinates already scaled by
-        the curvature of the posterior (see the module notes), so the
-        adaptation only corrects that scaling.
+        Warm-up (adaptation) iterations per chain, discarded. The chains
+        run in coordinates scaled by the curvature of the posterior (see
+        the module notes); a quarter adapts step and diagonal mass there, a
+        quarter draws, whose covariance over all chains refines the
+        coordinates, and the remaining half adapts again in the refined
+        ones (each part with Stan's schedule: a step-size buffer, doubling
+        windows of the diagonal mass adaptation, a terminal buffer).
     n_samples : int, default=250
         Sampling iterations per chain in the first block after warm-up,
         and in every further block.

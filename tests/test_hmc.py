@@ -300,3 +300,46 @@ def test_warmup_path_length_follows_the_averaged_step():
         dips += int(np.ceil(np.pi / res.step_sizes[it])) > 3 * bound
         dual.update(res.accept_prob[it])
     assert dips >= 3
+
+
+def test_refine_from_draws_recovers_a_skewed_scaling():
+    # Draws from N(c, S) in d = 6: the refined map w = center + R u has
+    # R R' = (N S_hat + 5 I) / (N + 5) for the within-chain covariance S_hat
+    # of the N = 8000 draws, so the draws' own covariance in u is the
+    # identity up to the shrinkage (5 / 8005) and the difference between
+    # within-chain and total covariance (of order 1 / 2000): 0.05 is far
+    # outside both, and a map that missed the scaling (14 against 0.2 on
+    # the diagonal of S) would be off by more than 1. The center is the
+    # mean of 8000 draws: 4 of its standard errors bound it (a false
+    # failure has probability below 1e-4 per coordinate).
+    from skgp_bayes.inference.affine import refine_from_draws
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6))
+    S = A @ A.T + np.diag([14.0, 1, 1, 1, 1, 0.2])
+    c = rng.normal(size=6)
+    draws = rng.multivariate_normal(c, S, size=(4, 2000))
+    center, R = refine_from_draws(draws)
+    np.testing.assert_allclose(center, c, atol=4 * np.sqrt(np.diag(S).max() / 8000))
+    u = np.linalg.solve(R, (draws.reshape(-1, 6) - center).T)
+    np.testing.assert_allclose(np.cov(u), np.eye(6), atol=0.05)
+
+
+def test_refined_sampler_keeps_every_chain_where_it_is():
+    from skgp_bayes.inference.affine import AffineTarget
+    from skgp_bayes.variational_mcmc import _Sampler
+
+    rng = np.random.default_rng(1)
+    d = 4
+    sampler = object.__new__(_Sampler)
+    sampler.transform = rng.normal(size=(d, d)) + 3 * np.eye(d)
+    sampler.target = AffineTarget(
+        lambda x: (-0.5 * x @ x, -x), rng.normal(size=d), sampler.transform
+    )
+    chains = rng.normal(size=(3, 50, d)) * [1.0, 4.0, 1.0, 0.5]
+    states = rng.normal(size=(3, d))
+    new = sampler.refined(chains, states)
+    np.testing.assert_allclose(new.to_x(new.inits), sampler.to_x(states), atol=1e-10)
+    # the density is the same function of x in either coordinates
+    x = new.to_x(new.inits[0])
+    assert np.isclose(new.target(new.inits[0])[0], -0.5 * x @ x)

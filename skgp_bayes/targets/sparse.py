@@ -641,7 +641,12 @@ class SparseWhitenedTarget:
         self._prior_arrays = _compiled_prior(prior_set)
         if self._softmax:
             self._softmax_nodes = _softmax_nodes(likelihood)
+            # Validated once: the full-data labels are passed on every call.
+            self._softmax_labels = likelihood._labels(y)
         self._logit = type(likelihood) is Bernoulli and likelihood.link == "logit"
+        if self._logit:
+            self._logit_rule = gauss_hermite(likelihood.n_quadrature)
+            self._logit_y = np.asarray(y, dtype=np.float64)
         self._fixed_log_noise = (
             float(np.log(likelihood.noise_variance))
             if isinstance(likelihood, Gaussian)
@@ -914,8 +919,9 @@ class SparseWhitenedTarget:
     def _softmax_terms(self, y, mu, gamma):
         """Softmax ``elp``, ``d_mu``, ``d_var`` by :func:`_softmax_nodes`."""
         nodes, weights = self._softmax_nodes
+        labels = self._softmax_labels if y is self.y else self.likelihood._labels(y)
         return _sparse_numba.softmax_expectation(
-            self.likelihood._labels(y),
+            labels,
             np.ascontiguousarray(mu),
             np.sqrt(gamma),
             nodes,
@@ -1040,8 +1046,8 @@ class SparseWhitenedTarget:
         elif self._logit and grad and gamma.min() >= SMALL_VAR:
             # Below SMALL_VAR the likelihood switches to the limit of the
             # variance derivative; the general branch keeps that rule.
-            nodes, weights = gauss_hermite(self.likelihood.n_quadrature)
-            labels = np.asarray(y, dtype=np.float64)
+            nodes, weights = self._logit_rule
+            labels = self._logit_y if y is self.y else np.asarray(y, dtype=np.float64)
             elp, d_mu, d_var = _sparse_numba.logit_expectation(
                 labels, mu[:, 0], np.sqrt(gamma), nodes, weights
             )
