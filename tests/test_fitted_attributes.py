@@ -94,6 +94,17 @@ def test_kernel_is_the_mean_of_the_draws_in_log_coordinates(fitted, name):
     )
 
 
+@pytest.mark.parametrize("name", STEIN)
+def test_sparse_stein_kernel_is_the_mean_of_the_particles(name):
+    est = CHEAP[name]().set_params(inducing_points=_X[:5])
+    est = _fit(est, _LABELS if name in CLASSIFIERS else _Y)
+    n_theta = est.kernel_.theta.size
+    np.testing.assert_allclose(
+        est.kernel_.theta, est.particles_[:, :n_theta].mean(axis=0), rtol=1e-12
+    )
+    assert est.particles_.shape == (est.n_particles, len(est.param_names_))
+
+
 def test_per_class_kernels_give_one_summary_kernel_per_class():
     labels = np.digitize(_X[:, 0], [-1.0, 1.0])
     est = CHEAP["SteinGPClassifier"]().set_params(shared_kernel=False)
