@@ -54,7 +54,7 @@ from .sampling import (
     require_spectral_spec,
 )
 
-__all__ = ["EstimatorBase", "Printer", "fit_method", "seconds_since"]
+__all__ = ["EstimatorBase", "Printer", "fit_method", "mean_kernel", "seconds_since"]
 
 
 class Printer:
@@ -137,6 +137,37 @@ def seconds_since(start):
     True
     """
     return time.perf_counter() - start
+
+
+def mean_kernel(kernel, thetas):
+    """The kernel at the mean of its draws in log coordinates.
+
+    The point summary ``kernel_`` of an estimator with several draws: the
+    mean of log hyperparameters stays inside the (log-space box) bounds
+    that every draw respects, and equals the geometric mean of each
+    positive hyperparameter.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The fit's kernel, whose ``theta`` layout the rows of ``thetas``
+        follow.
+    thetas : ndarray of shape (n_draws, n_kernel_params)
+        Log hyperparameters per draw.
+
+    Returns
+    -------
+    Kernel
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._base import mean_kernel
+    >>> mean_kernel(RBF(), np.log([[0.5], [2.0]]))
+    RBF(length_scale=1)
+    """
+    return kernel.clone_with_theta(np.mean(thetas, axis=0))
 
 
 class EstimatorBase(CallbackMixin):

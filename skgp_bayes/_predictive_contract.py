@@ -52,6 +52,7 @@ __all__ = [
     "fit_time_from_diagnostics",
     "lognormal_rate_prediction",
     "mixture_prediction",
+    "per_chain_samples",
     "proba_from_log_odds",
     "sparse_latent_covariances",
     "stack_target_columns",
@@ -928,6 +929,71 @@ def deprecated_alias(old, new, note=""):
     --------
     >>> {new!r}.endswith("_")
     True
+    """
+    return property(getter)
+
+
+def per_chain_samples(n_chains_from="step_size_"):
+    """A read-only ``samples_`` property: ``draws_`` split by chain.
+
+    The kept draws of an MCMC estimator stored pooled in ``draws_``,
+    ``(n_chains * n_kept, n_params)`` with each chain's draws contiguous,
+    read back as ``(n_chains, n_kept, n_params)`` (a view, no copy). The
+    first read on an estimator announces, with a ``FutureWarning``, that
+    ``samples_`` used to be the pooled array.
+
+    Parameters
+    ----------
+    n_chains_from : str, default="step_size_"
+        A fitted attribute with one entry per chain.
+
+    Returns
+    -------
+    property
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skgp_bayes._predictive_contract import per_chain_samples
+    >>> class Fitted:
+    ...     draws_ = np.arange(12.0).reshape(6, 2)
+    ...     step_size_ = np.ones(2)
+    ...     samples_ = per_chain_samples()
+    >>> fitted = Fitted()
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     first, again = fitted.samples_, fitted.samples_
+    >>> first.shape, len(caught), caught[0].category.__name__
+    ((2, 3, 2), 1, 'FutureWarning')
+    """
+
+    def getter(self):
+        flat = self.draws_  # unfitted: AttributeError, no warning
+        n_chains = len(getattr(self, n_chains_from))
+        # Announced once per estimator: code that loops over samples_
+        # should not drown its own output in the same warning.
+        if not self.__dict__.get("_samples_shape_announced", False):
+            self.__dict__["_samples_shape_announced"] = True
+            warn_user(
+                f"{type(self).__name__}.samples_ now has shape (n_chains, "
+                "n_kept, n_params), one row of draws per chain, as on "
+                "SGLDGPRegressor; it used to be the pooled (n_chains * n_kept, "
+                "n_params) array, which is draws_.",
+                FutureWarning,
+            )
+        return flat.reshape(n_chains, -1, flat.shape[1])
+
+    getter.__doc__ = """Kept draws per chain, ``(n_chains, n_kept, n_params)``.
+
+    The same draws as ``draws_``, split by chain (a view); the first read
+    warns that the shape changed from the pooled ``draws_`` layout.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.arange(12.0).reshape(6, 2).reshape(2, -1, 2).shape
+    (2, 3, 2)
     """
     return property(getter)
 

@@ -382,6 +382,7 @@ def _selection_attributes(Zc, out):
         },
         "fit_time_": out["times"],
         "diagnostics_": {
+            "fit_time": out["times"]["total"],
             "final_elbo": float(out["traces"]["post"][-1])
             if len(out["traces"]["post"])
             else np.nan,
@@ -583,7 +584,8 @@ class SelectiveSVGP(
     n_iter_ : int
         Selection steps taken.
     diagnostics_ : dict
-        ``final_elbo`` (last post-training bound), ``n_select_steps``,
+        ``fit_time`` (``fit_time_["total"]``), ``final_elbo`` (last
+        post-training bound), ``n_select_steps``,
         ``selection_converged`` (whether the stopping rule was met),
         ``expected_n_inducing_trace`` (``E|Z|`` after each selection step),
         ``n_pre_iter`` and ``n_post_iter`` (L-BFGS-B iterations, or Adam
@@ -597,6 +599,9 @@ class SelectiveSVGP(
         The bound of the kept set after post-training.
     kernel_ : sklearn kernel
         The kernel with the fitted hyperparameters.
+    param_names_ : list of str
+        Names of the point-estimated hyperparameters: the ``kernel_.theta``
+        entries, then ``"noise_variance"`` (the classifier has no noise).
     noise_variance_ : float
         Fitted noise variance, in the units of ``y``.
     y_mean_, y_std_ : float
@@ -771,6 +776,7 @@ class SelectiveSVGP(
             {
                 "elbo_": float(elbo),
                 "kernel_": kernel.clone_with_theta(theta),
+                "param_names_": [*adapter.param_names, "noise_variance"],
                 "_noise_std_units": float(np.exp(hyper[-1])),
                 "_adapter": adapter,
                 "_theta": theta,
@@ -1140,7 +1146,8 @@ normalize_X, random_state, verbose
     classes_ : ndarray of shape (n_classes,)
     candidates_, inclusion_probabilities_, support_, inducing_points_, \
 n_inducing_, expected_n_inducing_, var_n_inducing_, n_iter_, elbo_history_, \
-elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
+elbo_, kernel_, param_names_, fit_time_, diagnostics_, n_features_in_, \
+feature_names_in_
         As in :class:`SelectiveSVGP`; the bounds in ``elbo_`` and
         ``elbo_history_`` include the log prior of the hyperparameters.
 
@@ -1289,6 +1296,7 @@ elbo_, kernel_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             {
                 "elbo_": float(elbo),
                 "kernel_": kernel.clone_with_theta(np.array(theta)),
+                "param_names_": list(adapter.param_names),
                 "_adapter": adapter,
                 "_likelihood": likelihood,
                 "_theta": np.array(theta),

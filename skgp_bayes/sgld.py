@@ -16,7 +16,13 @@ from sklearn.utils.validation import validate_data
 from . import _config
 from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
-from ._base import ExactGPRegressorMixin, Printer, fit_method, seconds_since
+from ._base import (
+    ExactGPRegressorMixin,
+    Printer,
+    fit_method,
+    mean_kernel,
+    seconds_since,
+)
 from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
@@ -540,6 +546,9 @@ class SGLDGPRegressor(
         the pooled chains), log coordinates.
     kernels_ : list of Kernel
         Kernels of the predictive draws.
+    kernel_ : Kernel
+        Point summary: the kernel at the mean hyperparameters of all kept
+        samples (``samples_``) in log coordinates.
     noise_variance_ : ndarray of shape (n_predict_draws,)
         Noise variances of the predictive draws, in the units of ``y``.
     n_iter_ : int
@@ -921,6 +930,7 @@ class SGLDGPRegressor(
             "map_params_": map_params,
             "preconditioner_": M,
             "kernels_": [kernel.clone_with_theta(t) for t in thetas],
+            "kernel_": mean_kernel(kernel, pooled[:, : adapter.n_params]),
             "noise_variance_": variance_in_units(noise_model, y_std),
             "n_iter_": chains.shape[1],
             "solver_": solver,

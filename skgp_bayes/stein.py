@@ -13,7 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import ExactGPRegressorMixin, fit_method, seconds_since
+from ._base import ExactGPRegressorMixin, fit_method, mean_kernel, seconds_since
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
@@ -276,6 +276,9 @@ class SteinGPRegressor(
         its predictions average over.
     kernels_ : list of Kernel
         One fitted kernel per particle.
+    kernel_ : Kernel
+        Point summary: the kernel at the particles' mean hyperparameters in
+        log coordinates.
     noise_variance_ : ndarray of shape (n_particles,) or (n_particles, n_targets)
         Noise variance of each particle, in the units of ``y`` (of each
         target, for a 2-D ``y``: the targets share it on the normalised
@@ -741,6 +744,7 @@ class SteinGPRegressor(
             "particles_": particles,
             "param_names_": names,
             "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
+            "kernel_": mean_kernel(kernel, kernel_thetas),
             # y units; beyond ~1e154 the variance itself is not representable
             "noise_variance_": variance_in_units(
                 noise_model if y.ndim == 1 else noise_model[:, None], y_std
@@ -851,6 +855,7 @@ class SteinGPRegressor(
             "particles_": particles,
             "param_names_": names,
             "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
+            "kernel_": mean_kernel(kernel, kernel_thetas),
             "noise_variance_": variance_in_units(noise_model, y_std),
             "log_posterior_": result.log_density,
             "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,

@@ -51,7 +51,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
-from ._base import EstimatorBase, fit_method, seconds_since
+from ._base import EstimatorBase, fit_method, mean_kernel, seconds_since
 from ._defaults import (
     fit_input_scaling,
     in_natural_units,
@@ -310,6 +310,10 @@ class SteinGPClassifier(
     kernels_ : list
         One fitted kernel per particle; with ``shared_kernel=False`` and
         more than two classes, one list of per-class kernels per particle.
+    kernel_ : Kernel or list of Kernel
+        Point summary: the kernel at the particles' mean hyperparameters in
+        log coordinates (one per class where ``kernels_`` has one per
+        class).
     log_posterior_ : ndarray of shape (n_particles,)
         Log joint posterior (up to a constant) at each particle; with
         ``batch_size``, its estimate on the last minibatch.
@@ -827,12 +831,18 @@ class SteinGPClassifier(
             thetas, _ = target.split(p)
             fitted = [kernel.clone_with_theta(t) for t in thetas]
             kernels.append(fitted[0] if target.n_blocks == 1 else fitted)
+        # (n_particles, n_blocks, n_theta): one summary kernel per block
+        block_thetas = np.array([target.split(p)[0] for p in particles])
+        summary = [
+            mean_kernel(kernel, block_thetas[:, b]) for b in range(target.n_blocks)
+        ]
         ksd = kernel_stein_discrepancy(particles, grads)
         return {
             "classes_": classes,
             "particles_": particles,
             "param_names_": names,
             "kernels_": kernels,
+            "kernel_": summary[0] if target.n_blocks == 1 else summary,
             "log_posterior_": values,
             "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
             "converged_": bool(result.converged),
@@ -947,6 +957,7 @@ class SteinGPClassifier(
             "particles_": particles,
             "param_names_": names,
             "kernels_": [kernel.clone_with_theta(t) for t in kernel_thetas],
+            "kernel_": mean_kernel(kernel, kernel_thetas),
             "log_posterior_": result.log_density,
             "n_iter_": (self.n_iter_ if continuing else 0) + result.n_iter,
             "history_": history,

@@ -99,11 +99,11 @@ from ._predictive_contract import (
     check_coverage,
     check_quantiles,
     check_targets,
-    deprecated_alias,
     has_two_classes,
     log_of_proba,
     lognormal_rate_prediction,
     mixture_prediction,
+    per_chain_samples,
     proba_from_log_odds,
     sparse_latent_covariances,
 )
@@ -634,6 +634,7 @@ class _VariationalMCMCBase(
                 f"{np.nanmin(ess):.0f}, {n_div} divergences"
             )
         fitted_kernel = kernel.clone_with_theta(theta)
+        total = time.perf_counter() - t_start
         return {
             "draws_": chains.reshape(-1, chains.shape[2]),
             "param_names_": names,
@@ -656,12 +657,9 @@ class _VariationalMCMCBase(
                 "energy": np.stack([r.energy for r in results]),
                 "log_density": np.stack([r.log_density for r in results]),
             },
-            "fit_time_": {
-                "svgp": t_hmc - t_start,
-                "hmc": hmc_time,
-                "total": time.perf_counter() - t_start,
-            },
+            "fit_time_": {"svgp": t_hmc - t_start, "hmc": hmc_time, "total": total},
             "diagnostics_": {
+                "fit_time": total,
                 "max_rhat": float(np.nanmax(rhat)) if np.size(rhat) else np.nan,
                 "min_ess": float(np.nanmin(ess)) if np.size(ess) else np.nan,
                 "n_divergences": int(n_div),
@@ -956,12 +954,7 @@ class _VariationalMCMCBase(
             **kw,
         )
 
-    samples_ = deprecated_alias(
-        "samples_",
-        "draws_",
-        " Once the alias is removed, samples_ will hold the kept draws per "
-        "chain, shape (n_chains, n_kept, n_params), as in SGLDGPRegressor.",
-    )
+    samples_ = per_chain_samples()
 
     @property
     def kernels_(self):
@@ -1141,7 +1134,11 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     draws_ : ndarray of shape (n_chains * n_kept, n_params)
         Kept draws, chain after chain: ``[kernel theta (log scale), v]``
         with ``v`` of shape ``(m, C)`` flattened in C order. Predictions
-        average over them. Formerly ``samples_`` (deprecated alias).
+        average over them.
+    samples_ : ndarray of shape (n_chains, n_kept, n_params)
+        ``draws_`` split by chain (a view), the layout of ``rhat_`` and
+        ``ess_``. Until this release ``samples_`` was the pooled array now
+        in ``draws_``; the first read warns (``FutureWarning``).
     param_names_ : list of str
     inducing_points_ : ndarray of shape (m, n_features)
         Inducing inputs (from the SVGP), fixed during sampling.
@@ -1174,7 +1171,8 @@ class VariationalMCMCClassifier(ClassifierMixin, _VariationalMCMCBase):
     fit_time_ : dict
         Seconds spent in the SVGP, in HMC and in total.
     diagnostics_ : dict
-        ``max_rhat``, ``min_ess``, ``n_divergences``, ``acceptance_rate``,
+        ``fit_time`` (``fit_time_["total"]``), ``max_rhat``, ``min_ess``,
+        ``n_divergences``, ``acceptance_rate``,
         the final ``step_size`` per chain, the relative ``jitter`` on
         ``K(Z, Z)``, the SVGP's ``svgp_elbo`` and ``svgp_iterations``, the
         ``sampling_iterations`` per chain that the run-length rule took and
@@ -1656,14 +1654,13 @@ normalize_X, random_state, n_jobs, verbose
     draws_ : ndarray of shape (n_chains * n_kept, n_params)
         ``[kernel theta, (log noise variance), v]`` per kept draw (for the
         Gaussian likelihood ``v`` is the exact draw of ``v | theta``).
-        Formerly ``samples_`` (deprecated alias). ``inv_mass_`` is NaN for
-        ``v`` then, as HMC never moves it, and ``diagnostics_["collapsed"]``
-        is True.
+        ``inv_mass_`` is NaN for ``v`` then, as HMC never moves it, and
+        ``diagnostics_["collapsed"]`` is True.
     noise_variance_ : ndarray of shape (n_chains * n_kept,)
         Gaussian likelihood only: the noise variance of each draw, in the
         units of ``y``.
-    param_names_, inducing_points_, kernel_, kernels_, rhat_, ess_, \
-acceptance_rate_, \
+    samples_, param_names_, inducing_points_, kernel_, kernels_, rhat_, \
+ess_, acceptance_rate_, \
 n_divergences_, step_size_, inv_mass_, svgp_params_, svgp_elbo_, trace_, \
 fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`VariationalMCMCClassifier`.
@@ -1883,6 +1880,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         q_mean, q_factor = target.conditional(hyper)
         svgp_elbo = float(trace[-1]) if trace else float(target.log_prob(hyper))
         acceptance = float(np.mean([r.acceptance_rate for r in results]))
+        total = time.perf_counter() - t_start
         return {
             "draws_": samples,
             "param_names_": names,
@@ -1907,12 +1905,9 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 "energy": np.stack([r.energy for r in results]),
                 "log_density": np.stack([r.log_density for r in results]),
             },
-            "fit_time_": {
-                "svgp": t_hmc - t_start,
-                "hmc": hmc_time,
-                "total": time.perf_counter() - t_start,
-            },
+            "fit_time_": {"svgp": t_hmc - t_start, "hmc": hmc_time, "total": total},
             "diagnostics_": {
+                "fit_time": total,
                 "max_rhat": float(np.nanmax(rhat)),
                 "min_ess": float(np.nanmin(ess)),
                 "n_divergences": n_div,

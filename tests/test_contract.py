@@ -27,11 +27,6 @@ CLASSIFIERS = [n for n in CHEAP if "Classifier" in n]
 MULTICLASS = ["SteinGPClassifier", "VariationalMCMCClassifier"]
 # Estimators whose predictions average over posterior draws.
 WITH_DRAWS = [n for n in CHEAP if not n.startswith("Selective")]
-# (estimator, old name, new name) of every renamed fitted attribute.
-RENAMED = [
-    ("VariationalMCMCRegressor", "samples_", "draws_"),
-    ("VariationalMCMCClassifier", "samples_", "draws_"),
-]
 
 _RNG = np.random.RandomState(0)
 _X = _RNG.uniform(-3, 3, (40, 2))
@@ -274,21 +269,3 @@ def test_draws_and_per_draw_attributes_align(fitted, name):
     assert len(est.kernels_) == est.draws_.shape[0]
     if name in REGRESSORS:
         assert est.noise_variance_.shape == (est.draws_.shape[0],)
-
-
-@pytest.mark.parametrize("name,old,new", RENAMED)
-def test_renamed_attribute_warns_and_gives_the_same_value(fitted, name, old, new):
-    est = fitted[name]
-    with pytest.warns(FutureWarning, match=new):
-        value = getattr(est, old)
-    np.testing.assert_array_equal(value, getattr(est, new))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        getattr(est, new)  # the new name is silent
-
-
-@pytest.mark.parametrize("name,old,new", RENAMED)
-def test_renamed_attribute_is_absent_before_fit(name, old, new):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert not hasattr(CHEAP[name](), old)

@@ -246,9 +246,9 @@ def test_run_length_rule_extends_until_met():
     done = clf.diagnostics_["sampling_iterations"]
     assert done % 20 == 0 and 20 < done < 2000
     assert clf.diagnostics_["sampling_blocks"] == done // 20
-    assert clf.samples_.shape[0] == 2 * done
+    assert clf.draws_.shape[0] == 2 * done
     assert np.nanmax(clf.rhat_) <= 1.01 and np.nanmin(clf.ess_) >= 100
-    chains = clf.samples_.reshape(2, done, -1)
+    chains = clf.draws_.reshape(2, done, -1)
     met, _, _ = _run_length_met(chains[:, : done - 20])
     assert not met  # one block earlier the rule was not yet met
     assert clf.trace_["accept_prob"].shape == (2, 100 + done)
