@@ -133,12 +133,16 @@ from .exceptions import NotPSDError, SamplerWarning
 from .inference import run_hmc_chains
 from .inference.affine import (
     AffineTarget,
+    coordinates_in,
     curvature_preconditioner,
+    diagonal_inverse_mass,
     refine_from_draws,
 )
 from .kernels import KernelAdapter
 from .likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
 from .predictive.sparse import (
+    q_draw,
+    q_marginal_variances,
     q_moments_per_latent,
     sparse_draw_moments,
     sparse_function_samples,
@@ -300,7 +304,7 @@ class _Sampler:
         new.target = AffineTarget(
             self.target.logp_and_grad, self.target.to_x(center), new.transform
         )
-        new.inits = np.linalg.solve(factor, (states - center).T).T
+        new.inits = coordinates_in(center, factor, states)
         new.inv_mass = np.ones(center.size)
         return new
 
@@ -308,7 +312,7 @@ class _Sampler:
         """Diagonal of the inverse mass in ``(theta, v)`` coordinates."""
         if self.transform is None:
             return inv_mass
-        return np.einsum("ij,j,ij->i", self.transform, inv_mass, self.transform)
+        return diagonal_inverse_mass(self.transform, inv_mass)
 
 
 class _CollapsedSampler(_Sampler):
@@ -736,9 +740,9 @@ class _VariationalMCMCBase(
         inits = np.empty((self.n_chains, d))
         for c in range(self.n_chains):
             z = rng.standard_normal((C, m))
-            v = q_mean + np.einsum("cjk,ck->jc", q_L, z)
+            v = q_draw(q_mean, q_L, z)
             inits[c] = np.concatenate([hyper, v.reshape(-1)])
-        q_var = np.einsum("cjk,cjk->jc", q_L, q_L).reshape(-1)
+        q_var = q_marginal_variances(q_L).reshape(-1)
         inv_mass = np.concatenate(
             [np.full(hyper.size, _HYPER_INV_MASS), np.maximum(q_var, 1e-4)]
         )

@@ -184,18 +184,7 @@ def _numeric_calls(path):
 
 @pytest.mark.parametrize(
     "module",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the HMC sampler set-up's einsums wait for its rewrite",
-            ),
-        )
-        if name == "variational_mcmc"
-        else name
-        for name in ESTIMATORS
-    ],
+    ESTIMATORS,
 )
 def test_estimator_modules_hold_no_numerics(module):
     """Optimisers, factorisations and tensor algebra live below the

@@ -21,7 +21,13 @@ Like the samplers, nothing here knows about Gaussian processes.
 
 import numpy as np
 
-__all__ = ["AffineTarget", "curvature_preconditioner", "refine_from_draws"]
+__all__ = [
+    "AffineTarget",
+    "coordinates_in",
+    "curvature_preconditioner",
+    "diagonal_inverse_mass",
+    "refine_from_draws",
+]
 
 # Central-difference step of the gradient: parameters are expected on unit
 # scales (logs, whitened values), and the step balances truncation error,
@@ -182,3 +188,50 @@ def refine_from_draws(chains, *, prior_weight=5.0):
     shrunk = (n * cov + prior_weight * np.eye(d)) / (n + prior_weight)
     lam, vectors = np.linalg.eigh(0.5 * (shrunk + shrunk.T))
     return chains.reshape(-1, d).mean(axis=0), vectors * np.sqrt(lam)
+
+
+def coordinates_in(center, factor, points):
+    """Points ``w`` expressed in refined coordinates ``u``, ``w = c + R u``.
+
+    Parameters
+    ----------
+    center : ndarray of shape (d,)
+    factor : ndarray of shape (d, d)
+        ``R``, as returned by :func:`refine_from_draws`.
+    points : ndarray of shape (k, d)
+
+    Returns
+    -------
+    ndarray of shape (k, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.affine import coordinates_in
+    >>> coordinates_in(np.ones(2), np.diag([2.0, 4.0]), np.array([[3.0, 5.0]]))
+    array([[1., 1.]])
+    """
+    return np.linalg.solve(factor, (np.asarray(points) - center).T).T
+
+
+def diagonal_inverse_mass(transform, inv_mass):
+    """Diagonal of ``T diag(inv_mass) T'``: a diagonal inverse mass in ``w``
+    seen in the original coordinates ``x = x0 + T w``.
+
+    Parameters
+    ----------
+    transform : ndarray of shape (d, d)
+    inv_mass : ndarray of shape (d,)
+
+    Returns
+    -------
+    ndarray of shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.affine import diagonal_inverse_mass
+    >>> diagonal_inverse_mass(np.array([[1.0, 1.0], [0.0, 2.0]]), np.ones(2))
+    array([2., 4.])
+    """
+    return np.einsum("ij,j,ij->i", transform, inv_mass, transform)

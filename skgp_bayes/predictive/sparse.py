@@ -26,10 +26,58 @@ from .mixture import gaussian_joint_draws
 
 # The draws and samplers below stay internal until each carries an example
 # (tests/test_docstrings.py).
-__all__ = ["q_moments", "q_moments_per_latent"]
+__all__ = ["q_draw", "q_marginal_variances", "q_moments", "q_moments_per_latent"]
 
 # Query rows per block, bounding memory at O(rows * m).
 PREDICT_ROWS = 4096
+
+
+def q_draw(q_mean, q_L, z):
+    """One draw of the whitened inducing values from ``q(v) = N(m, L L')``.
+
+    Parameters
+    ----------
+    q_mean : ndarray of shape (m, C)
+    q_L : ndarray of shape (C, m, m)
+        Lower factors of each latent's covariance.
+    z : ndarray of shape (C, m)
+        Standard normal draws.
+
+    Returns
+    -------
+    ndarray of shape (m, C)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.predictive.sparse import q_draw
+    >>> q_draw(np.zeros((2, 1)), 2.0 * np.eye(2)[None], np.ones((1, 2)))
+    array([[2.],
+           [2.]])
+    """
+    return q_mean + np.einsum("cjk,ck->jc", q_L, z)
+
+
+def q_marginal_variances(q_L):
+    """Marginal variances of ``q(v)``, shape ``(m, C)``, from its factors.
+
+    Parameters
+    ----------
+    q_L : ndarray of shape (C, m, m)
+
+    Returns
+    -------
+    ndarray of shape (m, C)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.predictive.sparse import q_marginal_variances
+    >>> q_marginal_variances(np.array([[[1.0, 0.0], [1.0, 1.0]]]))
+    array([[1.],
+           [2.]])
+    """
+    return np.einsum("cjk,cjk->jc", q_L, q_L)
 
 
 def q_moments(adapter, theta, Z, jitter, q_mean, q_L, X, full_cov=False):

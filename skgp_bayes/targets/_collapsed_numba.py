@@ -15,14 +15,14 @@ import numpy as np
 from numba import njit
 
 from ._sparse_numba import (
-    _MIN_VAR,
-    _cholesky_lower,
-    _cross_contract,
-    _gram_contract,
-    _kernel_values,
-    _scaled,
-    _solve_lower,
-    _solve_lower_t,
+    MIN_VAR,
+    cholesky_lower,
+    cross_contract,
+    gram_contract,
+    kernel_values,
+    scaled,
+    solve_lower,
+    solve_lower_t,
 )
 
 __all__ = ["value_and_grad"]
@@ -65,17 +65,17 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     m = Z.shape[0]
     n_ls = inv_ell.size if ard else 1
     g = np.zeros(n_ls + 2)
-    Xs = _scaled(X, inv_ell)
-    Zs = _scaled(Z, inv_ell)
-    Kuu = _kernel_values(Zs, Zs, variance, base)
+    Xs = scaled(X, inv_ell)
+    Zs = scaled(Z, inv_ell)
+    Kuu = kernel_values(Zs, Zs, variance, base)
     diag = variance + noise
     R = Kuu.copy()
     for i in range(m):
         R[i, i] = diag + jitter * diag
-    if not _cholesky_lower(R):
+    if not cholesky_lower(R):
         return False, 0.0, g, 0.0
-    Kuf = _kernel_values(Zs, Xs, variance, base)
-    A = _solve_lower(R, Kuf)
+    Kuf = kernel_values(Zs, Xs, variance, base)
+    A = solve_lower(R, Kuf)
     gamma = np.empty(n)
     free = np.zeros(n, dtype=np.bool_)
     n_free = 0
@@ -83,25 +83,25 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         s = diag
         for j in range(m):
             s -= A[j, i] * A[j, i]
-        if s > _MIN_VAR:
+        if s > MIN_VAR:
             gamma[i] = s
             free[i] = True
             n_free += 1
         else:
-            gamma[i] = _MIN_VAR
+            gamma[i] = MIN_VAR
     s2 = math.exp(log_s2)
     AT = np.ascontiguousarray(A.T)
     G = A @ AT
     Lp = G / s2
     for i in range(m):
         Lp[i, i] += 1.0
-    if not _cholesky_lower(Lp):
+    if not cholesky_lower(Lp):
         return False, 0.0, g, 0.0
     b = np.empty((m, 1))
     Ay = A @ y
     for j in range(m):
         b[j, 0] = Ay[j] / s2
-    c = _solve_lower(Lp, b)
+    c = solve_lower(Lp, b)
     yy = 0.0
     for i in range(n):
         yy += y[i] * y[i]
@@ -114,9 +114,9 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     value = -0.5 * n * (_LOG_2PI + log_s2) - 0.5 * (yy + sum_gamma) / s2
     value += 0.5 * cc - logdet
     # the optimal q(v) = N(mean, S), S = Lp^-T Lp^-1
-    Linv = _solve_lower(Lp, np.eye(m))
+    Linv = solve_lower(Lp, np.eye(m))
     S = np.ascontiguousarray(Linv.T) @ Linv
-    mean = _solve_lower_t(Lp, c)
+    mean = solve_lower_t(Lp, c)
     resid = y - AT @ np.ascontiguousarray(mean[:, 0])
     trace_S = 0.0
     for j in range(m):
@@ -131,7 +131,7 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
             rhs[i, j] = e - S[i, j]
             M[i, j] = mean[i, 0] * mean[j, 0] + G[i, j] / s2 + S[i, j] - e
         rhs[i, m] = mean[i, 0]
-    left = _solve_lower_t(R, rhs)
+    left = solve_lower_t(R, rhs)
     Kufbar = np.ascontiguousarray(left[:, :m]) @ A
     for j in range(m):
         w = left[j, m]
@@ -140,13 +140,13 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     if n_free < n:
         clamped = np.flatnonzero(~free)
         Ac = np.ascontiguousarray(A[:, clamped])
-        corr = _solve_lower_t(R, Ac)
+        corr = solve_lower_t(R, Ac)
         for k in range(clamped.size):
             for j in range(m):
                 Kufbar[j, clamped[k]] -= corr[j, k] / s2
         M -= Ac @ np.ascontiguousarray(Ac.T) / s2
-    half = _solve_lower_t(R, M)
-    K2 = _solve_lower_t(R, np.ascontiguousarray(half.T))
+    half = solve_lower_t(R, M)
+    K2 = solve_lower_t(R, np.ascontiguousarray(half.T))
     W = np.empty((m, m))
     trace = 0.0
     for i in range(m):
@@ -155,8 +155,8 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         trace += W[i, i]
     for i in range(m):
         W[i, i] += jitter / m * trace
-    _gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
-    _cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
+    gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
+    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
     total = -0.5 * n_free / s2
     g[0] += variance * total
     g[n_ls + 1] += noise * total

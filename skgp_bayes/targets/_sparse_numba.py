@@ -31,12 +31,12 @@ from ..kernels._numba import kernel_value, kernel_value_and_slope
 __all__ = ["backward", "forward"]
 
 # Same constants as targets/sparse.py (kept in step by the tests).
-_MIN_VAR = 1e-200
+MIN_VAR = 1e-200
 _TINY = 1e-280
 
 
 @njit(cache=True)
-def _scaled(X, inv_ell):
+def scaled(X, inv_ell):
     n, d = X.shape
     out = np.empty((n, d))
     for i in range(n):
@@ -46,7 +46,7 @@ def _scaled(X, inv_ell):
 
 
 @njit(cache=True)
-def _kernel_values(Ys, Xs, variance, base):
+def kernel_values(Ys, Xs, variance, base):
     """``variance * k(r)`` between rows of ``Ys`` and ``Xs``, tiny entries 0.
 
     The squared distances are accumulated one input column at a time over
@@ -73,7 +73,7 @@ def _kernel_values(Ys, Xs, variance, base):
 
 
 @njit(cache=True)
-def _cholesky_lower(K):
+def cholesky_lower(K):
     """In-place lower Cholesky factor; False when a pivot is not positive."""
     m = K.shape[0]
     for j in range(m):
@@ -95,7 +95,7 @@ def _cholesky_lower(K):
 
 
 @njit(cache=True)
-def _solve_lower(R, B):
+def solve_lower(R, B):
     """``R^-1 B`` for lower triangular ``R``, row by row (rows of B are long)."""
     m, k = B.shape
     X = np.empty((m, k))
@@ -114,7 +114,7 @@ def _solve_lower(R, B):
 
 
 @njit(cache=True)
-def _solve_lower_t(R, B):
+def solve_lower_t(R, B):
     """``R^-T B`` for lower triangular ``R``."""
     m, k = B.shape
     X = np.empty((m, k))
@@ -168,29 +168,29 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v):
     """
     n = X.shape[0]
     m = Z.shape[0]
-    Xs = _scaled(X, inv_ell)
-    Zs = _scaled(Z, inv_ell)
-    Kuu = _kernel_values(Zs, Zs, variance, base)
+    Xs = scaled(X, inv_ell)
+    Zs = scaled(Z, inv_ell)
+    Kuu = kernel_values(Zs, Zs, variance, base)
     diag = variance + noise
     R = Kuu.copy()
     for i in range(m):
         R[i, i] = diag + jitter * diag
-    ok = _cholesky_lower(R)
+    ok = cholesky_lower(R)
     gamma = np.empty(n)
     free = np.zeros(n, dtype=np.bool_)
     if not ok:
         return ok, R, np.zeros((m, n)), gamma, free, np.zeros((n, v.shape[1])), Kuu, Kuu
-    Kuf = _kernel_values(Zs, Xs, variance, base)
-    A = _solve_lower(R, Kuf)
+    Kuf = kernel_values(Zs, Xs, variance, base)
+    A = solve_lower(R, Kuf)
     for i in range(n):
         s = diag
         for j in range(m):
             s -= A[j, i] * A[j, i]
-        if s > _MIN_VAR:
+        if s > MIN_VAR:
             gamma[i] = s
             free[i] = True
         else:
-            gamma[i] = _MIN_VAR
+            gamma[i] = MIN_VAR
     mu = np.ascontiguousarray(A.T) @ v
     return ok, R, A, gamma, free, mu, Kuu, Kuf
 
@@ -204,7 +204,7 @@ def _slope(base, r2, kv, variance):
 
 
 @njit(cache=True)
-def _gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
+def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
     """Add ``sum_ab W_ab dK(Z, Z)_ab / dphi`` to ``g`` (symmetric ``W``)."""
     m, d = Zs.shape
     n_ls = g.size - 2
@@ -228,7 +228,7 @@ def _gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
 
 
 @njit(cache=True)
-def _cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
+def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
     """Add ``sum_ja W_ja dK(Z, X)_ja / dphi`` to ``g``.
 
     With ``G_ja = W_ja variance f(r_ja)`` the length-scale entry of column
@@ -288,10 +288,10 @@ def backward(
     g_phi : ndarray of shape (n_ls + 2,)
     """
     m, n = A.shape
-    Xs = _scaled(X, inv_ell)
-    Zs = _scaled(Z, inv_ell)
-    B = _solve_lower_t(R, A)
-    W = _solve_lower_t(R, v)
+    Xs = scaled(X, inv_ell)
+    Zs = scaled(Z, inv_ell)
+    B = solve_lower_t(R, A)
+    W = solve_lower_t(R, v)
     H = A @ g_mu
     # Kufbar = W g_mu' - 2 B diag(gbar); Bg = B diag(gbar)
     Bg = np.empty((m, n))
@@ -311,8 +311,8 @@ def backward(
             for c in range(C):
                 s += v[i, c] * H[j, c]
             P[i, j] = -s if j < i else -0.5 * s
-    G = _solve_lower_t(R, P)
-    G = _solve_lower_t(R, np.ascontiguousarray(G.T))
+    G = solve_lower_t(R, P)
+    G = solve_lower_t(R, np.ascontiguousarray(G.T))
     Kuubar = Bg @ np.ascontiguousarray(B.T)
     trace = 0.0
     for i in range(m):
@@ -323,8 +323,8 @@ def backward(
         Kuubar[i, i] += jitter / m * trace
     n_ls = inv_ell.size if ard else 1
     g = np.zeros(n_ls + 2)
-    _gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g)
-    _cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
+    gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g)
+    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
     total = 0.0
     for i in range(n):
         total += gbar[i]

@@ -442,38 +442,12 @@ class CollapsedSparseTarget:
         base = self.adapter.spec.base
         Zs = np.ascontiguousarray(Z * inv_ell)
         Xs = np.ascontiguousarray(self.X * inv_ell)
-        _sparse_numba._gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
-        _sparse_numba._cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
+        _sparse_numba.gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
+        _sparse_numba.cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
         total = float(np.sum(gbar))
         g[0] += variance * total
         g[n_ls + 1] += noise * total
         return g[self.adapter.spec.theta_index]
-
-    def elbo_and_grad(self, params):
-        """:meth:`logp_and_grad`, under the name the bound optimiser calls.
-
-        Parameters
-        ----------
-        params : ndarray of shape (n_params,)
-
-        Returns
-        -------
-        value : float
-        grad : ndarray of shape (n_params,)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.gaussian_process.kernels import RBF
-        >>> from skgp_bayes.kernels import KernelAdapter
-        >>> from skgp_bayes.targets.collapsed import CollapsedSparseTarget
-        >>> X = np.linspace(0, 5, 30)[:, None]
-        >>> target = CollapsedSparseTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
-        ...                                X[::3], learn_inducing=True)
-        >>> target.elbo_and_grad(np.r_[0.0, -2.0, X[::3, 0]])[1].shape  # theta, s2, Z
-        (12,)
-        """
-        return self.logp_and_grad(params)
 
     def trace_term(self, params):
         """``tr(K_ff - Q_ff) / (2 s2)``, the bound's charge for unexplained variance.

@@ -412,9 +412,12 @@ def softmax_rule_proba(means, variances):
     --------
     >>> import numpy as np
     >>> from skgp_bayes.targets.sparse import softmax_rule_proba
-    >>> proba = softmax_rule_proba(np.zeros((2, 1, 3)), np.ones((2, 1)))
-    >>> np.round(proba, 12)
-    array([[0.33333333, 0.33333333, 0.33333333]])
+    >>> means = np.array([[[2.0, 0.0, -2.0]], [[0.0, 0.0, 0.0]]])
+    >>> proba = softmax_rule_proba(means, np.full((2, 1), 0.01))
+    >>> proba.shape, bool(np.isclose(proba.sum(), 1.0))
+    ((1, 3), True)
+    >>> bool(proba[0, 0] > proba[0, 1] > proba[0, 2])
+    True
     """
     means = np.ascontiguousarray(means, dtype=np.float64)
     sd = np.sqrt(np.maximum(np.asarray(variances, dtype=np.float64), 0.0))
