@@ -1,10 +1,11 @@
 """How well HMC's warm-up adapts a diagonal mass matrix to a badly scaled target.
 
 The target is a 5-D Gaussian with standard deviations 0.01, 0.1, 1, 10 and
-100 (two of them correlated at 0.5), the one of ``tests/test_hmc.py``. For
-each seed one chain runs 400 warm-up and 600 sampling iterations of at most
-15 leapfrog steps from the same start; the adapted inverse mass is compared
-with the variances, and the chain's sampling phase with the true moments.
+100 (two of them correlated at 0.5), the one of
+``tests/inference/test_hmc.py``. For each seed one chain runs 400 warm-up
+and 600 sampling iterations of at most 15 leapfrog steps from the same
+start; the adapted inverse mass is compared with the variances, and the
+chain's sampling phase with the true moments.
 
     python benchmarks/bench_hmc_adaptation.py [--seeds 40]
 

@@ -10,7 +10,7 @@ function sample evaluated on overlapping query sets agrees bit for bit.
 [-pi/2, pi/2]) that the compiler can vectorise; the library cosine cannot be,
 and it dominates the cost of random Fourier features otherwise. Its absolute
 error is a few ulp of the phase, which is below the rounding of the phase
-itself (tests/test_pathwise.py compares it with ``numpy.cos``).
+itself (tests/predictive/test_pathwise.py compares it with ``numpy.cos``).
 
 Reductions use ``reassoc`` so they vectorise; the summation order is still
 fixed at compile time, which keeps results reproducible.

@@ -385,6 +385,10 @@ class StochasticMarginalGradient:
             grad = grad + self.prior_set.log_prob(params)[1]
         return float("nan"), grad
 
+    # The name every other target gives its value and gradient; the engines
+    # that take this target (SGLD) read the gradient only.
+    logp_and_grad = __call__
+
 
 class StochasticTraceTarget:
     """Exact log posterior with a stochastic-trace gradient, from one Cholesky.
