@@ -646,8 +646,8 @@ _ENGINE = {
     "SteinGPRegressor": "skgp_bayes._stein_base.run_svgd",
     "SteinGPClassifier": "skgp_bayes.stein_classifier.run_svgd",
     "SGLDGPRegressor": "skgp_bayes.sgld._run_chain",
-    "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc.run_hmc_chains",
-    "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc.run_hmc_chains",
+    "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
+    "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
     "SelectiveSVGP": "skgp_bayes.selective._maximise",
     "SelectiveSVGPClassifier": "skgp_bayes.selective._fit_shared_phases",
 }
