@@ -310,7 +310,6 @@ LONG_MODULES = {
     name: "not split yet (issue #16, done-when 7)"
     for name in [
         "_predictive_contract.py",
-        "selective.py",
         "sgld.py",
         "stein.py",
         "stein_classifier.py",

@@ -648,8 +648,8 @@ _ENGINE = {
     "SGLDGPRegressor": "skgp_bayes.sgld._run_chain",
     "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
     "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
-    "SelectiveSVGP": "skgp_bayes.selective._maximise",
-    "SelectiveSVGPClassifier": "skgp_bayes.selective._fit_shared_phases",
+    "SelectiveSVGP": "skgp_bayes.selective.regressor.maximise_bound",
+    "SelectiveSVGPClassifier": "skgp_bayes.selective.classifier.fit_shared_phases",
 }
 
 
