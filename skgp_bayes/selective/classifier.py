@@ -35,9 +35,7 @@ from ..likelihoods import Softmax
 from ..predictive.sparse import q_moments, sparse_function_samples
 from ..priors import PriorSet
 from ..sampling import require_spectral_spec
-from ..targets.selective import (
-    SharedSubsetBound,
-)
+from ..targets.selective import SharedSubsetBound
 from ._phases import (
     check_candidates,
     classification_likelihood,

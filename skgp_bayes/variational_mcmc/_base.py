@@ -21,9 +21,7 @@ from .._defaults import (
     merged_priors,
 )
 from .._fit_checks import warn_at_bounds
-from .._predictive_contract import (
-    per_chain_samples,
-)
+from .._predictive_contract import per_chain_samples
 from .._progress import engine_verbose, fit_progress
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
@@ -38,9 +36,7 @@ from .._validation import (
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 from ..inference import run_hmc_chains
-from ..inference.affine import (
-    curvature_preconditioner,
-)
+from ..inference.affine import curvature_preconditioner
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian, RobustMax
 from ..predictive.sparse import (
@@ -51,9 +47,7 @@ from ..predictive.sparse import (
     sparse_function_samples,
 )
 from ..priors import PriorSet
-from ..targets.sparse import (
-    SparseWhitenedTarget,
-)
+from ..targets.sparse import SparseWhitenedTarget
 from ..targets.svgp import SVGPBound
 from ._sampling import (
     BULK_ESS_MIN,

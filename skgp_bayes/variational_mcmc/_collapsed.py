@@ -6,9 +6,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .._defaults import (
-    merged_priors,
-)
+from .._defaults import merged_priors
 from .._fit_checks import warn_at_bounds
 from .._sparse import fit_svgp_lbfgs, initial_inducing
 from .._validation import (
@@ -17,9 +15,7 @@ from .._validation import (
     check_input_magnitude,
 )
 from .._warnings import warn_user
-from ..inference.affine import (
-    curvature_preconditioner,
-)
+from ..inference.affine import curvature_preconditioner
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
 from ..priors import PriorSet

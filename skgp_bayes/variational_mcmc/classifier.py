@@ -8,9 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import fit_method
-from .._defaults import (
-    in_natural_units,
-)
+from .._defaults import in_natural_units
 from .._fit_checks import warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
@@ -19,16 +17,10 @@ from .._predictive_contract import (
     log_of_proba,
     proba_from_log_odds,
 )
-from .._validation import (
-    atomic_feature_state,
-)
+from .._validation import atomic_feature_state
 from ..likelihoods import Bernoulli, RobustMax, Softmax
-from ..sampling import (
-    require_spectral_spec,
-)
-from ..targets.sparse import (
-    softmax_rule_proba,
-)
+from ..sampling import require_spectral_spec
+from ..targets.sparse import softmax_rule_proba
 from ._base import VariationalMCMCBase
 
 

@@ -7,9 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import fit_method, sample_y_spec
-from .._defaults import (
-    in_natural_units,
-)
+from .._defaults import in_natural_units
 from .._fit_checks import warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
@@ -32,12 +30,8 @@ from .._validation import (
     variance_in_units,
 )
 from ..likelihoods import Gaussian, Poisson
-from ..predictive.sparse import (
-    sparse_joint_draws,
-)
-from ..sampling import (
-    require_spectral_spec,
-)
+from ..predictive.sparse import sparse_joint_draws
+from ..sampling import require_spectral_spec
 from ._base import VariationalMCMCBase
 from ._collapsed import CollapsedFitMixin
 
