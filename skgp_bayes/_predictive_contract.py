@@ -36,7 +36,7 @@ from .predictive.mixture import (
     mixture_mean_cov,
     mixture_mean_var,
 )
-from .targets.sparse import inducing_factor, project
+from .targets._sparse_shared import inducing_factor, project
 
 __all__ = [
     "LatentDraws",

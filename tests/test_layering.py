@@ -322,7 +322,6 @@ LONG_MODULES = {
         "_predictive_contract.py",
         "stein.py",
         "targets/selective.py",
-        "targets/sparse.py",
     ]
 }
 MAX_MODULE_LINES = 800

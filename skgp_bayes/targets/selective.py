@@ -66,8 +66,7 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 from scipy.special import expit, gammaln, logsumexp
 
 from ..exceptions import NotPSDError
-from .sparse import (
-    JITTER,
+from ._sparse_shared import (
     MIN_VAR,
     TINY,
     batch_indices,
@@ -80,6 +79,7 @@ from .sparse import (
     project_cross,
     with_jitter_weight,
 )
+from .sparse import JITTER
 from .svgp import SVGPBound
 
 __all__ = [
