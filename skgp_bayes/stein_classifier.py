@@ -49,17 +49,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._arviz import InferenceDataMixin
 from ._base import EstimatorBase, fit_method
-from ._defaults import (
-    in_natural_units,
-)
+from ._defaults import in_natural_units
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
     draws_alias,
     fit_time_from_diagnostics,
 )
-from ._stein_base import (
-    is_sparse_config,
-)
+from ._stein_base import is_sparse_config
 from ._stein_classifier_fit import SteinClassifierFitMixin
 from ._stein_classifier_latent import SteinClassifierLatentMixin
 from ._validation import (

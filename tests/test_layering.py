@@ -319,7 +319,6 @@ def test_every_target_names_value_and_gradient_logp_and_grad():
 LONG_MODULES = {
     name: "not split yet (issue #16, done-when 7)"
     for name in [
-        "_predictive_contract.py",
         "stein.py",
     ]
 }

@@ -22,10 +22,8 @@ from .._defaults import (
 from .._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
-    GaussianMixturePredictive,
     LatentDraws,
     RegressorContractMixin,
-    mixture_prediction,
 )
 from .._threads import blas_threads_for
 from .._validation import (
@@ -40,6 +38,10 @@ from .._validation import (
 from .._warnings import warn_user
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
+from ..predictive._distributions import (
+    GaussianMixturePredictive,
+    mixture_prediction,
+)
 from ..predictive.mixture import gaussian_joint_draws
 from ..predictive.sparse import q_moments, sparse_function_samples
 from ..sampling import require_spectral_spec

@@ -12,14 +12,10 @@ from .._fit_checks import warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
     DEFAULT_QUANTILES,
-    GaussianMixturePredictive,
     LatentDraws,
-    PoissonMixturePredictive,
     check_coverage,
     check_quantiles,
     check_targets,
-    lognormal_rate_prediction,
-    mixture_prediction,
     sparse_latent_covariances,
 )
 from .._validation import (
@@ -30,6 +26,12 @@ from .._validation import (
     variance_in_units,
 )
 from ..likelihoods import Gaussian, Poisson
+from ..predictive._distributions import (
+    GaussianMixturePredictive,
+    PoissonMixturePredictive,
+    lognormal_rate_prediction,
+    mixture_prediction,
+)
 from ..predictive.sparse import sparse_joint_draws
 from ..sampling import require_spectral_spec
 from ._base import VariationalMCMCBase
