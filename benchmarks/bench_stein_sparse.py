@@ -42,7 +42,7 @@ from skgp_bayes._threads import blas_threads_for
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.priors import PriorSet
-from skgp_bayes.targets.sparse import inducing_factor, project
+from skgp_bayes.targets._sparse_shared import inducing_factor, project
 from skgp_bayes.targets.svgp import SVGPBound
 
 NOISE_SD = 0.3

@@ -26,13 +26,9 @@ from . import _config
 from ._defaults import default_kernel, in_natural_units, merged_priors, query_inputs
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
-    GaussianMixturePredictive,
     LatentDraws,
-    MultiTargetPredictive,
     RegressorContractMixin,
     fit_time_from_diagnostics,
-    mixture_prediction,
-    stack_target_columns,
 )
 from ._progress import CallbackMixin, fit_callbacks
 from ._validation import (
@@ -45,6 +41,12 @@ from ._validation import (
 from ._warnings import fit_warnings, warn_user
 from .kernels import KernelAdapter, lower_kernel
 from .kernels.spectral import spectral_parameters
+from .predictive._distributions import (
+    GaussianMixturePredictive,
+    MultiTargetPredictive,
+    mixture_prediction,
+    stack_target_columns,
+)
 from .predictive.mixture import gaussian_joint_draws
 from .priors import PriorSet
 from .sampling import (

@@ -33,10 +33,12 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._predictive_contract import (
-    GaussianMixturePredictive,
-    PoissonMixturePredictive,
     check_coverage,
     check_targets,
+)
+from .predictive._distributions import (
+    GaussianMixturePredictive,
+    PoissonMixturePredictive,
 )
 
 __all__ = [

@@ -12,6 +12,7 @@ from _strict_device import DeviceArray
 from _strict_device import module as device
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
+import skgp_bayes._sgld_chains as sgld_chains
 import skgp_bayes.sgld as sgld_module
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.kernels import KernelAdapter
@@ -108,6 +109,7 @@ def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
         return device if backend == "cupy" else np
 
     monkeypatch.setattr(sgld_module, "get_array_module", strict_module)
+    monkeypatch.setattr(sgld_chains, "get_array_module", strict_module)
     fits = {}
     for backend in ("numpy", "cupy"):
         reg = SGLDGPRegressor(

@@ -10,11 +10,11 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.model_selection import cross_validate
 
 from skgp_bayes import SteinGPRegressor, metrics
-from skgp_bayes._predictive_contract import (
+from skgp_bayes.likelihoods import Poisson
+from skgp_bayes.predictive._distributions import (
     GaussianMixturePredictive,
     PoissonMixturePredictive,
 )
-from skgp_bayes.likelihoods import Poisson
 
 pytest.importorskip("scoringrules")
 

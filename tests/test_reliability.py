@@ -644,12 +644,12 @@ def test_row_33_return_std_and_return_cov_together_raise(name):
 # The loop each estimator's fit runs, interrupted at its first call.
 _ENGINE = {
     "SteinGPRegressor": "skgp_bayes._stein_base.run_svgd",
-    "SteinGPClassifier": "skgp_bayes.stein_classifier.run_svgd",
-    "SGLDGPRegressor": "skgp_bayes.sgld._run_chain",
-    "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc.run_hmc_chains",
-    "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc.run_hmc_chains",
-    "SelectiveSVGP": "skgp_bayes.selective._maximise",
-    "SelectiveSVGPClassifier": "skgp_bayes.selective._fit_shared_phases",
+    "SteinGPClassifier": "skgp_bayes._stein_classifier_fit.run_svgd",
+    "SGLDGPRegressor": "skgp_bayes._sgld_chains._run_chain",
+    "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
+    "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
+    "SelectiveSVGP": "skgp_bayes.selective.regressor.maximise_bound",
+    "SelectiveSVGPClassifier": "skgp_bayes.selective.classifier.fit_shared_phases",
 }
 
 

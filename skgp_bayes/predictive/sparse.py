@@ -21,7 +21,7 @@ from ..sampling import (
     sparse_conditioner,
     with_prior_noise,
 )
-from ..targets.sparse import inducing_factor, project
+from ..targets._sparse_shared import inducing_factor, project
 from .mixture import gaussian_joint_draws
 
 # The draws and samplers below stay internal until each carries an example

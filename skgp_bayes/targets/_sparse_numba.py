@@ -30,7 +30,7 @@ from ..kernels._numba import kernel_value, kernel_value_and_slope
 
 __all__ = ["backward", "forward"]
 
-# Same constants as targets/sparse.py (kept in step by the tests).
+# Same constants as targets/_sparse_shared.py.
 MIN_VAR = 1e-200
 _TINY = 1e-280
 

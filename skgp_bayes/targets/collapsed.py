@@ -59,7 +59,8 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
 from . import _collapsed_numba, _sparse_numba
-from .sparse import JITTER, MIN_VAR, TINY, check_jitter, check_prior
+from ._sparse_shared import MIN_VAR, TINY, check_jitter, check_prior
+from .sparse import JITTER
 
 __all__ = ["CollapsedSparseTarget"]
 

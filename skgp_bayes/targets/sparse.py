@@ -92,187 +92,29 @@ from ..exceptions import NotPSDError
 from ..likelihoods import Bernoulli, Gaussian, Softmax
 from ..likelihoods._base import SMALL_VAR
 from ..likelihoods._quadrature import gauss_hermite
-from ..linalg import cholesky, cholesky_reverse
 from ..priors import Gamma, LogNormal
 from . import _sparse_numba
+from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
+from ._sparse_shared import (
+    batch_indices,
+    check_inputs,
+    check_jitter,
+    check_offset,
+    check_prior,
+    gaussian_with_noise,
+    inducing_factor,
+    likelihood_terms,
+    noise_is_free,
+    project,
+    sparse_expected_log_prob,
+)
 
 __all__ = ["SparseWhitenedTarget", "JITTER", "softmax_rule", "softmax_rule_proba"]
 
 #: Relative diagonal jitter on ``K(Z, Z)``.
 JITTER = 1e-6
 
-# Floor of the conditional variance gamma (see the module notes on the clamp).
-MIN_VAR = 1e-200
-# Subnormal kernel entries (inputs far beyond the length scale) slow LAPACK
-# down a hundredfold and are zero for every practical purpose.
-TINY = 1e-280
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-# --------------------------------------------------------------------------
-# shared machinery (also used by the SVGP bound)
-
-
-def check_inputs(adapter, X, y, Z, likelihood):
-    """Validated float64 copies of ``X`` and ``Z``, ``y`` and ``n_latent``."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    if X.ndim != 2 or Z.ndim != 2:
-        raise ValueError("X and Z must be 2-D arrays.")
-    if X.shape[1] != Z.shape[1]:
-        raise ValueError(
-            f"X has {X.shape[1]} features and Z has {Z.shape[1]}; they must match."
-        )
-    if Z.shape[0] < 1:
-        raise ValueError("Z must hold at least one inducing input.")
-    y = np.asarray(y)
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
-    n_latent = int(getattr(likelihood, "n_latent", 1))
-    return X, y, Z, n_latent
-
-
-def noise_is_free(likelihood, learn_noise):
-    is_gaussian = isinstance(likelihood, Gaussian)
-    if learn_noise is None:
-        return is_gaussian
-    if learn_noise and not is_gaussian:
-        raise ValueError(
-            "learn_noise=True needs a Gaussian likelihood; got "
-            f"{type(likelihood).__name__}."
-        )
-    return bool(learn_noise)
-
-
-def check_prior(prior_set, n_hyper):
-    entries = getattr(prior_set, "entry_priors", None)
-    if entries is not None and len(entries) != n_hyper:
-        raise ValueError(
-            f"prior_set covers {len(entries)} entries; the hyperparameter "
-            f"vector [kernel theta, (log noise)] has {n_hyper}."
-        )
-
-
-def check_jitter(jitter):
-    jitter = float(jitter)
-    if not np.isfinite(jitter) or jitter < 0:
-        raise ValueError(f"jitter must be a non-negative number; got {jitter!r}.")
-    return jitter
-
-
-def check_offset(offset, n):
-    if offset is None:
-        return None
-    offset = np.asarray(offset, dtype=np.float64).reshape(-1)
-    if offset.shape != (n,):
-        raise ValueError(f"offset must have shape ({n},); got {offset.shape}.")
-    if not np.all(np.isfinite(offset)):
-        raise ValueError("offset must be finite.")
-    return offset
-
-
-def batch_indices(batch, n):
-    """Index array and the unbiasedness factor ``n / |B|``."""
-    if batch is None:
-        return None, 1.0
-    idx = np.asarray(batch)
-    if idx.dtype == bool:
-        raise TypeError("batch must be an integer index array, not a mask.")
-    idx = idx.astype(np.intp, copy=False).reshape(-1)
-    if idx.size == 0:
-        raise ValueError("batch must hold at least one index.")
-    if idx.min() < -n or idx.max() >= n:
-        raise IndexError(f"batch indices must lie in [0, {n}).")
-    return idx, n / idx.size
-
-
-def inducing_factor(adapter, theta, Z, jitter, context=None):
-    """Lower Cholesky factor ``R`` of ``K(Z, Z) + jitter * mean(diag) * I``."""
-    return factor_of_gram(adapter.gram(theta, Z), jitter, context)
-
-
-def factor_of_gram(Kuu, jitter, context=None):
-    """:func:`inducing_factor` from ``K(Z, Z)`` itself (overwritten)."""
-    Kuu[np.abs(Kuu) < TINY] = 0.0
-    idx = np.diag_indices_from(Kuu)
-    Kuu[idx] += jitter * float(np.mean(Kuu[idx]))
-    # No jitter ladder: escalating jitter would make the target jump.
-    R, _ = cholesky(Kuu, max_tries=0, warn=False, context=context)
-    return R
-
-
-def project(adapter, theta, Z, X, R):
-    """``A = R^-1 K(Z, X)``, the clamped ``gamma`` and the clamp's mask."""
-    return project_cross(adapter.cross(theta, Z, X), adapter.diag(theta, X), R)
-
-
-def project_cross(Kuf, kdiag, R):
-    """:func:`project` from ``K(Z, X)`` (overwritten) and ``diag K(X, X)``."""
-    Kuf[np.abs(Kuf) < TINY] = 0.0
-    A = solve_triangular(R, Kuf, lower=True, check_finite=False)
-    gamma = kdiag - np.einsum("ji,ji->i", A, A)
-    free = gamma > MIN_VAR
-    return A, np.where(free, gamma, MIN_VAR), free
-
-
-def pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False):
-    """Gradients in theta (and Z) of ``F`` given ``Abar = dF/dA``.
-
-    Parameters
-    ----------
-    adapter : KernelAdapter
-    theta : ndarray of shape (p,)
-    Z : ndarray of shape (m, d)
-    X : ndarray of shape (b, d)
-    R : ndarray of shape (m, m)
-        Lower Cholesky factor of the jittered ``K(Z, Z)``.
-    A : ndarray of shape (m, b)
-        ``R^-1 K(Z, X)``.
-    Abar : ndarray of shape (m, b)
-        ``dF/dA``.
-    kdiag_bar : ndarray of shape (b,)
-        ``dF/d diag K(X, X)``.
-    jitter : float
-        Relative jitter used to build ``R``.
-    inputs : bool, default=False
-        Also return the gradient in ``Z``.
-
-    Returns
-    -------
-    grad_theta : ndarray of shape (p,)
-    grad_Z : ndarray of shape (m, d), only if ``inputs``
-    """
-    Kuubar, Kufbar = kernel_weights(R, A, Abar)
-    W_cross = np.ascontiguousarray(Kufbar.T)
-    if adapter.n_params:
-        W = with_jitter_weight(Kuubar, jitter)
-        grad_theta = (
-            adapter.grad_contract(theta, Z, W)
-            + adapter.cross_grad_contract(theta, X, Z, W_cross)
-            + adapter.diag_grad(theta, X).T @ kdiag_bar
-        )
-    else:
-        grad_theta = np.zeros(0)
-    if not inputs:
-        return grad_theta
-    grad_Z = adapter.grad_inputs_gram(theta, Z, Kuubar) + adapter.grad_inputs_cross(
-        theta, X, Z, W_cross
-    )
-    return grad_theta, grad_Z
-
-
-def kernel_weights(R, A, Abar):
-    """``dF/dK(Z, Z)`` (before the jitter) and ``dF/dK(Z, X)`` from ``Abar``."""
-    Kufbar = solve_triangular(R, Abar, lower=True, trans=1, check_finite=False)
-    Kuubar = cholesky_reverse(R, -Kufbar @ A.T)
-    return Kuubar, Kufbar
-
-
-def with_jitter_weight(Kuubar, jitter):
-    """``dF/dK(Z, Z)`` through the jitter too, ``jitter * mean(diag)``."""
-    W = Kuubar.copy()
-    W[np.diag_indices_from(W)] += jitter / W.shape[0] * np.trace(Kuubar)
-    return W
 
 
 def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
@@ -309,124 +151,6 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     )
 
 
-# Most sum-zero dimensions (classes minus one) for which the degree-5 rule of
-# softmax_rule has no negative weight; more classes use the likelihood's draws.
-_MAX_RULE_DIM = 4
-
-
-def _helmert_basis(n_classes):
-    """Orthonormal basis of the sum-zero subspace, shape (C, C - 1)."""
-    C = n_classes
-    U = np.zeros((C, C - 1))
-    for k in range(1, C):
-        U[:k, k - 1] = 1.0
-        U[k, k - 1] = -float(k)
-        U[:, k - 1] /= np.sqrt(k * (k + 1.0))
-    return U
-
-
-def softmax_rule(n_classes):
-    """Degree-5 cubature nodes for ``E[log softmax(mu + s eps)[y]]``.
-
-    ``log softmax(F)`` does not change when a constant is added to every
-    entry of ``F``, so with ``eps ~ N(0, I_C)`` only the projection of
-    ``eps`` onto the sum-zero subspace matters, a standard normal in
-    ``n = C - 1`` dimensions (the mean ``s * mean(eps)`` added to ``F_y``
-    and to the log-sum-exp cancels). There the fully symmetric degree-5
-    rule with ``2 n^2 + 1`` points (Stroud, *Approximate Calculation of
-    Multiple Integrals*, 1971, rule E_n^r2 5-2: the centre with weight
-    ``2 / (n + 2)``, ``+-sqrt(n + 2) e_i`` with ``(4 - n) / (2 (n + 2)^2)``
-    and ``sqrt((n + 2) / 2) (+-e_i +- e_j)`` with ``1 / (n + 2)^2``)
-    integrates every polynomial of degree at most 5 exactly; its weights
-    are non-negative for ``n <= 4``. ``log softmax`` is smooth, so against
-    the expectation computed to 1e-10 (a 30-point Gauss-Hermite product
-    rule) on random means of scale 3, the rule's error at latent standard
-    deviations 0.3, 1 and 2 was 3e-6, 1.5e-3 and 2.4e-2 (root mean square,
-    three classes), where 100 antithetic Monte Carlo draws were off by
-    2e-3, 2e-2 and 6e-2, and biased by nearly as much: 9 nodes (3 classes)
-    or 19 (4 classes) instead of 100, and a more accurate integral.
-
-    Parameters
-    ----------
-    n_classes : int
-        ``C``, from 2 to 5.
-
-    Returns
-    -------
-    nodes : ndarray of shape (2 (C - 1)^2 + 1, C)
-        Rows ``U xi_k`` for the rule's points ``xi_k`` and an orthonormal
-        basis ``U`` of the sum-zero subspace.
-    weights : ndarray of shape (2 (C - 1)^2 + 1,)
-        Non-negative, summing to one.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.targets.sparse import softmax_rule
-    >>> nodes, weights = softmax_rule(3)
-    >>> nodes.shape, float(weights.sum())
-    ((9, 3), 1.0)
-    >>> bool(np.allclose(nodes.sum(axis=1), 0.0))
-    True
-    """
-    n = int(n_classes) - 1
-    if not 1 <= n <= _MAX_RULE_DIM:
-        raise ValueError(f"n_classes must lie in [2, {_MAX_RULE_DIM + 1}].")
-    points = [np.zeros(n)]
-    weights = [2.0 / (n + 2.0)]
-    eye = np.eye(n)
-    for i in range(n):
-        for sign in (1.0, -1.0):
-            points.append(sign * np.sqrt(n + 2.0) * eye[i])
-            weights.append((4.0 - n) / (2.0 * (n + 2.0) ** 2))
-    for i in range(n):
-        for j in range(i + 1, n):
-            for a in (1.0, -1.0):
-                for b in (1.0, -1.0):
-                    points.append(np.sqrt((n + 2.0) / 2.0) * (a * eye[i] + b * eye[j]))
-                    weights.append(1.0 / (n + 2.0) ** 2)
-    weights = np.array(weights)
-    keep = weights > 0  # n = 4 gives the axis points weight 0
-    nodes = np.array(points)[keep] @ _helmert_basis(n + 1).T
-    return np.ascontiguousarray(nodes), weights[keep]
-
-
-def softmax_rule_proba(means, variances):
-    """Softmax class probabilities of a mixture of draws, by :func:`softmax_rule`.
-
-    Parameters
-    ----------
-    means : ndarray of shape (S, n, C)
-        Latent means of each draw, ``C`` from 2 to 5.
-    variances : ndarray of shape (S, n)
-        Latent variance of each draw, shared by the classes (as in the
-        sparse model, where it is the conditional variance ``gamma``).
-
-    Returns
-    -------
-    proba : ndarray of shape (n, C)
-        ``E[softmax(F)]`` for each draw's ``F ~ N(mean, variance I)``,
-        averaged over the draws; rows sum to one.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.targets.sparse import softmax_rule_proba
-    >>> means = np.array([[[2.0, 0.0, -2.0]], [[0.0, 0.0, 0.0]]])
-    >>> proba = softmax_rule_proba(means, np.full((2, 1), 0.01))
-    >>> proba.shape, bool(np.isclose(proba.sum(), 1.0))
-    ((1, 3), True)
-    >>> bool(proba[0, 0] > proba[0, 1] > proba[0, 2])
-    True
-    """
-    means = np.ascontiguousarray(means, dtype=np.float64)
-    sd = np.sqrt(np.maximum(np.asarray(variances, dtype=np.float64), 0.0))
-    nodes, weights = softmax_rule(means.shape[-1])
-    return _sparse_numba.softmax_mean_proba(
-        means, np.ascontiguousarray(sd), nodes, weights
-    )
-
-
 def _compiled_prior(prior_set):
     """Arrays for :func:`_sparse_numba.log_prior_theta`, or None.
 
@@ -453,57 +177,6 @@ def _compiled_prior(prior_set):
         else:
             return None
     return (np.array(kind), np.array(a), np.array(b), np.array(const))
-
-
-def _softmax_nodes(likelihood):
-    """Nodes and weights of the target's softmax expectation.
-
-    :func:`softmax_rule` up to five classes; beyond, where the rule has
-    negative weights, the likelihood's own Monte Carlo draws.
-    """
-    C = likelihood.n_classes
-    if C - 1 <= _MAX_RULE_DIM:
-        return softmax_rule(C)
-    draws = np.ascontiguousarray(likelihood.default_draws())
-    return draws, np.full(draws.shape[0], 1.0 / draws.shape[0])
-
-
-def gaussian_with_noise(likelihood, log_noise):
-    """A copy of a Gaussian likelihood with the given log noise variance."""
-    params = likelihood.get_params()
-    params["noise_variance"] = float(np.exp(log_noise))
-    return type(likelihood)(**params)
-
-
-def sparse_expected_log_prob(likelihood, y, mu, var, n_latent):
-    """Per-point expected log density, latent arrays given as ``(b, C)``."""
-    if n_latent == 1:
-        return likelihood.expected_log_prob(y, mu[:, 0], var[:, 0])
-    return likelihood.expected_log_prob(y, mu, var)
-
-
-def likelihood_terms(likelihood, y, mu, var, n_latent, noise_free):
-    """Expected log density and its gradients, latent arrays as ``(b, C)``.
-
-    Returns ``elp`` (b,), ``d_mu`` and ``d_var`` (b, C) and the per-point
-    derivative in the log noise (or None).
-    """
-    b = mu.shape[0]
-    if n_latent == 1:
-        elp, d_mu, d_var = likelihood.expected_log_prob(
-            y, mu[:, 0], var[:, 0], grad=True
-        )
-    else:
-        elp, d_mu, d_var = likelihood.expected_log_prob(y, mu, var, grad=True)
-    d_noise = None
-    if noise_free:
-        d_noise = likelihood.grad_log_noise(y, mu[:, 0], var[:, 0])
-    return (
-        np.asarray(elp, dtype=np.float64),
-        np.asarray(d_mu, dtype=np.float64).reshape(b, n_latent),
-        np.asarray(d_var, dtype=np.float64).reshape(b, n_latent),
-        d_noise,
-    )
 
 
 # --------------------------------------------------------------------------
@@ -643,7 +316,7 @@ class SparseWhitenedTarget:
         self._softmax = type(likelihood) is Softmax
         self._prior_arrays = _compiled_prior(prior_set)
         if self._softmax:
-            self._softmax_nodes = _softmax_nodes(likelihood)
+            self._softmax_nodes = softmax_nodes(likelihood)
             # Validated once: the full-data labels are passed on every call.
             self._softmax_labels = likelihood._labels(y)
         self._logit = type(likelihood) is Bernoulli and likelihood.link == "logit"

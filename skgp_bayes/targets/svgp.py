@@ -53,8 +53,7 @@ prior are not scaled.
 import numpy as np
 
 from ..likelihoods import Gaussian
-from .sparse import (
-    JITTER,
+from ._sparse_shared import (
     batch_indices,
     check_inputs,
     check_jitter,
@@ -68,6 +67,7 @@ from .sparse import (
     pullback,
     sparse_expected_log_prob,
 )
+from .sparse import JITTER
 
 __all__ = ["SVGPBound"]
 

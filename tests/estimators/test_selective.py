@@ -714,7 +714,7 @@ def test_regressor_minibatch_path(stat_seed):
 
 def test_lbfgs_stops_when_the_bound_stalls():
     from skgp_bayes.inference.optimize import stalled
-    from skgp_bayes.selective import _STALL_NATS, _STALL_WINDOW
+    from skgp_bayes.selective._phases import _STALL_NATS, _STALL_WINDOW
 
     def run(gain_per_iteration, n):
         rule, trace = stalled(_STALL_WINDOW, _STALL_NATS), []
@@ -730,3 +730,19 @@ def test_lbfgs_stops_when_the_bound_stalls():
     assert run(0.5 * _STALL_NATS / _STALL_WINDOW, 5 * _STALL_WINDOW) == (
         _STALL_WINDOW + 1
     )
+
+
+@pytest.mark.parametrize("name", ["SelectiveSVGP", "SelectiveSVGPClassifier"])
+def test_pickles_naming_the_former_module_still_load(name):
+    """Pickles written while ``selective`` was one module name the classes
+    ``skgp_bayes.selective.<Class>``; the package keeps that path."""
+    cls = pickle.loads(f"cskgp_bayes.selective\n{name}\np0\n.".encode())
+    assert cls.__name__ == name
+    est = cls(n_candidates=7, alpha=0.5)
+    old = pickle.dumps(est, protocol=0).replace(
+        cls.__module__.encode(), b"skgp_bayes.selective"
+    )
+    assert b"skgp_bayes.selective\n" + name.encode() in old
+    restored = pickle.loads(old)
+    assert type(restored) is cls
+    assert restored.get_params() == est.get_params()

@@ -21,7 +21,8 @@ from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
-from skgp_bayes.variational_mcmc import _GuardedTarget, _run_length_met
+from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
+from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
 # Fixed-length runs (max_samples = n_samples): these tests check the fit and
 # its predictions, not the run-length rule, which has tests of its own.
@@ -203,6 +204,25 @@ def test_pickle_and_clone_round_trip():
     )
     twin = _quiet_fit(clone(clf), X, y)
     np.testing.assert_array_equal(twin.draws_, clf.draws_)
+
+
+@pytest.mark.parametrize(
+    "name", ["VariationalMCMCRegressor", "VariationalMCMCClassifier"]
+)
+def test_pickles_naming_the_former_module_still_load(name):
+    """Pickles written while ``variational_mcmc`` was one module name the
+    classes ``skgp_bayes.variational_mcmc.<Class>``; the package keeps that
+    path."""
+    cls = pickle.loads(f"cskgp_bayes.variational_mcmc\n{name}\np0\n.".encode())
+    assert cls.__name__ == name
+    est = cls(n_inducing=3, n_chains=2)
+    old = pickle.dumps(est, protocol=0).replace(
+        cls.__module__.encode(), b"skgp_bayes.variational_mcmc"
+    )
+    assert b"skgp_bayes.variational_mcmc\n" + name.encode() in old
+    restored = pickle.loads(old)
+    assert type(restored) is cls
+    assert restored.get_params() == est.get_params()
 
 
 def test_spent_budget_warns_once_with_the_figures():

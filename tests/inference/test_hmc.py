@@ -327,7 +327,7 @@ def test_refine_from_draws_recovers_a_skewed_scaling():
 
 def test_refined_sampler_keeps_every_chain_where_it_is():
     from skgp_bayes.inference.affine import AffineTarget
-    from skgp_bayes.variational_mcmc import _Sampler
+    from skgp_bayes.variational_mcmc._sampling import Sampler as _Sampler
 
     rng = np.random.default_rng(1)
     d = 4

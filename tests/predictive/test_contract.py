@@ -17,7 +17,7 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 
 from skgp_bayes import VariationalMCMCRegressor
-from skgp_bayes._predictive_contract import (
+from skgp_bayes.predictive._distributions import (
     GaussianMixturePredictive,
     gaussian_mixture_quantiles,
 )

@@ -1,0 +1,83 @@
+"""The latent side of :class:`~skgp_bayes.SteinGPClassifier`'s predictions:
+class probabilities from the particles' latent moments, and the sparse
+model's function samples."""
+
+import numpy as np
+from scipy.special import expit
+from sklearn.utils import check_random_state
+
+from ._predictive_contract import binary_log_odds
+from .kernels.spectral import spectral_parameters
+from .likelihoods import Softmax
+from .predictive.latent import SparseLatentDraws
+from .predictive.sparse import sparse_function_samples
+from .sampling import require_spectral_spec
+
+# Fixed standard-normal draws for the softmax predictive (antithetic pairs).
+_SOFTMAX_PREDICT_DRAWS = 256
+# Floor on a latent predictive variance: the softmax rule needs it positive,
+# and at a training input the exact value is the jitter, near rounding level.
+_MIN_LATENT_VAR = 1e-12
+
+
+class SteinClassifierLatentMixin:
+    """Prediction helpers of :class:`~skgp_bayes.SteinGPClassifier`."""
+
+    def _is_sparse(self):
+        return isinstance(self._draws, SparseLatentDraws)
+
+    def _binary_log_odds(self, X):
+        """Log predictive odds, averaged over particles in probability space."""
+        means, variances = self._draws.moments(X)
+        return binary_log_odds(self._draws.likelihood, means[:, 0], variances[:, 0])
+
+    def _proba(self, X):
+        if self.classes_.size == 2:
+            d = self._binary_log_odds(X)
+            # p1 / (p0 + p1) from the two averaged log probabilities: the
+            # renormalisation, exact in the tails.
+            return np.column_stack([expit(-d), expit(d)])
+        means, variances = self._draws.moments(X)
+        J, C, m = means.shape
+        mu = means.transpose(0, 2, 1).reshape(J * m, C)
+        var = variances.transpose(0, 2, 1).reshape(J * m, C)
+        var = np.maximum(var, _MIN_LATENT_VAR)
+        draws = Softmax(C, n_samples=_SOFTMAX_PREDICT_DRAWS, random_state=0)
+        proba = self._draws.likelihood.predictive(mu, var, draws=draws.default_draws())
+        proba = proba.reshape(J, m, C).mean(axis=0)
+        np.clip(proba, 0.0, 1.0, out=proba)
+        proba /= proba.sum(axis=1, keepdims=True)
+        return proba
+
+    def _sparse_function_samples(self, n_samples, random_state, n_features):
+        draws = self._draws
+        require_spectral_spec(draws.adapter.kernel, "sample_latent(X)")
+        functions, _ = sparse_function_samples(
+            draws.adapter,
+            draws.Z,
+            draws.jitter,
+            draws.kernel_thetas,
+            draws.v,
+            None,
+            n_samples,
+            check_random_state(random_state),
+            n_features,
+        )
+        return functions[0] if len(functions) == 1 else functions
+
+    def _feature_free_variance(self, spec, thetas):
+        """Per-draw diagonal variance in ``K`` that Fourier features lack.
+
+        The latent values were drawn with the jittered Gram matrix, whose
+        diagonal also holds a WhiteKernel's variance; Matheron's update is
+        exact only if the prior sample at ``X`` carries the same extra
+        variance, so it is added there as independent noise.
+        """
+        target = self._target
+        n_dims = target.X.shape[1]
+        extra = np.empty(thetas.shape[0])
+        for j, theta in enumerate(thetas):
+            white = spectral_parameters(spec, theta, n_dims)[2]
+            mean_diag = float(np.mean(target.adapter.diag(theta, target.X)))
+            extra[j] = white + target.jitter * mean_diag
+        return extra

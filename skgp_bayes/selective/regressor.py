@@ -1,0 +1,676 @@
+"""Sparse GP regression that learns which inducing points to keep."""
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import logit
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import Kernel
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._arviz import InferenceDataMixin
+from .._base import EstimatorBase, fit_method, sample_y_spec
+from .._defaults import (
+    NOISE_VARIANCE_BOUNDS,
+    fit_input_scaling,
+    in_natural_units,
+)
+from .._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
+from .._interrupt import keyboard_interrupt_passes
+from .._predictive_contract import (
+    LatentDraws,
+    RegressorContractMixin,
+)
+from .._threads import blas_threads_for
+from .._validation import (
+    VersionedStateMixin,
+    atomic_feature_state,
+    check_input_magnitude,
+    check_n_samples,
+    check_single_target,
+    safe_mean_std,
+    variance_in_units,
+)
+from .._warnings import warn_user
+from ..kernels import KernelAdapter
+from ..likelihoods import Gaussian
+from ..predictive._distributions import (
+    GaussianMixturePredictive,
+    mixture_prediction,
+)
+from ..predictive.mixture import gaussian_joint_draws
+from ..predictive.sparse import q_moments, sparse_function_samples
+from ..sampling import require_spectral_spec
+from ..targets.selective import (
+    BernoulliPointProcess,
+    SharedSubsetBound,
+    SubsetBound,
+)
+from ._phases import (
+    INITIAL_INCLUSION,
+    check_candidates,
+    fit_shared_phases,
+    keep_points,
+    kernel_log_bounds,
+    maximise_bound,
+    random_candidates,
+    selection_attributes,
+    selection_phase,
+    warn_unfinished_selection,
+)
+
+# Why the regressor takes one target (ValueError on a 2-D y).
+_SINGLE_TARGET = (
+    "the collapsed bound that selects the inducing points, and the optimal "
+    "q(u) it keeps, are those of one target."
+)
+# Log noise variance bounds (standardised targets), as the other regressors.
+_LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
+
+
+class SelectiveSVGP(
+    EstimatorBase,
+    RegressorContractMixin,
+    InferenceDataMixin,
+    VersionedStateMixin,
+    RegressorMixin,
+    BaseEstimator,
+):
+    """Sparse variational GP regression with a learned set of inducing points.
+
+    A Bernoulli point process over candidate inducing inputs, with a prior
+    that penalises the squared number of points, decides which points the
+    model keeps and so how many: the user sets the prior strength ``alpha``
+    instead of the number of inducing points. See the module notes for the
+    three training phases.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel, default=None
+        Prior covariance of the latent function; its hyperparameters are
+        the starting point and are fitted. None gives
+        ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on standardised inputs, one
+        length scale per input (see :ref:`defaults`).
+    n_candidates : int, default=80
+        Number of candidates drawn at random (without replacement) from the
+        training inputs when ``candidates`` is None (the seed paper's
+        initialisation); capped at the number of training points.
+    candidates : array-like of shape (K, n_features), default=None
+        Explicit candidate inducing inputs; overrides ``n_candidates``.
+    alpha : float, default=0.01
+        Prior strength: ``p(Z)`` is proportional to ``exp(-alpha |Z|^2)``.
+        Larger values keep fewer points; more data outweighs the prior, so
+        the useful value grows with the data size (the seed paper uses 0.01
+        for 1030 points, 0.2 for 45730).
+    n_score_samples : int, default=4
+        Draws from the point process per selection step.
+    n_pre_iter : int, default=2000
+        Maximum L-BFGS-B iterations of the pre-training on all candidates;
+        a budget only: L-BFGS-B stops on its own (per-point, so scale-free)
+        tolerances first on ordinary data.
+    n_select_iter : int, default=2000
+        Most Adam steps of the selection phase. The phase ends earlier, as
+        soon as its objective and ``E|Z|`` stop trending against their own
+        Monte Carlo error (checked every 50 steps from step 100); when it
+        runs out instead, a ``ConvergenceWarning`` is raised.
+    n_post_iter : int, default=2000
+        Maximum L-BFGS-B iterations of the post-training on the kept set; a
+        budget only, as ``n_pre_iter`` (the classifier's shared ``q`` has
+        ``O(m^2)`` parameters and took 719 iterations on 143 breast-cancer
+        rows).
+    batch_size : int, default=None
+        None (the default) evaluates every bound on all points, with the
+        optimal ``q(u)`` of each subset. An integer below the number of
+        points switches to minibatches of that size: the uncollapsed bound
+        with one ``q(v*)`` shared by the subsets (as in
+        :class:`SelectiveSVGPClassifier`), Adam in all three phases
+        (``n_pre_iter`` and ``n_post_iter`` then count Adam steps); the
+        kept set's ``q(u)`` is replaced by the optimal one at the end (one
+        pass over the data).
+    learning_rate : float, default=0.01
+        Adam step size of the hyperparameters in the selection phase.
+    selection_learning_rate : float, default=0.2
+        Adam step size of the inclusion logits.
+    keep : {"expected", "threshold", "sample"}, default="expected"
+        Kept set: the ``round(expected_n_inducing_)`` candidates with the
+        largest inclusion probabilities (the most probable set of the
+        expected size), the candidates with probability above one half
+        (the mode; a ``DegenerateFitWarning`` when it is far smaller than
+        the expected size), or one draw from the fitted point process
+        (seeded by ``random_state``).
+    noise_variance : float, default=1.0
+        Initial Gaussian noise variance, in units of the standardised
+        targets (the seed paper initialises every hyperparameter to 1).
+    jitter : float, default=1e-6
+        Relative diagonal jitter on ``K(Z, Z)``.
+    normalize_X : bool, default=True
+        Standardise each input column (mean 0, standard deviation 1 on the
+        training data) inside the estimator. The kernel's hyperparameters,
+        their bounds and priors, and inducing inputs stored on the estimator
+        are then in standardised units, so the defaults mean the same thing
+        whatever the inputs' natural units; ``input_scaling_`` maps between
+        the two. Set ``False`` to give a kernel in the inputs' own units.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the candidates, the point-process draws and ``keep="sample"``.
+    verbose : int, default=0
+        Print the phases, with one progress line for the selection on
+        standard error (steps, objective, ``E|Z|``, time left), updated in
+        place on a terminal; 2 prints the selection's detailed lines every
+        50 steps instead of the progress line.
+
+    Attributes
+    ----------
+    candidates_ : ndarray of shape (K, n_features)
+    inclusion_probabilities_ : ndarray of shape (K,)
+        ``lambda_k`` of the fitted point process.
+    support_ : ndarray of bool, shape (K,)
+        Which candidates were kept.
+    inducing_points_ : ndarray of shape (n_kept, n_features)
+        The kept candidates; prediction costs ``O(n_kept^2)`` per point.
+    n_inducing_ : int
+    expected_n_inducing_ : float
+        ``E|Z| = sum_k lambda_k`` under the fitted process.
+    var_n_inducing_ : float
+        ``Var|Z| = sum_k lambda_k (1 - lambda_k)``.
+    n_iter_ : int
+        Selection steps taken.
+    diagnostics_ : dict
+        ``fit_time`` (``fit_time_["total"]``), ``final_elbo`` (last
+        post-training bound), ``n_select_steps``,
+        ``selection_converged`` (whether the stopping rule was met),
+        ``expected_n_inducing_trace`` (``E|Z|`` after each selection step),
+        ``n_pre_iter`` and ``n_post_iter`` (L-BFGS-B iterations, or Adam
+        steps with ``batch_size``), ``expected_n_inducing`` and
+        ``n_inducing``, in one place.
+    elbo_history_ : dict of ndarray
+        ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
+        ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
+        selection step. Standardised-target units.
+    elbo_ : float
+        The bound of the kept set after post-training.
+    kernel_ : sklearn kernel
+        The kernel with the fitted hyperparameters.
+    param_names_ : list of str
+        Names of the point-estimated hyperparameters: the ``kernel_.theta``
+        entries, then ``"noise_variance"`` (the classifier has no noise).
+    noise_variance_ : float
+        Fitted noise variance, in the units of ``y``.
+    y_mean_, y_std_ : float
+        Standardisation of ``y``.
+    fit_time_ : dict
+        Seconds spent in each phase.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string feature names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SelectiveSVGP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 10, (200, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(200)
+    >>> reg = SelectiveSVGP(n_candidates=30, alpha=0.05, n_select_iter=100,
+    ...                     random_state=0).fit(X, y)
+    >>> reg.n_inducing_ < 30
+    True
+    >>> mean, std = reg.predict(X[:3], return_std=True)
+    >>> mean.shape, std.shape
+    ((3,), (3,))
+    """
+
+    _parameter_constraints = {
+        "kernel": [None, Kernel],
+        "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "candidates": [None, "array-like"],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "n_score_samples": [Interval(Integral, 1, None, closed="left")],
+        "n_pre_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_select_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_post_iter": [Interval(Integral, 0, None, closed="left")],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "selection_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "keep": [StrOptions({"expected", "threshold", "sample"})],
+        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "jitter": [Interval(Real, 0, None, closed="left")],
+        "normalize_X": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        n_candidates=80,
+        candidates=None,
+        alpha=0.01,
+        n_score_samples=4,
+        n_pre_iter=2000,
+        n_select_iter=2000,
+        n_post_iter=2000,
+        batch_size=None,
+        learning_rate=0.01,
+        selection_learning_rate=0.2,
+        keep="expected",
+        noise_variance=1.0,
+        jitter=1e-6,
+        normalize_X=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.n_candidates = n_candidates
+        self.candidates = candidates
+        self.alpha = alpha
+        self.n_score_samples = n_score_samples
+        self.n_pre_iter = n_pre_iter
+        self.n_select_iter = n_select_iter
+        self.n_post_iter = n_post_iter
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.selection_learning_rate = selection_learning_rate
+        self.keep = keep
+        self.noise_variance = noise_variance
+        self.jitter = jitter
+        self.normalize_X = normalize_X
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ fitting
+    def _candidates(self, X, rng, scaling):
+        if self.candidates is None:
+            return random_candidates(X, self.n_candidates, rng)
+        return scaling.transform(check_candidates(self.candidates, X.shape[1]))
+
+    @fit_method
+    def fit(self, X, y):
+        """Pre-train, select the inducing points, post-train.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : SelectiveSVGP
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = reg.fit(X, np.cos(X[:, 0]))
+        >>> reg.inclusion_probabilities_.shape
+        (10,)
+        """
+        with atomic_feature_state(self):
+            check_single_target(y, type(self).__name__, _SINGLE_TARGET)
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, order="C", y_numeric=True
+            )
+            X_model, scaling = fit_input_scaling(self, X)
+            check_input_magnitude(X_model)
+            y_mean, y_std = safe_mean_std(y)
+            y_std_units = (y - y_mean) / y_std
+            rng = check_random_state(self.random_state)
+            seeds = rng.randint(0, 2**31 - 1, size=3)
+            Zc = self._candidates(
+                X_model, np.random.default_rng(int(seeds[0])), scaling
+            )
+            with blas_threads_for(X.shape[0], Zc.shape[0]):
+                fitted = prior_only(self, X.shape[0])._fit_phases(
+                    X_model, y_std_units, Zc, seeds
+                )
+        fitted["input_scaling_"] = scaling
+        fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
+        fitted["_noise_model"] = fitted.pop("_noise_std_units")
+        fitted["noise_variance_"] = float(
+            variance_in_units(fitted["_noise_model"], y_std)
+        )
+        self._set_fitted(fitted)
+        warn_degenerate_fit(self, X, y)
+        return self
+
+    def _fit_phases(self, X, y, Zc, seeds):
+        t0 = time.perf_counter()
+        kernel = self._new_kernel(X.shape[1])
+        adapter = KernelAdapter(kernel)
+        kernel_bounds = kernel_log_bounds(kernel, adapter)
+        bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
+        theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
+        log_noise0 = np.clip(np.log(self.noise_variance), *_LOG_NOISE_BOUNDS)
+        hyper = np.append(theta0, log_noise0)
+        bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter)
+        if self.batch_size is not None and self.batch_size < X.shape[0]:
+            out = self._minibatch_phases(adapter, X, y, Zc, hyper, bounds, seeds)
+        else:
+            out = self._collapsed_phases(bound, hyper, bounds, seeds, t0)
+        hyper, kept = out["hyper"], out["kept"]
+        # whatever trained the hyperparameters, q(u) of the kept set is the
+        # optimal one, and the bound reported is its collapsed bound
+        elbo = bound.value(hyper, kept)
+        q_mean, q_L = bound.optimal_q(hyper, kept)
+        if self.verbose:
+            self._log(
+                f"kept {kept.size} of {Zc.shape[0]} candidates "
+                f"(E|Z| = {out['lam'].sum():.1f}); bound {elbo:.4g} "
+                f"({time.perf_counter() - t0:.2f} s)"
+            )
+        fitted = selection_attributes(Zc, out)
+        theta = hyper[:-1].copy()
+        warn_at_bounds(theta, kernel_bounds, adapter.param_names, "point estimates")
+        fitted.update(
+            {
+                "elbo_": float(elbo),
+                "kernel_": kernel.clone_with_theta(theta),
+                "param_names_": [*adapter.param_names, "noise_variance"],
+                "_noise_std_units": float(np.exp(hyper[-1])),
+                "_adapter": adapter,
+                "_theta": theta,
+                "_q": (q_mean, q_L),
+            }
+        )
+        return fitted
+
+    def _collapsed_phases(self, bound, hyper, bounds, seeds, t0):
+        K = bound.candidates.shape[0]
+        everything = np.arange(K)
+
+        # 1. pre-training on all candidates
+        hyper, pre_trace, _ = maximise_bound(
+            lambda h, _: bound.logp_and_grad(h, everything),
+            hyper,
+            bounds,
+            self.n_pre_iter,
+            bound.X.shape[0],
+        )
+        t1 = time.perf_counter()
+        if self.verbose:
+            self._log(
+                f"pre-training: bound {bound.value(hyper, everything):.4g} with "
+                f"{K} candidates ({t1 - t0:.2f} s)"
+            )
+
+        # 2. selection
+        process = BernoulliPointProcess(K, self.alpha)
+        logits = np.full(K, logit(INITIAL_INCLUSION))
+        hyper, logits, select_trace, counts, stopped = selection_phase(
+            self,
+            lambda h, masks, rows: bound.values_and_mean_grad(h, masks),
+            hyper,
+            logits,
+            bounds,
+            process,
+            np.random.default_rng(int(seeds[1])),
+            bound.X.shape[0],
+            # each subset has its own optimal q(u), so the bounds of a
+            # step's draws differ only by the subsets: the mean of the other
+            # draws is the level of the bound at the current hyperparameters,
+            # with no lag (see doc/selective_svgp.rst)
+            baseline="leave-one-out",
+        )
+        warn_unfinished_selection(self, stopped, len(select_trace))
+        t2 = time.perf_counter()
+
+        # 3. keep a set, post-train
+        support = keep_points(self, process, logits, int(seeds[2]))
+        kept = np.flatnonzero(support)
+        hyper, post_trace, converged = maximise_bound(
+            lambda h, _: bound.logp_and_grad(h, kept),
+            hyper,
+            bounds,
+            self.n_post_iter,
+            bound.X.shape[0],
+        )
+        if not converged:
+            warn_user(
+                f"Post-training did not converge in {self.n_post_iter} L-BFGS-B "
+                "iterations; increase n_post_iter.",
+                ConvergenceWarning,
+            )
+        t3 = time.perf_counter()
+        return {
+            "hyper": hyper,
+            "kept": kept,
+            "support": support,
+            "lam": process.probabilities(logits),
+            "process": process,
+            "logits": logits,
+            "traces": {"pre": pre_trace, "select": select_trace, "post": post_trace},
+            "counts": counts,
+            "stopped": stopped,
+            "times": {
+                "pre": t1 - t0,
+                "select": t2 - t1,
+                "post": t3 - t2,
+                "total": t3 - t0,
+            },
+        }
+
+    def _minibatch_phases(self, adapter, X, y, Zc, hyper, bounds, seeds):
+        # minibatches need the uncollapsed bound, with q(v*) learned and
+        # shared by the subsets (as in the classifier)
+        shared = SharedSubsetBound(
+            adapter,
+            X,
+            y,
+            Zc,
+            Gaussian(float(np.exp(hyper[-1]))),
+            jitter=self.jitter,
+            learn_noise=True,
+        )
+        shared_bounds = np.tile([-np.inf, np.inf], (shared.n_params, 1))
+        shared_bounds[: shared.n_hyper] = bounds
+        start = shared.full.initial_params(hyper[:-1], hyper[-1])
+        out = fit_shared_phases(self, shared, start, shared_bounds, seeds)
+        out["hyper"] = np.array(out["sub_params"][: shared.n_hyper])
+        return out
+
+    # ---------------------------------------------------------- prediction
+    def _latent(self, X, full_cov=False):
+        """Latent mean and variance (or covariance) in standardised units."""
+        q_mean, q_L = self._q
+        return q_moments(
+            self._adapter,
+            self._theta,
+            self.inducing_points_,
+            self.jitter,
+            q_mean,
+            q_L,
+            X,
+            full_cov,
+        )
+
+    @keyboard_interrupt_passes
+    def predict(self, X, return_std=False, return_cov=False, *, noise=False):
+        """Predictive mean (and spread) of the latent function.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation of the latent function (as
+            in scikit-learn, without the observation noise).
+        return_cov : bool, default=False
+            Also return the joint covariance of the latent function.
+        noise : bool, default=False
+            Add ``noise_variance_``: the spread of a noisy observation.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_queries,)
+        std : ndarray of shape (n_queries,), only if ``return_std``
+        cov : ndarray of shape (n_queries, n_queries), only if ``return_cov``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = reg.fit(X, np.cos(X[:, 0]))
+        >>> mean, std = reg.predict(X[:2], return_std=True)
+        >>> bool(np.all(std > 0))
+        True
+        >>> mean, cov = reg.predict(X[:2], return_cov=True)
+        >>> cov.shape
+        (2, 2)
+        """
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
+        draws = self._predictive_draws(self._validate_query(X), full_cov=return_cov)
+        return mixture_prediction(draws, return_std, return_cov, noise)
+
+    def _predictive_draws(self, X, full_cov=False):
+        """``q(f)`` as a one-draw :class:`LatentDraws`, standardised units."""
+        mean, spread = self._latent(X, full_cov=full_cov)
+        noise = np.array([self._noise_model])
+        return LatentDraws(mean[None], spread[None], noise, self.y_mean_, self.y_std_)
+
+    def _observation_predictive(self, X):
+        return GaussianMixturePredictive.from_draws(self._predictive_draws(X))
+
+    def _functions(self, n_samples, random_state, n_features, **kw):
+        check_is_fitted(self)
+        check_n_samples(n_samples)
+        q_mean, q_L = self._q
+        return sparse_function_samples(
+            self._adapter,
+            self.inducing_points_,
+            self.jitter,
+            np.asarray(self._theta)[None, :],
+            np.asarray(q_mean)[None, :, None],
+            np.asarray(q_L)[None],
+            n_samples,
+            check_random_state(random_state),
+            n_features,
+            **kw,
+        )
+
+    @keyboard_interrupt_passes
+    def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
+        """Joint draws of the latent function at ``X``.
+
+        Draws from ``q(f)`` of the kept inducing points and their optimal
+        ``q(u)``: exactly from the dense covariance (``"exact"``), or as
+        pathwise samples (``"pathwise"``, see :meth:`sample_functions`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        method : {"auto", "exact", "pathwise"}, default="auto"
+            ``"exact"`` costs ``O(n_queries^3)`` time and
+            ``O(n_queries^2)`` memory; ``"pathwise"`` costs
+            ``O(n_queries (n_features + n_inducing_))`` per sample and
+            approximates the prior covariance with ``n_features`` Fourier
+            features. ``"auto"`` samples pathwise from 100 query points on
+            and exactly below; kernels without a spectral density are
+            always sampled exactly.
+        n_features : int, default=None
+            Fourier features for ``"pathwise"``; None uses 1024.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_samples)
+            As in scikit-learn: draws of the latent function (plus a
+            ``WhiteKernel``'s noise), without the observation noise.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = reg.fit(X, np.cos(X[:, 0]))
+        >>> reg.sample_y(X[:4], n_samples=3).shape
+        (4, 3)
+        >>> grid = np.linspace(0, 10, 1000)[:, None]
+        >>> reg.sample_y(grid, n_samples=3, method="pathwise").shape
+        (1000, 3)
+        """
+        X = self._validate_query(X)
+        check_n_samples(n_samples)
+        spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
+        rng = check_random_state(random_state)
+        if spec is not None:
+            (functions,), white = self._functions(
+                n_samples, rng, n_features, offset=self.y_mean_, scale=self.y_std_
+            )
+            out = functions(X)
+            if white[0] > 0:
+                # A WhiteKernel adds independent noise at each query point.
+                out += rng.standard_normal(out.shape) * np.sqrt(white[0]) * self.y_std_
+            return out
+        mean, cov = self._latent(X, full_cov=True)
+        draws = gaussian_joint_draws(mean, cov, int(n_samples), rng)
+        return draws * self.y_std_ + self.y_mean_
+
+    @keyboard_interrupt_passes
+    def sample_functions(self, n_samples=1, random_state=0, n_features=None):
+        """Posterior function samples that can be evaluated anywhere.
+
+        Pathwise samples of ``q(f)``: a random-Fourier-feature prior draw
+        plus Matheron's update ``k(x, Z) K(Z, Z)^-1 (u - f_prior(Z))`` with
+        ``u`` drawn from the optimal ``q(u)`` of the kept inducing points
+        ``Z``. The functions are frozen (every call returns the same
+        values), have analytic input gradients and pickle; evaluation costs
+        ``O(n_points (n_features + n_inducing_))`` per function.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=0
+        n_features : int, default=None
+            Fourier features; None uses 1024. The error of the prior
+            covariance falls as ``1 / sqrt(n_features)``.
+
+        Returns
+        -------
+        functions : skgp_bayes.sampling.FunctionSamples
+            ``functions(X)`` has shape ``(n_points, n_samples)``, in the
+            units of ``y``; ``functions.gradient(X)`` has shape
+            ``(n_points, n_samples, n_features_in_)``. A ``WhiteKernel``'s
+            noise is not part of them.
+
+        Raises
+        ------
+        ValueError
+            If the kernel has no spectral density (use :meth:`sample_y` with
+            ``method="exact"`` instead).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes import SelectiveSVGP
+        >>> X = np.linspace(0, 10, 60)[:, None]
+        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> f = reg.fit(X, np.cos(X[:, 0])).sample_functions(3, random_state=0)
+        >>> f(X[:4]).shape, f.gradient(X[:4]).shape
+        ((4, 3), (4, 3, 1))
+        >>> bool(np.array_equal(f(X[:4]), f(X[:4])))
+        True
+        """
+        check_is_fitted(self)
+        require_spectral_spec(self._adapter.kernel, "sample_y(X, method='exact')")
+        functions, _ = self._functions(
+            n_samples, random_state, n_features, offset=self.y_mean_, scale=self.y_std_
+        )
+        return in_natural_units(functions[0], self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags

@@ -1,0 +1,272 @@
+"""The sampler side of variational MCMC: the bounded target, the chains'
+coordinates and starts, and the run-length rule.
+"""
+
+import copy
+import dataclasses
+
+import numpy as np
+
+from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
+from ..diagnostics import (
+    effective_sample_size,
+    split_rhat,
+)
+from ..diagnostics import rank_normalize as _rank_normalize
+from ..diagnostics import split_chains as _split_chains
+from ..exceptions import NotPSDError
+from ..inference.affine import (
+    AffineTarget,
+    coordinates_in,
+    diagonal_inverse_mass,
+    refine_from_draws,
+)
+
+# Initial inverse mass of a hyperparameter (log scale): posterior standard
+# deviations of log hyperparameters are typically a few tenths.
+HYPER_INV_MASS = 0.1
+# The run-length rule: split R-hat at most 1.01 (Vehtari et al., 2021) and
+# a bulk effective sample size of at least 100 for every parameter, enough
+# for posterior means and central intervals to about a tenth of a posterior
+# standard deviation (the Monte Carlo error is sd / sqrt(ESS)).
+RHAT_MAX = 1.01
+BULK_ESS_MIN = 100
+# Most inducing inputs chosen by default (the former fixed default).
+_MAX_DEFAULT_INDUCING = 50
+
+
+class GuardedTarget:
+    """The sampler's view of the target: zero density outside the bounds.
+
+    Hyperparameters beyond the kernel's bounds, or a ``K(Z, Z)`` that is
+    not positive definite, give ``-inf``, which the HMC engine rejects as a
+    divergence. Picklable, for joblib workers.
+    """
+
+    def __init__(self, target, lower, upper):
+        self.target = target
+        self.lower = lower
+        self.upper = upper
+
+    def __call__(self, params):
+        h = params[: self.lower.size]
+        if np.any(h < self.lower) or np.any(h > self.upper):
+            return -np.inf, np.full(params.size, np.nan)
+        try:
+            return self.target.logp_and_grad(params)
+        except NotPSDError:
+            return -np.inf, np.full(params.size, np.nan)
+
+
+def default_n_inducing(n):
+    """Inducing inputs by default for ``n`` training points.
+
+    Parameters
+    ----------
+    n : int
+
+    Returns
+    -------
+    int
+        ``min(50, n, ceil(sqrt(n)))``; see ``n_inducing`` in
+        :class:`VariationalMCMCClassifier` for the reasoning.
+
+    Examples
+    --------
+    >>> from skgp_bayes.variational_mcmc._sampling import default_n_inducing
+    >>> default_n_inducing(93), default_n_inducing(300), default_n_inducing(10**5)
+    (10, 18, 50)
+    """
+    return int(min(_MAX_DEFAULT_INDUCING, n, np.ceil(np.sqrt(n))))
+
+
+class Sampler:
+    """The density HMC runs on, its chain starts and first inverse mass.
+
+    With a ``transform`` ``T`` the chains run on ``w``, ``x = x0 + T w``,
+    and start from ``w ~ N(0, I)`` (a draw from the Gaussian that the
+    curvature describes, so the chains start overdispersed rather than at
+    one point), pulled halfway towards ``x0`` until the density is finite
+    there (a hyperparameter drawn beyond its bounds).
+    """
+
+    def __init__(
+        self, guarded, x0, transform, rng, n_chains, inits=None, inv_mass=None
+    ):
+        self.transform = transform
+        if transform is None:
+            self.target, self.inits, self.inv_mass = guarded, inits, inv_mass
+            return
+        self.target = AffineTarget(guarded, x0, transform)
+        inits = rng.standard_normal((n_chains, x0.size))
+        for c in range(n_chains):
+            for _ in range(30):
+                if np.isfinite(self.target(inits[c])[0]):
+                    break
+                inits[c] *= 0.5
+        self.inits = inits
+        self.inv_mass = np.ones(x0.size)
+
+    def to_x(self, w):
+        return w if self.transform is None else self.target.to_x(w)
+
+    def refined(self, chains, states):
+        """The same density in coordinates refined from draws.
+
+        ``chains`` are draws ``(n_chains, n_draws, d)`` and ``states`` the
+        chains' current points ``(n_chains, d)``, both in this sampler's
+        ``w``; the new sampler starts each chain from its current point,
+        mapped, with a unit inverse mass (see :func:`refine_from_draws`).
+        """
+        center, factor = refine_from_draws(chains)
+        # a copy keeps what a subclass adds (the collapsed sampler's exact
+        # v | theta completion of every draw)
+        new = copy.copy(self)
+        new.transform = self.transform @ factor
+        new.target = AffineTarget(
+            self.target.logp_and_grad, self.target.to_x(center), new.transform
+        )
+        new.inits = coordinates_in(center, factor, states)
+        new.inv_mass = np.ones(center.size)
+        return new
+
+    def x_inv_mass(self, inv_mass):
+        """Diagonal of the inverse mass in ``(theta, v)`` coordinates."""
+        if self.transform is None:
+            return inv_mass
+        return diagonal_inverse_mass(self.transform, inv_mass)
+
+
+class CollapsedSampler(Sampler):
+    """HMC over ``[theta, log s2]`` alone; each kept draw gets its exact ``v``.
+
+    The chains move the hyperparameters on the collapsed target
+    (:class:`~skgp_bayes.targets.collapsed.CollapsedSparseTarget`);
+    :meth:`to_x` completes every draw with one draw of ``v | theta`` from
+    its Gaussian, so the draws are those of the joint ``(theta, v)``
+    posterior and keep its layout. The ``v`` of a chain's ``k``-th draw
+    comes from that chain's own generator, drawn once and kept, so a draw
+    does not change when later blocks extend the chain.
+    """
+
+    def __init__(self, guarded, x0, transform, rng, n_chains, target, seed):
+        inits = inv_mass = None
+        if transform is None:
+            # No usable curvature (an optimum on a bound): start a few tenths
+            # from the optimum, inside the bounds, pulled halfway back while
+            # the density is not finite there.
+            inits = x0 + np.sqrt(HYPER_INV_MASS) * rng.standard_normal(
+                (n_chains, x0.size)
+            )
+            inits = np.clip(inits, guarded.lower, guarded.upper)
+            for c in range(n_chains):
+                for _ in range(30):
+                    if np.isfinite(guarded(inits[c])[0]):
+                        break
+                    inits[c] = x0 + 0.5 * (inits[c] - x0)
+            inv_mass = np.full(x0.size, HYPER_INV_MASS)
+        super().__init__(guarded, x0, transform, rng, n_chains, inits, inv_mass)
+        self.conditional = target
+        self._rngs = [np.random.default_rng([seed, c]) for c in range(n_chains)]
+        self._v = [np.empty((0, target.n_inducing)) for _ in range(n_chains)]
+
+    def to_x(self, w):
+        hyper = super().to_x(w)
+        for c, chain in enumerate(hyper):
+            new = chain[self._v[c].shape[0] :]
+            if new.shape[0]:
+                more = self.conditional.sample_v(new, self._rngs[c])
+                self._v[c] = np.concatenate([self._v[c], more])
+        v = np.stack([v_c[: hyper.shape[1]] for v_c in self._v])
+        return np.concatenate([hyper, v], axis=2)
+
+    def x_inv_mass(self, inv_mass):
+        """Inverse mass of the hyperparameters; NaN for ``v``, which HMC never moves."""
+        return np.concatenate(
+            [super().x_inv_mass(inv_mass), np.full(self.conditional.n_inducing, np.nan)]
+        )
+
+
+def merge(first, then):
+    """One chain's :class:`HMCResult` followed by its continuation."""
+    joined = {
+        f: np.concatenate([getattr(first, f), getattr(then, f)])
+        for f in (
+            "samples",
+            "log_density",
+            "accept_prob",
+            "accepted",
+            "divergent",
+            "n_leapfrog",
+            "energy",
+            "step_sizes",
+        )
+    }
+    n_first = first.accept_prob.size - first.n_warmup
+    n_then = then.accept_prob.size
+    rate = (first.acceptance_rate * n_first + then.acceptance_rate * n_then) / (
+        n_first + n_then
+    )
+    return dataclasses.replace(
+        first,
+        **joined,
+        acceptance_rate=float(rate),
+        n_divergent=first.n_divergent + then.n_divergent,
+        elapsed=first.elapsed + then.elapsed,
+        final_state=then.final_state,
+    )
+
+
+def after_warmup(first, then):
+    """``then``, with all of ``first``'s iterations counted as its warm-up."""
+    joined = {
+        f: np.concatenate([getattr(first, f), getattr(then, f)])
+        for f in (
+            "accept_prob",
+            "accepted",
+            "divergent",
+            "n_leapfrog",
+            "energy",
+            "step_sizes",
+        )
+    }
+    return dataclasses.replace(
+        then,
+        **joined,
+        n_warmup=first.accept_prob.size + then.n_warmup,
+        elapsed=first.elapsed + then.elapsed,
+    )
+
+
+def rhat_and_bulk_ess(chains):
+    """Rank-normalised split R-hat and bulk ESS per parameter (NaN with too few draws).
+
+    The bulk ESS is the ESS of the rank-normalised split chains (Vehtari et
+    al., 2021): it measures how well the draws pin down the centre of each
+    marginal whatever its tails.
+    """
+    n_params = chains.shape[2]
+    if chains.shape[1] < 4:
+        return np.full(n_params, np.nan), np.full(n_params, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhat = np.atleast_1d(
+            np.asarray(split_rhat(chains, rank_normalized=True), dtype=np.float64)
+        )
+        ranks = _rank_normalize(_split_chains(chains))
+        ess = np.atleast_1d(np.asarray(effective_sample_size(ranks), dtype=np.float64))
+    return rhat, ess
+
+
+def run_length_met(chains):
+    """``(met, worst R-hat, worst bulk ESS)`` of the run-length rule."""
+    rhat, ess = rhat_and_bulk_ess(chains)
+    if not np.any(np.isfinite(rhat)):
+        return False, np.nan, np.nan
+    worst_rhat, worst_ess = float(np.nanmax(rhat)), float(np.nanmin(ess))
+    return worst_rhat <= RHAT_MAX and worst_ess >= BULK_ESS_MIN, worst_rhat, worst_ess
+
+
+def svgp_recent_gain(trace):
+    if len(trace) <= _SVGP_WINDOW:
+        return np.nan
+    return float(trace[-1] - trace[-1 - _SVGP_WINDOW])
