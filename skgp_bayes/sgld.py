@@ -54,7 +54,6 @@ _SINGLE_TARGET = (
 # Predictions factorise one n x n matrix per draw up to this many training
 # points ("auto"); beyond it they use CG solves.
 _CHOLESKY_MAX_N = 5000
-# Query points per block of CG solves for predictive variances.
 # solver="auto" takes exact gradients (a Cholesky factorisation per iteration)
 # up to this many training points; doc/sgld.rst gives the reasoning. The
 # exact path holds K and its inverse: _EXACT_MATRICES dense n x n matrices,

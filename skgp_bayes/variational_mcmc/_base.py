@@ -156,7 +156,9 @@ class VariationalMCMCBase(
         fitted["input_scaling_"] = scaling
         return fitted
 
-    def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
+    def _fit_start(self, X):
+        """What every fit starts from: the clock, the seeds of its stages,
+        the kernel (checked) and its bounds."""
         t_start = time.perf_counter()
         if self.thin > self.n_samples:
             raise ValueError(
@@ -170,6 +172,10 @@ class VariationalMCMCBase(
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
         check_bounds(kernel_bounds, adapter.param_names)
+        return t_start, seeds, kernel, adapter, kernel_bounds
+
+    def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
+        t_start, seeds, kernel, adapter, kernel_bounds = self._fit_start(X)
         is_gaussian = isinstance(likelihood, Gaussian)
         slices = dict(adapter.hyperparameter_slices)
         hyper_bounds = kernel_bounds

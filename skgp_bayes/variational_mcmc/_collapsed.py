@@ -4,19 +4,12 @@ import time
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 
 from .._defaults import merged_priors
 from .._fit_checks import warn_at_bounds
 from .._sparse import fit_svgp_lbfgs, initial_inducing
-from .._validation import (
-    check_bounds,
-    check_finite_theta,
-    check_input_magnitude,
-)
 from .._warnings import warn_user
 from ..inference.affine import curvature_preconditioner
-from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
 from ..priors import PriorSet
 from ..targets.collapsed import CollapsedSparseTarget
@@ -50,19 +43,7 @@ class CollapsedFitMixin:
            :mod:`skgp_bayes.targets.collapsed`).
         3. The run-length rule is checked over ``(theta, v)``.
         """
-        t_start = time.perf_counter()
-        if self.thin > self.n_samples:
-            raise ValueError(
-                f"thin={self.thin} keeps no draw of n_samples={self.n_samples}."
-            )
-        check_input_magnitude(X)
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(0, 2**31 - 1, size=4)
-        kernel = self._new_kernel(X.shape[1])
-        adapter = KernelAdapter(kernel)
-        check_finite_theta(kernel.theta, adapter.param_names)
-        kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
-        check_bounds(kernel_bounds, adapter.param_names)
+        t_start, seeds, kernel, adapter, kernel_bounds = self._fit_start(X)
         slices = dict(adapter.hyperparameter_slices)
         slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
         hyper_bounds = np.vstack([kernel_bounds, [LOG_NOISE_BOUNDS]])
