@@ -379,6 +379,21 @@ class StochasticMarginalGradient:
         value : float
             Always NaN: the method never evaluates the marginal likelihood.
         grad : ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import StochasticMarginalGradient
+        >>> X = np.linspace(0, 1, 20)[:, None]
+        >>> rng = np.random.default_rng(0)
+        >>> target = StochasticMarginalGradient(
+        ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), None, rng=rng
+        ... )
+        >>> value, grad = target.logp_and_grad(np.array([0.0, np.log(0.1)]))
+        >>> bool(np.isnan(value)), grad.shape
+        (True, (2,))
         """
         grad = self.log_likelihood_gradient(params)
         if self.prior_set is not None:
