@@ -7,6 +7,7 @@ with the same ``random_state`` (the chains' seeds are spawned up front, so
 where a chain runs cannot change it).
 """
 
+import importlib
 import warnings
 
 import joblib
@@ -112,3 +113,50 @@ def test_model_selection_on_dask_equals_one_process(client):
         scores,
         cross_val_score(SteinGPRegressor(n_particles=3, random_state=0), X, y, cv=3),
     )
+
+
+def _sparse_stein(n_jobs, n, inducing, batch):
+    X, y = _data(n, seed=2)
+    model = SteinGPRegressor(
+        inducing_points=inducing,
+        batch_size=batch,
+        n_particles=4,
+        max_iter=6,
+        init="prior",  # the particles' moves are tested, not the MAP search
+        random_state=0,
+        n_jobs=n_jobs,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        return model.fit(X, y)
+
+
+@pytest.mark.slow
+def test_sparse_stein_particles_on_dask_equal_one_process(client, monkeypatch):
+    # The threshold patched either way, so that the machine's speed cannot
+    # choose: infinite keeps the particles on threads, zero sends every
+    # round of particles to the cluster.
+    particles = importlib.import_module("skgp_bayes.inference.particles")
+    local = _sparse_stein(1, 200, 10, 50)
+    monkeypatch.setattr(particles, "_REMOTE_MIN_BLOCK_SECONDS", np.inf)
+    stays, n_tasks = _on_dask(client, lambda: _sparse_stein(2, 200, 10, 50))
+    assert n_tasks == 0
+    np.testing.assert_array_equal(stays.particles_, local.particles_)
+    monkeypatch.setattr(particles, "_REMOTE_MIN_BLOCK_SECONDS", 0.0)
+    remote, n_tasks = _on_dask(client, lambda: _sparse_stein(2, 200, 10, 50))
+    # Two evaluations run here to time the work; every later SVGD round is
+    # one task per worker.
+    assert n_tasks >= 2 * 5
+    np.testing.assert_array_equal(remote.particles_, local.particles_)
+    np.testing.assert_array_equal(remote.predict(_data()[0]), local.predict(_data()[0]))
+
+
+@pytest.mark.slow
+def test_large_sparse_stein_goes_to_dask_by_the_rule(client):
+    # 2,000 rows per batch and 250 inducing points: about 80 ms a particle on
+    # the 2-core test machine, so a block of two is 3x the 50 ms threshold
+    # (load only slows the timed evaluation, which makes sending likelier).
+    local = _sparse_stein(1, 4000, 250, 2000)
+    remote, n_tasks = _on_dask(client, lambda: _sparse_stein(2, 4000, 250, 2000))
+    assert n_tasks >= 2 * 5
+    np.testing.assert_array_equal(remote.particles_, local.particles_)

@@ -3,11 +3,17 @@
 The Stein estimators hand :func:`~skgp_bayes.inference.run_svgd` an
 evaluator over a particle array. This one adds what large data needs: a
 fresh minibatch per call, shared by all particles (a random subset, so each
-estimate is unbiased), and particles spread over threads.
+estimate is unbiased), and particles spread over threads, or over the
+workers of a joblib backend the user chose (a Dask cluster) where a
+particle's work is large enough to pay for the round trip.
 """
+
+import pickle
+import time
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from joblib.parallel import BACKENDS, DEFAULT_BACKEND, get_active_backend
 from threadpoolctl import threadpool_limits
 
 from .._warnings import bound_to_fit
@@ -18,6 +24,15 @@ __all__ = []
 # Fewer particles per thread than this and thread hand-off costs more than
 # it saves.
 _MIN_PARTICLES_PER_JOB = 2
+
+# A block sent to another process must compute for at least this long: a
+# round of tasks on a local Dask cluster costs a few milliseconds (submit,
+# schedule, gather), so 50 ms of work keeps that overhead near 10%.
+_REMOTE_MIN_BLOCK_SECONDS = 0.05
+
+# Where a backend cannot hold the target on its workers, each round pickles
+# it again; charged at this rate (a conservative local-network figure).
+_TRANSFER_BYTES_PER_SECOND = 1e8
 
 
 def _numba_threads_are_safe():
@@ -57,6 +72,46 @@ def _evaluate_block(target, block, batch, in_worker=False):
     return values, grads, error
 
 
+def _evaluate_remote_block(target, block, batch):
+    # Another process: one BLAS thread, as the threads path has, so that the
+    # arithmetic (and each particle's result) is the same wherever it runs.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _evaluate_block(target, block, batch, True)
+
+
+def _chosen_backend():
+    """The process-based joblib backend the user chose, or None.
+
+    joblib's default (loky without any ``parallel_config``) and thread-based
+    backends leave the particles on this process's threads.
+    """
+    backend, _ = get_active_backend()
+    if getattr(backend, "uses_threads", False):
+        return None
+    if isinstance(backend, BACKENDS[DEFAULT_BACKEND]):
+        return None
+    return backend
+
+
+def _holding(backend, target):
+    """``backend`` with ``target`` already on every worker, where it can.
+
+    joblib's Dask backend takes a ``scatter`` list and broadcasts it once;
+    its tasks then carry a reference to the copy on the workers.
+    """
+    client = getattr(backend, "client", None)
+    if client is None or not hasattr(backend, "data_futures"):
+        return backend
+    return type(backend)(client=client, scatter=[target])
+
+
+def _merge(parts):
+    values = np.concatenate([p[0] for p in parts])
+    grads = np.concatenate([p[1] for p in parts])
+    errors = [p[2] for p in parts if p[2] is not None]
+    return values, grads, errors[-1] if errors else None
+
+
 class ParticleEvaluator:
     """``target.logp_and_grad`` at every particle, for the SVGD engine.
 
@@ -79,7 +134,28 @@ class ParticleEvaluator:
     n_jobs : int or None, default=None
         Threads over particles; ``None`` is one. Threads are used only when
         Numba's threading layer is thread-safe (``omp`` or ``tbb``) and there
-        are at least two particles per thread.
+        are at least two particles per thread. Under a process-based joblib
+        backend the user chose (``joblib.parallel_config(backend="dask")``),
+        blocks of particles go to its workers instead, one task per block,
+        where a particle's work is large enough (see Notes).
+
+    Notes
+    -----
+    The rule for a chosen backend: the first two evaluations run here and
+    the second is timed (the first may include compiling the kernels);
+    with ``t`` seconds per particle and ``k`` particles per block, the
+    blocks go to the backend when ``k * t`` is at least
+    ``_REMOTE_MIN_BLOCK_SECONDS`` (50 ms, about ten times a round of tasks
+    on a local Dask cluster) plus, where the backend cannot keep the target
+    on its workers, the time to send the pickled target at
+    ``_TRANSFER_BYTES_PER_SECOND``. Every SVGD iteration is one round of
+    tasks, so a block cheaper than this spends more time travelling than
+    computing. The Dask backend receives the target once per fit
+    (``client.scatter(..., broadcast=True)``); each round then carries only
+    the block of particles and the batch's indices out, and the values and
+    gradients back. Each particle's arithmetic is the same in a worker as
+    in a thread (one BLAS thread, one Numba thread), so where it runs never
+    changes the result.
 
     Examples
     --------
@@ -107,6 +183,9 @@ class ParticleEvaluator:
         self._order = None
         self._epoch_state = None
         self._position = 0
+        self._remote = None
+        self._decided = False
+        self._n_timed = 0
 
     # ------------------------------------------------------------ batches
     def next_batch(self):
@@ -174,6 +253,50 @@ class ParticleEvaluator:
 
     def evaluate(self, particles, batch=None):
         """Values ``(J,)`` and gradients ``(J, P)`` on one batch."""
+        if self._remote is not None:
+            return self._evaluate_remote(particles, batch)
+        if self._decided:
+            return self._evaluate_here(particles, batch)
+        backend = _chosen_backend() if self.n_jobs not in (None, 1) else None
+        if backend is None:
+            self._decided = True
+            return self._evaluate_here(particles, batch)
+        start = time.perf_counter()
+        values, grads = self._evaluate_here(particles, batch)
+        self._n_timed += 1
+        # The first evaluation may include compiling the kernels: the
+        # second one is timed.
+        if self._n_timed >= 2:
+            self._decide(backend, particles.shape[0], time.perf_counter() - start)
+        return values, grads
+
+    def _decide(self, backend, n_particles, seconds):
+        """Whether the blocks go to ``backend``, from one timed evaluation."""
+        self._decided = True
+        n_blocks = self._remote_blocks(backend, n_particles)
+        if n_blocks <= 1:
+            return
+        block_seconds = seconds / max(n_particles, 1) * (n_particles / n_blocks)
+        transfer = 0.0
+        if getattr(backend, "client", None) is None:
+            transfer = len(pickle.dumps(self.target)) / _TRANSFER_BYTES_PER_SECOND
+        if block_seconds >= _REMOTE_MIN_BLOCK_SECONDS + transfer:
+            self._remote = _holding(backend, self.target)
+
+    def _remote_blocks(self, backend, n_particles):
+        workers = backend.effective_n_jobs(self.n_jobs)
+        return min(max(int(workers), 1), n_particles)
+
+    def _evaluate_remote(self, particles, batch):
+        n_blocks = self._remote_blocks(self._remote, particles.shape[0])
+        blocks = np.array_split(particles, n_blocks)
+        parts = Parallel(n_jobs=n_blocks, backend=self._remote)(
+            delayed(_evaluate_remote_block)(self.target, block, batch)
+            for block in blocks
+        )
+        return self._keep_error(*_merge(parts))
+
+    def _evaluate_here(self, particles, batch):
         n_threads = self._threads(particles.shape[0])
         if n_threads <= 1:
             values, grads, error = _evaluate_block(self.target, particles, batch)
@@ -186,10 +309,10 @@ class ParticleEvaluator:
                     )
                     for block in blocks
                 )
-            values = np.concatenate([p[0] for p in parts])
-            grads = np.concatenate([p[1] for p in parts])
-            errors = [p[2] for p in parts if p[2] is not None]
-            error = errors[-1] if errors else None
+            values, grads, error = _merge(parts)
+        return self._keep_error(values, grads, error)
+
+    def _keep_error(self, values, grads, error):
         if error is not None:
             self.last_error = error
         return values, grads
