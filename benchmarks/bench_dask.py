@@ -18,9 +18,21 @@ on diabetes (12 fits). Every variant's result is checked equal to
 ``n_jobs=1`` before its time is reported. BLAS is held at one thread so
 that two workers use the two cores.
 
+With ``--stein-particles`` it times instead the SVGD iterations of a sparse
+``SteinGPRegressor`` (``init="prior"``, four particles, ``n_jobs=2``) with
+the particles on this process's threads against the same fit under
+``parallel_config(backend="dask")`` on the two-worker cluster, at a size
+where the rule of :class:`~skgp_bayes.inference.particles.ParticleEvaluator`
+keeps the particles on threads and one where it sends them to the cluster.
+The time per iteration is the difference between fits of 12 and 2
+iterations divided by 10, so that the set-up (and the one scatter of the
+target) cancels; the tasks the cluster ran say which way the rule went,
+and the particles are checked equal to the threads' first.
+
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_dask.py [--repeats 2]
+    PYTHONPATH=. python benchmarks/bench_dask.py --stein-particles
 """
 
 import argparse
@@ -83,9 +95,67 @@ def workloads():
     }
 
 
+# (rows, inducing points, batch size): the rule keeps the first on threads
+# and sends the second to the cluster.
+STEIN_SIZES = ((2000, 30, 500), (4000, 250, 2000))
+
+
+def _sparse_stein(size, max_iter):
+    n, m, batch = size
+    rng = np.random.RandomState(2)
+    X = rng.uniform(-3, 3, (n, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(n)
+    model = SteinGPRegressor(
+        inducing_points=m,
+        batch_size=batch,
+        n_particles=4,
+        max_iter=max_iter,
+        init="prior",
+        random_state=0,
+        n_jobs=2,
+    )
+    return model.fit(X, y).particles_
+
+
+def _per_iteration(size, repeats):
+    long = best_time(_quiet(lambda: _sparse_stein(size, 12)), repeats)
+    short = best_time(_quiet(lambda: _sparse_stein(size, 2)), repeats)
+    return (long - short) / 10
+
+
+def stein_particles(client, repeats):
+    from distributed import get_task_stream
+
+    print(
+        "| rows, inducing, batch | threads (ms/iter) | dask, 2 workers (ms/iter) "
+        "| rule sent to cluster | dask speed-up |"
+    )
+    print("| --- | ---: | ---: | --- | ---: |")
+    for size in STEIN_SIZES:
+        reference = _quiet(lambda s=size: _sparse_stein(s, 12))()
+        with get_task_stream(client) as stream:
+            with joblib.parallel_config(backend="dask"):
+                on_dask = _quiet(lambda s=size: _sparse_stein(s, 12))()
+        np.testing.assert_array_equal(on_dask, reference)
+        threads = _per_iteration(size, repeats)
+        with joblib.parallel_config(backend="dask"):
+            dask = _per_iteration(size, repeats)
+        print(
+            f"| {size[0]}, {size[1]}, {size[2]} | {1e3 * threads:.1f} "
+            f"| {1e3 * dask:.1f} | {len(stream.data) > 0} "
+            f"({len(stream.data)} tasks) | {threads / dask:.2f}x |",
+            flush=True,
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--stein-particles",
+        action="store_true",
+        help="time sparse Stein SVGD iterations, threads against the cluster",
+    )
     args = parser.parse_args()
     from distributed import Client, LocalCluster
 
@@ -102,8 +172,12 @@ def main():
             dashboard_address=None,
             silence_logs=40,
         ) as cluster,
-        Client(cluster),
+        Client(cluster) as client,
     ):
+        if args.stein_particles:
+            stein_particles(client, args.repeats)
+            print(f"load after: {os.getloadavg()}")
+            return
         print(
             "| workload | n_jobs=1 (s) | loky, 2 (s) | dask, 2 workers (s) "
             "| loky speed-up | dask speed-up |"
