@@ -186,7 +186,11 @@ class SteinGPRegressor(
         Threads over which the particles' gradients are spread (``-1``: all
         cores). Used with ``inducing_points``, where each particle's work is
         many small matrix products; the exact model's large factorisations
-        use the threads of BLAS instead. Threads never change the result.
+        use the threads of BLAS instead. Under a process-based backend
+        chosen with ``joblib.parallel_config`` (a Dask cluster), blocks of
+        particles go to its workers where a particle's work is large enough
+        (the rule is in the doc page "Scaling out"). Neither threads nor
+        workers change the result.
     solver : {"cholesky", "cg"}, default="cholesky"
         How the exact model (``inducing_points=None``) meets ``K^-1``.
         ``"cholesky"`` factorises each particle's kernel matrix: exact

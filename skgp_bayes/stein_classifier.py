@@ -221,7 +221,11 @@ class SteinGPClassifier(
         Threads over which the particles' gradients are spread (``-1``: all
         cores). Used with ``inducing_points``, where each particle's work is
         many small matrix products; the exact model's large factorisations
-        use the threads of BLAS instead. Threads never change the result.
+        use the threads of BLAS instead. Under a process-based backend
+        chosen with ``joblib.parallel_config`` (a Dask cluster), blocks of
+        particles go to its workers where a particle's work is large enough
+        (the rule is in the doc page "Scaling out"). Neither threads nor
+        workers change the result.
 
     Attributes
     ----------
