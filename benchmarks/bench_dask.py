@@ -97,7 +97,7 @@ def workloads():
 
 # (rows, inducing points, batch size): the rule keeps the first on threads
 # and sends the second to the cluster.
-STEIN_SIZES = ((2000, 30, 500), (4000, 250, 2000))
+STEIN_SIZES = ((2000, 30, 500), (4000, 400, 2000))
 
 
 def _sparse_stein(size, max_iter):

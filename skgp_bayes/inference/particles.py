@@ -8,7 +8,6 @@ workers of a joblib backend the user chose (a Dask cluster) where a
 particle's work is large enough to pay for the round trip.
 """
 
-import pickle
 import time
 
 import numpy as np
@@ -25,14 +24,10 @@ __all__ = []
 # it saves.
 _MIN_PARTICLES_PER_JOB = 2
 
-# A block sent to another process must compute for at least this long: a
-# round of tasks on a local Dask cluster costs a few milliseconds (submit,
-# schedule, gather), so 50 ms of work keeps that overhead near 10%.
-_REMOTE_MIN_BLOCK_SECONDS = 0.05
-
-# Where a backend cannot hold the target on its workers, each round pickles
-# it again; charged at this rate (a conservative local-network figure).
-_TRANSFER_BYTES_PER_SECOND = 1e8
+# A block sent to another process must compute for at least this many
+# times the backend's measured round trip (40-50 ms for joblib's Dask
+# backend on a local cluster), so that the round trip adds at most 20%.
+_REMOTE_WORK_PER_ROUND_TRIP = 5.0
 
 
 def _numba_threads_are_safe():
@@ -142,20 +137,22 @@ class ParticleEvaluator:
     Notes
     -----
     The rule for a chosen backend: the first two evaluations run here and
-    the second is timed (the first may include compiling the kernels);
-    with ``t`` seconds per particle and ``k`` particles per block, the
-    blocks go to the backend when ``k * t`` is at least
-    ``_REMOTE_MIN_BLOCK_SECONDS`` (50 ms, about ten times a round of tasks
-    on a local Dask cluster) plus, where the backend cannot keep the target
-    on its workers, the time to send the pickled target at
-    ``_TRANSFER_BYTES_PER_SECOND``. Every SVGD iteration is one round of
-    tasks, so a block cheaper than this spends more time travelling than
-    computing. The Dask backend receives the target once per fit
-    (``client.scatter(..., broadcast=True)``); each round then carries only
-    the block of particles and the batch's indices out, and the values and
+    the second is timed (the first may include compiling the kernels),
+    which gives ``t``, one core's seconds per particle. The target is then
+    sent to the backend's workers and a round of empty tasks is timed,
+    ``r`` (the second of two; it includes sending the target where the
+    backend cannot keep it on its workers). With ``k`` particles per block
+    (the particles split over the workers' cores), the blocks go to the
+    backend when ``k * t`` is at least ``_REMOTE_WORK_PER_ROUND_TRIP * r``
+    (5), so that the round trip adds at most 20% to a block's work; below
+    it the particles stay on threads. Every SVGD iteration is one round of
+    tasks, so a cheaper block spends its time travelling. The Dask backend
+    receives the target once per fit (``client.scatter(..., broadcast=True)``
+    through its ``scatter`` argument); each round then carries only the
+    block of particles and the batch's indices out, and the values and
     gradients back. Each particle's arithmetic is the same in a worker as
     in a thread (one BLAS thread, one Numba thread), so where it runs never
-    changes the result.
+    changes the result. Warnings raised in a worker process stay there.
 
     Examples
     --------
@@ -267,21 +264,39 @@ class ParticleEvaluator:
         # The first evaluation may include compiling the kernels: the
         # second one is timed.
         if self._n_timed >= 2:
-            self._decide(backend, particles.shape[0], time.perf_counter() - start)
+            self._decide(
+                backend, particles.shape[0], time.perf_counter() - start, batch
+            )
         return values, grads
 
-    def _decide(self, backend, n_particles, seconds):
+    def _decide(self, backend, n_particles, seconds, batch):
         """Whether the blocks go to ``backend``, from one timed evaluation."""
         self._decided = True
         n_blocks = self._remote_blocks(backend, n_particles)
         if n_blocks <= 1:
             return
-        block_seconds = seconds / max(n_particles, 1) * (n_particles / n_blocks)
-        transfer = 0.0
-        if getattr(backend, "client", None) is None:
-            transfer = len(pickle.dumps(self.target)) / _TRANSFER_BYTES_PER_SECOND
-        if block_seconds >= _REMOTE_MIN_BLOCK_SECONDS + transfer:
-            self._remote = _holding(backend, self.target)
+        # The timed evaluation ran on this process's threads: one core's
+        # time per particle is the wall time times the threads.
+        per_particle = seconds * self._threads(n_particles) / n_particles
+        block_seconds = per_particle * n_particles / n_blocks
+        held = _holding(backend, self.target)
+        round_trip = self._round_trip(held, n_blocks, batch)
+        if block_seconds >= _REMOTE_WORK_PER_ROUND_TRIP * round_trip:
+            self._remote = held
+
+    def _round_trip(self, backend, n_blocks, batch):
+        """Seconds for a round of empty blocks on ``backend``, target included."""
+        empty = np.empty((0, 0))
+        seconds = np.inf
+        # The first round may start the workers' imports: the second counts.
+        for _ in range(2):
+            start = time.perf_counter()
+            Parallel(n_jobs=n_blocks, backend=backend)(
+                delayed(_evaluate_remote_block)(self.target, empty, batch)
+                for _ in range(n_blocks)
+            )
+            seconds = time.perf_counter() - start
+        return seconds
 
     def _remote_blocks(self, backend, n_particles):
         workers = backend.effective_n_jobs(self.n_jobs)
