@@ -28,6 +28,7 @@ _MIN_PARTICLES_PER_JOB = 2
 # times the backend's measured round trip (40-50 ms for joblib's Dask
 # backend on a local cluster), so that the round trip adds at most 20%.
 _REMOTE_WORK_PER_ROUND_TRIP = 5.0
+_TIMING_ROUNDS = 3
 
 
 def _numba_threads_are_safe():
@@ -140,7 +141,7 @@ class ParticleEvaluator:
     the second is timed (the first may include compiling the kernels),
     which gives ``t``, one core's seconds per particle. The target is then
     sent to the backend's workers and a round of empty tasks is timed,
-    ``r`` (the second of two; it includes sending the target where the
+    ``r`` (the quickest of three; it includes sending the target where the
     backend cannot keep it on its workers). With ``k`` particles per block
     (the particles split over the workers' cores), the blocks go to the
     backend when ``k * t`` is at least ``_REMOTE_WORK_PER_ROUND_TRIP * r``
@@ -288,14 +289,15 @@ class ParticleEvaluator:
         """Seconds for a round of empty blocks on ``backend``, target included."""
         empty = np.empty((0, 0))
         seconds = np.inf
-        # The first round may start the workers' imports: the second counts.
-        for _ in range(2):
+        # The quickest of three: the first may include the workers' imports,
+        # and other load only ever adds to a round.
+        for _ in range(_TIMING_ROUNDS):
             start = time.perf_counter()
             Parallel(n_jobs=n_blocks, backend=backend)(
                 delayed(_evaluate_remote_block)(self.target, empty, batch)
                 for _ in range(n_blocks)
             )
-            seconds = time.perf_counter() - start
+            seconds = min(seconds, time.perf_counter() - start)
         return seconds
 
     def _remote_blocks(self, backend, n_particles):
