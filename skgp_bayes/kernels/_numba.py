@@ -20,6 +20,13 @@ Gradient contractions accumulate into one row of a per-row buffer per outer
 iteration and add the rows up serially at the end, so the result does not
 depend on how many threads ran the loop.
 
+Every compiled function of the package releases the interpreter lock
+(``nogil=True``; they touch no Python object): the Stein estimators run
+their particles on threads (``n_jobs``), and with the lock held those
+threads took turns. On a sparse Stein fit (4,000 rows, 300 inducing points,
+10 particles) two threads ran 0.99x as fast as one with the lock held and
+1.85x with it released.
+
 The natural parameter layout of the gradients is
 ``[log variance, log ell_0, ..., log ell_{L-1}, log noise]``.
 """
@@ -87,13 +94,13 @@ def kernel_value_and_slope(base, r2):
     return (1.0 + t + (5.0 / 3.0) * r2) * e, (5.0 / 3.0) * (1.0 + t) * e
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gram_lower_row(Xs, i, variance, base, K):
     for j in range(i):
         K[i, j] = variance * kernel_value(base, _sqdist(Xs, i, Xs, j))
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def gram(Xs, variance, noise, base):
     """Dense ``K(X, X)`` with ``noise`` added on the diagonal."""
     n = Xs.shape[0]
@@ -114,7 +121,7 @@ def gram(Xs, variance, noise, base):
     return K
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def cross(Xs, Ys, variance, base):
     """Dense ``K(X, Y)`` (no noise term)."""
     n = Xs.shape[0]
@@ -126,7 +133,7 @@ def cross(Xs, Ys, variance, base):
     return K
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grad_row(A, i, B, j_end, w_row, scale, base, ard, acc, sq):
     """Add ``sum_{j < j_end} scale * w_row[j] * dK(a_i, b_j)/dphi`` to acc.
 
@@ -154,7 +161,7 @@ def _grad_row(A, i, B, j_end, w_row, scale, base, ard, acc, sq):
     acc[0] += total_k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _finish(rows, variance, noise_term):
     """Add up the per-row accumulators in row order and apply the factors."""
     n_phi = rows.shape[1]
@@ -168,7 +175,7 @@ def _finish(rows, variance, noise_term):
     return g
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def grad_contract(Xs, W, variance, noise, base, ard):
     """``g_j = sum_ab W_ab dK(X, X)_ab / dphi_j`` for symmetric ``W``.
 
@@ -192,7 +199,7 @@ def grad_contract(Xs, W, variance, noise, base, ard):
     return _finish(rows, variance, noise * trace)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def cross_grad_contract(Xs, Zs, W, variance, base, ard):
     """``g_j = sum_ab W_ab dK(X, Z)_ab / dphi_j``; the noise entry is 0."""
     n, d = Xs.shape
@@ -205,7 +212,7 @@ def cross_grad_contract(Xs, Zs, W, variance, base, ard):
     return _finish(rows, variance, 0.0)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def matvec(Xs, V, variance, noise, base):
     """``K(X, X) @ V`` for 2-D ``V``, generating K tile by tile."""
     n = Xs.shape[0]
@@ -228,7 +235,7 @@ def matvec(Xs, V, variance, noise, base):
     return out
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def grad_inputs_cross(Xs, Zs, WT, variance, base):
     """``sum_a WT_ba f(r_ab) (xs_a - zs_b)`` times variance, per row b of Z.
 
@@ -247,7 +254,7 @@ def grad_inputs_cross(Xs, Zs, WT, variance, base):
     return G
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def grad_inputs_gram(Zs, W, variance, base):
     """``2 sum_b W_cb f(r_cb) (zs_b - zs_c)`` times variance, per row c.
 

@@ -3,7 +3,7 @@
 import numba as nb
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def residual_weight_from_lower_inverse(inverse_lower, alpha):
     """Overwrite the lower triangle of ``inverse_lower`` with ``a a' - K^-1``.
 
@@ -25,7 +25,7 @@ def residual_weight_from_lower_inverse(inverse_lower, alpha):
             inverse_lower[i, j] = ai * alpha[j] - inverse_lower[i, j]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def mirror_lower(matrix):
     """Copy the strict lower triangle onto the upper one, in place (no return)."""
     n = matrix.shape[0]
@@ -34,7 +34,7 @@ def mirror_lower(matrix):
             matrix[i, j] = matrix[j, i]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def trace(matrix):
     """Sum of the diagonal."""
     total = 0.0

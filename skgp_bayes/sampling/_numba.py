@@ -157,7 +157,7 @@ def _radial_row(xs, Zs, variance, base, kv, bits):
         kv[a] *= variance
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def exp_nonpositive(x):
     """``exp`` of a 1-D array of non-positive numbers, compiled as above."""
     out = x.copy()
@@ -166,7 +166,7 @@ def exp_nonpositive(x):
     return out
 
 
-@njit(parallel=True, cache=True, fastmath=_FAST)
+@njit(parallel=True, cache=True, fastmath=_FAST, nogil=True)
 def cos_poly(x):
     """Elementwise ``cos`` of a 1-D array with the compiled cosine."""
     out = np.empty_like(x)
@@ -186,7 +186,7 @@ def _phases(X, i, omega_t, phases, feat):
             feat[f] += omega_t[c, f] * x
 
 
-@njit(parallel=True, cache=True, fastmath=_FAST)
+@njit(parallel=True, cache=True, fastmath=_FAST, nogil=True)
 def evaluate_group(X, omega_t, phases, Wt, inv_ell, Zs, variance, base, Vt, out, cols):
     """Write ``f_s(X[i]) = sum_f Wt[s, f] cos(phase_f) + sum_a k(X[i], Z_a) Vt[s, a]``
     into ``out[i, cols[s]]``.
@@ -220,7 +220,7 @@ def evaluate_group(X, omega_t, phases, Wt, inv_ell, Zs, variance, base, Vt, out,
                 out[i, cols[s]] = acc
 
 
-@njit(parallel=True, cache=True, fastmath=_FAST)
+@njit(parallel=True, cache=True, fastmath=_FAST, nogil=True)
 def gradient_group(X, omega_t, phases, Wt, inv_ell, Zs, variance, base, Vt, out, cols):
     """Write the input gradient of :func:`evaluate_group`'s functions into
     ``out[i, cols[s], :]``.

@@ -30,7 +30,7 @@ __all__ = ["value_and_grad"]
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2):
     """Collapsed bound and its gradient in ``[phi, log s2]``.
 

@@ -13,7 +13,7 @@ import numba as nb
 __all__ = []
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rbf_log_fill(B, sq, log_variance):
     """Overwrite the Gram product ``B = Xs Xs'`` with ``log k(x_i, x_j)``.
 
@@ -36,7 +36,7 @@ def rbf_log_fill(B, sq, log_variance):
             B[i, j] = log_variance - 0.5 * r2
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rbf_residual_products(B, alpha, variance):
     """Turn ``B`` into the symmetric ``V = (a a' - K^-1) o K_f``.
 

@@ -35,7 +35,7 @@ MIN_VAR = 1e-200
 _TINY = 1e-280
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scaled(X, inv_ell):
     n, d = X.shape
     out = np.empty((n, d))
@@ -45,7 +45,7 @@ def scaled(X, inv_ell):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kernel_values(Ys, Xs, variance, base):
     """``variance * k(r)`` between rows of ``Ys`` and ``Xs``, tiny entries 0.
 
@@ -72,7 +72,7 @@ def kernel_values(Ys, Xs, variance, base):
     return K
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cholesky_lower(K):
     """In-place lower Cholesky factor; False when a pivot is not positive."""
     m = K.shape[0]
@@ -94,7 +94,7 @@ def cholesky_lower(K):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def solve_lower(R, B):
     """``R^-1 B`` for lower triangular ``R``, row by row (rows of B are long)."""
     m, k = B.shape
@@ -113,7 +113,7 @@ def solve_lower(R, B):
     return X
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def solve_lower_t(R, B):
     """``R^-T B`` for lower triangular ``R``."""
     m, k = B.shape
@@ -132,7 +132,7 @@ def solve_lower_t(R, B):
     return X
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def forward(X, Z, inv_ell, variance, noise, base, jitter, v):
     """``R``, ``A``, clamped ``gamma``, its mask and ``mu = A' v``.
 
@@ -203,7 +203,7 @@ def _slope(base, r2, kv, variance):
     return kernel_value_and_slope(base, r2)[1]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
     """Add ``sum_ab W_ab dK(Z, Z)_ab / dphi`` to ``g`` (symmetric ``W``)."""
     m, d = Zs.shape
@@ -227,7 +227,7 @@ def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
                 g[1] += wf * r2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
     """Add ``sum_ja W_ja dK(Z, X)_ja / dphi`` to ``g``.
 
@@ -271,7 +271,7 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
             g[1] += s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def backward(
     X, Z, inv_ell, variance, noise, base, ard, jitter, R, A, Kuu, Kuf, v, g_mu, gbar
 ):
@@ -333,7 +333,7 @@ def backward(
     return g
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def softmax_expectation(labels, mu, sd, eps, weights):
     """Weighted-node ``E[log softmax(F_i)[y_i]]`` and its gradients.
 
@@ -395,7 +395,7 @@ def softmax_expectation(labels, mu, sd, eps, weights):
     return elp, d_mu, d_var
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def logit_expectation(y, mu, sd, nodes, weights):
     """Gauss-Hermite ``E[log sigmoid(s_i f_i)]`` and its gradients.
 
@@ -453,7 +453,7 @@ def logit_expectation(y, mu, sd, nodes, weights):
     return elp, d_mu, d_var
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def softmax_mean_proba(means, sd, nodes, weights):
     """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] nodes_k)``.
 
@@ -503,7 +503,7 @@ def softmax_mean_proba(means, sd, nodes, weights):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def log_prior_theta(theta, kind, a, b, const):
     """Log prior of log-scale hyperparameters and its gradient.
 

@@ -65,7 +65,7 @@ JITTER = 1e-6
 _TINY = 1e-280
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lower_outer_times(U, N, Linv):
     """``Y = Phi(tril(U N')) Linv`` for lower-triangular ``Linv``.
 
