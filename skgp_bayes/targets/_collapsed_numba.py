@@ -15,11 +15,10 @@ import numpy as np
 from numba import njit
 
 from ._sparse_numba import (
-    MIN_VAR,
     cholesky_lower,
     cross_contract,
     gram_contract,
-    kernel_values,
+    inducing_projection,
     scaled,
     solve_lower,
     solve_lower_t,
@@ -67,28 +66,15 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     g = np.zeros(n_ls + 2)
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
-    Kuu = kernel_values(Zs, Zs, variance, base)
-    diag = variance + noise
-    R = Kuu.copy()
-    for i in range(m):
-        R[i, i] = diag + jitter * diag
-    if not cholesky_lower(R):
+    ok, Kuu, R, Kuf, A, gamma, free = inducing_projection(
+        Xs, Zs, variance, noise, base, jitter
+    )
+    if not ok:
         return False, 0.0, g, 0.0
-    Kuf = kernel_values(Zs, Xs, variance, base)
-    A = solve_lower(R, Kuf)
-    gamma = np.empty(n)
-    free = np.zeros(n, dtype=np.bool_)
     n_free = 0
     for i in range(n):
-        s = diag
-        for j in range(m):
-            s -= A[j, i] * A[j, i]
-        if s > MIN_VAR:
-            gamma[i] = s
-            free[i] = True
+        if free[i]:
             n_free += 1
-        else:
-            gamma[i] = MIN_VAR
     s2 = math.exp(log_s2)
     AT = np.ascontiguousarray(A.T)
     G = A @ AT

@@ -166,10 +166,29 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v):
         ``K(Z, X)``. Both are handed to :func:`backward`, which then needs
         no transcendental call for the RBF kernel.
     """
-    n = X.shape[0]
-    m = Z.shape[0]
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
+    ok, Kuu, R, Kuf, A, gamma, free = inducing_projection(
+        Xs, Zs, variance, noise, base, jitter
+    )
+    if not ok:
+        n = X.shape[0]
+        return ok, R, A, gamma, free, np.zeros((n, v.shape[1])), Kuu, Kuu
+    mu = np.ascontiguousarray(A.T) @ v
+    return ok, R, A, gamma, free, mu, Kuu, Kuf
+
+
+@njit(cache=True, nogil=True)
+def inducing_projection(Xs, Zs, variance, noise, base, jitter):
+    """``K(Z, Z)``, its jittered factor ``R``, ``K(Z, X)``, ``A = R^-1 K(Z, X)``
+    and the clamped conditional variances ``gamma`` with their mask.
+
+    Inputs are scaled by the inverse length scales. ``ok`` is False when the
+    jittered ``K(Z, Z)`` is not positive definite; ``A`` is then zero and
+    ``Kuf``, ``gamma`` and ``free`` are not filled in.
+    """
+    n = Xs.shape[0]
+    m = Zs.shape[0]
     Kuu = kernel_values(Zs, Zs, variance, base)
     diag = variance + noise
     R = Kuu.copy()
@@ -179,7 +198,7 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v):
     gamma = np.empty(n)
     free = np.zeros(n, dtype=np.bool_)
     if not ok:
-        return ok, R, np.zeros((m, n)), gamma, free, np.zeros((n, v.shape[1])), Kuu, Kuu
+        return ok, Kuu, R, Kuu, np.zeros((m, n)), gamma, free
     Kuf = kernel_values(Zs, Xs, variance, base)
     A = solve_lower(R, Kuf)
     for i in range(n):
@@ -191,8 +210,7 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v):
             free[i] = True
         else:
             gamma[i] = MIN_VAR
-    mu = np.ascontiguousarray(A.T) @ v
-    return ok, R, A, gamma, free, mu, Kuu, Kuf
+    return ok, Kuu, R, Kuf, A, gamma, free
 
 
 @njit(cache=True, inline="always")
