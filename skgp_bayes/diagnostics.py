@@ -12,9 +12,9 @@ every function returns one value per trailing parameter index.
   point set against a target known through its score (SVGD particles).
 """
 
-from statistics import NormalDist
-
 import numpy as np
+from scipy.special import ndtri as _normal_quantile
+from scipy.stats import rankdata
 
 __all__ = ["split_rhat", "effective_sample_size", "kernel_stein_discrepancy"]
 
@@ -55,23 +55,7 @@ def _classic_rhat(x):
 
 def _average_ranks(values):
     """Ranks 1..n along axis 0, ties given their average rank."""
-    n = values.shape[0]
-    flat = values.reshape(n, -1)
-    ranks = np.empty_like(flat)
-    for j in range(flat.shape[1]):
-        column = flat[:, j]
-        order = np.argsort(column, kind="mergesort")
-        sorted_values = column[order]
-        # Each run of equal values shares the mean of the positions it spans.
-        _, first, counts = np.unique(
-            sorted_values, return_index=True, return_counts=True
-        )
-        mean_rank = first + (counts + 1) / 2.0
-        ranks[order, j] = np.repeat(mean_rank, counts)
-    return ranks.reshape(values.shape)
-
-
-_normal_quantile = np.vectorize(NormalDist().inv_cdf, otypes=[np.float64])
+    return rankdata(values, method="average", axis=0)
 
 
 def rank_normalize(x):
