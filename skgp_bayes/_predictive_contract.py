@@ -296,10 +296,9 @@ def binary_log_odds(likelihood, means, variances):
     True
     """
     S, m = means.shape
-    mu, var = means.ravel(), variances.ravel()
-    lp1 = likelihood.log_predictive_density(np.ones_like(mu), mu, var).reshape(S, m)
-    lp0 = likelihood.log_predictive_density(np.zeros_like(mu), mu, var).reshape(S, m)
-    return logsumexp(lp1, axis=0) - logsumexp(lp0, axis=0)
+    lp = likelihood.log_class_probabilities(means.ravel(), variances.ravel())
+    lp = lp.reshape(S, m, 2)
+    return logsumexp(lp[..., 1], axis=0) - logsumexp(lp[..., 0], axis=0)
 
 
 def proba_from_log_odds(log_odds, log=False):

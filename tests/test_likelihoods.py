@@ -280,6 +280,44 @@ def test_logit_predictive_accurate_for_wide_latents():
         assert_allclose(lpd, np.log(ref), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("link", ["logit", "probit"])
+def test_log_class_probabilities_match_quadrature(link):
+    # Both columns against adaptive quadrature: the smaller probability to a
+    # relative 1e-6 (the rules' stated accuracy is about 1e-7), the larger
+    # through its log; narrow, moderate and wide marginals, means far in
+    # either tail, and zero variance (the likelihood at the mean).
+    lik = Bernoulli(link=link)
+    mu = np.array([-35.0, -8.0, -1.5, -0.2, 0.0, 0.7, 4.0, 12.0, 30.0])
+    link_fn = expit if link == "logit" else stats.norm.cdf
+    for var in (0.0, 1e-6, 0.05, 1.0, 2.4, 3.0, 20.0, 300.0):
+        lp = lik.log_class_probabilities(mu, np.full(mu.size, var))
+        assert lp.shape == (mu.size, 2)
+        assert_allclose(np.logaddexp(lp[:, 0], lp[:, 1]), 0.0, atol=1e-12)
+        if var == 0.0 or link == "probit":
+            # probit: E[Phi(f)] = Phi(mu / sqrt(1 + var)) exactly, where the
+            # quadrature of a 1e-256 tail would be the less accurate side
+            scaled = mu / np.sqrt(1.0 + var)
+            ref1, ref0 = link_fn(scaled), link_fn(-scaled)
+        else:
+            ref1 = np.array([expect_quad(link_fn, m, var) for m in mu])
+            ref0 = np.array([expect_quad(lambda f: link_fn(-f), m, var) for m in mu])
+        small = np.where(mu <= 0, np.exp(lp[:, 1]), np.exp(lp[:, 0]))
+        small_ref = np.where(mu <= 0, ref1, ref0)
+        assert_allclose(small, small_ref, rtol=1e-6, atol=1e-300)
+        assert_allclose(lp[:, 1], np.log(ref1), rtol=1e-6, atol=1e-9)
+
+
+def test_log_class_probabilities_agree_with_log_predictive_density():
+    rng = np.random.default_rng(3)
+    mu = rng.uniform(-20.0, 20.0, 400)
+    var = np.exp(rng.uniform(np.log(1e-8), np.log(200.0), 400))
+    lik = Bernoulli()
+    lp = lik.log_class_probabilities(mu, var)
+    for label in (0, 1):
+        direct = lik.log_predictive_density(np.full(mu.size, float(label)), mu, var)
+        assert_allclose(lp[:, label], direct, rtol=1e-6, atol=1e-9)
+
+
 def test_poisson_closed_forms():
     lik = Poisson()
     mu, var, y = np.array([0.2, -1.0]), np.array([0.3, 1.1]), np.array([3.0, 0.0])

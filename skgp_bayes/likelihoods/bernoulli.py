@@ -4,7 +4,8 @@ import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
 
 from ._base import Likelihood
-from ._quadrature import gauss_laguerre
+from ._bernoulli_numba import log_class_probabilities, log_mean_sigmoid
+from ._quadrature import gauss_hermite, gauss_laguerre
 
 __all__ = ["Bernoulli"]
 
@@ -20,32 +21,14 @@ _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 _SPLIT_MIN_VAR = 2.5
 _SPLIT_MODE_SDS = 4.5
 _SPLIT_NODES = 32
+# Newton iterations of the Laplace mode at most, as in the base class.
+_LAPLACE_MAX_ITER = 200
 
 
 def _inverse_mills(z):
     # phi(z) / Phi(z) in log space: both underflow for z << 0, their ratio
     # (about -z) does not.
     return np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
-
-
-def _log_mean_sigmoid_split(mu, sd, n_nodes):
-    """``log E[sigmoid(f)]``, ``f ~ N(mu, sd^2)``, accurate for wide ``sd``.
-
-    Folding the integral at zero with ``sigmoid(f) = 1 - sigmoid(-f)`` gives
-    ``Phi(mu / sd) + int_0^inf sigmoid(-t) [N(-t) - N(t)] dt``. The remaining
-    integrand is ``exp(-t)`` times a function that varies on the scale of
-    ``sd``, which Gauss-Laguerre resolves well when ``sd`` is large: just the
-    case where a Gauss-Hermite rule on ``f`` must resolve the unit-scale
-    sigmoid inside a wide Gaussian.
-    """
-    t, w = gauss_laguerre(n_nodes)
-    t = t[None, :]
-    mu, sd = mu[:, None], sd[:, None]
-    fold = np.exp(-0.5 * ((t + mu) / sd) ** 2) - np.exp(-0.5 * ((t - mu) / sd) ** 2)
-    # sigmoid(-t) = exp(-t) * sigmoid(t); the Laguerre weight carries exp(-t).
-    tail = (expit(t) * fold / (sd * np.sqrt(2.0 * np.pi))) @ w
-    total = ndtr(mu[:, 0] / sd[:, 0]) + tail
-    return np.log(np.maximum(total, np.finfo(float).tiny))
 
 
 class Bernoulli(Likelihood):
@@ -245,26 +228,66 @@ class Bernoulli(Likelihood):
             return self._log_mean_sigmoid(self._sign(y) * mu, var)
         return log_ndtr(self._sign(y) * mu / np.sqrt(1.0 + var))
 
+    def log_class_probabilities(self, mu, var):
+        """``log P(y = 0)`` and ``log P(y = 1)`` under ``f ~ N(mu, var)``.
+
+        The two columns of :meth:`log_predictive_density` at ``y = 0`` and
+        ``y = 1``, for half the work under the logit link: only the smaller
+        probability is integrated, the larger is ``log1p(-p)`` of it.
+
+        Parameters
+        ----------
+        mu, var : array-like of shape (n,)
+            Latent means and variances (non-negative).
+
+        Returns
+        -------
+        ndarray of shape (n, 2)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> lp = Bernoulli().log_class_probabilities(np.array([0.0, 3.0]),
+        ...                                          np.array([1.0, 0.5]))
+        >>> np.round(np.exp(lp).sum(axis=1), 12)
+        array([1., 1.])
+        """
+        _, mu, var = self._moments(0.0, mu, var)
+        mu, var = np.ravel(mu), np.ravel(var)
+        if self.link == "probit":
+            scaled = mu / np.sqrt(1.0 + var)
+            return np.column_stack([log_ndtr(-scaled), log_ndtr(scaled)])
+        return log_class_probabilities(*self._logit_rules(mu, var))
+
+    def _logit_rules(self, mu, var):
+        """Arguments of the compiled logit rules for ``mu`` and ``var``."""
+        nodes, weights = gauss_hermite(self.n_quadrature)
+        t, w = gauss_laguerre(max(_SPLIT_NODES, self.n_quadrature))
+        return (
+            np.ascontiguousarray(mu, dtype=np.float64),
+            np.ascontiguousarray(var, dtype=np.float64),
+            nodes,
+            np.log(weights),
+            t,
+            w,
+            _SPLIT_MIN_VAR,
+            _SPLIT_MODE_SDS,
+            _LAPLACE_MAX_ITER,
+        )
+
     def _log_mean_sigmoid(self, mu, var):
         """``log E[sigmoid(f)]``, choosing the rule that resolves it.
 
         The adaptive Gauss-Hermite rule of the base class is accurate when
         ``N(mu, var)`` is narrow or the integrand's mode sits in a tail of
-        the sigmoid; the folded Gauss-Laguerre rule is accurate when the
-        Gaussian is wide. Relative error stays below about 1e-7.
+        the sigmoid; the folded Gauss-Laguerre rule (fold the integral at
+        zero with ``sigmoid(f) = 1 - sigmoid(-f)``, leaving ``Phi(mu / sd)``
+        plus an integrand ``exp(-t)`` times a function that varies on the
+        scale of ``sd``) is accurate when the Gaussian is wide. Relative
+        error stays below about 1e-7. Compiled, one point at a time
+        (:mod:`skgp_bayes.likelihoods._bernoulli_numba`).
         """
         shape = np.shape(mu)
-        mu, var = np.ravel(mu), np.ravel(var)
-        ones = np.ones_like(mu)
-        split = var >= _SPLIT_MIN_VAR
-        if np.any(split):
-            centre, _ = self._laplace_approximation(ones[split], mu[split], var[split])
-            split[split] = centre >= -_SPLIT_MODE_SDS * np.sqrt(var[split])
-        out = np.empty(mu.shape)
-        keep = ~split
-        if np.any(keep):
-            out[keep] = super().log_predictive_density(ones[keep], mu[keep], var[keep])
-        if np.any(split):
-            nodes = max(_SPLIT_NODES, self.n_quadrature)
-            out[split] = _log_mean_sigmoid_split(mu[split], np.sqrt(var[split]), nodes)
+        out = log_mean_sigmoid(*self._logit_rules(np.ravel(mu), np.ravel(var)))
         return out.reshape(shape)
