@@ -13,6 +13,7 @@ joint draws and pathwise function samples of models whose draws are
 import numpy as np
 
 from .._threads import blas_threads_for
+from ..exceptions import NotPSDError
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters
 from ..sampling import (
@@ -21,6 +22,7 @@ from ..sampling import (
     sparse_conditioner,
     with_prior_noise,
 )
+from ..targets._sparse_numba import draw_moments
 from ..targets._sparse_shared import inducing_factor, project
 from .mixture import gaussian_joint_draws
 
@@ -282,6 +284,8 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
     ``(J, k, k)`` with ``full_cov``), the latter shared by every latent.
     """
     J, k = thetas.shape[0], X.shape[0]
+    if adapter.is_fast and not full_cov:
+        return _compiled_draw_moments(adapter, Z, jitter, thetas, v, X)
     means = np.empty((J, k, v.shape[2]))
     spread = np.empty((J, k, k) if full_cov else (J, k))
     for j in range(J):
@@ -296,6 +300,27 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
             A, _, _ = project(adapter, thetas[j], Z, X, R)
             cov = adapter.gram(thetas[j], X) - A.T @ A
             spread[j] = 0.5 * (cov + cov.T)
+    return means, spread
+
+
+def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X):
+    """:func:`sparse_draw_moments` for fast-path kernels, in one compiled loop."""
+    d = X.shape[1]
+    params = [adapter._fast_params(theta, d) for theta in thetas]
+    ok, means, spread = draw_moments(
+        np.ascontiguousarray(X, dtype=np.float64),
+        np.ascontiguousarray(Z, dtype=np.float64),
+        np.array([p[2] for p in params]).reshape(len(params), d),
+        np.array([p[0] for p in params], dtype=np.float64),
+        np.array([p[1] for p in params], dtype=np.float64),
+        adapter.spec.base,
+        float(jitter),
+        np.ascontiguousarray(v, dtype=np.float64),
+    )
+    if not ok:
+        raise NotPSDError(
+            "The jittered K(Z, Z) of a posterior draw is not positive definite."
+        )
     return means, spread
 
 
