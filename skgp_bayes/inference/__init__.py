@@ -1,7 +1,15 @@
 """Inference engines over flat parameter vectors; no GP knowledge here."""
 
 from .adam import AdamState, adam_init, adam_update
-from .hmc import HMCResult, run_hmc, run_hmc_chains
+from .hmc import (
+    HMCInfo,
+    HMCResult,
+    HMCState,
+    hmc_init,
+    hmc_step,
+    run_hmc,
+    run_hmc_chains,
+)
 from .optimize import MaximizeResult, maximize
 from .score_function import (
     DecayingBaseline,
@@ -17,7 +25,11 @@ __all__ = [
     "AdamState",
     "adam_init",
     "adam_update",
+    "HMCInfo",
     "HMCResult",
+    "HMCState",
+    "hmc_init",
+    "hmc_step",
     "run_hmc",
     "run_hmc_chains",
     "MaximizeResult",

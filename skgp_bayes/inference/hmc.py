@@ -48,7 +48,11 @@ from joblib import Parallel, delayed
 
 __all__ = [
     "DualAveraging",
+    "HMCInfo",
     "HMCResult",
+    "HMCState",
+    "hmc_init",
+    "hmc_step",
     "mass_adaptation_windows",
     "run_hmc",
     "run_hmc_chains",
@@ -378,6 +382,169 @@ def _step_bound(max_leapfrog, trajectory_length, step):
     return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
 
 
+@dataclass
+class HMCState:
+    """A point of an HMC chain with its log density and gradient.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_params,)
+        Position.
+    logp : float
+        Log density at ``x``.
+    grad : ndarray of shape (n_params,)
+        Gradient of the log density at ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init
+    >>> state = hmc_init(lambda x: (-0.5 * x @ x, -x), np.ones(2))
+    >>> state.logp
+    -1.0
+    """
+
+    x: np.ndarray
+    logp: float
+    grad: np.ndarray
+
+
+@dataclass
+class HMCInfo:
+    """Statistics of one :func:`hmc_step` transition.
+
+    Attributes
+    ----------
+    accept_prob : float
+        Metropolis acceptance probability; 0 for a divergent transition.
+    accepted : bool
+    divergent : bool
+    n_leapfrog : int
+        Leapfrog steps taken (drawn uniformly from ``1..max_leapfrog``).
+    energy : float
+        Hamiltonian of the state kept, as Stan reports it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init, hmc_step
+    >>> def logp(x):
+    ...     return -0.5 * x @ x, -x
+    >>> state = hmc_init(logp, np.zeros(1))
+    >>> _, info = hmc_step(state, logp, np.random.default_rng(0), step_size=0.1,
+    ...                    inv_mass=np.ones(1), max_leapfrog=5)
+    >>> 1 <= info.n_leapfrog <= 5, info.divergent
+    (True, False)
+    """
+
+    accept_prob: float
+    accepted: bool
+    divergent: bool
+    n_leapfrog: int
+    energy: float
+
+
+def hmc_init(logp_and_grad, x0):
+    """The state an HMC chain starts from.
+
+    Parameters
+    ----------
+    logp_and_grad : callable
+        ``x -> (log density, gradient)`` over flat arrays.
+    x0 : array-like of shape (n_params,)
+        Starting point; its log density and gradient must be finite.
+
+    Returns
+    -------
+    HMCState
+
+    Raises
+    ------
+    ValueError
+        When the log density or its gradient is not finite at ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init
+    >>> hmc_init(lambda x: (-0.5 * x @ x, -x), [1.0, 2.0]).grad
+    array([-1., -2.])
+    """
+    x = np.array(x0, dtype=np.float64).reshape(-1)
+    logp, grad = _evaluate(logp_and_grad, x)
+    if not _finite(logp, grad):
+        raise ValueError("The log density or its gradient is not finite at x0.")
+    return HMCState(x, logp, grad)
+
+
+def hmc_step(
+    state,
+    logp_and_grad,
+    rng,
+    *,
+    step_size,
+    inv_mass,
+    max_leapfrog,
+    max_energy_error=1000.0,
+):
+    """One HMC transition with a random number of leapfrog steps.
+
+    The number of steps is drawn from ``U{1..max_leapfrog}``, then a momentum
+    ``p ~ N(0, M)`` and the Metropolis uniform, in that order: a loop of
+    these steps with the adaptation of :func:`run_hmc` outside it repeats
+    that chain bit for bit.
+
+    Parameters
+    ----------
+    state : HMCState
+    logp_and_grad : callable
+        ``x -> (log density, gradient)``; a non-finite value or gradient on
+        the path makes the transition divergent.
+    rng : numpy.random.Generator
+    step_size : float
+    inv_mass : ndarray of shape (n_params,)
+        Diagonal inverse mass matrix.
+    max_leapfrog : int
+        Largest number of leapfrog steps.
+    max_energy_error : float, default=1000
+        Energy error beyond which the transition is divergent.
+
+    Returns
+    -------
+    state : HMCState
+        The proposal if accepted, else ``state`` itself.
+    info : HMCInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init, hmc_step
+    >>> def logp(x):
+    ...     return -0.5 * x @ x, -x
+    >>> rng = np.random.default_rng(0)
+    >>> state = hmc_init(logp, np.zeros(2))
+    >>> for _ in range(100):
+    ...     state, info = hmc_step(state, logp, rng, step_size=0.5,
+    ...                            inv_mass=np.ones(2), max_leapfrog=10)
+    >>> state.x.shape
+    (2,)
+    """
+    n_steps = int(rng.integers(1, max_leapfrog + 1))
+    x, logp, grad, accept_prob, accepted, divergent, energy = _transition(
+        logp_and_grad,
+        state.x,
+        state.logp,
+        state.grad,
+        step_size,
+        inv_mass,
+        n_steps,
+        rng,
+        float(max_energy_error),
+    )
+    info = HMCInfo(accept_prob, accepted, divergent, n_steps, energy)
+    return (HMCState(x, logp, grad) if accepted else state), info
+
+
 def _check_counts(name, value, low):
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an int; got {type(value).__name__}.")
@@ -386,6 +553,155 @@ def _check_counts(name, value, low):
     return int(value)
 
 
+def _check_options(trajectory_length, target_accept):
+    if trajectory_length is not None:
+        trajectory_length = float(trajectory_length)
+        if not (np.isfinite(trajectory_length) and trajectory_length > 0):
+            raise ValueError(
+                f"trajectory_length must be positive; got {trajectory_length}."
+            )
+    if not 0.0 < float(target_accept) < 1.0:
+        raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
+    return trajectory_length
+
+
+def _check_inv_mass(inv_mass, d):
+    if inv_mass is None:
+        return None
+    inv_mass = np.array(inv_mass, dtype=np.float64).reshape(-1)
+    if (
+        inv_mass.shape != (d,)
+        or not np.all(inv_mass > 0)
+        or not np.all(np.isfinite(inv_mass))
+    ):
+        raise ValueError("inv_mass must hold one positive finite entry per parameter.")
+    return inv_mass
+
+
+def _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit):
+    if step_size is None:
+        return _initial_step_size(
+            logp_and_grad, state.x, state.logp, state.grad, inv_mass, rng, limit
+        )
+    step = float(step_size)
+    if not np.isfinite(step) or step <= 0:
+        raise ValueError(f"step_size must be positive; got {step_size}.")
+    return step
+
+
+class _Warmup:
+    """Step-size and mass adaptation of the warm-up, outside the step."""
+
+    def __init__(self, step, inv_mass, n_warmup, options):
+        self.step, self.inv_mass, self.n_warmup = step, inv_mass, n_warmup
+        self.adapt_step = options["adapt_step_size"]
+        self.target_accept = options["target_accept"]
+        self.dual = DualAveraging(step, self.target_accept)
+        self.windows = (
+            mass_adaptation_windows(n_warmup) if options["adapt_mass"] else []
+        )
+        self.moments = _WindowMoments(inv_mass.size)
+
+    def bound_step(self, it):
+        """The step that sets the path length of transition ``it``.
+
+        In warm-up the path length follows the step that the adaptation is
+        settling on (its running average), not its exploratory iterates: a
+        step tried a hundred times too small would otherwise buy a hundred
+        times the gradients for one transition.
+        """
+        if it == self.n_warmup and self.adapt_step and self.n_warmup > 0:
+            self.step = self.dual.final_step_size
+        if it < self.n_warmup and self.adapt_step:
+            return self.dual.final_step_size
+        return self.step
+
+    def update(self, it, state, accept_prob):
+        if self.adapt_step:
+            self.step = self.dual.update(accept_prob)
+        if not self.windows or it < self.windows[0][0]:
+            return
+        self.moments.add(state.x, state.grad)
+        if it + 1 == self.windows[0][1]:
+            self.inv_mass = self.moments.inverse_mass(self.inv_mass)
+            self.windows.pop(0)
+            self.moments = _WindowMoments(self.inv_mass.size)
+            if self.adapt_step:
+                self.dual = DualAveraging(self.step, self.target_accept)
+
+
+class _Trace:
+    """Per-transition statistics and the kept draws of one chain."""
+
+    def __init__(self, n_warmup, n_samples, thin, d):
+        total = n_warmup + n_samples
+        self.n_warmup, self.thin, self.total = n_warmup, thin, total
+        self.accept_prob = np.empty(total)
+        self.accepted = np.zeros(total, dtype=bool)
+        self.divergent = np.zeros(total, dtype=bool)
+        self.n_leapfrog = np.empty(total, dtype=np.int64)
+        self.energy = np.empty(total)
+        self.step_sizes = np.empty(total)
+        self.n_kept = n_samples // thin
+        self.samples = np.empty((self.n_kept, d))
+        self.log_density = np.empty(self.n_kept)
+        self.kept = 0
+
+    def record(self, it, info, step, state):
+        self.accept_prob[it], self.accepted[it] = info.accept_prob, info.accepted
+        self.divergent[it], self.energy[it] = info.divergent, info.energy
+        self.n_leapfrog[it], self.step_sizes[it] = info.n_leapfrog, step
+        j = it - self.n_warmup + 1
+        if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:
+            self.samples[self.kept], self.log_density[self.kept] = state.x, state.logp
+            self.kept += 1
+
+    def report(self, it, step, progress, verbose, print_fn):
+        if progress is None and not (
+            verbose and (it + 1) % max(1, self.total // 10) == 0
+        ):
+            return
+        phase = "warm-up" if it < self.n_warmup else "sampling"
+        acceptance = np.mean(self.accept_prob[: it + 1])
+        divergences = int(self.divergent[: it + 1].sum())
+        if progress is not None:
+            progress(
+                it + 1,
+                self.total,
+                {
+                    "phase": phase,
+                    "acceptance": float(acceptance),
+                    "divergences": divergences,
+                },
+            )
+        if verbose and (it + 1) % max(1, self.total // 10) == 0:
+            print_fn(
+                f"HMC {it + 1}/{self.total} ({phase}): step {step:.3g}, mean accept "
+                f"{acceptance:.2f}, divergences {divergences}"
+            )
+
+    def result(self, state, warmup, elapsed):
+        sampling = slice(self.n_warmup, self.total)
+        return HMCResult(
+            samples=self.samples,
+            log_density=self.log_density,
+            accept_prob=self.accept_prob,
+            accepted=self.accepted,
+            divergent=self.divergent,
+            n_leapfrog=self.n_leapfrog,
+            energy=self.energy,
+            step_sizes=self.step_sizes,
+            step_size=float(warmup.step),
+            inv_mass=warmup.inv_mass,
+            n_warmup=self.n_warmup,
+            acceptance_rate=float(np.mean(self.accept_prob[sampling])),
+            n_divergent=int(self.divergent[sampling].sum()),
+            elapsed=elapsed,
+            final_state=state.x,
+        )
+
+
+# Long because the docstring documents 18 parameters; the body is a thin loop.
 def run_hmc(
     logp_and_grad,
     x0,
@@ -476,131 +792,42 @@ def run_hmc(
     n_samples = _check_counts("n_samples", n_samples, 1)
     thin = _check_counts("thin", thin, 1)
     max_leapfrog = _check_counts("max_leapfrog", max_leapfrog, 1)
-    if trajectory_length is not None:
-        trajectory_length = float(trajectory_length)
-        if not (np.isfinite(trajectory_length) and trajectory_length > 0):
-            raise ValueError(
-                f"trajectory_length must be positive; got {trajectory_length}."
-            )
-    if not 0.0 < float(target_accept) < 1.0:
-        raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
+    trajectory_length = _check_options(trajectory_length, target_accept)
     rng = (
         random_state
         if isinstance(random_state, np.random.Generator)
         else np.random.default_rng(random_state)
     )
-    x = np.array(x0, dtype=np.float64).reshape(-1)
-    d = x.size
-    if inv_mass is not None:
-        inv_mass = np.array(inv_mass, dtype=np.float64).reshape(-1)
-        if (
-            inv_mass.shape != (d,)
-            or not np.all(inv_mass > 0)
-            or not np.all(np.isfinite(inv_mass))
-        ):
-            raise ValueError(
-                "inv_mass must hold one positive finite entry per parameter."
-            )
-    logp, grad = _evaluate(logp_and_grad, x)
-    if not _finite(logp, grad):
-        raise ValueError("The log density or its gradient is not finite at x0.")
+    d = np.size(x0)
+    inv_mass = _check_inv_mass(inv_mass, d)
+    state = hmc_init(logp_and_grad, x0)
     if inv_mass is None:
-        inv_mass = _gradient_scaled_start(grad)
-
+        inv_mass = _gradient_scaled_start(state.grad)
     limit = float(max_energy_error)
-    if step_size is None:
-        step = _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit)
-    else:
-        step = float(step_size)
-        if not np.isfinite(step) or step <= 0:
-            raise ValueError(f"step_size must be positive; got {step_size}.")
-    dual = DualAveraging(step, target_accept)
-    windows = mass_adaptation_windows(n_warmup) if adapt_mass else []
-    moments = _WindowMoments(d)
-
-    total = n_warmup + n_samples
-    accept_prob = np.empty(total)
-    accepted = np.zeros(total, dtype=bool)
-    divergent = np.zeros(total, dtype=bool)
-    n_leapfrog = np.empty(total, dtype=np.int64)
-    energy = np.empty(total)
-    step_sizes = np.empty(total)
-    n_kept = n_samples // thin
-    samples = np.empty((n_kept, d))
-    log_density = np.empty(n_kept)
-    kept = 0
-    report = max(1, total // 10)
-
-    for it in range(total):
-        if it == n_warmup and adapt_step_size and n_warmup > 0:
-            step = dual.final_step_size
-        # In warm-up the path length follows the step that the adaptation is
-        # settling on (its running average), not its exploratory iterates: a
-        # step tried a hundred times too small would otherwise buy a hundred
-        # times the gradients for one transition.
-        bound_step = dual.final_step_size if it < n_warmup and adapt_step_size else step
-        n_steps = int(
-            rng.integers(
-                1, _step_bound(max_leapfrog, trajectory_length, bound_step) + 1
-            )
+    step = _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit)
+    options = {
+        "adapt_step_size": adapt_step_size,
+        "adapt_mass": adapt_mass,
+        "target_accept": target_accept,
+    }
+    warmup = _Warmup(step, inv_mass, n_warmup, options)
+    trace = _Trace(n_warmup, n_samples, thin, state.x.size)
+    for it in range(trace.total):
+        bound = _step_bound(max_leapfrog, trajectory_length, warmup.bound_step(it))
+        state, info = hmc_step(
+            state,
+            logp_and_grad,
+            rng,
+            step_size=warmup.step,
+            inv_mass=warmup.inv_mass,
+            max_leapfrog=bound,
+            max_energy_error=limit,
         )
-        x, logp, grad, a, acc, div, energy[it] = _transition(
-            logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit
-        )
-        accept_prob[it], accepted[it], divergent[it] = a, acc, div
-        n_leapfrog[it], step_sizes[it] = n_steps, step
+        trace.record(it, info, warmup.step, state)
         if it < n_warmup:
-            if adapt_step_size:
-                step = dual.update(a)
-            if windows and it >= windows[0][0]:
-                moments.add(x, grad)
-                if it + 1 == windows[0][1]:
-                    inv_mass = moments.inverse_mass(inv_mass)
-                    windows.pop(0)
-                    moments = _WindowMoments(d)
-                    if adapt_step_size:
-                        dual = DualAveraging(step, target_accept)
-        else:
-            j = it - n_warmup + 1
-            if j % thin == 0 and kept < n_kept:
-                samples[kept], log_density[kept] = x, logp
-                kept += 1
-        if progress is not None:
-            progress(
-                it + 1,
-                total,
-                {
-                    "phase": "warm-up" if it < n_warmup else "sampling",
-                    "acceptance": float(np.mean(accept_prob[: it + 1])),
-                    "divergences": int(divergent[: it + 1].sum()),
-                },
-            )
-        if verbose and (it + 1) % report == 0:
-            phase = "warm-up" if it < n_warmup else "sampling"
-            print_fn(
-                f"HMC {it + 1}/{total} ({phase}): step {step:.3g}, mean accept "
-                f"{np.mean(accept_prob[: it + 1]):.2f}, divergences "
-                f"{int(divergent[: it + 1].sum())}"
-            )
-
-    sampling = slice(n_warmup, total)
-    return HMCResult(
-        samples=samples,
-        log_density=log_density,
-        accept_prob=accept_prob,
-        accepted=accepted,
-        divergent=divergent,
-        n_leapfrog=n_leapfrog,
-        energy=energy,
-        step_sizes=step_sizes,
-        step_size=float(step),
-        inv_mass=inv_mass,
-        n_warmup=n_warmup,
-        acceptance_rate=float(np.mean(accept_prob[sampling])),
-        n_divergent=int(divergent[sampling].sum()),
-        elapsed=time.perf_counter() - t_start,
-        final_state=x,
-    )
+            warmup.update(it, state, info.accept_prob)
+        trace.report(it, warmup.step, progress, verbose, print_fn)
+    return trace.result(state, warmup, time.perf_counter() - t_start)
 
 
 def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kwargs):
