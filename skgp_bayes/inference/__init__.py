@@ -19,7 +19,16 @@ from .score_function import (
     leave_one_out_baseline,
 )
 from .sgld import SGLDResult, SGLDState, run_sgld, sgld_schedule
-from .svgd import SVGDResult, median_bandwidth, run_svgd, svgd_direction
+from .svgd import (
+    SVGDInfo,
+    SVGDResult,
+    SVGDState,
+    median_bandwidth,
+    run_svgd,
+    svgd_direction,
+    svgd_init,
+    svgd_step,
+)
 
 __all__ = [
     "AdamState",
@@ -43,8 +52,12 @@ __all__ = [
     "SGLDState",
     "run_sgld",
     "sgld_schedule",
+    "SVGDInfo",
     "SVGDResult",
+    "SVGDState",
     "median_bandwidth",
     "run_svgd",
     "svgd_direction",
+    "svgd_init",
+    "svgd_step",
 ]
