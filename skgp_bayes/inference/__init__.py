@@ -18,7 +18,17 @@ from .score_function import (
     estimate_bernoulli_gradient,
     leave_one_out_baseline,
 )
-from .sgld import SGLDResult, SGLDState, run_sgld, sgld_schedule
+from .sgld import (
+    LangevinMetric,
+    SGLDInfo,
+    SGLDResult,
+    SGLDState,
+    mala_step,
+    run_sgld,
+    sgld_init,
+    sgld_schedule,
+    sgld_step,
+)
 from .svgd import (
     SVGDInfo,
     SVGDResult,
@@ -48,10 +58,15 @@ __all__ = [
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
     "leave_one_out_baseline",
+    "LangevinMetric",
+    "SGLDInfo",
     "SGLDResult",
     "SGLDState",
+    "mala_step",
     "run_sgld",
+    "sgld_init",
     "sgld_schedule",
+    "sgld_step",
     "SVGDInfo",
     "SVGDResult",
     "SVGDState",

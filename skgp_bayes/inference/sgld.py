@@ -27,6 +27,7 @@ The engine knows nothing about Gaussian processes: it calls
 ``metropolis=True``.
 """
 
+import copy
 import math
 import time
 
@@ -36,7 +37,18 @@ from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 from .hmc import DualAveraging
 
-__all__ = ["SGLDResult", "SGLDState", "copy_state", "sgld_schedule", "run_sgld"]
+__all__ = [
+    "LangevinMetric",
+    "SGLDInfo",
+    "SGLDResult",
+    "SGLDState",
+    "copy_state",
+    "mala_step",
+    "run_sgld",
+    "sgld_init",
+    "sgld_schedule",
+    "sgld_step",
+]
 
 # Acceptance rate that maximises MALA's efficiency on product targets as the
 # dimension grows (Roberts and Rosenthal, 1998); the optimum is flat around
@@ -231,6 +243,266 @@ def _reflect(x, bounds):
     return np.clip(x, lo, hi)
 
 
+class LangevinMetric:
+    """A preconditioner ``M`` made ready for Langevin steps.
+
+    Built once per metric: it checks ``M`` and factors it, so that each step
+    costs one product ``M g`` and one ``R z`` with ``R R' = M``.
+
+    Parameters
+    ----------
+    M : ndarray of shape (n_params,) or (n_params, n_params) or None
+        A positive diagonal or a symmetric positive definite matrix; None
+        for the identity.
+    n_params : int
+
+    Attributes
+    ----------
+    M : ndarray or None
+    root : ndarray or None
+        ``sqrt(M)`` for a diagonal, the lower Cholesky factor for a matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import LangevinMetric
+    >>> metric = LangevinMetric(np.array([4.0, 1.0]), 2)
+    >>> metric.root, metric.apply(np.ones(2))
+    (array([2., 1.]), array([4., 1.]))
+    """
+
+    def __init__(self, M, n_params):
+        self.M = M
+        self._apply, self.root = _preconditioner(M, n_params)
+
+    def apply(self, g):
+        """``M g``.
+
+        Parameters
+        ----------
+        g : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference import LangevinMetric
+        >>> LangevinMetric(None, 2).apply(np.ones(2))
+        array([1., 1.])
+        """
+        return self._apply(g)
+
+
+class SGLDInfo:
+    """What one :func:`sgld_step` or :func:`mala_step` did.
+
+    Attributes
+    ----------
+    accepted : bool
+        Whether the chain moved.
+    accept_prob : float
+        Metropolis-Hastings acceptance probability (:func:`mala_step`); 1 for
+        a finite SGLD update, 0 for a rejected one.
+    failed : bool
+        The update was rejected because the target (or, for SGLD, the new
+        state) was not finite; a MALA proposal outside ``bounds`` is
+        rejected without counting as failed.
+    grad : ndarray of shape (n_params,) or None
+        The gradient estimate the SGLD update used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import sgld_init, sgld_step, LangevinMetric
+    >>> _, info = sgld_step(sgld_init(np.zeros(1)), lambda x: (0.0, -x),
+    ...                     np.random.default_rng(0), step_size=0.1,
+    ...                     metric=LangevinMetric(None, 1))
+    >>> info.accepted, info.failed
+    (True, False)
+    """
+
+    def __init__(self, accepted, accept_prob, failed, grad=None):
+        self.accepted = accepted
+        self.accept_prob = accept_prob
+        self.failed = failed
+        self.grad = grad
+
+
+def sgld_init(x0, logp_and_grad=None):
+    """The state a Langevin chain starts from.
+
+    Parameters
+    ----------
+    x0 : array-like of shape (n_params,)
+    logp_and_grad : callable, optional
+        Given, the log density and gradient at ``x0`` are evaluated and
+        kept in the state, as :func:`mala_step` needs them.
+
+    Returns
+    -------
+    SGLDState
+
+    Raises
+    ------
+    ValueError
+        When ``logp_and_grad`` is given and not finite at ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import sgld_init
+    >>> state = sgld_init([0.0, 1.0], lambda x: (-0.5 * float(x @ x), -x))
+    >>> state.t, state.logp
+    (0, -0.5)
+    """
+    state = SGLDState(np.array(x0, dtype=np.float64), 0, 1.0, 0, 0, [], None, None, [])
+    if logp_and_grad is not None:
+        _evaluate_start(logp_and_grad, state)
+    return state
+
+
+def _evaluate_start(logp_and_grad, state):
+    state.logp, state.grad = _finite_evaluation(logp_and_grad, state.x)
+    if state.grad is None:
+        raise ValueError(
+            f"The log density or its gradient is not finite at the start {state.x}."
+        )
+
+
+def _moved(state, x, logp=None, grad=None):
+    """A copy of ``state`` at ``x``; the bookkeeping fields are shared."""
+    new = copy.copy(state)
+    new.x, new.logp, new.grad = x, logp, grad
+    return new
+
+
+def sgld_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
+    """One unadjusted (stochastic-gradient) Langevin update.
+
+    ``x' = x + eps/2 M g + sqrt(eps) R z`` with ``g`` the gradient estimate
+    at ``x``, ``R R' = M`` and ``z ~ N(0, I)``; with ``bounds`` a finite
+    ``x'`` is reflected back into the box. The gradient is evaluated before
+    the noise is drawn: a loop of these steps with :func:`run_sgld`'s step
+    sizes repeats its chain bit for bit.
+
+    Parameters
+    ----------
+    state : SGLDState
+    logp_and_grad : callable
+        ``x -> (value, grad)``; ``value`` is ignored.
+    rng : numpy.random.Generator
+    step_size : float
+        ``eps``.
+    metric : LangevinMetric
+    bounds : ndarray of shape (n_params, 2), optional
+
+    Returns
+    -------
+    state : SGLDState
+        At ``x'``; ``state`` itself when the gradient or ``x'`` is not
+        finite (``info.failed``).
+    info : SGLDInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import sgld_init, sgld_step, LangevinMetric
+    >>> rng, metric = np.random.default_rng(0), LangevinMetric(None, 1)
+    >>> state, xs = sgld_init(np.zeros(1)), []
+    >>> for _ in range(4000):
+    ...     state, _ = sgld_step(state, lambda x: (0.0, -x), rng,
+    ...                          step_size=0.05, metric=metric)
+    ...     xs.append(state.x[0])
+    >>> bool(abs(np.std(xs[500:]) - 1.0) < 0.2)
+    True
+    """
+    _, grad = logp_and_grad(state.x)
+    grad = np.asarray(grad, dtype=np.float64)
+    noise = _times_root(metric.root, rng.standard_normal(state.x.shape[0]))
+    proposal = (
+        state.x + 0.5 * step_size * metric.apply(grad) + np.sqrt(step_size) * noise
+    )
+    if bounds is not None and np.all(np.isfinite(proposal)):
+        proposal = _reflect(proposal, bounds)
+    if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
+        return state, SGLDInfo(False, 0.0, True, grad)
+    return _moved(state, proposal, state.logp, state.grad), SGLDInfo(
+        True, 1.0, False, grad
+    )
+
+
+def mala_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
+    """One Metropolis-adjusted Langevin transition.
+
+    With ``M = R R'`` and the proposal ``x' = x + eps/2 M g + sqrt(eps) R z``,
+    the forward proposal density needs only ``z`` and the reverse one only
+    ``R' (g + g')``, since ``R^-1 (x - x' - eps/2 M g') = -(sqrt(eps) z +
+    eps/2 R' (g + g'))``: no triangular solve per transition. A proposal
+    outside ``bounds`` (where the target is zero) or with a non-finite
+    density is rejected.
+
+    Parameters
+    ----------
+    state : SGLDState
+        With ``logp`` and ``grad`` at ``x`` (see :func:`sgld_init`).
+    logp_and_grad : callable
+        ``x -> (log density, gradient)``, both exact.
+    rng : numpy.random.Generator
+        Draws ``z``, then the uniform of the acceptance test.
+    step_size : float
+    metric : LangevinMetric
+    bounds : ndarray of shape (n_params, 2), optional
+
+    Returns
+    -------
+    state : SGLDState
+    info : SGLDInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import sgld_init, mala_step, LangevinMetric
+    >>> def logp(x):
+    ...     return -0.5 * float(x @ x), -x
+    >>> rng, metric = np.random.default_rng(0), LangevinMetric(None, 1)
+    >>> state, accepted = sgld_init(np.zeros(1), logp), []
+    >>> for _ in range(500):
+    ...     state, info = mala_step(state, logp, rng, step_size=1.0, metric=metric)
+    ...     accepted.append(info.accepted)
+    >>> bool(0.3 < np.mean(accepted) < 0.9)
+    True
+    """
+    root = metric.root
+    z = rng.standard_normal(state.x.shape[0])
+    root_z = _times_root(root, z)
+    proposal = (
+        state.x
+        + 0.5 * step_size * metric.apply(state.grad)
+        + math.sqrt(step_size) * root_z
+    )
+    u = rng.random()
+    inside = bool(np.isfinite(proposal).all()) and (
+        bounds is None
+        or bool(((proposal >= bounds[:, 0]) & (proposal <= bounds[:, 1])).all())
+    )
+    logp, grad = (
+        _finite_evaluation(logp_and_grad, proposal) if inside else (-np.inf, None)
+    )
+    prob = 0.0
+    if grad is not None:
+        back = z + 0.5 * math.sqrt(step_size) * _times_root_t(root, state.grad + grad)
+        log_ratio = logp - state.logp + 0.5 * (float(z @ z) - float(back @ back))
+        prob = math.exp(min(0.0, log_ratio))
+    info = SGLDInfo(u < prob, prob, inside and grad is None)
+    if info.accepted:
+        return _moved(state, proposal, logp, grad), info
+    return state, info
+
+
+# Long because the docstring documents 20 parameters; the body is a thin loop.
 def run_sgld(
     logp_and_grad,
     x0,
@@ -358,19 +630,16 @@ def run_sgld(
     (199, True)
     """
     if resume is None:
-        resume = SGLDState(
-            np.array(x0, dtype=np.float64), 0, 1.0, 0, 0, [], None, None, []
-        )
-    n_params = resume.x.shape[0]
+        resume = sgld_init(x0)
     if resume.metric is not None:
         preconditioner = resume.metric
-    apply_m, root = _preconditioner(preconditioner, n_params)
+    metric = LangevinMetric(preconditioner, resume.x.shape[0])
     bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64)
-    chain = _Chain(resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter)
+    chain = _Chain(resume, metric, bounds, rng, verbose, print_fn, n_iter)
     if metropolis:
         if not 0.0 < float(target_accept) < 1.0:
             raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
-        step = _mala_step(
+        step = _mala_update(
             logp_and_grad,
             chain,
             (a, b, gamma),
@@ -379,7 +648,7 @@ def run_sgld(
             _check_windows(metric_windows, adapt_steps),
         )
     else:
-        step = _sgld_step(
+        step = _sgld_update(
             logp_and_grad,
             chain,
             a,
@@ -400,10 +669,10 @@ def run_sgld(
 class _Chain:
     """Mutable state of a run, its records and its progress lines."""
 
-    def __init__(self, resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter):
+    def __init__(self, resume, metric, bounds, rng, verbose, print_fn, n_iter):
         self.s = copy_state(resume)
         self.t0 = resume.t
-        self.apply_m, self.root, self.bounds, self.rng = apply_m, root, bounds, rng
+        self.metric, self.bounds, self.rng = metric, bounds, rng
         self.samples = np.empty((n_iter, self.s.x.shape[0]))
         self.steps = np.empty(n_iter)
         self.accepted = np.ones(n_iter, dtype=bool)
@@ -413,14 +682,8 @@ class _Chain:
         self.t_start = time.perf_counter()
 
     def set_metric(self, M):
-        self.apply_m, self.root = _preconditioner(M, self.s.x.shape[0])
+        self.metric = LangevinMetric(M, self.s.x.shape[0])
         self.s.metric = M
-
-    def noise(self):
-        z = self.rng.standard_normal(self.s.x.shape[0])
-        if self.root is not None:
-            z = self.root @ z if self.root.ndim == 2 else self.root * z
-        return z
 
     def record(self, t):
         i = t - self.t0
@@ -487,36 +750,39 @@ def copy_state(state):
     )
 
 
-def _sgld_step(
+def _sgld_update(
     logp_and_grad, chain, a, b, gamma, freeze_threshold, freeze_window, max_failures
 ):
-    """One unadjusted (stochastic-gradient) Langevin update per call."""
-    s = chain.s
+    """The driver of SGLD: the schedule, rejections and freezing around a step."""
 
-    def step(t):
+    def update(t):
+        s = chain.s
         eps = s.frozen_eps if s.frozen_eps is not None else a * (b + t) ** (-gamma)
         eps *= s.scale
         chain.eps = eps
-        _, grad = logp_and_grad(s.x)
-        grad = np.asarray(grad, dtype=np.float64)
-        proposal = s.x + 0.5 * eps * chain.apply_m(grad) + np.sqrt(eps) * chain.noise()
-        if chain.bounds is not None and np.all(np.isfinite(proposal)):
-            proposal = _reflect(proposal, chain.bounds)
-        if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
+        s, info = sgld_step(
+            s,
+            logp_and_grad,
+            chain.rng,
+            step_size=eps,
+            metric=chain.metric,
+            bounds=chain.bounds,
+        )
+        chain.s = s
+        if info.failed:
             _reject_sgld(s, t, max_failures)
             return
         s.failures = 0
-        s.x = proposal
         if freeze_threshold is not None and s.frozen_eps is None:
-            s.window.append(grad)
+            s.window.append(info.grad)
             if len(s.window) == freeze_window:
-                ratio = _noise_ratio(np.array(s.window), eps, chain.root)
+                ratio = _noise_ratio(np.array(s.window), eps, chain.metric.root)
                 s.freeze_ratios.append((t, ratio))
                 s.window = []
                 if ratio < freeze_threshold:
                     s.frozen_at, s.frozen_eps = t, eps / s.scale
 
-    return step
+    return update
 
 
 def _reject_sgld(s, t, max_failures):
@@ -546,29 +812,18 @@ def _finite_evaluation(logp_and_grad, x):
     return float(value), grad
 
 
-def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windows):
-    """One Metropolis-adjusted Langevin transition per call.
-
-    With ``M = R R'`` and the proposal ``x' = x + eps/2 M g + sqrt(eps) R z``,
-    the forward proposal density needs only ``z`` and the reverse one only
-    ``R' (g + g')``, since ``R^-1 (x - x' - eps/2 M g') = -(sqrt(eps) z +
-    eps/2 R' (g + g'))``: no triangular solve per transition.
-    """
+def _mala_update(logp_and_grad, chain, schedule, adapt_steps, target_accept, windows):
+    """The driver of MALA: step-size and metric adaptation around a step."""
     a, b, gamma = schedule
-    s = chain.s
     ends = {end: start for start, end in windows}
-    if s.logp is None:
-        s.logp, s.grad = _finite_evaluation(logp_and_grad, s.x)
-        if s.grad is None:
-            raise ValueError(
-                f"The log density or its gradient is not finite at the start {s.x}."
-            )
+    if chain.s.logp is None:
+        _evaluate_start(logp_and_grad, chain.s)
+    s = chain.s
     if s.dual is None and s.frozen_eps is None and s.t < adapt_steps:
         s.dual = DualAveraging(a * b ** (-gamma), target_accept)
-    rng, n_params = chain.rng, s.x.shape[0]
-    lo, hi = (None, None) if chain.bounds is None else chain.bounds.T
 
-    def step(t):
+    def update(t):
+        s = chain.s
         if s.frozen_eps is not None:
             eps = s.frozen_eps
         elif s.dual is not None:
@@ -576,30 +831,20 @@ def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windo
         else:
             eps = a * (b + t) ** (-gamma)
         chain.eps = eps
-        z = rng.standard_normal(n_params)
-        root_z = _times_root(chain.root, z)
-        proposal = s.x + 0.5 * eps * chain.apply_m(s.grad) + math.sqrt(eps) * root_z
-        u = rng.random()
-        inside = bool(np.isfinite(proposal).all()) and (
-            lo is None or bool(((proposal >= lo) & (proposal <= hi)).all())
+        s, info = mala_step(
+            s,
+            logp_and_grad,
+            chain.rng,
+            step_size=eps,
+            metric=chain.metric,
+            bounds=chain.bounds,
         )
-        logp, grad = (
-            _finite_evaluation(logp_and_grad, proposal) if inside else (-np.inf, None)
-        )
-        prob = 0.0
-        if grad is None:
-            s.n_rejected += inside
-        else:
-            back = z + 0.5 * math.sqrt(eps) * _times_root_t(chain.root, s.grad + grad)
-            log_ratio = logp - s.logp + 0.5 * (float(z @ z) - float(back @ back))
-            prob = math.exp(min(0.0, log_ratio))
-        accept = u < prob
-        chain.accepted[t - chain.t0] = accept
-        if accept:
-            s.x, s.logp, s.grad = proposal, logp, grad
-            s.n_accepted += 1
+        chain.s = s
+        s.n_rejected += info.failed
+        chain.accepted[t - chain.t0] = info.accepted
+        s.n_accepted += info.accepted
         if s.dual is not None:
-            s.dual.update(prob)
+            s.dual.update(info.accept_prob)
             if any(start <= t < end for start, end in windows):
                 s.moments.append((s.x, s.grad))
             if t + 1 in ends:
@@ -607,7 +852,7 @@ def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windo
             if t == adapt_steps - 1:
                 s.frozen_at, s.frozen_eps, s.dual = t, s.dual.final_step_size, None
 
-    return step
+    return update
 
 
 def _restarted_dual(eps, target_accept):
