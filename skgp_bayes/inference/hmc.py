@@ -46,6 +46,13 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from .adaptation import (
+    DualAveraging,
+    WarmupAdaptation,
+    gradient_scaled_inv_mass,
+    mass_adaptation_windows,
+)
+
 __all__ = [
     "DualAveraging",
     "HMCInfo",
@@ -58,140 +65,8 @@ __all__ = [
     "run_hmc_chains",
 ]
 
-# The inverse mass stays inside these limits (nutpie's): they only stop a
-# window in which one coordinate never moved from producing 0 or inf.
-_INV_MASS_LIMITS = (1e-20, 1e20)
 # Step-size search for the initial step (Hoffman and Gelman, algorithm 4).
 _MAX_STEP_SEARCH = 100
-
-
-class DualAveraging:
-    """Dual-averaging step-size adaptation (Hoffman and Gelman, 2014).
-
-    Parameters
-    ----------
-    step_size : float
-        Initial step size; the iterates shrink toward ``mu = log(10 *
-        step_size)``.
-    target_accept : float, default=0.8
-        Target mean acceptance probability.
-    gamma, t0, kappa : float
-        The algorithm's constants, defaults from the paper.
-
-    Examples
-    --------
-    >>> da = DualAveraging(0.1, target_accept=0.8)
-    >>> da.update(1.0) > 0.1  # accepted everything: grow the step
-    True
-    """
-
-    def __init__(self, step_size, target_accept=0.8, gamma=0.05, t0=10.0, kappa=0.75):
-        self.mu = float(np.log(10.0 * step_size))
-        self.target_accept = float(target_accept)
-        self.gamma = gamma
-        self.t0 = t0
-        self.kappa = kappa
-        self.t = 0
-        self.h_bar = 0.0
-        self.log_step = float(np.log(step_size))
-        self.log_step_bar = 0.0
-
-    def update(self, accept_prob):
-        """Feed one transition's acceptance probability; return the next step.
-
-        Parameters
-        ----------
-        accept_prob : float
-            In ``[0, 1]``; a divergence counts as 0.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> da = DualAveraging(1.0)
-        >>> steps = [da.update(0.0) for _ in range(5)]  # all rejected
-        >>> steps[-1] < 1.0  # the step shrinks
-        True
-        """
-        self.t += 1
-        t = self.t
-        w = 1.0 / (t + self.t0)
-        self.h_bar = (1.0 - w) * self.h_bar + w * (self.target_accept - accept_prob)
-        self.log_step = self.mu - np.sqrt(t) / self.gamma * self.h_bar
-        eta = t ** (-self.kappa)
-        self.log_step_bar = eta * self.log_step + (1.0 - eta) * self.log_step_bar
-        return float(np.exp(self.log_step))
-
-    @property
-    def final_step_size(self):
-        """The averaged step size used after warm-up.
-
-        Before any :meth:`update` it is the initial step size.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> da = DualAveraging(0.1, target_accept=0.8)
-        >>> round(da.final_step_size, 12)  # no update yet: the initial step
-        0.1
-        >>> for _ in range(50):
-        ...     _ = da.update(0.8)  # always on target: h_bar stays 0
-        >>> round(da.final_step_size, 12)  # settles at exp(mu) = 10 * 0.1
-        1.0
-        """
-        return (
-            float(np.exp(self.log_step_bar)) if self.t else float(np.exp(self.log_step))
-        )
-
-
-def mass_adaptation_windows(n_warmup):
-    """The slow windows that estimate the mass matrix in warm-up.
-
-    Stan's schedule: an initial buffer of 75 iterations (step size only),
-    windows of 25, 50, 100, ... iterations, the last stretched to meet a
-    terminal buffer of 50. Short warm-ups scale the buffers to 15% and 10%.
-    Fewer than 20 warm-up iterations adapt no mass matrix.
-
-    Parameters
-    ----------
-    n_warmup : int
-
-    Returns
-    -------
-    list of (int, int)
-        ``(start, end)`` iteration ranges (end exclusive) of the windows.
-
-    Examples
-    --------
-    >>> mass_adaptation_windows(1000)
-    [(75, 100), (100, 150), (150, 250), (250, 450), (450, 950)]
-    >>> mass_adaptation_windows(100)
-    [(15, 90)]
-    """
-    if n_warmup < 20:
-        return []
-    init, term, base = 75, 50, 25
-    if init + term + base > n_warmup:
-        init = int(0.15 * n_warmup)
-        term = int(0.1 * n_warmup)
-        base = n_warmup - init - term
-    last = n_warmup - term
-    windows = []
-    start, size = init, base
-    while start < last:
-        end = start + size
-        # A window that would leave less than a doubled window before the
-        # terminal buffer absorbs the rest.
-        if end + 2 * size > last:
-            end = last
-        windows.append((start, end))
-        start, size = end, 2 * size
-    return windows
 
 
 @dataclass
@@ -255,39 +130,6 @@ class HMCResult:
     n_divergent: int
     elapsed: float
     final_state: np.ndarray = None
-
-
-class _WindowMoments:
-    """Welford running variances of the draws and of their gradients."""
-
-    def __init__(self, d):
-        self.count = 0
-        self.mean = np.zeros((2, d))
-        self.m2 = np.zeros((2, d))
-
-    def add(self, x, grad):
-        self.count += 1
-        point = np.stack([x, grad])
-        delta = point - self.mean
-        self.mean += delta / self.count
-        self.m2 += delta * (point - self.mean)
-
-    def inverse_mass(self, previous):
-        """``sqrt(Var x / Var g)`` where both moved; ``previous`` elsewhere."""
-        var_x, var_g = self.m2
-        ok = (var_x > 0) & (var_g > 0) & np.isfinite(var_x) & np.isfinite(var_g)
-        estimate = previous.copy()
-        estimate[ok] = np.sqrt(var_x[ok] / var_g[ok])
-        return np.clip(estimate, *_INV_MASS_LIMITS)
-
-
-def _gradient_scaled_start(grad):
-    """nutpie's first inverse mass ``1 / |g|``; 1 where the gradient is 0."""
-    scale = np.abs(grad)
-    inv_mass = np.ones_like(scale)
-    moving = scale > 0
-    inv_mass[moving] = 1.0 / scale[moving]
-    return np.clip(inv_mass, *_INV_MASS_LIMITS)
 
 
 def _finite(value, grad):
@@ -589,47 +431,6 @@ def _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit):
     return step
 
 
-class _Warmup:
-    """Step-size and mass adaptation of the warm-up, outside the step."""
-
-    def __init__(self, step, inv_mass, n_warmup, options):
-        self.step, self.inv_mass, self.n_warmup = step, inv_mass, n_warmup
-        self.adapt_step = options["adapt_step_size"]
-        self.target_accept = options["target_accept"]
-        self.dual = DualAveraging(step, self.target_accept)
-        self.windows = (
-            mass_adaptation_windows(n_warmup) if options["adapt_mass"] else []
-        )
-        self.moments = _WindowMoments(inv_mass.size)
-
-    def bound_step(self, it):
-        """The step that sets the path length of transition ``it``.
-
-        In warm-up the path length follows the step that the adaptation is
-        settling on (its running average), not its exploratory iterates: a
-        step tried a hundred times too small would otherwise buy a hundred
-        times the gradients for one transition.
-        """
-        if it == self.n_warmup and self.adapt_step and self.n_warmup > 0:
-            self.step = self.dual.final_step_size
-        if it < self.n_warmup and self.adapt_step:
-            return self.dual.final_step_size
-        return self.step
-
-    def update(self, it, state, accept_prob):
-        if self.adapt_step:
-            self.step = self.dual.update(accept_prob)
-        if not self.windows or it < self.windows[0][0]:
-            return
-        self.moments.add(state.x, state.grad)
-        if it + 1 == self.windows[0][1]:
-            self.inv_mass = self.moments.inverse_mass(self.inv_mass)
-            self.windows.pop(0)
-            self.moments = _WindowMoments(self.inv_mass.size)
-            if self.adapt_step:
-                self.dual = DualAveraging(self.step, self.target_accept)
-
-
 class _Trace:
     """Per-transition statistics and the kept draws of one chain."""
 
@@ -802,15 +603,17 @@ def run_hmc(
     inv_mass = _check_inv_mass(inv_mass, d)
     state = hmc_init(logp_and_grad, x0)
     if inv_mass is None:
-        inv_mass = _gradient_scaled_start(state.grad)
+        inv_mass = gradient_scaled_inv_mass(state.grad)
     limit = float(max_energy_error)
     step = _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit)
-    options = {
-        "adapt_step_size": adapt_step_size,
-        "adapt_mass": adapt_mass,
-        "target_accept": target_accept,
-    }
-    warmup = _Warmup(step, inv_mass, n_warmup, options)
+    warmup = WarmupAdaptation(
+        step,
+        inv_mass,
+        n_warmup,
+        adapt_step_size=adapt_step_size,
+        adapt_mass=adapt_mass,
+        target_accept=target_accept,
+    )
     trace = _Trace(n_warmup, n_samples, thin, state.x.size)
     for it in range(trace.total):
         bound = _step_bound(max_leapfrog, trajectory_length, warmup.bound_step(it))
