@@ -212,19 +212,55 @@ class SteinCoordinates:
 
     @property
     def whitened(self):
-        """Whether a preconditioner whitens the coordinates."""
+        """Whether a preconditioner whitens the coordinates.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.stein_kernel import SteinCoordinates
+        >>> coords = SteinCoordinates(np.diag([2.0, 0.5]), 2)
+        >>> coords.whitened
+        True
+        """
         return self.S is not None
 
     def to_work(self, x):
-        """Particles ``x`` (J, P) in the working coordinates ``S^-1 x``."""
+        """Particles ``x`` (J, P) in the working coordinates ``S^-1 x``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.stein_kernel import SteinCoordinates
+        >>> coords = SteinCoordinates(np.diag([2.0, 0.5]), 2)
+        >>> coords.to_work(np.array([[2.0, 2.0]]))
+        array([[1., 4.]])
+        """
         return x if self.S is None else x @ self.S_inv.T
 
     def to_params(self, z):
-        """Working coordinates back to parameters, ``S z``."""
+        """Working coordinates back to parameters, ``S z``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.stein_kernel import SteinCoordinates
+        >>> coords = SteinCoordinates(np.diag([2.0, 0.5]), 2)
+        >>> coords.to_params(np.array([[1.0, 4.0]]))
+        array([[2., 2.]])
+        """
         return z if self.S is None else z @ self.S.T
 
     def work_grads(self, grads):
-        """Gradients in the working coordinates, ``S' grad_x``."""
+        """Gradients in the working coordinates, ``S' grad_x``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.stein_kernel import SteinCoordinates
+        >>> coords = SteinCoordinates(np.diag([2.0, 0.5]), 2)
+        >>> coords.work_grads(np.array([[1.0, 1.0]]))
+        array([[2. , 0.5]])
+        """
         # d/dz log p(S z) = S' grad_x
         return grads if self.S is None else grads @ self.S
 
