@@ -37,6 +37,11 @@ given as ``logp_and_grad(x) -> (log density, gradient)``.
 
 All random numbers come from one NumPy ``Generator``; a seed gives the same
 chain bit for bit.
+
+One transition is :func:`hmc_step`, from an :class:`HMCState` built by
+:func:`hmc_init`; :func:`run_hmc` is the loop around it, with the warm-up
+adaptation (:class:`~skgp_bayes.inference.adaptation.WarmupAdaptation`) and
+the records outside the step.
 """
 
 import math
@@ -437,6 +442,7 @@ class _Trace:
     def __init__(self, n_warmup, n_samples, thin, d):
         total = n_warmup + n_samples
         self.n_warmup, self.thin, self.total = n_warmup, thin, total
+        self.report_every = max(1, total // 10)
         self.accept_prob = np.empty(total)
         self.accepted = np.zeros(total, dtype=bool)
         self.divergent = np.zeros(total, dtype=bool)
@@ -458,24 +464,20 @@ class _Trace:
             self.kept += 1
 
     def report(self, it, step, progress, verbose, print_fn):
-        if progress is None and not (
-            verbose and (it + 1) % max(1, self.total // 10) == 0
-        ):
+        line = verbose and (it + 1) % self.report_every == 0
+        if progress is None and not line:
             return
         phase = "warm-up" if it < self.n_warmup else "sampling"
         acceptance = np.mean(self.accept_prob[: it + 1])
         divergences = int(self.divergent[: it + 1].sum())
         if progress is not None:
-            progress(
-                it + 1,
-                self.total,
-                {
-                    "phase": phase,
-                    "acceptance": float(acceptance),
-                    "divergences": divergences,
-                },
-            )
-        if verbose and (it + 1) % max(1, self.total // 10) == 0:
+            stats = {
+                "phase": phase,
+                "acceptance": float(acceptance),
+                "divergences": divergences,
+            }
+            progress(it + 1, self.total, stats)
+        if line:
             print_fn(
                 f"HMC {it + 1}/{self.total} ({phase}): step {step:.3g}, mean accept "
                 f"{acceptance:.2f}, divergences {divergences}"

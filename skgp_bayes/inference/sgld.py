@@ -25,6 +25,11 @@ re-estimates its metric.
 The engine knows nothing about Gaussian processes: it calls
 ``logp_and_grad(x) -> (value, gradient)`` and uses the value only with
 ``metropolis=True``.
+
+One update is :func:`~skgp_bayes.inference.langevin.sgld_step` or
+:func:`~skgp_bayes.inference.langevin.mala_step` on an :class:`SGLDState`;
+:func:`run_sgld` is the loop around it, with the step-size schedule,
+freezing, rejections and adaptation outside the step.
 """
 
 import math

@@ -32,6 +32,11 @@ it keeps its sign, as in Rprop (Riedmiller and Braun, 1993). A stiff
 coordinate then slows alone, where the global rule (``"global"``: halve the
 whole step once the field grows 20% past its smallest value) slows every
 coordinate for it and never speeds up again.
+
+State and step. One iteration is :func:`svgd_step` on an :class:`SVGDState`
+built by :func:`svgd_init`; :func:`run_svgd` is the loop around it, with the
+records, the callbacks, the rejection policy and the stopping outside the
+step. A continued run keeps the state and steps again.
 """
 
 import time
