@@ -165,7 +165,7 @@ class SVGDState:
     rates, last_sign : ndarray of shape (J, P) or None
         Per-coordinate step fractions and the field's last signs
         (``step_control="per_coordinate"``).
-    metric : object
+    metric : SteinCoordinates
         Working coordinates of the run (whitened by the preconditioner or
         not) and the posterior-sd unit of the stopping rule.
     kernel : {"rbf", "coordinatewise"}
@@ -200,7 +200,7 @@ class SVGDState:
     iterations: int
     rates: np.ndarray
     last_sign: np.ndarray
-    metric: object
+    metric: SteinCoordinates
     kernel: str
     per_coordinate: bool
     stochastic: bool
