@@ -276,41 +276,10 @@ def kernel_stein_discrepancy(particles, scores, bandwidth=None):
     >>> bool(right < wrong)
     True
     """
-    x = np.asarray(particles, dtype=np.float64)
-    s = np.asarray(scores, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
-    if s.ndim == 1:
-        s = s[:, None]
-    if x.ndim != 2 or x.shape[0] < 1:
-        raise ValueError(
-            "particles must have shape (n_particles, n_dims) with at least one "
-            f"particle; got shape {np.shape(particles)}."
-        )
-    if s.shape != x.shape:
-        raise ValueError(
-            f"scores must have the shape of particles {x.shape}; got {s.shape}."
-        )
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(s))):
-        raise ValueError("particles and scores must be finite.")
-    n_particles, n_dims = x.shape
-
-    sq_norms = np.einsum("ij,ij->i", x, x)
-    sq_dists = np.maximum(sq_norms[:, None] + sq_norms[None, :] - 2.0 * x @ x.T, 0.0)
-    np.fill_diagonal(sq_dists, 0.0)
-
-    if bandwidth is None:
-        if n_particles == 1:
-            h = 1.0
-        else:
-            upper = np.triu_indices(n_particles, k=1)
-            med = np.median(np.sqrt(sq_dists[upper]))
-            h = max(med**2 / np.log(n_particles + 1.0), _MIN_BANDWIDTH)
-    else:
-        h = float(bandwidth)
-        if not (np.isfinite(h) and h > 0):
-            raise ValueError(f"bandwidth must be a positive number; got {bandwidth}.")
-
+    x, s = _points_and_scores(particles, scores)
+    n_dims = x.shape[1]
+    sq_dists = _squared_distances(x)
+    h = _ksd_bandwidth(sq_dists, bandwidth)
     k = np.exp(-sq_dists / h)
     # With d_ij = x_i - x_j: grad_y k(x_i, x_j) = 2 d_ij k / h and
     # grad_x k(x_i, x_j) = -2 d_ij k / h, so the cross terms reduce to
@@ -328,3 +297,47 @@ def kernel_stein_discrepancy(particles, scores, bandwidth=None):
     # The V-statistic is a squared RKHS norm, so only round-off can make it
     # negative.
     return float(np.sqrt(max(u.mean(), 0.0)))
+
+
+def _points_and_scores(particles, scores):
+    """Particles and scores as checked, finite (n_particles, n_dims) arrays."""
+    x = np.asarray(particles, dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if s.ndim == 1:
+        s = s[:, None]
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise ValueError(
+            "particles must have shape (n_particles, n_dims) with at least one "
+            f"particle; got shape {np.shape(particles)}."
+        )
+    if s.shape != x.shape:
+        raise ValueError(
+            f"scores must have the shape of particles {x.shape}; got {s.shape}."
+        )
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(s))):
+        raise ValueError("particles and scores must be finite.")
+    return x, s
+
+
+def _squared_distances(x):
+    sq_norms = np.einsum("ij,ij->i", x, x)
+    sq_dists = np.maximum(sq_norms[:, None] + sq_norms[None, :] - 2.0 * x @ x.T, 0.0)
+    np.fill_diagonal(sq_dists, 0.0)
+    return sq_dists
+
+
+def _ksd_bandwidth(sq_dists, bandwidth):
+    """The given bandwidth, checked, or SVGD's median rule."""
+    n_particles = sq_dists.shape[0]
+    if bandwidth is None:
+        if n_particles == 1:
+            return 1.0
+        upper = np.triu_indices(n_particles, k=1)
+        med = np.median(np.sqrt(sq_dists[upper]))
+        return max(med**2 / np.log(n_particles + 1.0), _MIN_BANDWIDTH)
+    h = float(bandwidth)
+    if not (np.isfinite(h) and h > 0):
+        raise ValueError(f"bandwidth must be a positive number; got {bandwidth}.")
+    return h

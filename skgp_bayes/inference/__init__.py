@@ -1,7 +1,15 @@
 """Inference engines over flat parameter vectors; no GP knowledge here."""
 
 from .adam import AdamState, adam_init, adam_update
-from .hmc import HMCResult, run_hmc, run_hmc_chains
+from .hmc import (
+    HMCInfo,
+    HMCResult,
+    HMCState,
+    hmc_init,
+    hmc_step,
+    run_hmc,
+    run_hmc_chains,
+)
 from .optimize import MaximizeResult, maximize
 from .score_function import (
     DecayingBaseline,
@@ -10,14 +18,37 @@ from .score_function import (
     estimate_bernoulli_gradient,
     leave_one_out_baseline,
 )
-from .sgld import SGLDResult, SGLDState, run_sgld, sgld_schedule
-from .svgd import SVGDResult, median_bandwidth, run_svgd, svgd_direction
+from .sgld import (
+    LangevinMetric,
+    SGLDInfo,
+    SGLDResult,
+    SGLDState,
+    mala_step,
+    run_sgld,
+    sgld_init,
+    sgld_schedule,
+    sgld_step,
+)
+from .svgd import (
+    SVGDInfo,
+    SVGDResult,
+    SVGDState,
+    median_bandwidth,
+    run_svgd,
+    svgd_direction,
+    svgd_init,
+    svgd_step,
+)
 
 __all__ = [
     "AdamState",
     "adam_init",
     "adam_update",
+    "HMCInfo",
     "HMCResult",
+    "HMCState",
+    "hmc_init",
+    "hmc_step",
     "run_hmc",
     "run_hmc_chains",
     "MaximizeResult",
@@ -27,12 +58,21 @@ __all__ = [
     "bernoulli_score_gradient",
     "estimate_bernoulli_gradient",
     "leave_one_out_baseline",
+    "LangevinMetric",
+    "SGLDInfo",
     "SGLDResult",
     "SGLDState",
+    "mala_step",
     "run_sgld",
+    "sgld_init",
     "sgld_schedule",
+    "sgld_step",
+    "SVGDInfo",
     "SVGDResult",
+    "SVGDState",
     "median_bandwidth",
     "run_svgd",
     "svgd_direction",
+    "svgd_init",
+    "svgd_step",
 ]

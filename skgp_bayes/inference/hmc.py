@@ -37,6 +37,11 @@ given as ``logp_and_grad(x) -> (log density, gradient)``.
 
 All random numbers come from one NumPy ``Generator``; a seed gives the same
 chain bit for bit.
+
+One transition is :func:`hmc_step`, from an :class:`HMCState` built by
+:func:`hmc_init`; :func:`run_hmc` is the loop around it, with the warm-up
+adaptation (:class:`~skgp_bayes.inference.adaptation.WarmupAdaptation`) and
+the records outside the step.
 """
 
 import math
@@ -46,148 +51,27 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from .adaptation import (
+    DualAveraging,
+    WarmupAdaptation,
+    gradient_scaled_inv_mass,
+    mass_adaptation_windows,
+)
+
 __all__ = [
     "DualAveraging",
+    "HMCInfo",
     "HMCResult",
+    "HMCState",
+    "hmc_init",
+    "hmc_step",
     "mass_adaptation_windows",
     "run_hmc",
     "run_hmc_chains",
 ]
 
-# The inverse mass stays inside these limits (nutpie's): they only stop a
-# window in which one coordinate never moved from producing 0 or inf.
-_INV_MASS_LIMITS = (1e-20, 1e20)
 # Step-size search for the initial step (Hoffman and Gelman, algorithm 4).
 _MAX_STEP_SEARCH = 100
-
-
-class DualAveraging:
-    """Dual-averaging step-size adaptation (Hoffman and Gelman, 2014).
-
-    Parameters
-    ----------
-    step_size : float
-        Initial step size; the iterates shrink toward ``mu = log(10 *
-        step_size)``.
-    target_accept : float, default=0.8
-        Target mean acceptance probability.
-    gamma, t0, kappa : float
-        The algorithm's constants, defaults from the paper.
-
-    Examples
-    --------
-    >>> da = DualAveraging(0.1, target_accept=0.8)
-    >>> da.update(1.0) > 0.1  # accepted everything: grow the step
-    True
-    """
-
-    def __init__(self, step_size, target_accept=0.8, gamma=0.05, t0=10.0, kappa=0.75):
-        self.mu = float(np.log(10.0 * step_size))
-        self.target_accept = float(target_accept)
-        self.gamma = gamma
-        self.t0 = t0
-        self.kappa = kappa
-        self.t = 0
-        self.h_bar = 0.0
-        self.log_step = float(np.log(step_size))
-        self.log_step_bar = 0.0
-
-    def update(self, accept_prob):
-        """Feed one transition's acceptance probability; return the next step.
-
-        Parameters
-        ----------
-        accept_prob : float
-            In ``[0, 1]``; a divergence counts as 0.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> da = DualAveraging(1.0)
-        >>> steps = [da.update(0.0) for _ in range(5)]  # all rejected
-        >>> steps[-1] < 1.0  # the step shrinks
-        True
-        """
-        self.t += 1
-        t = self.t
-        w = 1.0 / (t + self.t0)
-        self.h_bar = (1.0 - w) * self.h_bar + w * (self.target_accept - accept_prob)
-        self.log_step = self.mu - np.sqrt(t) / self.gamma * self.h_bar
-        eta = t ** (-self.kappa)
-        self.log_step_bar = eta * self.log_step + (1.0 - eta) * self.log_step_bar
-        return float(np.exp(self.log_step))
-
-    @property
-    def final_step_size(self):
-        """The averaged step size used after warm-up.
-
-        Before any :meth:`update` it is the initial step size.
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> da = DualAveraging(0.1, target_accept=0.8)
-        >>> round(da.final_step_size, 12)  # no update yet: the initial step
-        0.1
-        >>> for _ in range(50):
-        ...     _ = da.update(0.8)  # always on target: h_bar stays 0
-        >>> round(da.final_step_size, 12)  # settles at exp(mu) = 10 * 0.1
-        1.0
-        """
-        return (
-            float(np.exp(self.log_step_bar)) if self.t else float(np.exp(self.log_step))
-        )
-
-
-def mass_adaptation_windows(n_warmup):
-    """The slow windows that estimate the mass matrix in warm-up.
-
-    Stan's schedule: an initial buffer of 75 iterations (step size only),
-    windows of 25, 50, 100, ... iterations, the last stretched to meet a
-    terminal buffer of 50. Short warm-ups scale the buffers to 15% and 10%.
-    Fewer than 20 warm-up iterations adapt no mass matrix.
-
-    Parameters
-    ----------
-    n_warmup : int
-
-    Returns
-    -------
-    list of (int, int)
-        ``(start, end)`` iteration ranges (end exclusive) of the windows.
-
-    Examples
-    --------
-    >>> mass_adaptation_windows(1000)
-    [(75, 100), (100, 150), (150, 250), (250, 450), (450, 950)]
-    >>> mass_adaptation_windows(100)
-    [(15, 90)]
-    """
-    if n_warmup < 20:
-        return []
-    init, term, base = 75, 50, 25
-    if init + term + base > n_warmup:
-        init = int(0.15 * n_warmup)
-        term = int(0.1 * n_warmup)
-        base = n_warmup - init - term
-    last = n_warmup - term
-    windows = []
-    start, size = init, base
-    while start < last:
-        end = start + size
-        # A window that would leave less than a doubled window before the
-        # terminal buffer absorbs the rest.
-        if end + 2 * size > last:
-            end = last
-        windows.append((start, end))
-        start, size = end, 2 * size
-    return windows
 
 
 @dataclass
@@ -251,39 +135,6 @@ class HMCResult:
     n_divergent: int
     elapsed: float
     final_state: np.ndarray = None
-
-
-class _WindowMoments:
-    """Welford running variances of the draws and of their gradients."""
-
-    def __init__(self, d):
-        self.count = 0
-        self.mean = np.zeros((2, d))
-        self.m2 = np.zeros((2, d))
-
-    def add(self, x, grad):
-        self.count += 1
-        point = np.stack([x, grad])
-        delta = point - self.mean
-        self.mean += delta / self.count
-        self.m2 += delta * (point - self.mean)
-
-    def inverse_mass(self, previous):
-        """``sqrt(Var x / Var g)`` where both moved; ``previous`` elsewhere."""
-        var_x, var_g = self.m2
-        ok = (var_x > 0) & (var_g > 0) & np.isfinite(var_x) & np.isfinite(var_g)
-        estimate = previous.copy()
-        estimate[ok] = np.sqrt(var_x[ok] / var_g[ok])
-        return np.clip(estimate, *_INV_MASS_LIMITS)
-
-
-def _gradient_scaled_start(grad):
-    """nutpie's first inverse mass ``1 / |g|``; 1 where the gradient is 0."""
-    scale = np.abs(grad)
-    inv_mass = np.ones_like(scale)
-    moving = scale > 0
-    inv_mass[moving] = 1.0 / scale[moving]
-    return np.clip(inv_mass, *_INV_MASS_LIMITS)
 
 
 def _finite(value, grad):
@@ -378,6 +229,169 @@ def _step_bound(max_leapfrog, trajectory_length, step):
     return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
 
 
+@dataclass
+class HMCState:
+    """A point of an HMC chain with its log density and gradient.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_params,)
+        Position.
+    logp : float
+        Log density at ``x``.
+    grad : ndarray of shape (n_params,)
+        Gradient of the log density at ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init
+    >>> state = hmc_init(lambda x: (-0.5 * x @ x, -x), np.ones(2))
+    >>> state.logp
+    -1.0
+    """
+
+    x: np.ndarray
+    logp: float
+    grad: np.ndarray
+
+
+@dataclass
+class HMCInfo:
+    """Statistics of one :func:`hmc_step` transition.
+
+    Attributes
+    ----------
+    accept_prob : float
+        Metropolis acceptance probability; 0 for a divergent transition.
+    accepted : bool
+    divergent : bool
+    n_leapfrog : int
+        Leapfrog steps taken (drawn uniformly from ``1..max_leapfrog``).
+    energy : float
+        Hamiltonian of the state kept, as Stan reports it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init, hmc_step
+    >>> def logp(x):
+    ...     return -0.5 * x @ x, -x
+    >>> state = hmc_init(logp, np.zeros(1))
+    >>> _, info = hmc_step(state, logp, np.random.default_rng(0), step_size=0.1,
+    ...                    inv_mass=np.ones(1), max_leapfrog=5)
+    >>> 1 <= info.n_leapfrog <= 5, info.divergent
+    (True, False)
+    """
+
+    accept_prob: float
+    accepted: bool
+    divergent: bool
+    n_leapfrog: int
+    energy: float
+
+
+def hmc_init(logp_and_grad, x0):
+    """The state an HMC chain starts from.
+
+    Parameters
+    ----------
+    logp_and_grad : callable
+        ``x -> (log density, gradient)`` over flat arrays.
+    x0 : array-like of shape (n_params,)
+        Starting point; its log density and gradient must be finite.
+
+    Returns
+    -------
+    HMCState
+
+    Raises
+    ------
+    ValueError
+        When the log density or its gradient is not finite at ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init
+    >>> hmc_init(lambda x: (-0.5 * x @ x, -x), [1.0, 2.0]).grad
+    array([-1., -2.])
+    """
+    x = np.array(x0, dtype=np.float64).reshape(-1)
+    logp, grad = _evaluate(logp_and_grad, x)
+    if not _finite(logp, grad):
+        raise ValueError("The log density or its gradient is not finite at x0.")
+    return HMCState(x, logp, grad)
+
+
+def hmc_step(
+    state,
+    logp_and_grad,
+    rng,
+    *,
+    step_size,
+    inv_mass,
+    max_leapfrog,
+    max_energy_error=1000.0,
+):
+    """One HMC transition with a random number of leapfrog steps.
+
+    The number of steps is drawn from ``U{1..max_leapfrog}``, then a momentum
+    ``p ~ N(0, M)`` and the Metropolis uniform, in that order: a loop of
+    these steps with the adaptation of :func:`run_hmc` outside it repeats
+    that chain bit for bit.
+
+    Parameters
+    ----------
+    state : HMCState
+    logp_and_grad : callable
+        ``x -> (log density, gradient)``; a non-finite value or gradient on
+        the path makes the transition divergent.
+    rng : numpy.random.Generator
+    step_size : float
+    inv_mass : ndarray of shape (n_params,)
+        Diagonal inverse mass matrix.
+    max_leapfrog : int
+        Largest number of leapfrog steps.
+    max_energy_error : float, default=1000
+        Energy error beyond which the transition is divergent.
+
+    Returns
+    -------
+    state : HMCState
+        The proposal if accepted, else ``state`` itself.
+    info : HMCInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import hmc_init, hmc_step
+    >>> def logp(x):
+    ...     return -0.5 * x @ x, -x
+    >>> rng = np.random.default_rng(0)
+    >>> state = hmc_init(logp, np.zeros(2))
+    >>> for _ in range(100):
+    ...     state, info = hmc_step(state, logp, rng, step_size=0.5,
+    ...                            inv_mass=np.ones(2), max_leapfrog=10)
+    >>> state.x.shape
+    (2,)
+    """
+    n_steps = int(rng.integers(1, max_leapfrog + 1))
+    x, logp, grad, accept_prob, accepted, divergent, energy = _transition(
+        logp_and_grad,
+        state.x,
+        state.logp,
+        state.grad,
+        step_size,
+        inv_mass,
+        n_steps,
+        rng,
+        float(max_energy_error),
+    )
+    info = HMCInfo(accept_prob, accepted, divergent, n_steps, energy)
+    return (HMCState(x, logp, grad) if accepted else state), info
+
+
 def _check_counts(name, value, low):
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an int; got {type(value).__name__}.")
@@ -386,6 +400,111 @@ def _check_counts(name, value, low):
     return int(value)
 
 
+def _check_options(trajectory_length, target_accept):
+    if trajectory_length is not None:
+        trajectory_length = float(trajectory_length)
+        if not (np.isfinite(trajectory_length) and trajectory_length > 0):
+            raise ValueError(
+                f"trajectory_length must be positive; got {trajectory_length}."
+            )
+    if not 0.0 < float(target_accept) < 1.0:
+        raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
+    return trajectory_length
+
+
+def _check_inv_mass(inv_mass, d):
+    if inv_mass is None:
+        return None
+    inv_mass = np.array(inv_mass, dtype=np.float64).reshape(-1)
+    if (
+        inv_mass.shape != (d,)
+        or not np.all(inv_mass > 0)
+        or not np.all(np.isfinite(inv_mass))
+    ):
+        raise ValueError("inv_mass must hold one positive finite entry per parameter.")
+    return inv_mass
+
+
+def _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit):
+    if step_size is None:
+        return _initial_step_size(
+            logp_and_grad, state.x, state.logp, state.grad, inv_mass, rng, limit
+        )
+    step = float(step_size)
+    if not np.isfinite(step) or step <= 0:
+        raise ValueError(f"step_size must be positive; got {step_size}.")
+    return step
+
+
+class _Trace:
+    """Per-transition statistics and the kept draws of one chain."""
+
+    def __init__(self, n_warmup, n_samples, thin, d):
+        total = n_warmup + n_samples
+        self.n_warmup, self.thin, self.total = n_warmup, thin, total
+        self.report_every = max(1, total // 10)
+        self.accept_prob = np.empty(total)
+        self.accepted = np.zeros(total, dtype=bool)
+        self.divergent = np.zeros(total, dtype=bool)
+        self.n_leapfrog = np.empty(total, dtype=np.int64)
+        self.energy = np.empty(total)
+        self.step_sizes = np.empty(total)
+        self.n_kept = n_samples // thin
+        self.samples = np.empty((self.n_kept, d))
+        self.log_density = np.empty(self.n_kept)
+        self.kept = 0
+
+    def record(self, it, info, step, state):
+        self.accept_prob[it], self.accepted[it] = info.accept_prob, info.accepted
+        self.divergent[it], self.energy[it] = info.divergent, info.energy
+        self.n_leapfrog[it], self.step_sizes[it] = info.n_leapfrog, step
+        j = it - self.n_warmup + 1
+        if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:
+            self.samples[self.kept], self.log_density[self.kept] = state.x, state.logp
+            self.kept += 1
+
+    def report(self, it, step, progress, verbose, print_fn):
+        line = verbose and (it + 1) % self.report_every == 0
+        if progress is None and not line:
+            return
+        phase = "warm-up" if it < self.n_warmup else "sampling"
+        acceptance = np.mean(self.accept_prob[: it + 1])
+        divergences = int(self.divergent[: it + 1].sum())
+        if progress is not None:
+            stats = {
+                "phase": phase,
+                "acceptance": float(acceptance),
+                "divergences": divergences,
+            }
+            progress(it + 1, self.total, stats)
+        if line:
+            print_fn(
+                f"HMC {it + 1}/{self.total} ({phase}): step {step:.3g}, mean accept "
+                f"{acceptance:.2f}, divergences {divergences}"
+            )
+
+    def result(self, state, warmup, elapsed):
+        sampling = slice(self.n_warmup, self.total)
+        return HMCResult(
+            samples=self.samples,
+            log_density=self.log_density,
+            accept_prob=self.accept_prob,
+            accepted=self.accepted,
+            divergent=self.divergent,
+            n_leapfrog=self.n_leapfrog,
+            energy=self.energy,
+            step_sizes=self.step_sizes,
+            step_size=float(warmup.step),
+            inv_mass=warmup.inv_mass,
+            n_warmup=self.n_warmup,
+            acceptance_rate=float(np.mean(self.accept_prob[sampling])),
+            n_divergent=int(self.divergent[sampling].sum()),
+            elapsed=elapsed,
+            final_state=state.x,
+        )
+
+
+# Long because the docstring documents 18 parameters; the body is a thin loop.
 def run_hmc(
     logp_and_grad,
     x0,
@@ -476,131 +595,44 @@ def run_hmc(
     n_samples = _check_counts("n_samples", n_samples, 1)
     thin = _check_counts("thin", thin, 1)
     max_leapfrog = _check_counts("max_leapfrog", max_leapfrog, 1)
-    if trajectory_length is not None:
-        trajectory_length = float(trajectory_length)
-        if not (np.isfinite(trajectory_length) and trajectory_length > 0):
-            raise ValueError(
-                f"trajectory_length must be positive; got {trajectory_length}."
-            )
-    if not 0.0 < float(target_accept) < 1.0:
-        raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
+    trajectory_length = _check_options(trajectory_length, target_accept)
     rng = (
         random_state
         if isinstance(random_state, np.random.Generator)
         else np.random.default_rng(random_state)
     )
-    x = np.array(x0, dtype=np.float64).reshape(-1)
-    d = x.size
-    if inv_mass is not None:
-        inv_mass = np.array(inv_mass, dtype=np.float64).reshape(-1)
-        if (
-            inv_mass.shape != (d,)
-            or not np.all(inv_mass > 0)
-            or not np.all(np.isfinite(inv_mass))
-        ):
-            raise ValueError(
-                "inv_mass must hold one positive finite entry per parameter."
-            )
-    logp, grad = _evaluate(logp_and_grad, x)
-    if not _finite(logp, grad):
-        raise ValueError("The log density or its gradient is not finite at x0.")
+    d = np.size(x0)
+    inv_mass = _check_inv_mass(inv_mass, d)
+    state = hmc_init(logp_and_grad, x0)
     if inv_mass is None:
-        inv_mass = _gradient_scaled_start(grad)
-
+        inv_mass = gradient_scaled_inv_mass(state.grad)
     limit = float(max_energy_error)
-    if step_size is None:
-        step = _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit)
-    else:
-        step = float(step_size)
-        if not np.isfinite(step) or step <= 0:
-            raise ValueError(f"step_size must be positive; got {step_size}.")
-    dual = DualAveraging(step, target_accept)
-    windows = mass_adaptation_windows(n_warmup) if adapt_mass else []
-    moments = _WindowMoments(d)
-
-    total = n_warmup + n_samples
-    accept_prob = np.empty(total)
-    accepted = np.zeros(total, dtype=bool)
-    divergent = np.zeros(total, dtype=bool)
-    n_leapfrog = np.empty(total, dtype=np.int64)
-    energy = np.empty(total)
-    step_sizes = np.empty(total)
-    n_kept = n_samples // thin
-    samples = np.empty((n_kept, d))
-    log_density = np.empty(n_kept)
-    kept = 0
-    report = max(1, total // 10)
-
-    for it in range(total):
-        if it == n_warmup and adapt_step_size and n_warmup > 0:
-            step = dual.final_step_size
-        # In warm-up the path length follows the step that the adaptation is
-        # settling on (its running average), not its exploratory iterates: a
-        # step tried a hundred times too small would otherwise buy a hundred
-        # times the gradients for one transition.
-        bound_step = dual.final_step_size if it < n_warmup and adapt_step_size else step
-        n_steps = int(
-            rng.integers(
-                1, _step_bound(max_leapfrog, trajectory_length, bound_step) + 1
-            )
-        )
-        x, logp, grad, a, acc, div, energy[it] = _transition(
-            logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit
-        )
-        accept_prob[it], accepted[it], divergent[it] = a, acc, div
-        n_leapfrog[it], step_sizes[it] = n_steps, step
-        if it < n_warmup:
-            if adapt_step_size:
-                step = dual.update(a)
-            if windows and it >= windows[0][0]:
-                moments.add(x, grad)
-                if it + 1 == windows[0][1]:
-                    inv_mass = moments.inverse_mass(inv_mass)
-                    windows.pop(0)
-                    moments = _WindowMoments(d)
-                    if adapt_step_size:
-                        dual = DualAveraging(step, target_accept)
-        else:
-            j = it - n_warmup + 1
-            if j % thin == 0 and kept < n_kept:
-                samples[kept], log_density[kept] = x, logp
-                kept += 1
-        if progress is not None:
-            progress(
-                it + 1,
-                total,
-                {
-                    "phase": "warm-up" if it < n_warmup else "sampling",
-                    "acceptance": float(np.mean(accept_prob[: it + 1])),
-                    "divergences": int(divergent[: it + 1].sum()),
-                },
-            )
-        if verbose and (it + 1) % report == 0:
-            phase = "warm-up" if it < n_warmup else "sampling"
-            print_fn(
-                f"HMC {it + 1}/{total} ({phase}): step {step:.3g}, mean accept "
-                f"{np.mean(accept_prob[: it + 1]):.2f}, divergences "
-                f"{int(divergent[: it + 1].sum())}"
-            )
-
-    sampling = slice(n_warmup, total)
-    return HMCResult(
-        samples=samples,
-        log_density=log_density,
-        accept_prob=accept_prob,
-        accepted=accepted,
-        divergent=divergent,
-        n_leapfrog=n_leapfrog,
-        energy=energy,
-        step_sizes=step_sizes,
-        step_size=float(step),
-        inv_mass=inv_mass,
-        n_warmup=n_warmup,
-        acceptance_rate=float(np.mean(accept_prob[sampling])),
-        n_divergent=int(divergent[sampling].sum()),
-        elapsed=time.perf_counter() - t_start,
-        final_state=x,
+    step = _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit)
+    warmup = WarmupAdaptation(
+        step,
+        inv_mass,
+        n_warmup,
+        adapt_step_size=adapt_step_size,
+        adapt_mass=adapt_mass,
+        target_accept=target_accept,
     )
+    trace = _Trace(n_warmup, n_samples, thin, state.x.size)
+    for it in range(trace.total):
+        bound = _step_bound(max_leapfrog, trajectory_length, warmup.bound_step(it))
+        state, info = hmc_step(
+            state,
+            logp_and_grad,
+            rng,
+            step_size=warmup.step,
+            inv_mass=warmup.inv_mass,
+            max_leapfrog=bound,
+            max_energy_error=limit,
+        )
+        trace.record(it, info, warmup.step, state)
+        if it < n_warmup:
+            warmup.update(it, state, info.accept_prob)
+        trace.report(it, warmup.step, progress, verbose, print_fn)
+    return trace.result(state, warmup, time.perf_counter() - t_start)
 
 
 def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kwargs):

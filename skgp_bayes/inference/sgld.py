@@ -25,6 +25,11 @@ re-estimates its metric.
 The engine knows nothing about Gaussian processes: it calls
 ``logp_and_grad(x) -> (value, gradient)`` and uses the value only with
 ``metropolis=True``.
+
+One update is :func:`~skgp_bayes.inference.langevin.sgld_step` or
+:func:`~skgp_bayes.inference.langevin.mala_step` on an :class:`SGLDState`;
+:func:`run_sgld` is the loop around it, with the step-size schedule,
+freezing, rejections and adaptation outside the step.
 """
 
 import math
@@ -34,9 +39,28 @@ import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
-from .hmc import DualAveraging
+from .adaptation import DualAveraging, fisher_metric
+from .langevin import (
+    LangevinMetric,
+    SGLDInfo,
+    SGLDState,
+    mala_step,
+    sgld_init,
+    sgld_step,
+)
 
-__all__ = ["SGLDResult", "SGLDState", "copy_state", "sgld_schedule", "run_sgld"]
+__all__ = [
+    "LangevinMetric",
+    "SGLDInfo",
+    "SGLDResult",
+    "SGLDState",
+    "copy_state",
+    "mala_step",
+    "run_sgld",
+    "sgld_init",
+    "sgld_schedule",
+    "sgld_step",
+]
 
 # Acceptance rate that maximises MALA's efficiency on product targets as the
 # dimension grows (Roberts and Rosenthal, 1998); the optimum is flat around
@@ -73,87 +97,6 @@ def sgld_schedule(start, end, n_iter, gamma=1.0):
     span = n_iter - 1
     b = span / ((start / end) ** (1.0 / gamma) - 1.0)
     return float(start * b**gamma), float(b)
-
-
-class SGLDState:
-    """Everything a chain needs to continue where it stopped.
-
-    Passed back to :func:`run_sgld` as ``resume``, it makes a run of ``a``
-    iterations followed by one of ``b`` identical to one run of ``a + b``
-    (same schedule, same injected noise when the same generator continues).
-
-    Attributes
-    ----------
-    x : ndarray of shape (n_params,)
-        Current position.
-    t : int
-        Iterations done (the schedule's counter).
-    scale : float
-        Product of the step halvings after rejections.
-    failures : int
-        Consecutive rejections at the end.
-    n_rejected : int
-    window : list of ndarray
-        Gradients of the unfinished freezing window.
-    frozen_at : int or None
-    frozen_eps : float or None
-        The frozen step size (before ``scale``).
-    freeze_ratios : list of (int, float)
-    logp, grad : float and ndarray or None
-        Log density and gradient at ``x`` (``metropolis=True`` only).
-    dual : DualAveraging or None
-        Step-size adaptation still under way (``metropolis=True`` only).
-    n_accepted : int
-        Accepted proposals (``metropolis=True``).
-    metric : ndarray of shape (n_params, n_params) or None
-        The preconditioner estimated during warm-up (``metric_windows``);
-        None while the given one is in use.
-    moments : list of (ndarray, ndarray)
-        States and gradients of the unfinished metric window.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference import run_sgld
-    >>> res = run_sgld(lambda x: (0.0, -x), np.zeros(2), n_iter=5, a=0.1,
-    ...                rng=np.random.default_rng(0))
-    >>> res.state.t
-    5
-    """
-
-    def __init__(
-        self,
-        x,
-        t,
-        scale,
-        failures,
-        n_rejected,
-        window,
-        frozen_at,
-        frozen_eps,
-        ratios,
-        logp=None,
-        grad=None,
-        dual=None,
-        n_accepted=0,
-        metric=None,
-        moments=None,
-    ):
-        self.x = x
-        self.t = t
-        self.scale = scale
-        self.failures = failures
-        self.n_rejected = n_rejected
-        self.window = window
-        self.frozen_at = frozen_at
-        self.frozen_eps = frozen_eps
-        self.freeze_ratios = ratios
-        self.logp = logp
-        self.grad = grad
-        self.dual = dual
-        self.n_accepted = n_accepted
-        self.metric = metric
-        self.moments = [] if moments is None else moments
 
 
 class SGLDResult:
@@ -204,33 +147,7 @@ class SGLDResult:
         self.state = state
 
 
-def _preconditioner(M, n_params):
-    """(apply M to a vector, Cholesky factor of M) for None, a diagonal or a matrix."""
-    if M is None:
-        return (lambda g: g), None
-    M = np.asarray(M, dtype=np.float64)
-    if M.ndim == 1:
-        if M.shape != (n_params,) or not np.all(M > 0):
-            raise ValueError(
-                "A diagonal preconditioner must be positive, one per parameter."
-            )
-        return (lambda g: M * g), np.sqrt(M)
-    if M.shape != (n_params, n_params):
-        raise ValueError(f"The preconditioner must have shape {(n_params, n_params)}.")
-    try:
-        L = np.linalg.cholesky(0.5 * (M + M.T))
-    except np.linalg.LinAlgError as err:
-        raise ValueError("The preconditioner must be positive definite.") from err
-    return (lambda g: M @ g), L
-
-
-def _reflect(x, bounds):
-    lo, hi = bounds[:, 0], bounds[:, 1]
-    x = np.where(x < lo, 2 * lo - x, x)
-    x = np.where(x > hi, 2 * hi - x, x)
-    return np.clip(x, lo, hi)
-
-
+# Long because the docstring documents 20 parameters; the body is a thin loop.
 def run_sgld(
     logp_and_grad,
     x0,
@@ -358,19 +275,16 @@ def run_sgld(
     (199, True)
     """
     if resume is None:
-        resume = SGLDState(
-            np.array(x0, dtype=np.float64), 0, 1.0, 0, 0, [], None, None, []
-        )
-    n_params = resume.x.shape[0]
+        resume = sgld_init(x0)
     if resume.metric is not None:
         preconditioner = resume.metric
-    apply_m, root = _preconditioner(preconditioner, n_params)
+    metric = LangevinMetric(preconditioner, resume.x.shape[0])
     bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64)
-    chain = _Chain(resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter)
+    chain = _Chain(resume, metric, bounds, rng, verbose, print_fn, n_iter)
     if metropolis:
         if not 0.0 < float(target_accept) < 1.0:
             raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
-        step = _mala_step(
+        step = _mala_update(
             logp_and_grad,
             chain,
             (a, b, gamma),
@@ -379,7 +293,7 @@ def run_sgld(
             _check_windows(metric_windows, adapt_steps),
         )
     else:
-        step = _sgld_step(
+        step = _sgld_update(
             logp_and_grad,
             chain,
             a,
@@ -400,10 +314,10 @@ def run_sgld(
 class _Chain:
     """Mutable state of a run, its records and its progress lines."""
 
-    def __init__(self, resume, apply_m, root, bounds, rng, verbose, print_fn, n_iter):
+    def __init__(self, resume, metric, bounds, rng, verbose, print_fn, n_iter):
         self.s = copy_state(resume)
         self.t0 = resume.t
-        self.apply_m, self.root, self.bounds, self.rng = apply_m, root, bounds, rng
+        self.metric, self.bounds, self.rng = metric, bounds, rng
         self.samples = np.empty((n_iter, self.s.x.shape[0]))
         self.steps = np.empty(n_iter)
         self.accepted = np.ones(n_iter, dtype=bool)
@@ -413,14 +327,8 @@ class _Chain:
         self.t_start = time.perf_counter()
 
     def set_metric(self, M):
-        self.apply_m, self.root = _preconditioner(M, self.s.x.shape[0])
+        self.metric = LangevinMetric(M, self.s.x.shape[0])
         self.s.metric = M
-
-    def noise(self):
-        z = self.rng.standard_normal(self.s.x.shape[0])
-        if self.root is not None:
-            z = self.root @ z if self.root.ndim == 2 else self.root * z
-        return z
 
     def record(self, t):
         i = t - self.t0
@@ -487,36 +395,39 @@ def copy_state(state):
     )
 
 
-def _sgld_step(
+def _sgld_update(
     logp_and_grad, chain, a, b, gamma, freeze_threshold, freeze_window, max_failures
 ):
-    """One unadjusted (stochastic-gradient) Langevin update per call."""
-    s = chain.s
+    """The driver of SGLD: the schedule, rejections and freezing around a step."""
 
-    def step(t):
+    def update(t):
+        s = chain.s
         eps = s.frozen_eps if s.frozen_eps is not None else a * (b + t) ** (-gamma)
         eps *= s.scale
         chain.eps = eps
-        _, grad = logp_and_grad(s.x)
-        grad = np.asarray(grad, dtype=np.float64)
-        proposal = s.x + 0.5 * eps * chain.apply_m(grad) + np.sqrt(eps) * chain.noise()
-        if chain.bounds is not None and np.all(np.isfinite(proposal)):
-            proposal = _reflect(proposal, chain.bounds)
-        if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
+        s, info = sgld_step(
+            s,
+            logp_and_grad,
+            chain.rng,
+            step_size=eps,
+            metric=chain.metric,
+            bounds=chain.bounds,
+        )
+        chain.s = s
+        if info.failed:
             _reject_sgld(s, t, max_failures)
             return
         s.failures = 0
-        s.x = proposal
         if freeze_threshold is not None and s.frozen_eps is None:
-            s.window.append(grad)
+            s.window.append(info.grad)
             if len(s.window) == freeze_window:
-                ratio = _noise_ratio(np.array(s.window), eps, chain.root)
+                ratio = _noise_ratio(np.array(s.window), eps, chain.metric.root)
                 s.freeze_ratios.append((t, ratio))
                 s.window = []
                 if ratio < freeze_threshold:
                     s.frozen_at, s.frozen_eps = t, eps / s.scale
 
-    return step
+    return update
 
 
 def _reject_sgld(s, t, max_failures):
@@ -538,37 +449,19 @@ def _reject_sgld(s, t, max_failures):
         )
 
 
-def _finite_evaluation(logp_and_grad, x):
-    value, grad = logp_and_grad(x)
-    grad = np.asarray(grad, dtype=np.float64)
-    if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-        return -np.inf, None
-    return float(value), grad
-
-
-def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windows):
-    """One Metropolis-adjusted Langevin transition per call.
-
-    With ``M = R R'`` and the proposal ``x' = x + eps/2 M g + sqrt(eps) R z``,
-    the forward proposal density needs only ``z`` and the reverse one only
-    ``R' (g + g')``, since ``R^-1 (x - x' - eps/2 M g') = -(sqrt(eps) z +
-    eps/2 R' (g + g'))``: no triangular solve per transition.
-    """
+def _mala_update(logp_and_grad, chain, schedule, adapt_steps, target_accept, windows):
+    """The driver of MALA: step-size and metric adaptation around a step."""
     a, b, gamma = schedule
-    s = chain.s
     ends = {end: start for start, end in windows}
-    if s.logp is None:
-        s.logp, s.grad = _finite_evaluation(logp_and_grad, s.x)
-        if s.grad is None:
-            raise ValueError(
-                f"The log density or its gradient is not finite at the start {s.x}."
-            )
+    if chain.s.logp is None:
+        start = sgld_init(chain.s.x, logp_and_grad)
+        chain.s.logp, chain.s.grad = start.logp, start.grad
+    s = chain.s
     if s.dual is None and s.frozen_eps is None and s.t < adapt_steps:
         s.dual = DualAveraging(a * b ** (-gamma), target_accept)
-    rng, n_params = chain.rng, s.x.shape[0]
-    lo, hi = (None, None) if chain.bounds is None else chain.bounds.T
 
-    def step(t):
+    def update(t):
+        s = chain.s
         if s.frozen_eps is not None:
             eps = s.frozen_eps
         elif s.dual is not None:
@@ -576,30 +469,20 @@ def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windo
         else:
             eps = a * (b + t) ** (-gamma)
         chain.eps = eps
-        z = rng.standard_normal(n_params)
-        root_z = _times_root(chain.root, z)
-        proposal = s.x + 0.5 * eps * chain.apply_m(s.grad) + math.sqrt(eps) * root_z
-        u = rng.random()
-        inside = bool(np.isfinite(proposal).all()) and (
-            lo is None or bool(((proposal >= lo) & (proposal <= hi)).all())
+        s, info = mala_step(
+            s,
+            logp_and_grad,
+            chain.rng,
+            step_size=eps,
+            metric=chain.metric,
+            bounds=chain.bounds,
         )
-        logp, grad = (
-            _finite_evaluation(logp_and_grad, proposal) if inside else (-np.inf, None)
-        )
-        prob = 0.0
-        if grad is None:
-            s.n_rejected += inside
-        else:
-            back = z + 0.5 * math.sqrt(eps) * _times_root_t(chain.root, s.grad + grad)
-            log_ratio = logp - s.logp + 0.5 * (float(z @ z) - float(back @ back))
-            prob = math.exp(min(0.0, log_ratio))
-        accept = u < prob
-        chain.accepted[t - chain.t0] = accept
-        if accept:
-            s.x, s.logp, s.grad = proposal, logp, grad
-            s.n_accepted += 1
+        chain.s = s
+        s.n_rejected += info.failed
+        chain.accepted[t - chain.t0] = info.accepted
+        s.n_accepted += info.accepted
         if s.dual is not None:
-            s.dual.update(prob)
+            s.dual.update(info.accept_prob)
             if any(start <= t < end for start, end in windows):
                 s.moments.append((s.x, s.grad))
             if t + 1 in ends:
@@ -607,7 +490,7 @@ def _mala_step(logp_and_grad, chain, schedule, adapt_steps, target_accept, windo
             if t == adapt_steps - 1:
                 s.frozen_at, s.frozen_eps, s.dual = t, s.dual.final_step_size, None
 
-    return step
+    return update
 
 
 def _restarted_dual(eps, target_accept):
@@ -636,85 +519,6 @@ def _adapt_metric(chain, eps, target_accept):
         s.dual = _restarted_dual(eps, target_accept)
 
 
-# Pseudo-draws of each covariance's own diagonal added to a window's
-# covariances (Stan adds five of a small multiple of the identity): they
-# keep a short window's estimate positive definite whatever the scales.
-_METRIC_PRIOR_DRAWS = 5
-
-
-def fisher_metric(xs, grads):
-    """The Gaussian covariance closest to a window of draws and gradients.
-
-    For a Gaussian target ``N(mu, S)`` the gradient is ``-S^-1 (x - mu)``,
-    so ``Cov(grad) = S^-1 Cov(x) S^-1`` whatever part of the target the
-    draws cover: ``S`` is the geometric mean ``A # B^-1 = B^-1/2 (B^1/2 A
-    B^1/2)^1/2 B^-1/2`` of ``A = Cov(x)`` and ``B = Cov(grad)``, the
-    minimiser of the Fisher divergence between the draws and a Gaussian
-    (the dense form of nutpie's diagonal ``sqrt(Var x / Var grad)``;
-    Seyboldt, Carlson and Carpenter). Unlike the covariance of the draws
-    alone (Stan's estimate), it needs no exploration of the wide
-    directions, which a short warm-up of a slowly mixing chain lacks.
-
-    Parameters
-    ----------
-    xs, grads : ndarray of shape (n_draws, n_params)
-        States and gradients of the log density at them. Each covariance
-        is shrunk toward its own diagonal by ``_METRIC_PRIOR_DRAWS``
-        pseudo-draws.
-
-    Returns
-    -------
-    ndarray of shape (n_params, n_params) or None
-        None when a coordinate never moved or the estimate is not finite
-        and positive definite.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference.sgld import fisher_metric
-    >>> S = np.array([[4.0, 1.0], [1.0, 1.0]])
-    >>> xs = np.random.default_rng(0).multivariate_normal([0, 0], S, 500) * 0.1
-    >>> grads = -xs @ np.linalg.inv(S)
-    >>> np.round(fisher_metric(xs, grads), 1)  # the draws' covariance is S / 100
-    array([[4., 1.],
-           [1., 1.]])
-    """
-    k = xs.shape[0]
-    if k < 2:
-        return None
-    with np.errstate(all="ignore"):
-        try:
-            cov_x, cov_g = _shrunk_cov(xs), _shrunk_cov(grads)
-            half, inv_half = _sqrt_and_inverse(cov_g)
-            mid, _ = _sqrt_and_inverse(half @ cov_x @ half)
-        except np.linalg.LinAlgError:
-            return None
-        metric = inv_half @ mid @ inv_half
-    metric = 0.5 * (metric + metric.T)
-    if not np.all(np.isfinite(metric)):
-        return None
-    try:
-        np.linalg.cholesky(metric)
-    except np.linalg.LinAlgError:
-        return None
-    return metric
-
-
-def _shrunk_cov(values):
-    k, w = values.shape[0], _METRIC_PRIOR_DRAWS
-    cov = np.atleast_2d(np.cov(values, rowvar=False))
-    return (k * cov + w * np.diag(np.diag(cov))) / (k + w)
-
-
-def _sqrt_and_inverse(A):
-    """Symmetric square root of ``A`` and its inverse; LinAlgError unless PD."""
-    lam, vectors = np.linalg.eigh(0.5 * (A + A.T))
-    if not (np.all(np.isfinite(lam)) and lam[0] > 0):
-        raise np.linalg.LinAlgError("not positive definite")
-    root = np.sqrt(lam)
-    return (vectors * root) @ vectors.T, (vectors / root) @ vectors.T
-
-
 def _check_windows(windows, adapt_steps):
     windows = [(int(a), int(b)) for a, b in windows]
     for start, end in windows:
@@ -724,19 +528,6 @@ def _check_windows(windows, adapt_steps):
                 f"got {(start, end)}."
             )
     return windows
-
-
-def _times_root(root, z):
-    if root is None:
-        return z
-    return root @ z if root.ndim == 2 else root * z
-
-
-def _times_root_t(root, v):
-    """``R' v`` for the preconditioner's root ``R`` (None: identity)."""
-    if root is None:
-        return v
-    return root.T @ v if root.ndim == 2 else root * v
 
 
 def _noise_ratio(grads, eps, root):

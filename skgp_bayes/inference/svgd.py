@@ -20,19 +20,9 @@ distance left to travel: a field of ``tol`` means the particles are about
 by a field pointing out of the box count as settled (the projected field,
 as in L-BFGS-B).
 
-Coordinate-wise kernel. With ``kernel="coordinatewise"`` the matrix-valued
-kernel is diagonal, ``K(x, y) = diag(k_p(x_p, y_p))``, each entry an RBF
-kernel on one (whitened) coordinate with its own median-rule bandwidth. It
-is positive definite, so the Stein identity and the KL-descent argument of
-SVGD hold for it (Wang, Tang, Bajaj and Liu, 2019), and in the limit of many
-particles its fixed point makes ``E_q[d_p log p - d_p log q | x_p] = 0`` for
-every coordinate (the local Stein condition of Zhuo et al., 2018, and Wang,
-Zeng and Liu, 2018). In whitened coordinates, where the target is close to
-a standard normal, that is close to the target itself; and because each
-kernel sees one dimension, the repulsion keeps its strength whatever the
-number of coordinates, where the joint RBF kernel with a few particles in
-hundreds of dimensions pulls them to a point near the joint mode (Ba et
-al., 2021).
+Coordinate-wise kernel. ``kernel="coordinatewise"`` gives each whitened
+coordinate its own RBF kernel, for targets with many coordinates and few
+particles; the field and its kernels are in :mod:`.stein_kernel`.
 
 Step control. ``step_control="per_coordinate"`` (whitened runs) gives every
 particle and coordinate its own fraction of the field, at most
@@ -42,22 +32,39 @@ it keeps its sign, as in Rprop (Riedmiller and Braun, 1993). A stiff
 coordinate then slows alone, where the global rule (``"global"``: halve the
 whole step once the field grows 20% past its smallest value) slows every
 coordinate for it and never speeds up again.
+
+State and step. One iteration is :func:`svgd_step` on an :class:`SVGDState`
+built by :func:`svgd_init`; :func:`run_svgd` is the loop around it, with the
+records, the callbacks, the rejection policy and the stopping outside the
+step. A continued run keeps the state and steps again.
 """
 
 import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
-from .adam import adam_init, adam_update
+from .adam import AdamState, adam_init, adam_update
+from .stein_kernel import (
+    SteinCoordinates,
+    choose_kernel,
+    median_bandwidth,
+    stein_field,
+    svgd_direction,
+)
 
 __all__ = [
     "svgd_direction",
     "median_bandwidth",
     "choose_kernel",
+    "SVGDInfo",
     "SVGDResult",
+    "SVGDState",
     "run_svgd",
+    "svgd_init",
+    "svgd_step",
 ]
 
 # Consecutive rejected steps (non-finite target) before the run is abandoned.
@@ -66,7 +73,6 @@ _MAX_CONSECUTIVE_FAILURES = 10
 # converged: one small value may be a particle passing through, two in a row
 # on a contracting deterministic map are not.
 _PATIENCE = 2
-_BANDWIDTH_FLOOR = 1e-8
 # Growth of the field over its smallest value in the run that halves the
 # whitened step. The field's norm is not a Lyapunov function of the SVGD
 # flow (its Jacobian is not symmetric), so small rises happen without
@@ -79,145 +85,6 @@ _GROW = 1.2
 # Standard deviations of the mean log density of J exact draws that a fall
 # must exceed to count as instability (see _check_stability).
 _FALL_SDS = 3.0
-
-
-def median_bandwidth(sq_dists, n_particles):
-    """Median-rule RBF bandwidth ``h = med^2 / log(J + 1)``, with a floor.
-
-    Parameters
-    ----------
-    sq_dists : ndarray of shape (J, J)
-        Squared distances between particles.
-    n_particles : int
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference.svgd import median_bandwidth
-    >>> d2 = np.array([[0.0, 4.0], [4.0, 0.0]])
-    >>> round(float(median_bandwidth(d2, 2)), 4)  # median of [0, 4, 4, 0] is 2
-    1.8205
-    """
-    if n_particles < 2:
-        return 1.0
-    med = float(np.median(sq_dists))
-    # Coincident particles give med = 0: the floor keeps the repulsive term
-    # finite and lets it push them apart.
-    return max(med / np.log(n_particles + 1.0), _BANDWIDTH_FLOOR)
-
-
-def choose_kernel(root, shape):
-    """The SVGD kernel: one per coordinate where coordinates outnumber particles.
-
-    SVGD with one RBF kernel on the whole vector collapses the particles'
-    spread once the dimension is comparable to the number of particles or
-    larger (Ba et al., 2022): with ten particles in hundreds of dimensions
-    its fixed point sits near the joint mode, with the spread a fraction of
-    the target's. The diagonal kernel, one RBF kernel per whitened
-    coordinate, keeps the repulsion of a one-dimensional problem in every
-    coordinate (see the module's notes). With more particles than
-    coordinates the joint kernel does not collapse and also captures what
-    whitening left of the correlations, so it is kept there; without a
-    preconditioner the coordinates are not whitened and the joint kernel is
-    kept too.
-
-    Parameters
-    ----------
-    root : ndarray of shape (n_params, n_params) or None
-        Root ``S`` of the preconditioner ``S S'``; ``None`` for none.
-    shape : tuple of int
-        ``(n_particles, n_params)``, the shape of the particle array.
-
-    Returns
-    -------
-    {"rbf", "coordinatewise"}
-        The ``kernel`` argument of :func:`run_svgd`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference.svgd import choose_kernel
-    >>> choose_kernel(np.eye(100), (10, 100))
-    'coordinatewise'
-    >>> choose_kernel(np.eye(5), (10, 5)), choose_kernel(None, (10, 100))
-    ('rbf', 'rbf')
-    """
-    n_particles, n_params = shape
-    if root is None or n_params <= n_particles:
-        return "rbf"
-    return "coordinatewise"
-
-
-def _coordinatewise_field(particles, grads):
-    """SVGD field of the diagonal kernel ``diag(k_p(x_p, y_p))``.
-
-    Returns the field (J, P), the median of the per-coordinate bandwidths
-    and the kernel mass of each particle and coordinate (J, P).
-    """
-    n_particles, n_dims = particles.shape
-    diff = particles[:, None, :] - particles[None, :, :]  # x_j - x_i at [j, i]
-    sq = diff * diff
-    if n_particles < 2:
-        bandwidth = np.ones(n_dims)
-    else:
-        med = np.median(sq.reshape(-1, n_dims), axis=0)
-        bandwidth = np.maximum(med / np.log(n_particles + 1.0), _BANDWIDTH_FLOOR)
-    k = np.exp(-sq / bandwidth)
-    drive = np.einsum("jip,jp->ip", k, grads)
-    repulse = -2.0 / bandwidth * np.einsum("jip,jip->ip", k, diff)
-    mass = k.sum(axis=0) / n_particles
-    median_h = float(np.median(bandwidth)) if n_dims else 1.0
-    return (drive + repulse) / n_particles, median_h, mass
-
-
-def _field(particles, grads, bandwidth=None):
-    """SVGD field, bandwidth and each particle's kernel mass."""
-    n_particles = particles.shape[0]
-    diff = particles[:, None, :] - particles[None, :, :]  # x_j - x_i at [j, i]
-    sq_dists = np.einsum("jip,jip->ji", diff, diff)
-    if bandwidth is None:
-        bandwidth = median_bandwidth(sq_dists, n_particles)
-    k = np.exp(-sq_dists / bandwidth)
-    drive = k.T @ grads
-    # grad_{x_j} k(x_j, x_i) = -2 (x_j - x_i) / h k_ji
-    repulse = -2.0 / bandwidth * np.einsum("ji,jip->ip", k, diff)
-    mass = k.sum(axis=0) / n_particles
-    return (drive + repulse) / n_particles, bandwidth, mass
-
-
-def svgd_direction(particles, grads, bandwidth=None):
-    """The SVGD update field at every particle.
-
-    ``phi(x_i) = 1/J sum_j [k(x_j, x_i) grad log p(x_j) + grad_{x_j} k(x_j, x_i)]``
-    with ``k(x, y) = exp(-|x - y|^2 / h)``.
-
-    Parameters
-    ----------
-    particles : ndarray of shape (J, P)
-    grads : ndarray of shape (J, P)
-        Gradients of the log density at the particles.
-    bandwidth : float, optional
-        ``h``; the median rule when omitted.
-
-    Returns
-    -------
-    phi : ndarray of shape (J, P)
-    bandwidth : float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference import svgd_direction
-    >>> phi, h = svgd_direction(np.array([[0.0]]), np.array([[2.0]]))
-    >>> phi  # one particle: plain gradient ascent
-    array([[2.]])
-    """
-    phi, bandwidth, _ = _field(particles, grads, bandwidth)
-    return phi, bandwidth
 
 
 class SVGDResult:
@@ -269,62 +136,6 @@ def _finite(values, grads, stochastic=False):
     return bool(np.all(np.isfinite(values)) and np.all(np.isfinite(grads)))
 
 
-class _Metric:
-    """Working coordinates of the run and the posterior-sd unit of its rule.
-
-    With a preconditioner ``S`` (``Q = S S'``) SVGD runs on ``z = S^-1 x``:
-    for a constant ``Q`` this is the matrix-valued-kernel SVGD of Wang,
-    Tang, Bajaj and Liu (2019), whose update ``Q phi_Q`` uses the RBF kernel
-    in the ``Q^-1`` metric and equals plain SVGD on ``z`` mapped back.
-    """
-
-    def __init__(self, preconditioner, n_params):
-        if preconditioner is None:
-            self.S = self.S_inv = None
-            return
-        S = np.asarray(preconditioner, dtype=np.float64)
-        if S.shape != (n_params, n_params) or not np.all(np.isfinite(S)):
-            raise ValueError(
-                f"preconditioner must be a finite ({n_params}, {n_params}) "
-                f"matrix; got shape {S.shape}."
-            )
-        self.S = S
-        self.S_inv = np.linalg.inv(S)
-
-    @property
-    def whitened(self):
-        return self.S is not None
-
-    def to_work(self, x):
-        return x if self.S is None else x @ self.S_inv.T
-
-    def to_params(self, z):
-        return z if self.S is None else z @ self.S.T
-
-    def work_grads(self, grads):
-        # d/dz log p(S z) = S' grad_x
-        return grads if self.S is None else grads @ self.S
-
-    def residual(self, field, particles, bounds):
-        """RMS of the field in posterior sds, bound-held coordinates removed."""
-        if field.size == 0:
-            return 0.0
-        move = self.to_params(field)
-        if bounds is not None:
-            held = ((particles <= bounds[:, 0]) & (move < 0)) | (
-                (particles >= bounds[:, 1]) & (move > 0)
-            )
-            move = np.where(held, 0.0, move)
-        if self.S is not None:
-            sd_units = move @ self.S_inv.T
-        else:
-            # A coordinate without spread (one particle, or particles that
-            # coincide) has no sd to measure in: its field counts as is.
-            spread = np.std(particles, axis=0)
-            sd_units = move * np.where(spread > 0, spread, 1.0)
-        return float(np.sqrt(np.mean(sd_units**2)))
-
-
 def _plain_step(field, learning_rate, max_step):
     """Whitened step ``learning_rate * field``, each coordinate capped."""
     step = learning_rate * field
@@ -332,6 +143,418 @@ def _plain_step(field, learning_rate, max_step):
     return np.clip(step, -max_step, max_step), capped
 
 
+@dataclass
+class SVGDState:
+    """Particles of an SVGD run with everything the next step needs.
+
+    Attributes
+    ----------
+    particles : ndarray of shape (J, P)
+    values : ndarray of shape (J,)
+        Log density at the particles.
+    grads : ndarray of shape (J, P)
+        Gradients of the log density at the particles.
+    adam : AdamState
+        Adam's moments (runs without a preconditioner).
+    learning_rate : float
+        Base learning rate, halved after every rejected step (and, in a
+        whitened run with the global rule, when the field regrows).
+    iterations : int
+        Accepted steps, counted across continued runs (the clock of
+        ``decay``).
+    rates, last_sign : ndarray of shape (J, P) or None
+        Per-coordinate step fractions and the field's last signs
+        (``step_control="per_coordinate"``).
+    metric : SteinCoordinates
+        Working coordinates of the run (whitened by the preconditioner or
+        not) and the posterior-sd unit of the stopping rule.
+    kernel : {"rbf", "coordinatewise"}
+    per_coordinate : bool
+        Whether steps are controlled per coordinate.
+    stochastic : bool
+        Whether values and gradients are noisy estimates.
+    quiet_iters : int
+        Consecutive steps with the field at most ``tol``.
+    fresh : bool
+        Whether the particles moved since the field was last counted (a
+        rejected step leaves them, and they are counted once).
+    best : float
+        Smallest field of the run (the global step rule).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import svgd_init
+    >>> def logp(x):
+    ...     return -0.5 * np.sum(x**2, axis=1), -x
+    >>> state = svgd_init(logp, np.zeros((4, 2)), learning_rate=0.1)
+    >>> state.particles.shape, state.iterations
+    ((4, 2), 0)
+    """
+
+    particles: np.ndarray
+    values: np.ndarray
+    grads: np.ndarray
+    adam: AdamState
+    learning_rate: float
+    iterations: int
+    rates: np.ndarray
+    last_sign: np.ndarray
+    metric: SteinCoordinates
+    kernel: str
+    per_coordinate: bool
+    stochastic: bool
+    quiet_iters: int = 0
+    fresh: bool = True
+    best: float = np.inf
+
+    def checkpoint(self):
+        """The ``state`` dict of :class:`SVGDResult`, to continue a run.
+
+        Returns
+        -------
+        dict
+            ``adam``, ``learning_rate``, ``iterations``, ``rates`` and
+            ``last_sign``: the ``resume`` of :func:`svgd_init` and the
+            ``state`` of :func:`run_svgd`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference import svgd_init
+        >>> def logp(x):
+        ...     return -0.5 * np.sum(x**2, axis=1), -x
+        >>> sorted(svgd_init(logp, np.zeros((2, 1)), learning_rate=0.1).checkpoint())
+        ['adam', 'iterations', 'last_sign', 'learning_rate', 'rates']
+        """
+        return {
+            "adam": self.adam,
+            "learning_rate": self.learning_rate,
+            "iterations": self.iterations,
+            "rates": self.rates,
+            "last_sign": self.last_sign,
+        }
+
+
+@dataclass
+class SVGDInfo:
+    """What one :func:`svgd_step` did.
+
+    Attributes
+    ----------
+    converged : bool
+        The field had stayed at most ``tol`` long enough: no step was
+        taken and the run is over.
+    accepted : bool
+        The particles moved. False on convergence, and when the target was
+        not finite at the moved particles (the step is then rejected: the
+        particles stay and the learning rate halves).
+    field : float
+        The stopping rule's RMS normalised field, in posterior sds, before
+        the step.
+    bandwidth : float
+        Kernel bandwidth (the median of the coordinates' bandwidths with
+        the coordinate-wise kernel).
+    learning_rate : float
+        Learning rate of the step, after ``decay``.
+    max_move : float
+        Largest change of a coordinate (0 unless accepted).
+    capped : bool
+        Whether some coordinate's step hit ``max_step``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import svgd_init, svgd_step
+    >>> def logp(x):
+    ...     return -0.5 * np.sum(x**2, axis=1), -x
+    >>> state = svgd_init(logp, np.ones((3, 1)), learning_rate=0.1)
+    >>> state, info = svgd_step(state, logp)
+    >>> info.accepted, info.converged
+    (True, False)
+    """
+
+    converged: bool
+    accepted: bool
+    field: float
+    bandwidth: float
+    learning_rate: float = np.nan
+    max_move: float = 0.0
+    capped: bool = False
+
+
+def svgd_init(
+    logp_and_grad,
+    particles,
+    *,
+    learning_rate,
+    resume=None,
+    preconditioner=None,
+    kernel="rbf",
+    step_control="global",
+    stochastic=False,
+):
+    """The state an SVGD run starts from.
+
+    Parameters
+    ----------
+    logp_and_grad : callable
+        ``logp_and_grad(particles) -> (values (J,), grads (J, P))``.
+    particles : ndarray of shape (J, P)
+        Starting particles (copied).
+    learning_rate : float
+        As in :func:`run_svgd`; ignored when ``resume`` is given.
+    resume : dict, optional
+        ``result.state`` of an earlier run (or :meth:`SVGDState.checkpoint`)
+        to continue it exactly.
+    preconditioner, kernel, step_control, stochastic
+        As in :func:`run_svgd`.
+
+    Returns
+    -------
+    SVGDState
+
+    Raises
+    ------
+    FloatingPointError
+        When the log density or its gradient is not finite at the particles.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import svgd_init
+    >>> def logp(x):
+    ...     return -0.5 * np.sum(x**2, axis=1), -x
+    >>> svgd_init(logp, np.ones((2, 3)), learning_rate=0.1).values
+    array([-1.5, -1.5])
+    """
+    particles = np.array(particles, dtype=np.float64, copy=True)
+    metric = SteinCoordinates(preconditioner, particles.shape[1])
+    per_coordinate = _check_options(kernel, step_control, metric)
+    if resume is None:
+        adam, lr, done = adam_init(particles), float(learning_rate), 0
+        rates = last_sign = None
+    else:
+        adam = resume["adam"].copy()
+        lr = float(resume["learning_rate"])
+        done = int(resume.get("iterations", 0))
+        rates, last_sign = resume.get("rates"), resume.get("last_sign")
+    if per_coordinate and (rates is None or rates.shape != particles.shape):
+        rates, last_sign = np.full(particles.shape, lr), None
+    values, grads = logp_and_grad(particles)
+    if not _finite(values, grads, stochastic):
+        raise FloatingPointError(
+            "The log density or its gradient is not finite at the initial particles."
+        )
+    return SVGDState(
+        particles=particles,
+        values=values,
+        grads=grads,
+        adam=adam,
+        learning_rate=lr,
+        iterations=done,
+        rates=rates,
+        last_sign=last_sign,
+        metric=metric,
+        kernel=kernel,
+        per_coordinate=per_coordinate,
+        stochastic=stochastic,
+    )
+
+
+def _normalised_field(state, bounds):
+    """Field, its normalised form, bandwidth and residual at the particles."""
+    metric = state.metric
+    work = metric.to_work(state.particles)
+    phi, bandwidth, mass = stein_field(
+        work, metric.work_grads(state.grads), state.kernel
+    )
+    # Dividing by the kernel mass keeps the field's zeros and makes it a
+    # distance (see the module notes).
+    normalised = phi / (mass if mass.ndim == 2 else mass[:, None])
+    residual = metric.residual(normalised, state.particles, bounds)
+    return work, phi, normalised, bandwidth, residual
+
+
+def _count_and_adapt(state, normalised, residual, tol):
+    """The stopping counter and Rprop's rates, once per set of particles."""
+    quiet, rates, last_sign = state.quiet_iters, state.rates, state.last_sign
+    if state.fresh:
+        quiet = quiet + 1 if residual <= tol and not state.stochastic else 0
+        if state.per_coordinate:
+            rates, last_sign = _adapt_rates(
+                rates, last_sign, normalised, state.learning_rate
+            )
+    return quiet, rates, last_sign
+
+
+def _propose(state, work, phi, normalised, rates, lr, step_lr, max_step, bounds):
+    """Moved particles, Adam's new state, and whether a step hit the cap."""
+    metric, adam = state.metric, state.adam
+    if metric.whitened:
+        scale = step_lr if rates is None else rates * (step_lr / lr)
+        step, capped = _plain_step(normalised, scale, max_step)
+        proposal = metric.to_params(work + step)
+    else:
+        adam = adam.copy()
+        step = adam_update(adam, phi, step_lr, max_step=max_step)
+        capped = bool(np.any(np.abs(step) >= max_step * (1.0 - 1e-9)))
+        proposal = state.particles + step
+    if bounds is not None:
+        np.clip(proposal, bounds[:, 0], bounds[:, 1], out=proposal)
+    return proposal, adam, capped
+
+
+def svgd_step(state, logp_and_grad, *, tol=1e-2, bounds=None, max_step=1.0, decay=None):
+    """One SVGD iteration: check the stopping rule, then move the particles.
+
+    Parameters
+    ----------
+    state : SVGDState
+    logp_and_grad : callable
+        ``logp_and_grad(particles) -> (values (J,), grads (J, P))``.
+    tol, bounds, max_step, decay
+        As in :func:`run_svgd`.
+
+    Returns
+    -------
+    state : SVGDState
+        The moved particles; on convergence or rejection the same particles
+        with the updated counters (and, on rejection, a halved learning
+        rate).
+    info : SVGDInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import svgd_init, svgd_step
+    >>> def logp(x):  # standard normal in 1-D
+    ...     return -0.5 * np.sum(x**2, axis=1), -x
+    >>> state = svgd_init(logp, np.linspace(1, 3, 10)[:, None], learning_rate=0.1)
+    >>> for _ in range(300):
+    ...     state, info = svgd_step(state, logp)
+    ...     if info.converged:
+    ...         break
+    >>> bool(abs(state.particles.mean()) < 0.1)
+    True
+    """
+    work, phi, normalised, bandwidth, residual = _normalised_field(state, bounds)
+    quiet, rates, last_sign = _count_and_adapt(state, normalised, residual, tol)
+    state = replace(
+        state, quiet_iters=quiet, fresh=False, rates=rates, last_sign=last_sign
+    )
+    if quiet >= _PATIENCE:
+        return state, SVGDInfo(True, False, residual, float(bandwidth))
+    lr, best = state.learning_rate, state.best
+    regrown = residual > _REGROWTH * best
+    if state.metric.whitened and not state.per_coordinate and not state.stochastic:
+        if regrown:
+            # A field grown well past its smallest value means the steps
+            # overshoot along its stiffest direction (the repulsion between
+            # close particles): shorter steps restore the contraction.
+            lr *= 0.5
+            best = residual
+    best = min(best, residual)
+    step_lr = lr if decay is None else lr * (1.0 + state.iterations / decay) ** -0.55
+    proposal, adam, capped = _propose(
+        state, work, phi, normalised, rates, lr, step_lr, max_step, bounds
+    )
+    values, grads = logp_and_grad(proposal)
+    info = SVGDInfo(False, False, residual, float(bandwidth), step_lr, 0.0, capped)
+    if not _finite(values, grads, state.stochastic):
+        halved = None if rates is None else rates * 0.5
+        return replace(state, learning_rate=lr * 0.5, best=best, rates=halved), info
+    particles = state.particles
+    info.accepted = True
+    info.max_move = (
+        float(np.max(np.abs(proposal - particles))) if proposal.size else 0.0
+    )
+    moved = replace(
+        state,
+        particles=proposal,
+        values=values,
+        grads=grads,
+        adam=adam,
+        learning_rate=lr,
+        iterations=state.iterations + 1,
+        fresh=True,
+        best=best,
+    )
+    return moved, info
+
+
+class _Recorder:
+    """History, callbacks and progress lines of :func:`run_svgd`."""
+
+    def __init__(self, max_iter, callback, progress, verbose, print_fn):
+        self.history = {
+            k: []
+            for k in (
+                "log_density",
+                "learning_rate",
+                "max_move",
+                "field",
+                "bandwidth",
+                "time",
+            )
+        }
+        self.hit_cap = []
+        self.max_iter, self.callback, self.progress = max_iter, callback, progress
+        self.verbose, self.print_fn = verbose, print_fn
+        self.report_every = max(1, max_iter // 10)
+        self.start = time.perf_counter()
+
+    def record(self, n_iter, state, info):
+        values = state.values
+        self.hit_cap.append(info.capped)
+        self.history["log_density"].append(float(np.mean(values)))
+        self.history["learning_rate"].append(info.learning_rate)
+        self.history["max_move"].append(info.max_move)
+        self.history["field"].append(info.field)
+        self.history["bandwidth"].append(info.bandwidth)
+        self.history["time"].append(time.perf_counter() - self.start)
+        if self.callback is not None:
+            self.callback(n_iter, state.particles)
+        if self.progress is not None:
+            stats = {"mean log density": float(np.mean(values)), "field": info.field}
+            self.progress(n_iter, self.max_iter, stats)
+        if self.verbose > 0 and (n_iter % self.report_every == 0 or n_iter == 1):
+            self.print_fn(
+                f"[SVGD] iter {n_iter:5d}/{self.max_iter}  mean log density "
+                f"{np.mean(values): .5g}  field {info.field:.2e} sd  max move "
+                f"{info.max_move:.2e}  lr {info.learning_rate:.3g}  "
+                f"{time.perf_counter() - self.start:.1f}s"
+            )
+
+
+def _on_rejection(iteration, failures, warned):
+    """Warn at a run's first rejected step; give up after too many in a row."""
+    if not warned:  # once per run: later ones add nothing
+        warn_user(
+            f"SVGD step {iteration} was rejected: the log density "
+            "or its gradient was not finite at the moved particles. The "
+            "learning rate is halved after every rejection.",
+            SamplerWarning,
+        )
+    if failures >= _MAX_CONSECUTIVE_FAILURES:
+        raise FloatingPointError(
+            f"SVGD abandoned after {failures} consecutive steps with a "
+            "non-finite log density or gradient."
+        )
+    return True
+
+
+def _warn_collapse(particles):
+    n_particles = particles.shape[0]
+    spread = np.max(np.ptp(particles, axis=0)) if n_particles > 1 else np.inf
+    if n_particles > 1 and particles.shape[1] > 0 and spread < 1e-8:
+        warn_user(
+            f"SVGD particles collapsed to one point (spread {spread:.2e}).",
+            SamplerWarning,
+        )
+
+
+# Long because the docstring documents 19 parameters; the body is a thin loop.
 def run_svgd(
     logp_and_grad,
     particles,
@@ -460,154 +683,51 @@ def run_svgd(
     >>> res.converged, bool(abs(res.particles.mean()) < 0.1)
     (True, True)
     """
-    particles = np.array(particles, dtype=np.float64, copy=True)
-    n_particles = particles.shape[0]
-    metric = _Metric(preconditioner, particles.shape[1])
-    per_coordinate = _check_options(kernel, step_control, metric)
-    field_of = _coordinatewise_field if kernel == "coordinatewise" else _field
-    if state is None:
-        adam = adam_init(particles)
-        lr = float(learning_rate)
-        done = 0
-        rates = last_sign = None
-    else:
-        adam = state["adam"].copy()
-        lr = float(state["learning_rate"])
-        done = int(state.get("iterations", 0))
-        rates, last_sign = state.get("rates"), state.get("last_sign")
-    if per_coordinate and (rates is None or rates.shape != particles.shape):
-        rates, last_sign = np.full(particles.shape, lr), None
     if decay is not None and not decay > 0:
         raise ValueError(f"decay must be a positive number of iterations; got {decay}.")
-    history = {
-        k: []
-        for k in (
-            "log_density",
-            "learning_rate",
-            "max_move",
-            "field",
-            "bandwidth",
-            "time",
-        )
-    }
-    values, grads = logp_and_grad(particles)
-    if not _finite(values, grads, stochastic):
-        raise FloatingPointError(
-            "The log density or its gradient is not finite at the initial particles."
-        )
-    quiet_iters = 0
-    fresh = True
-    best = np.inf
-    failures = 0
-    rejected = False
-    converged = False
-    n_iter = 0
-    hit_cap = []
-    start = time.perf_counter()
-    report_every = max(1, max_iter // 10)
+    state = svgd_init(
+        logp_and_grad,
+        particles,
+        learning_rate=learning_rate,
+        resume=state,
+        preconditioner=preconditioner,
+        kernel=kernel,
+        step_control=step_control,
+        stochastic=stochastic,
+    )
+    recorder = _Recorder(max_iter, callback, progress, verbose, print_fn)
+    n_iter, failures, warned, converged = 0, 0, False, False
     while n_iter < max_iter:
-        work = metric.to_work(particles)
-        phi, bandwidth, mass = field_of(work, metric.work_grads(grads))
-        # Dividing by the kernel mass keeps the field's zeros and makes it a
-        # distance (see the module notes).
-        normalised = phi / (mass if mass.ndim == 2 else mass[:, None])
-        residual = metric.residual(normalised, particles, bounds)
-        if fresh:  # a rejected step leaves the same particles: count them once
-            quiet_iters = quiet_iters + 1 if residual <= tol and not stochastic else 0
-            fresh = False
-            if per_coordinate:
-                rates, last_sign = _adapt_rates(rates, last_sign, normalised, lr)
-        if quiet_iters >= _PATIENCE:
+        state, info = svgd_step(
+            state,
+            logp_and_grad,
+            tol=tol,
+            bounds=bounds,
+            max_step=max_step,
+            decay=decay,
+        )
+        if info.converged:
             converged = True
             break
-        regrown = residual > _REGROWTH * best
-        if metric.whitened and not per_coordinate and not stochastic and regrown:
-            # A field grown well past its smallest value means the steps
-            # overshoot along its stiffest direction (the repulsion between
-            # close particles): shorter steps restore the contraction.
-            lr *= 0.5
-            best = residual
-        best = min(best, residual)
-        saved_adam = adam.copy()
-        step_lr = lr if decay is None else lr * (1.0 + (done + n_iter) / decay) ** -0.55
-        if metric.whitened:
-            scale = step_lr if rates is None else rates * (step_lr / lr)
-            step, capped = _plain_step(normalised, scale, max_step)
-            proposal = metric.to_params(work + step)
-        else:
-            step = adam_update(adam, phi, step_lr, max_step=max_step)
-            capped = bool(np.any(np.abs(step) >= max_step * (1.0 - 1e-9)))
-            proposal = particles + step
-        if bounds is not None:
-            np.clip(proposal, bounds[:, 0], bounds[:, 1], out=proposal)
-        new_values, new_grads = logp_and_grad(proposal)
-        if not _finite(new_values, new_grads, stochastic):
+        if not info.accepted:
             failures += 1
-            adam = saved_adam
-            lr *= 0.5
-            if rates is not None:
-                rates = rates * 0.5
-            if not rejected:  # once per run: later ones add nothing
-                warn_user(
-                    f"SVGD step {done + n_iter + 1} was rejected: the log density "
-                    "or its gradient was not finite at the moved particles. The "
-                    "learning rate is halved after every rejection.",
-                    SamplerWarning,
-                )
-            rejected = True
-            if failures >= _MAX_CONSECUTIVE_FAILURES:
-                raise FloatingPointError(
-                    f"SVGD abandoned after {failures} consecutive steps with a "
-                    "non-finite log density or gradient."
-                )
+            warned = _on_rejection(state.iterations + 1, failures, warned)
             continue
         failures = 0
-        fresh = True
-        move = float(np.max(np.abs(proposal - particles))) if proposal.size else 0.0
-        particles, values, grads = proposal, new_values, new_grads
         n_iter += 1
-        hit_cap.append(capped)
-        history["log_density"].append(float(np.mean(values)))
-        history["learning_rate"].append(step_lr)
-        history["max_move"].append(move)
-        history["field"].append(residual)
-        history["bandwidth"].append(float(bandwidth))
-        history["time"].append(time.perf_counter() - start)
-        if callback is not None:
-            callback(n_iter, particles)
-        if progress is not None:
-            progress(
-                n_iter,
-                max_iter,
-                {"mean log density": float(np.mean(values)), "field": residual},
-            )
-        if verbose > 0 and (n_iter % report_every == 0 or n_iter == 1):
-            print_fn(
-                f"[SVGD] iter {n_iter:5d}/{max_iter}  mean log density "
-                f"{np.mean(values): .5g}  field {residual:.2e} sd  max move "
-                f"{move:.2e}  lr {step_lr:.3g}  {time.perf_counter() - start:.1f}s"
-            )
-    _check_stability(history, hit_cap, stochastic, particles.shape)
-    spread = np.max(np.ptp(particles, axis=0)) if n_particles > 1 else np.inf
-    if n_particles > 1 and particles.shape[1] > 0 and spread < 1e-8:
-        warn_user(
-            f"SVGD particles collapsed to one point (spread {spread:.2e}).",
-            SamplerWarning,
-        )
+        recorder.record(n_iter, state, info)
+    _check_stability(
+        recorder.history, recorder.hit_cap, stochastic, state.particles.shape
+    )
+    _warn_collapse(state.particles)
     return SVGDResult(
-        particles,
-        values,
-        grads,
+        state.particles,
+        state.values,
+        state.grads,
         n_iter,
         converged,
-        history,
-        {
-            "adam": adam,
-            "learning_rate": lr,
-            "iterations": done + n_iter,
-            "rates": rates,
-            "last_sign": last_sign,
-        },
+        recorder.history,
+        state.checkpoint(),
     )
 
 

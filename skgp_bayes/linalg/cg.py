@@ -269,18 +269,11 @@ def batched_cg(
     """
     vector = B.ndim == 1
     B2 = B[:, None] if vector else B
-    if x0 is not None:
-        x0 = x0[:, None] if x0.ndim == 1 else x0
-        if x0.shape != B2.shape:
-            raise ValueError(f"x0 must have shape {B.shape}, got {x0.shape}.")
     n, k = B2.shape
     max_iter = n if max_iter is None else int(max_iter)
     b_norm = np.sqrt(to_host(xp.sum(B2 * B2, axis=0)))
     zero = b_norm == 0.0
-    if x0 is not None and zero.any():
-        # The solution of a zero right-hand side is exactly 0 whatever the start.
-        x0 = x0.copy()
-        x0[:, xp.asarray(np.flatnonzero(zero))] = 0.0
+    x0 = _checked_start(x0, B, zero, xp)
     state = CGIteration(matvec, B2, x0, xp, precondition)
     threshold = tol * b_norm
     while state.n_iter < max_iter:
@@ -292,18 +285,36 @@ def batched_cg(
         residual = np.where(zero, 0.0, state.residual_norm / b_norm)
     converged = state.residual_norm <= threshold
     if warn and not converged.all():
-        worst = float(np.max(residual))
-        warn_user(
-            f"Conjugate gradients reached a relative residual of "
-            f"{worst:.3g} (tolerance {tol:.3g}) after "
-            f"{state.n_iter} iterations for {int((~converged).sum())} of {k} "
-            "right-hand sides; increase max_iter, or the noise variance if the "
-            "kernel matrix is ill-conditioned.",
-            SolverConvergenceWarning,
-            worst=worst,
-        )
+        _warn_unconverged(residual, converged, tol, state.n_iter)
     x = state.x[:, 0] if vector else state.x
     return CGResult(x, state.n_iter, residual, converged)
+
+
+def _checked_start(x0, B, zero, xp):
+    """``x0`` as a matrix, with the columns of zero right-hand sides at 0."""
+    if x0 is None:
+        return None
+    x0 = x0[:, None] if x0.ndim == 1 else x0
+    if x0.shape != (B[:, None] if B.ndim == 1 else B).shape:
+        raise ValueError(f"x0 must have shape {B.shape}, got {x0.shape}.")
+    if zero.any():
+        # The solution of a zero right-hand side is exactly 0 whatever the start.
+        x0 = x0.copy()
+        x0[:, xp.asarray(np.flatnonzero(zero))] = 0.0
+    return x0
+
+
+def _warn_unconverged(residual, converged, tol, n_iter):
+    worst = float(np.max(residual))
+    warn_user(
+        f"Conjugate gradients reached a relative residual of "
+        f"{worst:.3g} (tolerance {tol:.3g}) after "
+        f"{n_iter} iterations for {int((~converged).sum())} of {converged.size} "
+        "right-hand sides; increase max_iter, or the noise variance if the "
+        "kernel matrix is ill-conditioned.",
+        SolverConvergenceWarning,
+        worst=worst,
+    )
 
 
 def kernel_operator(

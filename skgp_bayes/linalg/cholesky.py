@@ -72,6 +72,11 @@ def cholesky(matrix, *, max_tries=JITTER_TRIES, warn=True, context=None):
         return factor, 0.0
     if info < 0:
         raise NotPSDError(f"Illegal argument to dpotrf (info={info}){suffix}.")
+    return _jittered_factor(matrix, diag, max_tries, warn, suffix)
+
+
+def _jittered_factor(matrix, diag, max_tries, warn, suffix):
+    """The jitter escalation of :func:`cholesky`, after the plain attempt failed."""
     scale = float(np.mean(np.abs(diag)))
     if not np.isfinite(scale) or scale == 0.0:
         scale = 1.0

@@ -169,6 +169,7 @@ class ULISSEResult:
         self.unfinished_residual = unfinished_residual
 
 
+# Long because the docstring documents 14 parameters; the stopping loop reads whole.
 def ulisse_solve(
     matvec,
     B,
@@ -300,14 +301,7 @@ def ulisse_solve(
     if unfinished:
         worst = float(np.max(state.residual_norm[owner[alive]] / b_norm[owner[alive]]))
     if warn and unfinished:
-        warn_user(
-            f"ULISSE ran out of its budget of {max_iter} CG iterations with "
-            f"{unfinished} randomised continuations unfinished (relative "
-            f"residual {worst:.3g}, tolerance {tol:.3g}); those estimates are "
-            "biased. Increase max_iter.",
-            SolverConvergenceWarning,
-            worst=worst,
-        )
+        _warn_unfinished(max_iter, unfinished, worst, tol)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(b_norm > 0, state.residual_norm / b_norm, 0.0)
     return ULISSEResult(
@@ -320,6 +314,17 @@ def ulisse_solve(
         weight,
         unfinished,
         worst,
+    )
+
+
+def _warn_unfinished(max_iter, unfinished, worst, tol):
+    warn_user(
+        f"ULISSE ran out of its budget of {max_iter} CG iterations with "
+        f"{unfinished} randomised continuations unfinished (relative "
+        f"residual {worst:.3g}, tolerance {tol:.3g}); those estimates are "
+        "biased. Increase max_iter.",
+        SolverConvergenceWarning,
+        worst=worst,
     )
 
 

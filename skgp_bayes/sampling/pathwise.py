@@ -528,64 +528,74 @@ def pathwise_functions(
     """
     rng = check_random_state(random_state)
     kernel_thetas = np.atleast_2d(np.asarray(kernel_thetas, dtype=np.float64))
-    n_samples = int(n_samples)
-    n_features = int(n_features)
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples}.")
-    if n_features < 1:
-        raise ValueError(f"n_features must be a positive integer, got {n_features}.")
-    if draws is None:
-        which = rng.randint(kernel_thetas.shape[0], size=n_samples)
-    else:
-        which = np.asarray(draws, dtype=np.intp).reshape(-1)
-        if which.shape != (n_samples,) or np.any(
-            (which < 0) | (which >= kernel_thetas.shape[0])
-        ):
-            raise ValueError(
-                f"draws must hold {n_samples} indices below {kernel_thetas.shape[0]}."
-            )
+    n_samples = _positive_int("n_samples", n_samples)
+    n_features = _positive_int("n_features", n_features)
+    which = _draw_indices(draws, kernel_thetas.shape[0], n_samples, rng)
     built = []
     n_dims = None
     for j in np.unique(which):
         cols = np.flatnonzero(which == j)
-        theta = kernel_thetas[j]
-        # The canonical points come first: they fix the input dimension.
-        points, factor, targets = _conditioned(conditioner, j, cols.size, rng)
-        n_dims = points.shape[1]
-        variance, inv_ell, _ = spectral_parameters(spec, theta, n_dims)
-        omega = frequencies_from_spec(spec, theta, n_features, n_dims, rng)
-        phases = rng.uniform(0.0, 2.0 * np.pi, n_features)
-        Wt = rng.standard_normal((cols.size, n_features))
-        Wt *= np.sqrt(2.0 * variance / n_features)
-        prior = _Group(
-            spec.base,
-            variance,
-            inv_ell,
-            omega.T,
-            phases,
-            Wt,
-            np.empty((0, n_dims)),
-            np.empty((cols.size, 0)),
-            np.arange(cols.size),
+        group = _conditioned_group(
+            spec, kernel_thetas[j], conditioner, j, cols, n_features, rng
         )
-        at_points = np.zeros((points.shape[0], cols.size))
-        prior.evaluate(np.ascontiguousarray(points, dtype=np.float64), at_points)
-        rhs = targets - at_points
-        V = factor(rhs) if callable(factor) else cho_solve(factor, rhs)
-        built.append(
-            _Group(
-                spec.base,
-                variance,
-                inv_ell,
-                omega.T,
-                phases,
-                Wt,
-                points * inv_ell,
-                V.T,
-                cols,
-            )
-        )
+        built.append(group)
+        n_dims = group.Zs.shape[1]
     return FunctionSamples(built, n_samples, n_dims, which, offset, scale)
+
+
+def _positive_int(name, value):
+    value = int(value)
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value}.")
+    return value
+
+
+def _draw_indices(draws, n_draws, n_samples, rng):
+    """The hyperparameter draw of each sample: given and checked, or uniform."""
+    if draws is None:
+        return rng.randint(n_draws, size=n_samples)
+    which = np.asarray(draws, dtype=np.intp).reshape(-1)
+    if which.shape != (n_samples,) or np.any((which < 0) | (which >= n_draws)):
+        raise ValueError(f"draws must hold {n_samples} indices below {n_draws}.")
+    return which
+
+
+def _conditioned_group(spec, theta, conditioner, j, cols, n_features, rng):
+    """The samples ``cols`` of draw ``j``: prior features updated by Matheron's rule."""
+    # The canonical points come first: they fix the input dimension.
+    points, factor, targets = _conditioned(conditioner, j, cols.size, rng)
+    n_dims = points.shape[1]
+    variance, inv_ell, _ = spectral_parameters(spec, theta, n_dims)
+    omega = frequencies_from_spec(spec, theta, n_features, n_dims, rng)
+    phases = rng.uniform(0.0, 2.0 * np.pi, n_features)
+    Wt = rng.standard_normal((cols.size, n_features))
+    Wt *= np.sqrt(2.0 * variance / n_features)
+    prior = _Group(
+        spec.base,
+        variance,
+        inv_ell,
+        omega.T,
+        phases,
+        Wt,
+        np.empty((0, n_dims)),
+        np.empty((cols.size, 0)),
+        np.arange(cols.size),
+    )
+    at_points = np.zeros((points.shape[0], cols.size))
+    prior.evaluate(np.ascontiguousarray(points, dtype=np.float64), at_points)
+    rhs = targets - at_points
+    V = factor(rhs) if callable(factor) else cho_solve(factor, rhs)
+    return _Group(
+        spec.base,
+        variance,
+        inv_ell,
+        omega.T,
+        phases,
+        Wt,
+        points * inv_ell,
+        V.T,
+        cols,
+    )
 
 
 def _conditioned(conditioner, j, n, rng):

@@ -310,7 +310,7 @@ def test_preconditioner_shape_is_checked():
 
 # ------------------------------------------------- coordinate-wise kernel
 def test_coordinatewise_field_matches_double_loop():
-    from skgp_bayes.inference.svgd import _coordinatewise_field
+    from skgp_bayes.inference.stein_kernel import _coordinatewise_field
 
     rng = np.random.default_rng(0)
     x, g = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
