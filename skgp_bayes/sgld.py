@@ -1,5 +1,6 @@
-"""Langevin sampling of GP hyperparameters: exact-gradient MALA, or SGLD with
-unbiased early-stopped CG (ULISSE, seed 002) where a factorisation is dear."""
+"""Langevin sampling of GP hyperparameters: exact-gradient MALA, SGLD with
+unbiased early-stopped CG (ULISSE, seed 002) where a factorisation is dear,
+or SGLD with a stochastic trace term from one factorisation."""
 
 import copy
 import time
@@ -115,16 +116,16 @@ class SGLDGPRegressor(
         Budget of iterations per chain for ``n_iter="auto"`` (per fit: a
         warm start may run as many again).
     step_size_start : float, default=0.1
-        Step size of the stochastic-gradient chains (``solver`` "ulisse" or
-        "cg"). With ``M`` near the posterior covariance, unadjusted Langevin
-        inflates the posterior variance by about ``eps / 4`` (exact for a
-        Gaussian target), plus the gradient noise's share; 0.1 keeps that
-        near 2.5%, below the Monte Carlo error of a variance at an ESS of a
-        few hundred, at an integrated autocorrelation time of about
-        ``4 / eps = 40`` iterations. MALA (``solver="cholesky"``) does not
-        use it: its step starts at ``1.65^2 p^(-1/3)`` (Roberts and
-        Rosenthal's optimal scaling for ``p`` parameters) and is tuned
-        during the warm-up.
+        Step size of the stochastic-gradient chains (``solver`` "ulisse",
+        "cg" or "stochastic_trace"). With ``M`` near the posterior
+        covariance, unadjusted Langevin inflates the posterior variance by
+        about ``eps / 4`` (exact for a Gaussian target), plus the gradient
+        noise's share; 0.1 keeps that near 2.5%, below the Monte Carlo error
+        of a variance at an ESS of a few hundred, at an integrated
+        autocorrelation time of about ``4 / eps = 40`` iterations. MALA
+        (``solver="cholesky"``) does not use it: its step starts at
+        ``1.65^2 p^(-1/3)`` (Roberts and Rosenthal's optimal scaling for
+        ``p`` parameters) and is tuned during the warm-up.
     step_size_end : float or None, default=None
         ``None`` keeps the step constant; otherwise the step
         ``eps_t = a (b + t)^-step_size_gamma`` runs from ``step_size_start``
@@ -148,17 +149,19 @@ class SGLDGPRegressor(
     map_subset : int, default=500
         Points used for the MAP and Hessian (all if fewer).
     n_probes : int, default=16
-        Rademacher probes of the trace term. Their noise dominates the
-        gradient's once CG is preconditioned, and SGLD's step must shrink in
-        proportion to the gradient variance; the extra probes are extra
-        columns of the same CG run, which cost little while the product
-        with ``K`` is bound by reading ``K``. On full Concrete, 16 probes
+        Rademacher probes of the trace term (``solver`` "ulisse", "cg" and
+        "stochastic_trace"). Their noise dominates the gradient's once CG is
+        preconditioned, and SGLD's step must shrink in proportion to the
+        gradient variance; the extra probes are extra columns of the same CG
+        run (or of the same triangular solves), which cost little while the
+        product with ``K`` is bound by reading ``K``. On full Concrete, 16 probes
         with a step of 0.08 gave the reference sds at 6 times fewer seconds
         per independent sample than 4 probes with the step of 0.02 their
         noise needed.
     probe_refresh : int, default=1
-        Iterations between redraws of the probes; in between, their solves
-        start from the previous iteration's solutions. Keeping probes makes
+        Iterations between redraws of the probes of ``solver`` "ulisse" and
+        "cg" ("stochastic_trace" redraws them every iteration); in between,
+        their solves start from the previous iteration's solutions. Keeping probes makes
         the gradient noise of successive iterations correlated, which SGLD
         does not average out: on full Concrete with exact solves, keeping
         them for 20 iterations widened the posterior sds of the signal
@@ -190,7 +193,8 @@ class SGLDGPRegressor(
         the posterior. Smaller values lower the variance further but finish
         more solves to full tolerance (more CG iterations); 0 is CG to
         ``cg_tol``.
-    solver : {"auto", "cholesky", "ulisse", "cg"}, default="auto"
+    solver : {"auto", "cholesky", "ulisse", "cg", "stochastic_trace"}, \
+            default="auto"
         Gradient of the log marginal likelihood. ``"cholesky"``: exact, from
         one factorisation per iteration (``n^3 / 3`` flops for the factor and
         ``2 n^3 / 3`` for the inverse the trace term needs), with the exact
@@ -199,10 +203,18 @@ class SGLDGPRegressor(
         (``O(n^2)`` per CG iteration, a few tens of iterations of
         ``n_probes + 2`` columns), no factorisation, unadjusted Langevin.
         ``"cg"``: the same with every solve run to ``cg_tol`` (the
-        reference). ``"auto"`` takes ``"cholesky"`` up to 5000 training
-        points, when its two dense ``n x n`` matrices fit in a quarter of
+        reference). ``"stochastic_trace"``: one factorisation per iteration
+        and no inverse; the data term of the gradient exact, the trace term
+        ``tr(K^-1 dK_j)`` estimated from ``n_probes`` Rademacher probes
+        solved with the same factor
+        (:class:`~skgp_bayes.targets.StochasticTraceTarget`), so unbiased
+        but noisy: unadjusted Langevin, as for ULISSE. ``"auto"`` takes
+        ``"cholesky"`` up to 5000 training points, when its two dense
+        ``n x n`` matrices fit in a quarter of
         ``skgp_bayes._config.MAX_DENSE_BYTES``, and ``"ulisse"`` beyond;
-        ``solver_`` says which ran. ``doc/sgld.rst`` gives the reasoning.
+        ``solver_`` says which ran. ``"cholesky"`` and
+        ``"stochastic_trace"`` beyond the whole limit raise ``MemoryError``
+        before allocating. ``doc/sgld.rst`` gives the reasoning.
     cg_tol : float, default=1e-8
         Relative residual at which a solve counts as exact.
     cg_preconditioner_rank : int, default=100
@@ -273,7 +285,8 @@ class SGLDGPRegressor(
     backend : {"numpy", "cupy"}, default="numpy"
         Array module of the CG solves and ``K @ V`` products. ``"cupy"``
         stores the kernel matrix on the GPU (built on the CPU); fitted
-        attributes stay NumPy arrays.
+        attributes stay NumPy arrays. The factorising solvers
+        (``"cholesky"``, ``"stochastic_trace"``) run on the CPU.
     normalize_X : bool, default=True
         Standardise each input column (mean 0, standard deviation 1 on the
         training data) inside the estimator. The kernel's hyperparameters,
@@ -324,15 +337,15 @@ class SGLDGPRegressor(
     n_iter_ : int
         Iterations per chain, over all warm-started fits (the length of
         ``chains_``).
-    solver_ : {"cholesky", "ulisse", "cg"}
+    solver_ : {"cholesky", "ulisse", "cg", "stochastic_trace"}
         The gradient solver used (``"auto"`` resolved).
     diagnostics_ : dict
         ``cg_iterations_mean`` (block CG iterations per gradient; 0 with
-        exact gradients), ``cg_max_residual``, ``n_rejected``,
-        ``acceptance_rate`` (MALA after the warm-up; NaN otherwise),
-        ``blocks`` (runs of the chains in this fit), ``converged`` (the
-        run-length rule was met), ``rhat``, ``ess``, ``fit_time``,
-        ``notes``, ``metrics`` (each chain's preconditioner as MALA's
+        ``solver`` "cholesky" or "stochastic_trace"), ``cg_max_residual``,
+        ``n_rejected``, ``acceptance_rate`` (MALA after the warm-up; NaN
+        otherwise), ``blocks`` (runs of the chains in this fit),
+        ``converged`` (the run-length rule was met), ``rhat``, ``ess``,
+        ``fit_time``, ``notes``, ``metrics`` (each chain's preconditioner as MALA's
         warm-up left it; None where it kept ``preconditioner_``).
     fit_time_ : dict
         ``{"total": seconds}``.
@@ -390,7 +403,9 @@ class SGLDGPRegressor(
         "early_stop_q": [Interval(Real, 0, None, closed="left")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "max_random_steps": [None, Interval(Integral, 0, None, closed="left")],
-        "solver": [StrOptions({"auto", "cholesky", "ulisse", "cg"})],
+        "solver": [
+            StrOptions({"auto", "cholesky", "ulisse", "cg", "stochastic_trace"})
+        ],
         "cg_tol": [Interval(Real, 0, 1, closed="neither")],
         "cg_preconditioner_rank": [Interval(Integral, 0, None, closed="left")],
         "cg_max_iter": [None, Interval(Integral, 1, None, closed="left")],
