@@ -184,7 +184,10 @@ class ULISSESolver:
 
     def guarded(self, target):
         """The gradient with NaN where ``K`` fails (the value is NaN anyway)."""
-        return _RejectWhereKFails(target.logp_and_grad, float("nan"))
+        # Through __call__, the method that defines the gradient:
+        # logp_and_grad is an alias bound to it when the class was made, so
+        # a __call__ replaced on the class would not be seen through it.
+        return _RejectWhereKFails(target, float("nan"))
 
     def state(self, target):
         """What :meth:`resumed_target` needs."""
