@@ -7,6 +7,7 @@ product ``K @ V`` and one LAPACK Cholesky of the same matrix.
     python benchmarks/bench_sgld.py            # everything (about 20 minutes)
     python benchmarks/bench_sgld.py --quick    # smaller sizes
     python benchmarks/bench_sgld.py --only-warm-starts  # issue #17, last row
+    python benchmarks/bench_sgld.py --only-trace-steps  # stochastic-trace steps
 
 Prints Markdown tables.
 """
@@ -21,14 +22,20 @@ import numpy as np
 from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 from scipy.linalg import lapack
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+from threadpoolctl import threadpool_limits
 
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.diagnostics import effective_sample_size
+from skgp_bayes.inference import run_sgld
 from skgp_bayes.inference.laplace import find_map, laplace_covariance
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.priors import Gamma, PriorSet
-from skgp_bayes.targets import ExactMarginalTarget, StochasticMarginalGradient
+from skgp_bayes.targets import (
+    ExactMarginalTarget,
+    StochasticMarginalGradient,
+    StochasticTraceTarget,
+)
 
 NAMES = ["sigma (constant_value)", "length_scale", "lambda (noise_variance)"]
 # (label, solver, max_random_steps, preconditioner rank) of the gradient
@@ -331,6 +338,77 @@ def warm_starts(n, n_steps, step=0.08):
         )
 
 
+def _step_seconds(logp_and_grad, start, cov, metropolis, n_steps, repeats):
+    """Seconds per step of ``run_sgld`` on ``logp_and_grad`` (best run)."""
+
+    def chain():
+        run_sgld(
+            logp_and_grad,
+            start,
+            n_iter=n_steps,
+            a=0.1,
+            gamma=0.0,
+            preconditioner=cov,
+            rng=np.random.default_rng(0),
+            metropolis=metropolis,
+        )
+
+    return best_time(chain, repeats) / n_steps
+
+
+def trace_steps(sizes, n_steps=20, repeats=3):
+    """An SGLD step with ``solver="stochastic_trace"`` in units of one Cholesky.
+
+    On Concrete subsets (d = 8, isotropic RBF, the quality runs' priors), at
+    the MAP with the Laplace covariance as the preconditioner: one LAPACK
+    ``dpotrf`` of ``K`` against a Langevin step of the engine the estimator
+    runs for each solver (MALA on the exact target for "cholesky", SGLD on
+    the stochastic-trace target with 16 and 4 probes). One BLAS thread, as
+    the estimator's chains run at these sizes: on a loaded 2-core machine
+    two OpenBLAS threads made both targets ten to twenty times slower at
+    n = 200.
+    """
+    print(
+        "\n### One Langevin step in units of one Cholesky (`dpotrf`) at the "
+        f"same n (Concrete, d = 8, {n_steps} steps, best of {repeats})\n"
+    )
+    print(
+        "| n | dpotrf (ms) | cholesky: MALA step / dpotrf | stochastic_trace, 16 "
+        "probes: SGLD step / dpotrf | stochastic_trace, 4 probes |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    with threadpool_limits(1, user_api="blas"):
+        for n in sizes:
+            _trace_step_row(n, n_steps, repeats)
+
+
+def _trace_step_row(n, n_steps, repeats):
+    """One row of :func:`trace_steps`: Concrete subset of ``n`` points."""
+    X, y = concrete(n)
+    adapter, prior, target = exact_target(X, y)
+    bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
+    start = find_map(target, np.zeros(3), bounds).params
+    cov = laplace_covariance(target, start, bounds)
+    theta, noise = start[:2], np.exp(start[2])
+    K = adapter.gram(theta, X) + noise * np.eye(X.shape[0])
+    chol = best_time(lambda K=K: lapack.dpotrf(K, lower=1, clean=0), 5)
+    exact = _step_seconds(target.logp_and_grad, start, cov, True, n_steps, repeats)
+    cells = []
+    for probes in (16, 4):
+        trace = StochasticTraceTarget(
+            adapter, X, y, prior, rng=np.random.default_rng(1), n_probes=probes
+        )
+        seconds = _step_seconds(
+            trace.logp_and_grad, start, cov, False, n_steps, repeats
+        )
+        cells.append(f"{seconds / chol:.2f}")
+    print(
+        f"| {X.shape[0]} | {1e3 * chol:.2f} | {exact / chol:.2f} | "
+        + " | ".join(cells)
+        + " |"
+    )
+
+
 def census(quick, ess_per_iter, n=None):
     n = n or (4000 if quick else 22784)
     rng = np.random.default_rng(0)
@@ -423,6 +501,18 @@ def main():
     parser.add_argument(
         "--warm-steps", type=int, default=200, help="steps of that comparison"
     )
+    parser.add_argument(
+        "--only-trace-steps",
+        action="store_true",
+        help="only the stochastic-trace SGLD step against one Cholesky",
+    )
+    parser.add_argument(
+        "--trace-n",
+        type=int,
+        nargs="+",
+        default=None,
+        help="sizes of that comparison (default 200 500 1000; quick 200 500)",
+    )
     args = parser.parse_args()
     print(
         f"# SGLDGPRegressor benchmark ({'quick' if args.quick else 'full'})\n\n"
@@ -432,10 +522,15 @@ def main():
     if args.only_warm_starts:
         warm_starts(args.n_concrete or 1030, args.warm_steps)
         return
+    sizes = args.trace_n or ([200, 500] if args.quick else [200, 500, 1000])
+    if args.only_trace_steps:
+        trace_steps(sizes)
+        return
     if args.skip_quality:
         ess_per_iter = args.ess_per_iter or float("nan")
     else:
         ess_per_iter = quality(args.quick, args.n_concrete)
+    trace_steps(sizes)
     products(args.quick)
     census(args.quick, ess_per_iter, args.n_census)
 

@@ -1,5 +1,6 @@
-"""Langevin sampling of GP hyperparameters: exact-gradient MALA, or SGLD with
-unbiased early-stopped CG (ULISSE, seed 002) where a factorisation is dear."""
+"""Langevin sampling of GP hyperparameters: exact-gradient MALA, SGLD with
+unbiased early-stopped CG (ULISSE, seed 002) where a factorisation is dear,
+or SGLD with a stochastic trace term from one factorisation."""
 
 import copy
 import time
@@ -12,7 +13,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from . import _config
 from ._arviz import InferenceDataMixin
 from ._backend import get_array_module
 from ._base import (
@@ -21,10 +21,16 @@ from ._base import (
     mean_kernel,
     seconds_since,
 )
-from ._config import check_dense_bytes
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
-from ._sgld_chains import MIN_DIAGNOSTIC_DRAWS, SGLDChainsMixin
+from ._sgld_chains import SGLDChainsMixin
+from ._sgld_setup import (
+    RunLength,
+    chain_options,
+    chain_starts,
+    map_and_preconditioner,
+)
+from ._sgld_solvers import SOLVER_PARAMS, choose_solver, predictive_draws
 from ._threads import blas_threads_for
 from ._validation import (
     VersionedStateMixin,
@@ -34,13 +40,6 @@ from ._validation import (
     target_scale,
     variance_in_units,
 )
-from .inference import sgld_schedule
-from .inference.laplace import (
-    find_map,
-    laplace_covariance,
-)
-from .predictive.exact import CGGPDraws, ExactGPDraws
-from .targets import ExactMarginalTarget
 
 __all__ = ["SGLDGPRegressor"]
 
@@ -50,46 +49,14 @@ _SINGLE_TARGET = (
     "conjugate gradients) and its conjugate-gradient predictions solve for one "
     "target."
 )
-
-# Predictions factorise one n x n matrix per draw up to this many training
-# points ("auto"); beyond it they use CG solves.
-_CHOLESKY_MAX_N = 5000
-# solver="auto" takes exact gradients (a Cholesky factorisation per iteration)
-# up to this many training points; doc/sgld.rst gives the reasoning. The
-# exact path holds K and its inverse: _EXACT_MATRICES dense n x n matrices,
-# which must also fit in the quarter of MAX_DENSE_BYTES that storage="auto"
-# allows a stored K.
-_CHOLESKY_GRADIENT_MAX_N = 5000
-_EXACT_MATRICES = 2
-# Warm-up per chain with n_iter="auto", discarded as burn-in: MALA's step
-# adaptation (dual averaging settles within a few hundred transitions) and
-# two re-estimates of the preconditioner, at the ends of the fractions
-# _METRIC_WINDOWS of it (Stan's schedule in outline: a first stretch for the
-# step alone, metric windows, a last stretch that re-tunes the step to the
-# final metric). The Laplace preconditioner is the curvature at the MAP; the
-# length scales of weakly relevant inputs have posteriors skewed toward long
-# scales, several times wider than that curvature says (on diabetes, star98
-# and coal one direction had 5-9 times the Laplace variance), and MALA's
-# step, set by the narrow directions, crossed them slowly (integrated
-# autocorrelation times of 20-45 against 5-8 for the rest). The windows'
-# estimate (inference.sgld.fisher_metric) needs no crossing of them.
-_WARMUP = 500
-# Stochastic-gradient chains keep the warm-up they had: 200 iterations unless
-# the step froze earlier.
-_SGLD_WARMUP = 200
-_METRIC_WINDOWS = ((0.1, 0.4), (0.4, 0.75))
-# Fewer warm-up iterations than this adapt the step only: a window would
-# hold fewer draws than a dense metric needs.
-_MIN_METRIC_WARMUP = 100
-# Post-warm-up iterations of the first block with n_iter="auto". Two chains
-# split in four halves of total ESS E give E[R-hat - 1] of about 2 / E, so
-# R-hat <= 1.01 needs an ESS of a few hundred: about 1000 MALA iterations
-# per chain (integrated autocorrelation times of 2 to 5) before a check can
-# pass. Each further block adds half the post-warm-up span.
-_FIRST_DRAWS = 1000
-# Roberts and Rosenthal's (1998) optimal MALA scale: proposal variance
-# 1.65^2 d^(-1/3) times the target covariance.
-_MALA_SCALE = 1.65
+# The step-size parameters of the chains (chain_options' ``steps``).
+_STEP_PARAMS = (
+    "step_size_start",
+    "step_size_end",
+    "step_size_gamma",
+    "freeze_threshold",
+    "freeze_window",
+)
 
 
 class SGLDGPRegressor(
@@ -149,16 +116,16 @@ class SGLDGPRegressor(
         Budget of iterations per chain for ``n_iter="auto"`` (per fit: a
         warm start may run as many again).
     step_size_start : float, default=0.1
-        Step size of the stochastic-gradient chains (``solver`` "ulisse" or
-        "cg"). With ``M`` near the posterior covariance, unadjusted Langevin
-        inflates the posterior variance by about ``eps / 4`` (exact for a
-        Gaussian target), plus the gradient noise's share; 0.1 keeps that
-        near 2.5%, below the Monte Carlo error of a variance at an ESS of a
-        few hundred, at an integrated autocorrelation time of about
-        ``4 / eps = 40`` iterations. MALA (``solver="cholesky"``) does not
-        use it: its step starts at ``1.65^2 p^(-1/3)`` (Roberts and
-        Rosenthal's optimal scaling for ``p`` parameters) and is tuned
-        during the warm-up.
+        Step size of the stochastic-gradient chains (``solver`` "ulisse",
+        "cg" or "stochastic_trace"). With ``M`` near the posterior
+        covariance, unadjusted Langevin inflates the posterior variance by
+        about ``eps / 4`` (exact for a Gaussian target), plus the gradient
+        noise's share; 0.1 keeps that near 2.5%, below the Monte Carlo error
+        of a variance at an ESS of a few hundred, at an integrated
+        autocorrelation time of about ``4 / eps = 40`` iterations. MALA
+        (``solver="cholesky"``) does not use it: its step starts at
+        ``1.65^2 p^(-1/3)`` (Roberts and Rosenthal's optimal scaling for
+        ``p`` parameters) and is tuned during the warm-up.
     step_size_end : float or None, default=None
         ``None`` keeps the step constant; otherwise the step
         ``eps_t = a (b + t)^-step_size_gamma`` runs from ``step_size_start``
@@ -182,17 +149,19 @@ class SGLDGPRegressor(
     map_subset : int, default=500
         Points used for the MAP and Hessian (all if fewer).
     n_probes : int, default=16
-        Rademacher probes of the trace term. Their noise dominates the
-        gradient's once CG is preconditioned, and SGLD's step must shrink in
-        proportion to the gradient variance; the extra probes are extra
-        columns of the same CG run, which cost little while the product
-        with ``K`` is bound by reading ``K``. On full Concrete, 16 probes
+        Rademacher probes of the trace term (``solver`` "ulisse", "cg" and
+        "stochastic_trace"). Their noise dominates the gradient's once CG is
+        preconditioned, and SGLD's step must shrink in proportion to the
+        gradient variance; the extra probes are extra columns of the same CG
+        run (or of the same triangular solves), which cost little while the
+        product with ``K`` is bound by reading ``K``. On full Concrete, 16 probes
         with a step of 0.08 gave the reference sds at 6 times fewer seconds
         per independent sample than 4 probes with the step of 0.02 their
         noise needed.
     probe_refresh : int, default=1
-        Iterations between redraws of the probes; in between, their solves
-        start from the previous iteration's solutions. Keeping probes makes
+        Iterations between redraws of the probes of ``solver`` "ulisse" and
+        "cg" ("stochastic_trace" redraws them every iteration); in between,
+        their solves start from the previous iteration's solutions. Keeping probes makes
         the gradient noise of successive iterations correlated, which SGLD
         does not average out: on full Concrete with exact solves, keeping
         them for 20 iterations widened the posterior sds of the signal
@@ -224,7 +193,8 @@ class SGLDGPRegressor(
         the posterior. Smaller values lower the variance further but finish
         more solves to full tolerance (more CG iterations); 0 is CG to
         ``cg_tol``.
-    solver : {"auto", "cholesky", "ulisse", "cg"}, default="auto"
+    solver : {"auto", "cholesky", "ulisse", "cg", "stochastic_trace"}, \
+            default="auto"
         Gradient of the log marginal likelihood. ``"cholesky"``: exact, from
         one factorisation per iteration (``n^3 / 3`` flops for the factor and
         ``2 n^3 / 3`` for the inverse the trace term needs), with the exact
@@ -233,10 +203,18 @@ class SGLDGPRegressor(
         (``O(n^2)`` per CG iteration, a few tens of iterations of
         ``n_probes + 2`` columns), no factorisation, unadjusted Langevin.
         ``"cg"``: the same with every solve run to ``cg_tol`` (the
-        reference). ``"auto"`` takes ``"cholesky"`` up to 5000 training
-        points, when its two dense ``n x n`` matrices fit in a quarter of
+        reference). ``"stochastic_trace"``: one factorisation per iteration
+        and no inverse; the data term of the gradient exact, the trace term
+        ``tr(K^-1 dK_j)`` estimated from ``n_probes`` Rademacher probes
+        solved with the same factor
+        (:class:`~skgp_bayes.targets.StochasticTraceTarget`), so unbiased
+        but noisy: unadjusted Langevin, as for ULISSE. ``"auto"`` takes
+        ``"cholesky"`` up to 5000 training points, when its two dense
+        ``n x n`` matrices fit in a quarter of
         ``skgp_bayes._config.MAX_DENSE_BYTES``, and ``"ulisse"`` beyond;
-        ``solver_`` says which ran. ``doc/sgld.rst`` gives the reasoning.
+        ``solver_`` says which ran. ``"cholesky"`` and
+        ``"stochastic_trace"`` beyond the whole limit raise ``MemoryError``
+        before allocating. ``doc/sgld.rst`` gives the reasoning.
     cg_tol : float, default=1e-8
         Relative residual at which a solve counts as exact.
     cg_preconditioner_rank : int, default=100
@@ -307,7 +285,8 @@ class SGLDGPRegressor(
     backend : {"numpy", "cupy"}, default="numpy"
         Array module of the CG solves and ``K @ V`` products. ``"cupy"``
         stores the kernel matrix on the GPU (built on the CPU); fitted
-        attributes stay NumPy arrays.
+        attributes stay NumPy arrays. The factorising solvers
+        (``"cholesky"``, ``"stochastic_trace"``) run on the CPU.
     normalize_X : bool, default=True
         Standardise each input column (mean 0, standard deviation 1 on the
         training data) inside the estimator. The kernel's hyperparameters,
@@ -358,15 +337,15 @@ class SGLDGPRegressor(
     n_iter_ : int
         Iterations per chain, over all warm-started fits (the length of
         ``chains_``).
-    solver_ : {"cholesky", "ulisse", "cg"}
+    solver_ : {"cholesky", "ulisse", "cg", "stochastic_trace"}
         The gradient solver used (``"auto"`` resolved).
     diagnostics_ : dict
         ``cg_iterations_mean`` (block CG iterations per gradient; 0 with
-        exact gradients), ``cg_max_residual``, ``n_rejected``,
-        ``acceptance_rate`` (MALA after the warm-up; NaN otherwise),
-        ``blocks`` (runs of the chains in this fit), ``converged`` (the
-        run-length rule was met), ``rhat``, ``ess``, ``fit_time``,
-        ``notes``, ``metrics`` (each chain's preconditioner as MALA's
+        ``solver`` "cholesky" or "stochastic_trace"), ``cg_max_residual``,
+        ``n_rejected``, ``acceptance_rate`` (MALA after the warm-up; NaN
+        otherwise), ``blocks`` (runs of the chains in this fit),
+        ``converged`` (the run-length rule was met), ``rhat``, ``ess``,
+        ``fit_time``, ``notes``, ``metrics`` (each chain's preconditioner as MALA's
         warm-up left it; None where it kept ``preconditioner_``).
     fit_time_ : dict
         ``{"total": seconds}``.
@@ -424,7 +403,9 @@ class SGLDGPRegressor(
         "early_stop_q": [Interval(Real, 0, None, closed="left")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "max_random_steps": [None, Interval(Integral, 0, None, closed="left")],
-        "solver": [StrOptions({"auto", "cholesky", "ulisse", "cg"})],
+        "solver": [
+            StrOptions({"auto", "cholesky", "ulisse", "cg", "stochastic_trace"})
+        ],
         "cg_tol": [Interval(Real, 0, 1, closed="neither")],
         "cg_preconditioner_rank": [Interval(Integral, 0, None, closed="left")],
         "cg_max_iter": [None, Interval(Integral, 1, None, closed="left")],
@@ -519,103 +500,6 @@ class SGLDGPRegressor(
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def _solver(self, n):
-        """The gradient solver for ``n`` training points ("auto" resolved)."""
-        exact_bytes = _EXACT_MATRICES * 8 * n * n
-        if self.solver == "cholesky":
-            check_dense_bytes(
-                exact_bytes,
-                f"SGLDGPRegressor(solver='cholesky') with {n} samples",
-                "Use solver='ulisse', whose kernel products need no factorisation.",
-            )
-            return "cholesky"
-        if self.solver != "auto":
-            return self.solver
-        fits = exact_bytes <= _config.MAX_DENSE_BYTES / 4
-        return "cholesky" if n <= _CHOLESKY_GRADIENT_MAX_N and fits else "ulisse"
-
-    def _warmup(self, exact):
-        """Warm-up iterations per chain (MALA's adaptation), then discarded."""
-        if self.burn_in is not None:
-            return self.burn_in
-        full = _WARMUP if exact else _SGLD_WARMUP
-        if self.n_iter == "auto":
-            return full
-        return min(full, self.n_iter // 2)
-
-    def _metric_windows(self):
-        """MALA's metric windows: fractions of the warm-up (none if short)."""
-        warmup = self._warmup(exact=True)
-        if warmup < _MIN_METRIC_WARMUP:
-            return ()
-        return tuple((int(lo * warmup), int(hi * warmup)) for lo, hi in _METRIC_WINDOWS)
-
-    def _first_block(self, exact):
-        if self.n_iter != "auto":
-            return self.n_iter
-        draws = max(_FIRST_DRAWS, self.thin * MIN_DIAGNOSTIC_DRAWS)
-        return min(self.max_iter, self._warmup(exact) + draws)
-
-    def _options(self, solver, n_params):
-        if self.step_size_end is not None and self.step_size_end > self.step_size_start:
-            raise ValueError(
-                f"step_size_end={self.step_size_end} must not exceed "
-                f"step_size_start={self.step_size_start}."
-            )
-        exact = solver == "cholesky"
-        n_iter = self._first_block(exact)
-        if solver == "cholesky":
-            # MALA's step starts at Roberts and Rosenthal's optimal scaling
-            # 1.65^2 d^(-1/3) for a preconditioner equal to the covariance.
-            a, b, gamma = _MALA_SCALE**2 * n_params ** (-1.0 / 3.0), 1.0, 0.0
-        else:
-            end = self.step_size_end
-            # No end, or the start again: the constant step (a decay from a
-            # to itself would still decay as a (1 + t)^-gamma).
-            constant = end is None or end == self.step_size_start
-            end = self.step_size_start if constant else end
-            gamma = 0.0 if constant else self.step_size_gamma
-            a, b = sgld_schedule(self.step_size_start, end, n_iter, gamma)
-        return {
-            "n_iter": n_iter,
-            "a": a,
-            "b": b,
-            "gamma": gamma,
-            "adapt_steps": self._warmup(exact) if exact else 0,
-            "metric_windows": self._metric_windows() if exact else (),
-            "freeze_threshold": self.freeze_threshold,
-            "freeze_window": self.freeze_window,
-            "n_probes": self.n_probes,
-            "probe_refresh": self.probe_refresh,
-            "q": self.early_stop_q,
-            "beta": self.beta,
-            "max_random_steps": self.max_random_steps,
-            "solver": solver,
-            "tol": self.cg_tol,
-            "preconditioner_rank": self.cg_preconditioner_rank,
-            "max_iter": self.cg_max_iter,
-            "storage": self.storage,
-            "backend": self.backend,
-        }
-
-    def _preconditioning(self, adapter, X, y, prior_set, log_noise, start, bounds, rng):
-        """MAP and preconditioner from a random subset of the data."""
-        n = X.shape[0]
-        if n > self.map_subset:
-            idx = np.sort(rng.choice(n, self.map_subset, replace=False))
-            X, y = X[idx], y[idx]
-        target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
-        result = find_map(target, start, bounds)
-        map_params = result.params
-        if self.verbose:
-            self._log(
-                f"MAP on {X.shape[0]} points after {result.n_iter} "
-                f"L-BFGS iterations: {target.describe(map_params)}"
-            )
-        if self.preconditioner == "identity":
-            return map_params, np.eye(start.shape[0])
-        return map_params, laplace_covariance(target, map_params, bounds)
-
     @fit_method
     def fit(self, X, y):
         """Run the SGLD chains.
@@ -661,124 +545,158 @@ class SGLDGPRegressor(
         kernel, adapter, names, bounds, start, prior_set, log_noise = (
             self._hyperparameters()
         )
-        p = len(names)
-        if p == 0:
+        if not names:
             raise ValueError(
                 "SGLDGPRegressor needs at least one free hyperparameter; every "
                 "kernel hyperparameter and the noise variance are fixed."
             )
-        solver = self._solver(X.shape[0])
-        options = self._options(solver, p)
+        solver = choose_solver(
+            self.solver, X.shape[0], **{k: getattr(self, k) for k in SOLVER_PARAMS}
+        )
+        run = RunLength(self.n_iter, self.max_iter, self.burn_in, self.thin)
+        steps = {k: getattr(self, k) for k in _STEP_PARAMS}
+        options = chain_options(solver.metropolis, run, len(names), steps)
+        options.update(solver=solver, backend=self.backend)
         if warm:
             y_model = self._check_warm_start(X, y, names, bounds)
-            y_mean, y_std = self._y_mean, self._y_std
-            map_params, M = self.map_params_, self.preconditioner_
-            # The schedule and warm-up are the first fit's, continued.
-            options["a"], options["b"] = self._schedule
-            options["adapt_steps"] = self._adapt_steps
-            options["metric_windows"] = self._metric_window_ranges
-            if self.n_iter == "auto":
-                options["n_iter"] = self._next_block(self.n_iter_, self.burn_in_, None)
-            # Copies: the stored states stay as they are if this fit fails.
-            chain_inputs = [{"state": copy.deepcopy(s)} for s in self._chain_states]
-            previous = (self.chains_, self.step_sizes_, self._accepted)
+            setup = self._continued_chains(options, run)
         else:
             y_mean, y_std = target_scale(y, self.normalize_y)
             y_model = (y - y_mean) / y_std
-            rng = check_random_state(self.random_state)
-            map_params, M = self._preconditioning(
-                adapter, X, y_model, prior_set, log_noise, start, bounds, rng
-            )
-            chain_inputs = self._chain_starts(map_params, M, bounds, rng)
-            previous = None
-        args = (adapter, X, y_model, prior_set, log_noise, M, bounds)
-        runs, run_len = self._sample(args, chain_inputs, options, previous, names)
-        chains, step_sizes, accepted = runs["chains"], runs["steps"], runs["accepted"]
-        burn, kept, rhat, ess, notes = (
-            runs["burn"],
-            runs["kept"],
-            runs["rhat"],
-            runs["ess"],
-            runs["notes"],
+            data = (adapter, X, y_model, prior_set, log_noise)
+            setup = self._new_chains(data, start, bounds, y_mean, y_std)
+        data = (adapter, X, y_model, prior_set, log_noise)
+        runs, ran = self._sample(
+            (data, setup["M"], bounds),
+            setup["chain_inputs"],
+            options,
+            setup["previous"],
+            run,
         )
         self._report_warnings(
-            runs["last"], runs["budget"], rhat, ess, names, X.shape[0], run_len
+            runs["budget"], runs["rhat"], runs["ess"], names, X.shape[0], ran
         )
-        pooled = kept.reshape(-1, p)
+        pooled = runs["kept"].reshape(-1, len(names))
         warn_at_bounds(pooled, bounds, names, "SGLD draws", tol="spread")
-        pick = np.unique(
-            np.linspace(
-                0, pooled.shape[0] - 1, min(self.n_predict_draws, pooled.shape[0])
-            )
-            .round()
-            .astype(int)
+        fitted = self._fitted_draws(kernel, data, pooled, setup["y_std"])
+        fitted.update(self._fitted_chains(runs, solver, options, setup))
+        fitted["diagnostics_"]["fit_time"] = seconds_since(t_start)
+        fitted.update(
+            param_names_=names,
+            _signature=self._chain_signature(names, bounds),
+            X_train_=X,
+            y_train_=y_model,
         )
-        draws_params = pooled[pick]
+        return fitted
+
+    def _new_chains(self, data, start, bounds, y_mean, y_std):
+        """MAP, preconditioner and chain starts of a fresh fit."""
+        rng = check_random_state(self.random_state)
+        identity = self.preconditioner == "identity"
+        map_params, M = map_and_preconditioner(
+            data,
+            start,
+            bounds,
+            rng,
+            self.map_subset,
+            identity,
+            self._log if self.verbose else None,
+        )
+        starts = chain_starts(map_params, M, bounds, self.n_chains, identity, rng)
+        return {
+            "y_mean": y_mean,
+            "y_std": y_std,
+            "map_params": map_params,
+            "M": M,
+            "chain_inputs": starts,
+            "previous": None,
+        }
+
+    def _continued_chains(self, options, run):
+        """The stored chains of a warm start; ``options`` continue the first
+        fit's schedule and warm-up."""
+        options["a"], options["b"] = self._schedule
+        options["adapt_steps"] = self._adapt_steps
+        options["metric_windows"] = self._metric_window_ranges
+        if self.n_iter == "auto":
+            options["n_iter"] = run.next_block(self.n_iter_, self.burn_in_, None)
+        return {
+            "y_mean": self._y_mean,
+            "y_std": self._y_std,
+            "map_params": self.map_params_,
+            "M": self.preconditioner_,
+            # Copies: the stored states stay as they are if this fit fails.
+            "chain_inputs": [{"state": copy.deepcopy(s)} for s in self._chain_states],
+            "previous": (self.chains_, self.step_sizes_, self._accepted),
+        }
+
+    def _fitted_draws(self, kernel, data, pooled, y_std):
+        """Predictive draws (evenly spaced over the pooled kept samples) and
+        the kernels and noise variances they stand for."""
+        adapter, X, y_model, _, log_noise = data
+        pick = np.linspace(
+            0, pooled.shape[0] - 1, min(self.n_predict_draws, len(pooled))
+        )
+        draws_params = pooled[np.unique(pick.round().astype(int))]
         thetas = draws_params[:, : adapter.n_params]
         if log_noise is None:
             noise_model = np.exp(draws_params[:, -1])
         else:
             noise_model = np.full(draws_params.shape[0], np.exp(log_noise))
-        draws = self._build_predictive_draws(adapter, X, y_model, thetas, noise_model)
-        cg_iters = runs["cg_iterations"]
+        draws = predictive_draws(
+            self.predict_solver,
+            (adapter, X, y_model),
+            thetas,
+            noise_model,
+            tol=self.cg_tol,
+            storage=self.storage,
+            rank=self.cg_preconditioner_rank,
+        )
         return {
-            "samples_": kept,
             "draws_": draws_params,
-            "chains_": chains,
-            "step_sizes_": step_sizes,
-            "frozen_at_": runs["frozen_at"],
-            "burn_in_": int(burn),
-            "param_names_": names,
-            "rhat_": rhat,
-            "ess_": ess,
-            "map_params_": map_params,
-            "preconditioner_": M,
             "kernels_": [kernel.clone_with_theta(t) for t in thetas],
             "kernel_": mean_kernel(kernel, pooled[:, : adapter.n_params]),
             "noise_variance_": variance_in_units(noise_model, y_std),
+            "_draws": draws,
+        }
+
+    def _fitted_chains(self, runs, solver, options, setup):
+        """The chains' fitted attributes, their diagnostics and the state a
+        warm start continues from."""
+        chains, accepted, burn = runs["chains"], runs["accepted"], runs["burn"]
+        cg_iters = runs["cg_iterations"]
+        return {
+            "samples_": runs["kept"],
+            "chains_": chains,
+            "step_sizes_": runs["steps"],
+            "frozen_at_": runs["frozen_at"],
+            "burn_in_": int(burn),
+            "rhat_": runs["rhat"],
+            "ess_": runs["ess"],
+            "map_params_": setup["map_params"],
+            "preconditioner_": setup["M"],
             "n_iter_": chains.shape[1],
-            "solver_": solver,
+            "solver_": solver.name,
             "diagnostics_": {
                 "cg_iterations_mean": float(cg_iters.mean()) if cg_iters.size else 0.0,
                 "cg_max_residual": runs["max_residual"],
                 "n_rejected": runs["n_rejected"],
                 "acceptance_rate": float(accepted[:, burn:].mean())
-                if solver == "cholesky" and burn < chains.shape[1]
+                if solver.metropolis and burn < chains.shape[1]
                 else float("nan"),
                 "blocks": runs["blocks"],
                 "converged": runs["converged"],
-                "rhat": rhat,
-                "ess": ess,
-                "fit_time": seconds_since(t_start),
-                "notes": notes,
+                "rhat": runs["rhat"],
+                "ess": runs["ess"],
+                "fit_time": None,
+                "notes": runs["notes"],
                 "metrics": [r["state"]["sgld"].metric for r in runs["last"]],
             },
-            "X_train_": X,
-            "y_train_": y_model,
-            "_y_mean": y_mean,
-            "_y_std": y_std,
-            "_draws": draws,
+            "_y_mean": setup["y_mean"],
+            "_y_std": setup["y_std"],
             "_accepted": accepted,
             "_chain_states": [r["state"] for r in runs["last"]],
             "_schedule": (options["a"], options["b"]),
             "_adapt_steps": options["adapt_steps"],
             "_metric_window_ranges": options["metric_windows"],
-            "_signature": self._chain_signature(names, bounds),
         }
-
-    def _build_predictive_draws(self, adapter, X, y_model, thetas, noise_model):
-        use_cg = self.predict_solver == "cg" or (
-            self.predict_solver == "auto" and X.shape[0] > _CHOLESKY_MAX_N
-        )
-        if use_cg:
-            return CGGPDraws(
-                adapter,
-                X,
-                y_model,
-                thetas,
-                noise_model,
-                self.cg_tol,
-                self.storage,
-                self.cg_preconditioner_rank,
-            )
-        return ExactGPDraws(adapter, X, y_model, thetas, noise_model)

@@ -11,13 +11,13 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SGLDGPRegressor
+from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
 from skgp_bayes.priors import Gamma
-from skgp_bayes.sgld import _FIRST_DRAWS, _WARMUP
 
 # Iterations per chain of the first block of a default (MALA) fit.
-_FIRST = _WARMUP + _FIRST_DRAWS
+_FIRST = WARMUP + FIRST_DRAWS
 
 # The ULISSE path, which "auto" would not take on 40 points.
 FAST = dict(n_iter=60, n_chains=2, solver="ulisse", random_state=0)
@@ -458,8 +458,7 @@ def test_warm_start_with_other_dynamics_raises(data):
 
 # ------------------------------------------------------- solver="auto"
 def test_auto_solver_takes_cholesky_while_a_factorisation_is_cheap(data, monkeypatch):
-    from skgp_bayes import _config
-    from skgp_bayes import sgld as sgld_module
+    from skgp_bayes import _config, _sgld_solvers
 
     X, y = data
     small = dict(n_iter=30, n_chains=1, random_state=0)
@@ -471,9 +470,9 @@ def test_auto_solver_takes_cholesky_while_a_factorisation_is_cheap(data, monkeyp
     assert 0.0 < reg.diagnostics_["acceptance_rate"] < 1.0
     # beyond the size threshold, or when K and its inverse would not fit in
     # a quarter of the dense-memory limit, "auto" takes ULISSE
-    monkeypatch.setattr(sgld_module, "_CHOLESKY_GRADIENT_MAX_N", 39)
+    monkeypatch.setattr(_sgld_solvers, "CHOLESKY_GRADIENT_MAX_N", 39)
     assert SGLDGPRegressor(**small).fit(X, y).solver_ == "ulisse"
-    monkeypatch.setattr(sgld_module, "_CHOLESKY_GRADIENT_MAX_N", 40)
+    monkeypatch.setattr(_sgld_solvers, "CHOLESKY_GRADIENT_MAX_N", 40)
     assert SGLDGPRegressor(**small).fit(X, y).solver_ == "cholesky"
     monkeypatch.setattr(_config, "MAX_DENSE_BYTES", 4 * 2 * 8 * 40 * 40 - 1)
     assert SGLDGPRegressor(**small).fit(X, y).solver_ == "ulisse"
@@ -503,10 +502,10 @@ def test_default_run_length_meets_the_rule(default_fit):
     # first block: the warm-up + 1000; each further one half the kept span
     lengths = [_FIRST]
     for _ in range(reg.diagnostics_["blocks"] - 1):
-        lengths.append(lengths[-1] + (lengths[-1] - _WARMUP) // 2)
+        lengths.append(lengths[-1] + (lengths[-1] - WARMUP) // 2)
     assert reg.n_iter_ == lengths[-1] == reg.chains_.shape[1]
-    assert reg.burn_in_ == _WARMUP and reg.frozen_at_ == [_WARMUP - 1] * 2
-    assert reg.samples_.shape == (2, reg.n_iter_ - _WARMUP, 3)
+    assert reg.burn_in_ == WARMUP and reg.frozen_at_ == [WARMUP - 1] * 2
+    assert reg.samples_.shape == (2, reg.n_iter_ - WARMUP, 3)
 
 
 def test_chains_that_cannot_mix_in_the_budget_warn(data):
