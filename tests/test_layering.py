@@ -349,7 +349,6 @@ _LONG_FUNCTIONS_IN_PROGRESS = {
     "stein_classifier.SteinGPClassifier.sample_functions",
     "targets._collapsed_numba.value_and_grad",
     "targets.selective.SharedSubsetBound.values_and_mean_grad",
-    "targets.sparse.SparseWhitenedTarget._evaluate_compiled",
     "targets.stochastic.StochasticMarginalGradient.log_likelihood_gradient",
     "variational_mcmc._base.VariationalMCMCBase._fit_stages",
     "variational_mcmc._collapsed.CollapsedFitMixin._fit_collapsed",

@@ -658,6 +658,55 @@ class SparseWhitenedTarget:
             value = -np.inf
         return value, out
 
+    def _data_terms(self, y, mu, gamma, free, log_noise, scale, grad):
+        """The expected log likelihood and its derivatives in ``mu``, ``gamma``.
+
+        Returns ``(value, g_mu, gbar, d_noise_sum)``: the scaled sum of the
+        expectations, ``d/dmu`` ``(n, C)``, ``d/dgamma`` (zero where the
+        variance is clamped) and the noise derivative's sum (None without a
+        learned noise); only the value when ``grad`` is False.
+        """
+        C = self.n_latent
+        if self._closed_form:
+            s2 = np.exp(log_noise)
+            r = y - mu[:, 0]
+            sq = r * r + gamma
+            value = scale * float(
+                -0.5 * (y.size * (_LOG_2PI + log_noise) + np.sum(sq) / s2)
+            )
+            if not grad:
+                return value, None, None, None
+            g_mu = (scale / s2) * r[:, None]
+            gbar = np.where(free, -0.5 * scale / s2, 0.0)
+            return value, g_mu, gbar, float(-0.5 * y.size + 0.5 * np.sum(sq) / s2)
+        if self._softmax:
+            elp, d_mu, d_var = self._softmax_terms(y, mu, gamma)
+            value = scale * float(np.sum(elp))
+            if not grad:
+                return value, None, None, None
+            return value, scale * d_mu, scale * np.sum(d_var, axis=1) * free, None
+        if self._logit and grad and gamma.min() >= SMALL_VAR:
+            # Below SMALL_VAR the likelihood switches to the limit of the
+            # variance derivative; the general branch keeps that rule.
+            nodes, weights = self._logit_rule
+            labels = self._logit_y if y is self.y else np.asarray(y, dtype=np.float64)
+            elp, d_mu, d_var = _sparse_numba.logit_expectation(
+                labels, mu[:, 0], np.sqrt(gamma), nodes, weights
+            )
+            value = scale * float(np.sum(elp))
+            return value, scale * d_mu[:, None], scale * d_var * free, None
+        likelihood = self._likelihood_at(log_noise)
+        var = np.repeat(gamma[:, None], C, axis=1)
+        if not grad:
+            elp = sparse_expected_log_prob(likelihood, y, mu, var, C)
+            return scale * float(np.sum(elp)), None, None, None
+        elp, d_mu, d_var, d_noise = likelihood_terms(
+            likelihood, y, mu, var, C, self.learn_noise
+        )
+        value = scale * float(np.sum(elp))
+        d_noise_sum = None if d_noise is None else float(np.sum(d_noise))
+        return value, scale * d_mu, scale * np.sum(d_var, axis=1) * free, d_noise_sum
+
     def _evaluate_compiled(self, params, batch, grad):
         """:meth:`_evaluate` for fast-path kernels, in a few compiled calls.
 
@@ -700,50 +749,12 @@ class SparseWhitenedTarget:
             prior_value, prior_grad = self.prior_set.log_prob(params[:nh])
             value += prior_value
         log_noise = float(params[nk]) if self.learn_noise else self._fixed_log_noise
-        if self._closed_form:
-            s2 = np.exp(log_noise)
-            r = y - mu[:, 0]
-            sq = r * r + gamma
-            value += scale * float(
-                -0.5 * (y.size * (_LOG_2PI + log_noise) + np.sum(sq) / s2)
-            )
-            if not grad:
-                return value if np.isfinite(value) else -np.inf
-            g_mu = (scale / s2) * r[:, None]
-            gbar = np.where(free, -0.5 * scale / s2, 0.0)
-            d_noise_sum = float(-0.5 * y.size + 0.5 * np.sum(sq) / s2)
-        elif self._softmax:
-            elp, d_mu, d_var = self._softmax_terms(y, mu, gamma)
-            value += scale * float(np.sum(elp))
-            if not grad:
-                return value if np.isfinite(value) else -np.inf
-            g_mu = scale * d_mu
-            gbar = scale * np.sum(d_var, axis=1) * free
-        elif self._logit and grad and gamma.min() >= SMALL_VAR:
-            # Below SMALL_VAR the likelihood switches to the limit of the
-            # variance derivative; the general branch keeps that rule.
-            nodes, weights = self._logit_rule
-            labels = self._logit_y if y is self.y else np.asarray(y, dtype=np.float64)
-            elp, d_mu, d_var = _sparse_numba.logit_expectation(
-                labels, mu[:, 0], np.sqrt(gamma), nodes, weights
-            )
-            value += scale * float(np.sum(elp))
-            g_mu = scale * d_mu[:, None]
-            gbar = scale * d_var * free
-        else:
-            likelihood = self._likelihood_at(log_noise)
-            var = np.repeat(gamma[:, None], C, axis=1)
-            if not grad:
-                elp = sparse_expected_log_prob(likelihood, y, mu, var, C)
-                value += scale * float(np.sum(elp))
-                return value if np.isfinite(value) else -np.inf
-            elp, d_mu, d_var, d_noise = likelihood_terms(
-                likelihood, y, mu, var, C, self.learn_noise
-            )
-            value += scale * float(np.sum(elp))
-            g_mu = scale * d_mu
-            gbar = scale * np.sum(d_var, axis=1) * free
-            d_noise_sum = None if d_noise is None else float(np.sum(d_noise))
+        data, g_mu, gbar, d_noise_sum = self._data_terms(
+            y, mu, gamma, free, log_noise, scale, grad
+        )
+        value += data
+        if not grad:
+            return value if np.isfinite(value) else -np.inf
         g_mu = np.ascontiguousarray(g_mu, dtype=np.float64)
         out = np.empty(self.n_params)
         out[nh:] = (A @ g_mu - v).ravel()
