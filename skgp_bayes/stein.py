@@ -15,8 +15,8 @@ from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import draws_alias
-from ._stein_base import is_sparse_config
-from ._stein_regressor_fit import SteinRegressorFitMixin
+from ._stein_base import check_same_model, check_sparse_options, is_sparse_config
+from ._stein_models import ExactCGModel, ExactCholeskyModel, SparseRegressorModel
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -66,7 +66,6 @@ def _single_target_reason(estimator):
 
 
 class SteinGPRegressor(
-    SteinRegressorFitMixin,
     ExactGPRegressorMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -483,12 +482,23 @@ class SteinGPRegressor(
             if y.ndim == 2 and y.shape[1] == 1:  # one target, as scikit-learn's GPR
                 y = y[:, 0]
             X_model, scaling = fit_input_scaling(self, X, continuing)
-            fitted = self._fit_model(X_model, y, continuing, partial, scaling)
+            model = self._model(X_model, y, continuing, partial, scaling)
+            fitted = model.fit()
             fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
         self._set_fitted(fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
+
+    def _model(self, X, y, continuing, partial, scaling):
+        """The model this fit runs, chosen once from the parameters."""
+        if check_same_model(self, continuing):
+            return SparseRegressorModel(
+                self, X, y, continuing=continuing, partial=partial, scaling=scaling
+            )
+        check_sparse_options(self, X.shape[0])  # rejects a batch_size
+        model = ExactCGModel if self.solver == "cg" else ExactCholeskyModel
+        return model(self, X, y, continuing=continuing)
 
     def _pathwise(self, spec, n_samples, random_state, n_features):
         if isinstance(self._draws, SparseGPDraws):

@@ -484,7 +484,7 @@ def test_warm_start_continues_the_run(data):
 
 
 def test_interrupted_fit_leaves_earlier_state(fitted, data, monkeypatch):
-    import skgp_bayes._stein_classifier_fit as module
+    import skgp_bayes._stein_base as module
 
     X, y = data
     est = pickle.loads(pickle.dumps(fitted))
