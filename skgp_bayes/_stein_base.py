@@ -361,6 +361,35 @@ class SteinModel:
             not self.stochastic and not result.converged and self.estimator.max_iter > 0
         )
 
+    # The pieces every model gives.
+    def prepare(self):
+        """Checks; set ``target``, ``names``, ``bounds`` and ``n_hyper``."""
+        raise NotImplementedError
+
+    def threads(self):
+        """The BLAS thread limit the start and SVGD run under."""
+        raise NotImplementedError
+
+    def initial(self):
+        """The :class:`Start` of a new fit."""
+        raise NotImplementedError
+
+    def resume(self):
+        """The :class:`Start` of a continued fit, from the fitted state."""
+        raise NotImplementedError
+
+    def make_evaluator(self, start):
+        """``evaluator(particles) -> (values, grads)`` for SVGD."""
+        raise NotImplementedError
+
+    def finish(self, result, start):
+        """The model's own fitted attributes (a dict)."""
+        raise NotImplementedError
+
+    def diagnostics(self, result, start, init_time, fit_time):
+        """``diagnostics_``, with ``converged`` and ``fit_time``."""
+        raise NotImplementedError
+
     # Hooks with a default: most models need nothing here.
     def svgd_options(self, start):
         """Further options of :func:`~skgp_bayes.inference.run_svgd`."""

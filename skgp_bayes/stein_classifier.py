@@ -32,7 +32,7 @@ whitened values of every latent function at the inducing inputs; given
 ``(theta, v)`` each latent is ``N(A'v, gamma)`` at any input, so the
 predictive averaging below is the same as for the exact model. The particles
 start from an SVGP Gaussian approximation on the same inducing inputs
-(:func:`~skgp_bayes._stein_base.sparse_initial_particles`), and the data
+(:func:`~skgp_bayes._stein_models.sparse.sparse_initial_particles`), and the data
 term may be estimated on minibatches without bias.
 """
 

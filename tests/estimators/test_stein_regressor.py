@@ -643,3 +643,29 @@ def test_unmet_rule_is_reported(data):
     with pytest.warns(ConvergenceWarning, match="did not meet its stopping rule"):
         reg = SteinGPRegressor(n_particles=5, max_iter=2, random_state=0).fit(X, y)
     assert not reg.converged_ and reg.n_iter_ == 2
+
+
+@pytest.mark.parametrize(
+    "params,model",
+    [
+        ({}, "ExactCholeskyModel"),
+        ({"solver": "cg"}, "ExactCGModel"),
+        ({"inducing_points": 5}, "SparseRegressorModel"),
+    ],
+)
+def test_fit_runs_the_one_model_its_parameters_name(data, params, model, monkeypatch):
+    # The model is chosen once, and every model runs the one template.
+    import skgp_bayes._stein_base as base
+
+    ran = []
+    template = base.SteinModel.fit
+
+    def spy(self):
+        ran.append(type(self).__name__)
+        return template(self)
+
+    monkeypatch.setattr(base.SteinModel, "fit", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SteinGPRegressor(**{**FAST, "max_iter": 2}, **params).fit(*data)
+    assert ran == [model]
