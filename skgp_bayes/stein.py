@@ -16,7 +16,12 @@ from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import draws_alias
 from ._stein_base import check_same_model, check_sparse_options, is_sparse_config
-from ._stein_models import ExactCGModel, ExactCholeskyModel, SparseRegressorModel
+from ._stein_models import (
+    ExactCGModel,
+    ExactCholeskyModel,
+    SparseRegressorModel,
+    StochasticTraceModel,
+)
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -61,6 +66,11 @@ def _single_target_reason(estimator):
             "solver='cg' estimates the gradient and the predictions by "
             "conjugate gradients on one target; the exact model "
             "(solver='cholesky') shares the hyperparameters across targets."
+        )
+    if estimator.gradient == "stochastic_trace":
+        return (
+            "gradient='stochastic_trace' estimates the trace term for one "
+            "target; gradient='exact' shares the hyperparameters across targets."
         )
     return None
 
@@ -203,6 +213,20 @@ class SteinGPRegressor(
         (``learning_rate_decay``) and ``log_posterior_`` is NaN (the log
         density is never computed). ``init="map"`` searches on a random
         subset of 1,000 points, and predictions solve by CG too.
+    gradient : {"exact", "stochastic_trace"}, default="exact"
+        The gradient of the exact Cholesky model (``solver="cholesky"``,
+        ``inducing_points=None``). ``"exact"``: the value and gradient of
+        the log posterior from each particle's factor and the explicit
+        inverse ``K^-1``. ``"stochastic_trace"``: the value and the
+        gradient's data term stay exact, from the same factor; the trace
+        term ``tr(K^-1 dK/dtheta)`` is estimated from 4 Rademacher probes
+        solved with it, an unbiased gradient that drops the inverse (about
+        two factorisations' flops) and the ``n x n`` contraction. SVGD then
+        follows noisy gradients as with ``solver="cg"``: Adam with a
+        decaying step (``learning_rate_decay``), no preconditioner, and
+        ``max_iter`` iterations (``converged_`` is False). Other models
+        reject ``"stochastic_trace"``: ``solver="cg"`` estimates the trace
+        term already, and the sparse model has none.
 
     Attributes
     ----------
@@ -330,6 +354,7 @@ class SteinGPRegressor(
         ],
         "n_jobs": [None, Integral],
         "solver": [StrOptions({"cholesky", "cg"})],
+        "gradient": [StrOptions({"exact", "stochastic_trace"})],
     }
 
     def __init__(
@@ -355,6 +380,7 @@ class SteinGPRegressor(
         learning_rate_decay="auto",
         n_jobs=None,
         solver="cholesky",
+        gradient="exact",
     ):
         self.kernel = kernel
         self.priors = priors
@@ -376,6 +402,7 @@ class SteinGPRegressor(
         self.learning_rate_decay = learning_rate_decay
         self.n_jobs = n_jobs
         self.solver = solver
+        self.gradient = gradient
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -492,13 +519,23 @@ class SteinGPRegressor(
 
     def _model(self, X, y, continuing, partial, scaling):
         """The model this fit runs, chosen once from the parameters."""
-        if check_same_model(self, continuing):
+        sparse = check_same_model(self, continuing)
+        if self.gradient != "exact" and (sparse or self.solver == "cg"):
+            raise ValueError(
+                f"gradient={self.gradient!r} needs the exact Cholesky model "
+                "(inducing_points=None, solver='cholesky'): solver='cg' "
+                "estimates the trace term already, and the sparse model has none."
+            )
+        if sparse:
             return SparseRegressorModel(
                 self, X, y, continuing=continuing, partial=partial, scaling=scaling
             )
         check_sparse_options(self, X.shape[0])  # rejects a batch_size
-        model = ExactCGModel if self.solver == "cg" else ExactCholeskyModel
-        return model(self, X, y, continuing=continuing)
+        if self.solver == "cg":
+            return ExactCGModel(self, X, y, continuing=continuing)
+        if self.gradient == "stochastic_trace":
+            return StochasticTraceModel(self, X, y, continuing=continuing)
+        return ExactCholeskyModel(self, X, y, continuing=continuing)
 
     def _pathwise(self, spec, n_samples, random_state, n_features):
         if isinstance(self._draws, SparseGPDraws):

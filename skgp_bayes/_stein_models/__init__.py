@@ -2,6 +2,7 @@
 :class:`~skgp_bayes._stein_base.SteinModel`.
 
 ``SteinGPRegressor`` picks one of :class:`ExactCholeskyModel`,
+:class:`StochasticTraceModel` (``gradient="stochastic_trace"``),
 :class:`ExactCGModel` (``solver="cg"``) and :class:`SparseRegressorModel`
 (``inducing_points``); ``SteinGPClassifier`` one of :class:`LatentModel` and
 :class:`SparseClassifierModel`. Each gives its target, starting particles,
@@ -9,7 +10,7 @@ particle evaluator, SVGD settings and fitted attributes; the fit itself is
 :meth:`~skgp_bayes._stein_base.SteinModel.fit`, the same for all.
 """
 
-from .exact import ExactCGModel, ExactCholeskyModel
+from .exact import ExactCGModel, ExactCholeskyModel, StochasticTraceModel
 from .latent import LatentModel
 from .sparse import SparseClassifierModel, SparseModel, SparseRegressorModel
 
@@ -20,4 +21,5 @@ __all__ = [
     "SparseClassifierModel",
     "SparseModel",
     "SparseRegressorModel",
+    "StochasticTraceModel",
 ]

@@ -1,11 +1,14 @@
 """The exact models of :class:`~skgp_bayes.SteinGPRegressor`.
 
-Both move particles over the marginal posterior ``p(theta | y)`` of the
-kernel hyperparameters and the noise variance, the latent function
+All three move particles over the marginal posterior ``p(theta | y)`` of
+the kernel hyperparameters and the noise variance, the latent function
 integrated out. :class:`ExactCholeskyModel` factorises each particle's
-kernel matrix; :class:`ExactCGModel` never does: each particle's gradient is
-an unbiased estimate from conjugate gradients and Hutchinson probes (seed
-002), so SVGD follows noisy gradients.
+kernel matrix for exact values and gradients; :class:`StochasticTraceModel`
+factorises too but estimates the gradient's trace term by Hutchinson probes
+(``gradient="stochastic_trace"``); :class:`ExactCGModel` never factorises:
+each particle's gradient is an unbiased estimate from conjugate gradients
+and Hutchinson probes (seed 002). The last two give noisy gradients, which
+SVGD follows in its stochastic mode.
 """
 
 import numpy as np
@@ -29,7 +32,7 @@ from ..inference.laplace import (
     laplace_modes,
 )
 from ..predictive.exact import CGGPDraws, ExactGPDraws
-from ..targets import ExactMarginalTarget
+from ..targets import ExactMarginalTarget, StochasticTraceTarget
 from ..targets.cg_particles import (
     CG_TOL,
     MAP_SUBSET,
@@ -38,7 +41,12 @@ from ..targets.cg_particles import (
 )
 from .common import regressor_attributes
 
-__all__ = ["ExactCGModel", "ExactCholeskyModel"]
+__all__ = ["ExactCGModel", "ExactCholeskyModel", "StochasticTraceModel"]
+
+# Rademacher probes per trace estimate of gradient="stochastic_trace": the
+# target's own default, whose step time benchmarks/bench_stein_regressor.py
+# measures.
+TRACE_PROBES = 4
 
 
 def allocate(weights, total):
@@ -260,15 +268,19 @@ class ExactCholeskyModel(SteinModel):
         """The predictive: per-particle exact GP posteriors."""
         return ExactGPDraws(self.adapter, self.X, self.y_model, kernel_thetas, noise)
 
+    def max_jitter(self):
+        """Largest jitter a factorisation of this fit needed."""
+        return self.target.max_jitter
+
     def finish(self, result, start):
         """Warn of added jitter; kernels, noise, training data and draws."""
-        target = self.target
-        if target.max_jitter > 0:
+        target, max_jitter = self.target, self.max_jitter()
+        if max_jitter > 0:
             warn_user(
                 "Kernel matrices were not positive definite for some particles; "
-                f"added jitter up to {target.max_jitter:.3g} to their diagonal.",
+                f"added jitter up to {max_jitter:.3g} to their diagonal.",
                 NumericalWarning,
-                worst=target.max_jitter,
+                worst=max_jitter,
             )
         particles = result.particles
         kernel_thetas = particles[:, : self.adapter.n_params]
@@ -292,7 +304,7 @@ class ExactCholeskyModel(SteinModel):
     def diagnostics(self, result, start, init_time, fit_time):
         """``max_jitter``, ``converged``, ``fit_time``."""
         return {
-            "max_jitter": self.target.max_jitter,
+            "max_jitter": self.max_jitter(),
             "converged": result.converged,
             "fit_time": fit_time,
         }
@@ -415,3 +427,65 @@ class ExactCGModel(ExactCholeskyModel):
             )
             diagnostics["cg_max_residual"] = self.evaluator.max_residual
         return diagnostics
+
+
+class StochasticTraceModel(ExactCholeskyModel):
+    """The exact regressor with a stochastic-trace gradient.
+
+    ``gradient="stochastic_trace"``: one Cholesky factorisation per particle
+    and iteration gives the log posterior and the gradient's data term
+    ``1/2 a' dK_j a`` exactly; the trace term ``tr(K^-1 dK_j)`` is
+    estimated by ``TRACE_PROBES`` Rademacher probes solved with the same
+    factor (:class:`~skgp_bayes.targets.StochasticTraceTarget`), which
+    drops the explicit inverse of an exact gradient. The gradient is
+    unbiased, so SVGD runs in its stochastic mode, as for ``solver="cg"``:
+    Adam with a decaying rate, unpreconditioned, for ``max_iter``
+    iterations. The particles start as in the Cholesky model. Parameters
+    as for :class:`~skgp_bayes._stein_base.SteinModel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models import StochasticTraceModel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (20, 1))
+    >>> est = SteinGPRegressor(n_particles=3, max_iter=5, random_state=0)
+    >>> est.n_features_in_ = 1
+    >>> fitted = StochasticTraceModel(est, X, np.sin(X[:, 0]),
+    ...                               continuing=False).fit()
+    >>> fitted["n_iter_"], fitted["converged_"]  # runs max_iter, noisy field
+    (5, False)
+    """
+
+    stochastic = True
+    trace_target = None
+
+    def precondition(self, factor):
+        """None: noisy gradients take Adam with a decaying rate."""
+        return None
+
+    def make_evaluator(self, start):
+        """Exact values and stochastic-trace gradients of every particle.
+
+        The probes' stream is seeded by ``random_state`` and the number of
+        iterations already run, so that a continued fit draws new probes.
+        """
+        done = self.estimator.n_iter_ if self.continuing else 0
+        seed = self.rng.randint(0, 2**31 - 1)
+        self.trace_target = StochasticTraceTarget(
+            self.adapter,
+            self.X,
+            self.y_model,
+            self.prior_set,
+            self.target.log_noise_variance,
+            rng=np.random.default_rng([seed, done]),
+            n_probes=TRACE_PROBES,
+        )
+        return batch_evaluator(self.trace_target)
+
+    def max_jitter(self):
+        """Largest jitter of the MAP search's and SVGD's factorisations."""
+        if self.trace_target is None:
+            return self.target.max_jitter
+        return max(self.target.max_jitter, self.trace_target.max_jitter)
