@@ -1,7 +1,8 @@
 """The Stein template and what the two Stein estimators share.
 
-A Stein fit is one of five models (the regressor's exact Cholesky, exact CG
-and sparse models; the classifier's latent and sparse models, in
+A Stein fit is one of six models (the regressor's exact Cholesky,
+stochastic-trace, exact CG and sparse models; the classifier's latent and
+sparse models, in
 :mod:`skgp_bayes._stein_models`), chosen once from the estimator's
 parameters. Each model is a :class:`SteinModel`: it gives the target, the
 starting particles, the particle evaluator, SVGD's settings and the fitted
@@ -230,7 +231,18 @@ class Start:
 
 
 def merged_history(estimator, continuing, result):
-    """The previous fit's history (when continuing) extended by this run's."""
+    """The previous fit's history (when continuing) extended by this run's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from skgp_bayes._stein_base import merged_history
+    >>> fitted = SimpleNamespace(history_={"field": [3.0, 2.0]})
+    >>> run = SimpleNamespace(history={"field": [1.0]})
+    >>> merged_history(fitted, True, run), merged_history(fitted, False, run)
+    ({'field': [3.0, 2.0, 1.0]}, {'field': [1.0]})
+    """
     history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
     for key, trace in result.history.items():
         history.setdefault(key, []).extend(trace)

@@ -52,36 +52,37 @@ _SVGP_ADAM_RATE = 0.01
 _SETTLE_MIN_BATCHES = 20
 
 
-def sparse_initial_particles(
-    target,
-    *,
-    init,
-    n_particles,
-    hyper_start,
-    hyper_bounds,
-    prior_set,
-    rng,
-    batch_size,
+def svgp_approximation(
+    target, *, hyper_start, hyper_bounds, prior_set, rng, batch_size
 ):
-    """Starting particles ``(J, n_params)`` and the point they spread from.
+    """The SVGP Gaussian approximation that places a sparse fit's particles.
 
-    ``init="prior"``: hyperparameters from the prior, ``v`` from its
-    ``N(0, I)`` prior. ``init="map"``: a sparse variational (SVGP) Gaussian
-    approximation with the same inducing inputs is fitted (L-BFGS-B on the
-    full data, or Adam on minibatches with ``batch_size``); the particles'
-    hyperparameters scatter ``_HYPER_SPREAD`` log units around its optimum
-    and their ``v`` are drawn from its ``q(v)``. Returns ``(particles,
-    centre, elbo)``; ``centre`` and ``elbo`` are None for ``"prior"``.
+    Fitted with the target's inducing inputs, likelihood and priors:
+    L-BFGS-B on the full data, or Adam on minibatches with ``batch_size``.
+    Returns ``(bound, params, elbo)``: the SVGP bound, its optimum and the
+    bound's value there (None on minibatches or where it fails).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._stein_models.sparse import svgp_approximation
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.priors import PriorSet
+    >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+    >>> X = np.linspace(-2, 2, 30)[:, None]
+    >>> prior_set = PriorSet({"length_scale": slice(0, 1)}, {})
+    >>> target = SparseWhitenedTarget(
+    ...     KernelAdapter(RBF()), X, (X[:, 0] > 0).astype(float), X[::6],
+    ...     Bernoulli(), prior_set)
+    >>> bound, params, elbo = svgp_approximation(
+    ...     target, hyper_start=np.zeros(1), hyper_bounds=np.array([[-5.0, 5.0]]),
+    ...     prior_set=prior_set, rng=np.random.default_rng(0), batch_size=None)
+    >>> bool(np.isfinite(elbo))
+    True
     """
-    J, h, m, C = n_particles, target.n_hyper, target.n_inducing, target.n_latent
-    particles = np.empty((J, target.n_params))
-    if init == "prior":
-        if h:
-            hyper = prior_set.sample(rng, J)
-            particles[:, :h] = np.clip(hyper, hyper_bounds[:, 0], hyper_bounds[:, 1])
-        particles[:, h:] = rng.standard_normal((J, m * C))
-        return particles, None, None
-
+    h = target.n_hyper
     bound = SVGPBound(
         target.adapter,
         target.X,
@@ -112,12 +113,74 @@ def sparse_initial_particles(
             rng,
             settle_window=max(_SETTLE_MIN_BATCHES, -(-target.n // batch_size)),
         )
-    theta, log_noise, q_mean, q_L, _ = bound.split(params)
-    centre_hyper = np.append(theta, log_noise) if target.learn_noise else theta
     try:
         elbo = float(bound.elbo(params)) if batch_size is None else None
     except NotPSDError:
         elbo = None
+    return bound, params, elbo
+
+
+def sparse_initial_particles(
+    target,
+    *,
+    init,
+    n_particles,
+    hyper_start,
+    hyper_bounds,
+    prior_set,
+    rng,
+    batch_size,
+):
+    """Starting particles ``(J, n_params)`` and the point they spread from.
+
+    ``init="prior"``: hyperparameters from the prior, ``v`` from its
+    ``N(0, I)`` prior. ``init="map"``: a sparse variational (SVGP) Gaussian
+    approximation with the same inducing inputs is fitted (L-BFGS-B on the
+    full data, or Adam on minibatches with ``batch_size``); the particles'
+    hyperparameters scatter ``_HYPER_SPREAD`` log units around its optimum
+    and their ``v`` are drawn from its ``q(v)``. Returns ``(particles,
+    centre, elbo)``; ``centre`` and ``elbo`` are None for ``"prior"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._stein_models.sparse import sparse_initial_particles
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.priors import PriorSet
+    >>> from skgp_bayes.targets.sparse import SparseWhitenedTarget
+    >>> X = np.linspace(-2, 2, 30)[:, None]
+    >>> prior_set = PriorSet({"length_scale": slice(0, 1)}, {})
+    >>> target = SparseWhitenedTarget(
+    ...     KernelAdapter(RBF()), X, (X[:, 0] > 0).astype(float), X[::6],
+    ...     Bernoulli(), prior_set)
+    >>> particles, centre, elbo = sparse_initial_particles(
+    ...     target, init="prior", n_particles=4, hyper_start=np.zeros(1),
+    ...     hyper_bounds=np.array([[-5.0, 5.0]]), prior_set=prior_set,
+    ...     rng=np.random.default_rng(0), batch_size=None)
+    >>> particles.shape, centre, elbo  # length scale, then 5 whitened values
+    ((4, 6), None, None)
+    """
+    J, h, m, C = n_particles, target.n_hyper, target.n_inducing, target.n_latent
+    particles = np.empty((J, target.n_params))
+    if init == "prior":
+        if h:
+            hyper = prior_set.sample(rng, J)
+            particles[:, :h] = np.clip(hyper, hyper_bounds[:, 0], hyper_bounds[:, 1])
+        particles[:, h:] = rng.standard_normal((J, m * C))
+        return particles, None, None
+
+    bound, params, elbo = svgp_approximation(
+        target,
+        hyper_start=hyper_start,
+        hyper_bounds=hyper_bounds,
+        prior_set=prior_set,
+        rng=rng,
+        batch_size=batch_size,
+    )
+    theta, log_noise, q_mean, q_L, _ = bound.split(params)
+    centre_hyper = np.append(theta, log_noise) if target.learn_noise else theta
     z = rng.standard_normal((J, C, m))
     v = q_mean[None] + np.einsum("cjk,sck->sjc", q_L, z)
     particles[:, h:] = v.reshape(J, -1)
