@@ -123,21 +123,22 @@ class SteinGPRegressor(
         Budget of SVGD iterations per call to ``fit``, a safeguard: a fit
         normally ends on ``tol`` (tens of iterations from ``init="map"``).
     learning_rate : "auto" or float, default="auto"
-        With ``init="map"`` (exact model, ``solver="cholesky"``) SVGD is
-        preconditioned by the Laplace covariance of the most probable mode
-        and steps a fraction ``learning_rate`` of its whitened field
-        (``"auto"``: 0.5, halved by the engine where the field
-        oscillates). Otherwise (``init="prior"``, the sparse model,
-        ``solver="cg"``) it is Adam's learning rate in log units per step
-        (``"auto"``: 0.05).
+        With ``init="map"`` (exact model, ``solver="cholesky"``,
+        ``gradient="exact"``) SVGD is preconditioned by the Laplace
+        covariance of the most probable mode and steps a fraction
+        ``learning_rate`` of its whitened field (``"auto"``: 0.5, halved by
+        the engine where the field oscillates). Otherwise
+        (``init="prior"``, the sparse model, ``solver="cg"``,
+        ``gradient="stochastic_trace"``) it is Adam's learning rate in log
+        units per step (``"auto"``: 0.05).
     tol : "auto" or float, default="auto"
         Stopping rule: the run ends once the root mean square of the Stein
         field, in posterior standard deviations, stays at most ``tol``
         for two iterations; the particles are then about ``tol`` sds from
         SVGD's fixed point. ``"auto"`` is ``0.1 / sqrt(n_particles)``, a
         tenth of the Monte Carlo error of a particle average. Never met
-        on minibatch or ``solver="cg"`` gradients, which run ``max_iter``
-        iterations.
+        on minibatch, ``solver="cg"`` or ``gradient="stochastic_trace"``
+        gradients, which run ``max_iter`` iterations.
     init : {"map", "prior"}, default="map"
         ``"map"``: find the maximum a posteriori point by L-BFGS-B and spread
         the particles by its Laplace approximation (with standard deviations
@@ -319,7 +320,8 @@ class SteinGPRegressor(
     """
 
     # Adam's learning rate (log units per step) for learning_rate="auto"
-    # without a preconditioner (init="prior", the sparse model, solver="cg").
+    # without a preconditioner (init="prior", the sparse model, solver="cg",
+    # gradient="stochastic_trace").
     _adam_rate = 0.05
 
     _parameter_constraints = {
