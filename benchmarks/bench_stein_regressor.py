@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_info
 from skgp_bayes import SteinGPRegressor
 from skgp_bayes.__main__ import fit_sklearn, fit_stein
 from skgp_bayes._stein_base import batch_evaluator
+from skgp_bayes._stein_models.exact import TRACE_PROBES
 from skgp_bayes._threads import blas_threads_for
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.inference import svgd_direction
@@ -144,22 +145,43 @@ def bench_target_sweep(sizes, d, repeats):
 
 
 def bench_svgd_iteration(n, d, particle_counts, repeats):
+    """One SVGD iteration with exact and with stochastic-trace gradients
+    (``gradient="stochastic_trace"``), in units of J Choleskys."""
     X, y, kernel, target, params, K = _problem(n, d)
     evaluate = batch_evaluator(target)
+    noisy = StochasticTraceTarget(
+        target.adapter,
+        target.X,
+        target.y,
+        target.prior_set,
+        rng=np.random.default_rng(0),
+        n_probes=TRACE_PROBES,
+    )
+    noisy.logp_and_grad(params)  # compile
+    evaluate_trace = batch_evaluator(noisy)
     t_chol = best_time(lambda: lapack.dpotrf(K, lower=1), repeats)
     rng = np.random.default_rng(1)
     print(f"\n### One SVGD iteration, n={n}, d={d}\n")
-    print("| J | seconds | J x Cholesky | ratio |")
-    print("| ---: | ---: | ---: | ---: |")
+    print(
+        "| J | seconds | J x Cholesky | ratio | stochastic trace (s) "
+        "| stochastic trace ratio |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for J in particle_counts:
         particles = params + 0.1 * rng.normal(size=(J, params.size))
 
-        def iteration(particles=particles):
+        def iteration(particles=particles, evaluate=evaluate):
             _, grads = evaluate(particles)
             svgd_direction(particles, grads)
 
         t = best_time(iteration, max(1, repeats // J))
-        print(f"| {J} | {t:.3f} | {J * t_chol:.3f} | {t / (J * t_chol):.2f} |")
+        t_trace = best_time(
+            lambda p=particles: iteration(p, evaluate_trace), max(1, repeats // J)
+        )
+        print(
+            f"| {J} | {t:.3f} | {J * t_chol:.3f} | {t / (J * t_chol):.2f} "
+            f"| {t_trace:.3f} | {t_trace / (J * t_chol):.2f} |"
+        )
 
 
 def bench_concrete(seeds, n_particles, n_restarts):

@@ -1,49 +1,37 @@
-"""The parts both Stein estimators share: SVGD's settings from the
-estimator's parameters, checks and warnings, and the sparse
-(inducing-point) mode.
+"""The Stein template and what the two Stein estimators share.
 
-With ``inducing_points`` set, the particles hold ``(theta, v)``: the kernel
-hyperparameters (and the log noise variance of a regressor) and the whitened
-inducing values of :class:`~skgp_bayes.targets.sparse.SparseWhitenedTarget`
-(seed 000, sections 3-4). With ``batch_size`` the data term is estimated on
-one random minibatch per iteration, shared by all particles, scaled by
-``n / |B|`` so that the estimate is unbiased (seed 000, eq. 10).
+A Stein fit is one of six models (the regressor's exact Cholesky,
+stochastic-trace, exact CG and sparse models; the classifier's latent and
+sparse models, in
+:mod:`skgp_bayes._stein_models`), chosen once from the estimator's
+parameters. Each model is a :class:`SteinModel`: it gives the target, the
+starting particles, the particle evaluator, SVGD's settings and the fitted
+attributes, and :meth:`SteinModel.fit` runs them in one order. This module
+also holds SVGD's settings from the estimator's parameters, and the checks
+and warnings the models share.
 """
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 
 from . import _config
+from ._base import seconds_since
 from ._fit_checks import warn_at_bounds
 from ._progress import engine_verbose, fit_progress
-from ._sparse import fit_svgp_adam, fit_svgp_lbfgs
 from ._warnings import warn_user
-from .exceptions import NotPSDError
-from .inference import run_svgd
+from .diagnostics import kernel_stein_discrepancy
+from .inference import SVGDResult, run_svgd
 from .inference.particles import ParticleEvaluator
-from .targets.svgp import SVGPBound
 
 __all__ = []
 
 # Time scale (iterations) of the Robbins-Monro decay used with minibatches
 # when learning_rate_decay="auto": the rate halves by about iteration 250.
 AUTO_DECAY = 100.0
-# Spread (log units) of the particles' hyperparameters around the Gaussian
-# approximation's optimum: SVGD's repulsion widens it where the posterior is
-# wider.
-_HYPER_SPREAD = 0.1
-# L-BFGS iterations (full data) or Adam steps (minibatches) of the Gaussian
-# approximation that places the particles.
-_SVGP_LBFGS_ITER = 200
-_SVGP_ADAM_STEPS = 500
-_SVGP_ADAM_RATE = 0.01
-# The minibatch warm-up stops once its bound, averaged over one epoch (and at
-# least this many batches), rises by less than twice its standard error from
-# one such window to the next: further Adam steps would be lost in the noise
-# that SVGD's own minibatch steps add; _SVGP_ADAM_STEPS is then a budget.
-_SETTLE_MIN_BATCHES = 20
 
 
 def check_sparse_options(estimator, n_samples):
@@ -92,85 +80,6 @@ def svgd_decay(learning_rate_decay, stochastic):
     if learning_rate_decay == "auto":
         return AUTO_DECAY if stochastic else None
     return learning_rate_decay
-
-
-def sparse_initial_particles(
-    target,
-    *,
-    init,
-    n_particles,
-    hyper_start,
-    hyper_bounds,
-    prior_set,
-    rng,
-    batch_size,
-):
-    """Starting particles ``(J, n_params)`` and the point they spread from.
-
-    ``init="prior"``: hyperparameters from the prior, ``v`` from its
-    ``N(0, I)`` prior. ``init="map"``: a sparse variational (SVGP) Gaussian
-    approximation with the same inducing inputs is fitted (L-BFGS-B on the
-    full data, or Adam on minibatches with ``batch_size``); the particles'
-    hyperparameters scatter ``_HYPER_SPREAD`` log units around its optimum
-    and their ``v`` are drawn from its ``q(v)``. Returns ``(particles,
-    centre, elbo)``; ``centre`` and ``elbo`` are None for ``"prior"``.
-    """
-    J, h, m, C = n_particles, target.n_hyper, target.n_inducing, target.n_latent
-    particles = np.empty((J, target.n_params))
-    if init == "prior":
-        if h:
-            hyper = prior_set.sample(rng, J)
-            particles[:, :h] = np.clip(hyper, hyper_bounds[:, 0], hyper_bounds[:, 1])
-        particles[:, h:] = rng.standard_normal((J, m * C))
-        return particles, None, None
-
-    bound = SVGPBound(
-        target.adapter,
-        target.X,
-        target.y,
-        target.Z,
-        target.likelihood,
-        prior_set,
-        learn_noise=target.learn_noise,
-        learn_inducing=False,
-        jitter=target.jitter,
-        offset=target.offset,
-    )
-    p = target.n_kernel_params
-    log_noise = hyper_start[p] if target.learn_noise else None
-    start = bound.initial_params(hyper_start[:p], log_noise)
-    opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
-    opt_bounds[:h] = hyper_bounds
-    if batch_size is None:
-        params, _, _, _ = fit_svgp_lbfgs(bound, start, opt_bounds, _SVGP_LBFGS_ITER)
-    else:
-        params, _, _, _ = fit_svgp_adam(
-            bound,
-            start,
-            opt_bounds,
-            _SVGP_ADAM_STEPS,
-            batch_size,
-            _SVGP_ADAM_RATE,
-            rng,
-            settle_window=max(_SETTLE_MIN_BATCHES, -(-target.n // batch_size)),
-        )
-    theta, log_noise, q_mean, q_L, _ = bound.split(params)
-    centre_hyper = np.append(theta, log_noise) if target.learn_noise else theta
-    try:
-        elbo = float(bound.elbo(params)) if batch_size is None else None
-    except NotPSDError:
-        elbo = None
-    z = rng.standard_normal((J, C, m))
-    v = q_mean[None] + np.einsum("cjk,sck->sjc", q_L, z)
-    particles[:, h:] = v.reshape(J, -1)
-    spread = _HYPER_SPREAD * rng.standard_normal((J, h))
-    # One particle stays at the optimum: the approximation's best guess.
-    spread[0] = 0.0
-    particles[:, :h] = np.clip(
-        centre_hyper + spread, hyper_bounds[:, 0], hyper_bounds[:, 1]
-    )
-    centre = np.concatenate([centre_hyper, q_mean.reshape(-1)])
-    return particles, centre, elbo
 
 
 # tol="auto" is AUTO_TOL_SCALE / sqrt(n_particles) posterior sds: the
@@ -264,8 +173,13 @@ def run_stein_svgd(
     state,
     stochastic,
     preconditioner=None,
+    **options,
 ):
-    """SVGD with the estimator's step, tolerance, decay and progress lines."""
+    """SVGD with the estimator's step, tolerance, decay and progress lines.
+
+    ``options`` go to :func:`~skgp_bayes.inference.run_svgd` as they are
+    (the SVGD kernel and step control of the classifier's latent model).
+    """
     with fit_progress(estimator, "SVGD", estimator.max_iter) as progress:
         return run_svgd(
             evaluator,
@@ -281,88 +195,221 @@ def run_stein_svgd(
             decay=svgd_decay(estimator.learning_rate_decay, stochastic),
             stochastic=stochastic,
             progress=progress.engine,
+            **options,
         )
 
 
-def sparse_svgd_stage(
-    estimator,
-    target,
-    evaluator,
-    *,
-    continuing,
-    bounds,
-    hyper_start,
-    prior_set,
-    rng,
-    replay=None,
-):
-    """Place or continue the particles of a sparse Stein fit, then run SVGD.
+@dataclass
+class Start:
+    """Where SVGD starts: the particles and what came with them.
 
-    Shared by both Stein estimators' sparse fits.
+    Parameters
+    ----------
+    particles : ndarray of shape (n_particles, n_params)
+    state : dict or None
+        The engine's state to continue from (a continued fit).
+    centre : ndarray or None
+        The point the particles spread from (``map_params_``).
+    preconditioner : ndarray or None
+        Root of SVGD's preconditioner; None for none.
+    elbo : float or None
+        Bound of the Gaussian approximation that placed the particles.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._stein_base import Start
+    >>> Start(np.zeros((3, 2))).particles.shape
+    (3, 2)
+    """
+
+    particles: np.ndarray
+    state: dict = None
+    centre: np.ndarray = None
+    preconditioner: np.ndarray = None
+    elbo: float = None
+
+
+def merged_history(estimator, continuing, result):
+    """The previous fit's history (when continuing) extended by this run's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from skgp_bayes._stein_base import merged_history
+    >>> fitted = SimpleNamespace(history_={"field": [3.0, 2.0]})
+    >>> run = SimpleNamespace(history={"field": [1.0]})
+    >>> merged_history(fitted, True, run), merged_history(fitted, False, run)
+    ({'field': [3.0, 2.0, 1.0]}, {'field': [1.0]})
+    """
+    history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
+    for key, trace in result.history.items():
+        history.setdefault(key, []).extend(trace)
+    return history
+
+
+class SteinModel:
+    """One model of a Stein estimator, and the fit every model runs.
+
+    A subclass gives the pieces: :meth:`prepare` (checks, the target, its
+    parameter names and bounds), :meth:`initial` or :meth:`resume` (where
+    SVGD starts), :meth:`make_evaluator` and :meth:`svgd_options` (how SVGD
+    runs), :meth:`finish` and :meth:`diagnostics` (what the fit leaves).
+    :meth:`fit` puts them together in one order, so the estimators hold no
+    branch on the model.
 
     Parameters
     ----------
     estimator : SteinGPRegressor or SteinGPClassifier
-        Its fitted state is read when ``continuing``.
-    target : SparseWhitenedTarget
-    evaluator : ParticleEvaluator
+        Parameters are read from it, and its fitted state when continuing.
+    X : ndarray of shape (n_samples, n_features)
+        Validated inputs, on the model's (standardised) scale.
+    y : ndarray
+        Validated targets or labels.
     continuing : bool
-    bounds : ndarray of shape (n_params, 2)
-        The hyperparameters' bounds come first.
-    hyper_start, prior_set, rng
-        Where a new fit's particles start from; see
-        :func:`~skgp_bayes._stein_base.sparse_initial_particles`.
-    replay : callable, optional
-        ``replay(evaluator, particles)`` when continuing, before SVGD (the
-        regressor replays its last gradient on unchanged data).
+        Continue from the fitted particles (``warm_start``, ``partial_fit``).
+    partial : bool, default=False
+        A ``partial_fit`` call: the data is one chunk of a stream.
+    scaling : InputScaling or None, default=None
+        The input standardisation (places inducing inputs given in the
+        inputs' own units).
 
-    Returns
-    -------
-    result : SVGDResult
-    centre : ndarray or None
-    elbo : float or None
-    history : dict of list
-        The previous fit's history (when continuing) extended by this one's.
-    init_done : float
-        ``time.perf_counter()`` when the particles were in place.
+    Attributes
+    ----------
+    stochastic : bool
+        Whether SVGD follows noisy gradients (minibatches, trace
+        estimates): it then runs ``max_iter`` iterations with a decaying
+        step, and never warns that its stopping rule was not met.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models import ExactCholeskyModel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (20, 1))
+    >>> y = np.sin(X[:, 0])
+    >>> est = SteinGPRegressor(n_particles=3, max_iter=5, random_state=0)
+    >>> est.n_features_in_ = 1
+    >>> fitted = ExactCholeskyModel(est, X, y, continuing=False).fit()
+    >>> fitted["particles_"].shape
+    (3, 3)
     """
-    names, h = target.param_names, target.n_hyper
-    stochastic = evaluator.batch_size is not None
-    state = None
-    if continuing:
-        check_particle_shape(estimator, len(names), "Continuing a fit")
-        particles, centre = estimator.particles_, estimator.map_params_
-        state = estimator._svgd_state
-        # The permutation of the last chunk means nothing for a new one; the
-        # random stream carries on.
-        evaluator.set_state(estimator._batch_state)
-        if replay is not None:
-            replay(evaluator, particles)
-        elbo = estimator.diagnostics_.get("svgp_elbo")
-    else:
-        particles, centre, elbo = sparse_initial_particles(
-            target,
-            init=estimator.init,
-            n_particles=estimator.n_particles,
-            hyper_start=hyper_start,
-            hyper_bounds=bounds[:h],
-            prior_set=prior_set,
-            rng=rng,
-            batch_size=evaluator.batch_size,
-        )
-        if estimator.verbose and centre is not None:
-            estimator._log(
-                f"Gaussian approximation with "
-                f"{target.Z.shape[0]} inducing points: "
-                f"{describe_hyper(names[:h], centre[:h])}"
+
+    stochastic = False
+
+    def __init__(self, estimator, X, y, *, continuing, partial=False, scaling=None):
+        self.estimator = estimator
+        self.X, self.y = X, y
+        self.continuing, self.partial, self.scaling = continuing, partial, scaling
+
+    def fit(self):
+        """Run the fit and return the fitted attributes (a dict)."""
+        t_start = time.perf_counter()
+        self.rng = check_random_state(self.estimator.random_state)
+        self.prepare()
+        with self.threads():
+            start = self.resume() if self.continuing else self.initial()
+            init_time = seconds_since(t_start)
+            result = self.run(start)
+            h = self.n_hyper
+            warn_at_bounds(
+                result.particles[:, :h], self.bounds[:h], self.names[:h], "particles"
             )
-    init_done = time.perf_counter()
-    evaluator.check_initial(particles)
-    result = run_stein_svgd(estimator, evaluator, particles, bounds, state, stochastic)
-    history = {k: list(v) for k, v in estimator.history_.items()} if continuing else {}
-    for key, trace in result.history.items():
-        history.setdefault(key, []).extend(trace)
-    if not stochastic and not result.converged and estimator.max_iter > 0:
-        warn_not_converged(estimator, result)
-    warn_at_bounds(result.particles[:, :h], bounds[:h], names[:h], "particles")
-    return result, centre, elbo, history, init_done
+            fitted = self.fitted(result, start)
+        fitted["diagnostics_"] = self.diagnostics(
+            result, start, init_time, seconds_since(t_start)
+        )
+        return fitted
+
+    def run(self, start):
+        """SVGD from ``start``; the start itself where nothing is free."""
+        particles = start.particles
+        if particles.shape[1] == 0:
+            values = self.log_density(particles)
+            return SVGDResult(particles, values, particles, 0, True, {}, start.state)
+        evaluator = self.make_evaluator(start)
+        evaluator.check_initial(particles)
+        result = run_stein_svgd(
+            self.estimator,
+            evaluator,
+            particles,
+            self.bounds,
+            start.state,
+            self.stochastic,
+            start.preconditioner,
+            **self.svgd_options(start),
+        )
+        if self.warns_unconverged(result):
+            warn_not_converged(self.estimator, result)
+        self.after_run(evaluator)
+        return result
+
+    def fitted(self, result, start):
+        """The attributes every model leaves, then the model's own."""
+        estimator, particles = self.estimator, result.particles
+        ksd = (
+            kernel_stein_discrepancy(particles, result.grads)
+            if particles.shape[1]
+            else 0.0
+        )
+        return {
+            "particles_": particles,
+            "param_names_": self.names,
+            "log_posterior_": result.log_density,
+            "n_iter_": (estimator.n_iter_ if self.continuing else 0) + result.n_iter,
+            "converged_": bool(result.converged),
+            "history_": merged_history(estimator, self.continuing, result),
+            "ksd_": float(ksd),
+            "map_params_": start.centre,
+            "_svgd_state": result.state,
+            **self.finish(result, start),
+        }
+
+    def warns_unconverged(self, result):
+        """Whether SVGD's unmet stopping rule deserves a ConvergenceWarning."""
+        return (
+            not self.stochastic and not result.converged and self.estimator.max_iter > 0
+        )
+
+    # The pieces every model gives.
+    def prepare(self):
+        """Checks; set ``target``, ``names``, ``bounds`` and ``n_hyper``."""
+        raise NotImplementedError
+
+    def threads(self):
+        """The BLAS thread limit the start and SVGD run under."""
+        raise NotImplementedError
+
+    def initial(self):
+        """The :class:`Start` of a new fit."""
+        raise NotImplementedError
+
+    def resume(self):
+        """The :class:`Start` of a continued fit, from the fitted state."""
+        raise NotImplementedError
+
+    def make_evaluator(self, start):
+        """``evaluator(particles) -> (values, grads)`` for SVGD."""
+        raise NotImplementedError
+
+    def finish(self, result, start):
+        """The model's own fitted attributes (a dict)."""
+        raise NotImplementedError
+
+    def diagnostics(self, result, start, init_time, fit_time):
+        """``diagnostics_``, with ``converged`` and ``fit_time``."""
+        raise NotImplementedError
+
+    # Hooks with a default: most models need nothing here.
+    def svgd_options(self, start):
+        """Further options of :func:`~skgp_bayes.inference.run_svgd`."""
+        return {}
+
+    def after_run(self, evaluator):
+        """Warnings about the evaluator's work (none by default)."""
+
+    def log_density(self, particles):
+        """Log density at particles with no free coordinate."""
+        raise NotImplementedError

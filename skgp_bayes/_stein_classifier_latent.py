@@ -11,7 +11,13 @@ from .kernels.spectral import spectral_parameters
 from .likelihoods import Softmax
 from .predictive.latent import SparseLatentDraws
 from .predictive.sparse import sparse_function_samples
-from .sampling import require_spectral_spec
+from .sampling import (
+    DEFAULT_N_FEATURES,
+    latent_conditioner,
+    pathwise_functions,
+    require_spectral_spec,
+    with_prior_noise,
+)
 
 # Fixed standard-normal draws for the softmax predictive (antithetic pairs).
 _SOFTMAX_PREDICT_DRAWS = 256
@@ -63,6 +69,42 @@ class SteinClassifierLatentMixin:
             check_random_state(random_state),
             n_features,
         )
+        return functions[0] if len(functions) == 1 else functions
+
+    def _exact_function_samples(self, n_samples, random_state, n_features):
+        """Pathwise latent samples of the exact model: Matheron's update on
+        each particle's ``f = L_theta nu`` at the training inputs."""
+        draws, target = self._draws, self._target
+        spec = require_spectral_spec(target.adapter.kernel, "sample_latent(X)")
+        rng = check_random_state(random_state)
+        which = rng.randint(draws.n_draws, size=n_samples)
+        functions = []
+        for c in range(target.n_latent):
+            block = target.block_of_latent(c)
+            thetas = np.array([draws.theta(j, block) for j in range(draws.n_draws)])
+            latents = np.array(
+                [
+                    draws.factor(j, block) @ target.split(draws.particles[j])[1][c]
+                    for j in range(draws.n_draws)
+                ]
+            )
+            conditioner = with_prior_noise(
+                latent_conditioner(
+                    target.X, lambda j, block=block: draws.factor(j, block), latents
+                ),
+                self._feature_free_variance(spec, thetas),
+            )
+            functions.append(
+                pathwise_functions(
+                    spec,
+                    thetas,
+                    n_samples,
+                    conditioner,
+                    n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+                    random_state=rng,
+                    draws=which,
+                )
+            )
         return functions[0] if len(functions) == 1 else functions
 
     def _feature_free_variance(self, spec, thetas):

@@ -15,8 +15,13 @@ from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import draws_alias
-from ._stein_base import is_sparse_config
-from ._stein_regressor_fit import SteinRegressorFitMixin
+from ._stein_base import check_same_model, check_sparse_options, is_sparse_config
+from ._stein_models import (
+    ExactCGModel,
+    ExactCholeskyModel,
+    SparseRegressorModel,
+    StochasticTraceModel,
+)
 from ._validation import (
     VersionedStateMixin,
     atomic_feature_state,
@@ -62,11 +67,15 @@ def _single_target_reason(estimator):
             "conjugate gradients on one target; the exact model "
             "(solver='cholesky') shares the hyperparameters across targets."
         )
+    if estimator.gradient == "stochastic_trace":
+        return (
+            "gradient='stochastic_trace' estimates the trace term for one "
+            "target; gradient='exact' shares the hyperparameters across targets."
+        )
     return None
 
 
 class SteinGPRegressor(
-    SteinRegressorFitMixin,
     ExactGPRegressorMixin,
     InferenceDataMixin,
     VersionedStateMixin,
@@ -114,21 +123,22 @@ class SteinGPRegressor(
         Budget of SVGD iterations per call to ``fit``, a safeguard: a fit
         normally ends on ``tol`` (tens of iterations from ``init="map"``).
     learning_rate : "auto" or float, default="auto"
-        With ``init="map"`` (exact model, ``solver="cholesky"``) SVGD is
-        preconditioned by the Laplace covariance of the most probable mode
-        and steps a fraction ``learning_rate`` of its whitened field
-        (``"auto"``: 0.5, halved by the engine where the field
-        oscillates). Otherwise (``init="prior"``, the sparse model,
-        ``solver="cg"``) it is Adam's learning rate in log units per step
-        (``"auto"``: 0.05).
+        With ``init="map"`` (exact model, ``solver="cholesky"``,
+        ``gradient="exact"``) SVGD is preconditioned by the Laplace
+        covariance of the most probable mode and steps a fraction
+        ``learning_rate`` of its whitened field (``"auto"``: 0.5, halved by
+        the engine where the field oscillates). Otherwise
+        (``init="prior"``, the sparse model, ``solver="cg"``,
+        ``gradient="stochastic_trace"``) it is Adam's learning rate in log
+        units per step (``"auto"``: 0.05).
     tol : "auto" or float, default="auto"
         Stopping rule: the run ends once the root mean square of the Stein
         field, in posterior standard deviations, stays at most ``tol``
         for two iterations; the particles are then about ``tol`` sds from
         SVGD's fixed point. ``"auto"`` is ``0.1 / sqrt(n_particles)``, a
         tenth of the Monte Carlo error of a particle average. Never met
-        on minibatch or ``solver="cg"`` gradients, which run ``max_iter``
-        iterations.
+        on minibatch, ``solver="cg"`` or ``gradient="stochastic_trace"``
+        gradients, which run ``max_iter`` iterations.
     init : {"map", "prior"}, default="map"
         ``"map"``: find the maximum a posteriori point by L-BFGS-B and spread
         the particles by its Laplace approximation (with standard deviations
@@ -204,6 +214,20 @@ class SteinGPRegressor(
         (``learning_rate_decay``) and ``log_posterior_`` is NaN (the log
         density is never computed). ``init="map"`` searches on a random
         subset of 1,000 points, and predictions solve by CG too.
+    gradient : {"exact", "stochastic_trace"}, default="exact"
+        The gradient of the exact Cholesky model (``solver="cholesky"``,
+        ``inducing_points=None``). ``"exact"``: the value and gradient of
+        the log posterior from each particle's factor and the explicit
+        inverse ``K^-1``. ``"stochastic_trace"``: the value and the
+        gradient's data term stay exact, from the same factor; the trace
+        term ``tr(K^-1 dK/dtheta)`` is estimated from 4 Rademacher probes
+        solved with it, an unbiased gradient that drops the inverse (about
+        two factorisations' flops) and the ``n x n`` contraction. SVGD then
+        follows noisy gradients as with ``solver="cg"``: Adam with a
+        decaying step (``learning_rate_decay``), no preconditioner, and
+        ``max_iter`` iterations (``converged_`` is False). Other models
+        reject ``"stochastic_trace"``: ``solver="cg"`` estimates the trace
+        term already, and the sparse model has none.
 
     Attributes
     ----------
@@ -296,7 +320,8 @@ class SteinGPRegressor(
     """
 
     # Adam's learning rate (log units per step) for learning_rate="auto"
-    # without a preconditioner (init="prior", the sparse model, solver="cg").
+    # without a preconditioner (init="prior", the sparse model, solver="cg",
+    # gradient="stochastic_trace").
     _adam_rate = 0.05
 
     _parameter_constraints = {
@@ -331,6 +356,7 @@ class SteinGPRegressor(
         ],
         "n_jobs": [None, Integral],
         "solver": [StrOptions({"cholesky", "cg"})],
+        "gradient": [StrOptions({"exact", "stochastic_trace"})],
     }
 
     def __init__(
@@ -356,6 +382,7 @@ class SteinGPRegressor(
         learning_rate_decay="auto",
         n_jobs=None,
         solver="cholesky",
+        gradient="exact",
     ):
         self.kernel = kernel
         self.priors = priors
@@ -377,6 +404,7 @@ class SteinGPRegressor(
         self.learning_rate_decay = learning_rate_decay
         self.n_jobs = n_jobs
         self.solver = solver
+        self.gradient = gradient
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -483,12 +511,33 @@ class SteinGPRegressor(
             if y.ndim == 2 and y.shape[1] == 1:  # one target, as scikit-learn's GPR
                 y = y[:, 0]
             X_model, scaling = fit_input_scaling(self, X, continuing)
-            fitted = self._fit_model(X_model, y, continuing, partial, scaling)
+            model = self._model(X_model, y, continuing, partial, scaling)
+            fitted = model.fit()
             fitted["input_scaling_"] = scaling
         # Set together at the end, so an interrupted fit leaves the old state.
         self._set_fitted(fitted, _MODEL_SPECIFIC)
         warn_degenerate_fit(self, X, y)
         return self
+
+    def _model(self, X, y, continuing, partial, scaling):
+        """The model this fit runs, chosen once from the parameters."""
+        sparse = check_same_model(self, continuing)
+        if self.gradient != "exact" and (sparse or self.solver == "cg"):
+            raise ValueError(
+                f"gradient={self.gradient!r} needs the exact Cholesky model "
+                "(inducing_points=None, solver='cholesky'): solver='cg' "
+                "estimates the trace term already, and the sparse model has none."
+            )
+        if sparse:
+            return SparseRegressorModel(
+                self, X, y, continuing=continuing, partial=partial, scaling=scaling
+            )
+        check_sparse_options(self, X.shape[0])  # rejects a batch_size
+        if self.solver == "cg":
+            return ExactCGModel(self, X, y, continuing=continuing)
+        if self.gradient == "stochastic_trace":
+            return StochasticTraceModel(self, X, y, continuing=continuing)
+        return ExactCholeskyModel(self, X, y, continuing=continuing)
 
     def _pathwise(self, spec, n_samples, random_state, n_features):
         if isinstance(self._draws, SparseGPDraws):

@@ -32,7 +32,7 @@ whitened values of every latent function at the inducing inputs; given
 ``(theta, v)`` each latent is ``N(A'v, gamma)`` at any input, so the
 predictive averaging below is the same as for the exact model. The particles
 start from an SVGP Gaussian approximation on the same inducing inputs
-(:func:`~skgp_bayes._stein_base.sparse_initial_particles`), and the data
+(:func:`~skgp_bayes._stein_models.sparse.sparse_initial_particles`), and the data
 term may be estimated on minibatches without bias.
 """
 
@@ -45,32 +45,28 @@ from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._arviz import InferenceDataMixin
 from ._base import EstimatorBase, fit_method
-from ._defaults import in_natural_units
+from ._defaults import fit_input_scaling, in_natural_units
+from ._fit_checks import warn_degenerate_fit
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
     draws_alias,
     fit_time_from_diagnostics,
 )
-from ._stein_base import is_sparse_config
-from ._stein_classifier_fit import SteinClassifierFitMixin
+from ._stein_base import check_same_model, check_sparse_options, is_sparse_config
 from ._stein_classifier_latent import SteinClassifierLatentMixin
+from ._stein_models import LatentModel, SparseClassifierModel
 from ._validation import (
     VersionedStateMixin,
+    atomic_feature_state,
     check_n_samples,
 )
 from .predictive.latent import LatentDraws, SparseLatentDraws
 from .predictive.mixture import gaussian_joint_draws, mixture_mean_var
-from .sampling import (
-    DEFAULT_N_FEATURES,
-    latent_conditioner,
-    pathwise_functions,
-    require_spectral_spec,
-    with_prior_noise,
-)
 
 # Fitted estimators pickled before the draws moved to skgp_bayes.predictive
 # refer to these names.
@@ -78,6 +74,16 @@ _LatentDraws = LatentDraws
 _SparseLatentDraws = SparseLatentDraws
 
 __all__ = ["SteinGPClassifier"]
+
+# Fitted attributes that only one of the exact and sparse models has.
+_MODEL_SPECIFIC = (
+    "inducing_points_",
+    "X_train_",
+    "_y_train",
+    "_target",
+    "_batch_state",
+    "_preconditioner",
+)
 
 
 # --------------------------------------------------------------------------
@@ -89,7 +95,6 @@ def _has_binary_decision(estimator):
 
 
 class SteinGPClassifier(
-    SteinClassifierFitMixin,
     SteinClassifierLatentMixin,
     EstimatorBase,
     InferenceDataMixin,
@@ -494,6 +499,37 @@ class SteinGPClassifier(
         continuing = hasattr(self, "particles_")
         return self._update(X, y, continuing, partial=True, classes=classes)
 
+    def _update(self, X, y, continuing, partial, classes=None):
+        """Validate, fit (``partial``: one more chunk) and install the result."""
+        with atomic_feature_state(self):
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, order="C", reset=not continuing
+            )
+            check_classification_targets(y)
+            X_model, scaling = fit_input_scaling(self, X, continuing)
+            model = self._model(X_model, y, continuing, partial, classes, scaling)
+            fitted = model.fit()
+            fitted["input_scaling_"] = scaling
+        # Set together at the end, so an interrupted fit leaves the old state.
+        self._set_fitted(fitted, _MODEL_SPECIFIC)
+        warn_degenerate_fit(self, X, y)
+        return self
+
+    def _model(self, X, y, continuing, partial, classes, scaling):
+        """The model this fit runs, chosen once from the parameters."""
+        if check_same_model(self, continuing):
+            return SparseClassifierModel(
+                self,
+                X,
+                y,
+                classes=classes,
+                continuing=continuing,
+                partial=partial,
+                scaling=scaling,
+            )
+        check_sparse_options(self, X.shape[0])  # rejects a batch_size
+        return LatentModel(self, X, y, continuing=continuing)
+
     # -------------------------------------------------------------- predict
     @keyboard_interrupt_passes
     def predict_proba(self, X):
@@ -747,40 +783,8 @@ class SteinGPClassifier(
                 self._sparse_function_samples(n_samples, random_state, n_features),
                 self,
             )
-        draws, target = self._draws, self._target
-        spec = require_spectral_spec(target.adapter.kernel, "sample_latent(X)")
-        rng = check_random_state(random_state)
-        which = rng.randint(draws.n_draws, size=n_samples)
-        functions = []
-        for c in range(target.n_latent):
-            block = target.block_of_latent(c)
-            thetas = np.array([draws.theta(j, block) for j in range(draws.n_draws)])
-            latents = np.array(
-                [
-                    draws.factor(j, block) @ target.split(draws.particles[j])[1][c]
-                    for j in range(draws.n_draws)
-                ]
-            )
-            conditioner = with_prior_noise(
-                latent_conditioner(
-                    target.X, lambda j, block=block: draws.factor(j, block), latents
-                ),
-                self._feature_free_variance(spec, thetas),
-            )
-            functions.append(
-                pathwise_functions(
-                    spec,
-                    thetas,
-                    n_samples,
-                    conditioner,
-                    n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
-                    random_state=rng,
-                    draws=which,
-                )
-            )
-        return in_natural_units(
-            functions[0] if len(functions) == 1 else functions, self
-        )
+        functions = self._exact_function_samples(n_samples, random_state, n_features)
+        return in_natural_units(functions, self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

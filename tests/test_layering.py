@@ -39,9 +39,7 @@ ALLOWED = {
 # mixins that hold part of one estimator's methods count with it.
 ESTIMATOR_UNITS = [
     "stein",
-    "_stein_regressor_fit",
     "stein_classifier",
-    "_stein_classifier_fit",
     "_stein_classifier_latent",
     "sgld",
     "_sgld_chains",

@@ -644,7 +644,7 @@ def test_row_33_return_std_and_return_cov_together_raise(name):
 # The loop each estimator's fit runs, interrupted at its first call.
 _ENGINE = {
     "SteinGPRegressor": "skgp_bayes._stein_base.run_svgd",
-    "SteinGPClassifier": "skgp_bayes._stein_classifier_fit.run_svgd",
+    "SteinGPClassifier": "skgp_bayes._stein_base.run_svgd",
     "SGLDGPRegressor": "skgp_bayes._sgld_chains._run_chain",
     "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
     "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc._base.run_hmc_chains",

@@ -484,7 +484,7 @@ def test_warm_start_continues_the_run(data):
 
 
 def test_interrupted_fit_leaves_earlier_state(fitted, data, monkeypatch):
-    import skgp_bayes._stein_classifier_fit as module
+    import skgp_bayes._stein_base as module
 
     X, y = data
     est = pickle.loads(pickle.dumps(fitted))
@@ -756,3 +756,23 @@ def test_explicit_learning_rate_decay_is_used_by_the_exact_model(data):
     # step only ever halves
     steps = np.array(default.history_["learning_rate"])
     assert steps[0] == 0.5 and set(steps[1:] / steps[:-1]) <= {0.5, 1.0}
+
+
+@pytest.mark.parametrize(
+    "params,model",
+    [({}, "LatentModel"), ({"inducing_points": 5}, "SparseClassifierModel")],
+)
+def test_fit_runs_the_one_model_its_parameters_name(data, params, model, monkeypatch):
+    # The model is chosen once, and every model runs the one template.
+    import skgp_bayes._stein_base as base
+
+    ran = []
+    template = base.SteinModel.fit
+
+    def spy(self):
+        ran.append(type(self).__name__)
+        return template(self)
+
+    monkeypatch.setattr(base.SteinModel, "fit", spy)
+    SteinGPClassifier(**{**FAST, "max_iter": 2}, **params).fit(*data)
+    assert ran == [model]

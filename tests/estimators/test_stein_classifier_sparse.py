@@ -456,3 +456,14 @@ def test_minibatch_warm_up_stops_when_its_bound_settles():
     rising = noise + np.repeat([0.0, 5.0], 20)  # a rise of 5 against se 0.32
     assert not settled(20)(list(rising))
     assert not settled(20)(list(noise[:30]))  # checked on whole windows only
+
+
+@pytest.mark.parametrize("max_iter,tol,expected", [(1, "auto", False), (5, 1e9, True)])
+def test_converged_attribute_follows_the_stopping_rule(small, max_iter, tol, expected):
+    # The stopping rule needs the field below tol on two iterations in a row:
+    # one iteration never meets it, and a tol above any field meets it on
+    # the second.
+    X, y, _ = small
+    clf = SteinGPClassifier(**{**SPARSE, "max_iter": max_iter, "tol": tol}).fit(X, y)
+    assert clf.converged_ is expected
+    assert clf.diagnostics_["converged"] == expected

@@ -4,6 +4,7 @@ import warnings
 import joblib
 import numpy as np
 import pytest
+from scipy import stats
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.base import clone
@@ -643,3 +644,92 @@ def test_unmet_rule_is_reported(data):
     with pytest.warns(ConvergenceWarning, match="did not meet its stopping rule"):
         reg = SteinGPRegressor(n_particles=5, max_iter=2, random_state=0).fit(X, y)
     assert not reg.converged_ and reg.n_iter_ == 2
+
+
+@pytest.mark.parametrize(
+    "params,model",
+    [
+        ({}, "ExactCholeskyModel"),
+        ({"solver": "cg"}, "ExactCGModel"),
+        ({"inducing_points": 5}, "SparseRegressorModel"),
+    ],
+)
+def test_fit_runs_the_one_model_its_parameters_name(data, params, model, monkeypatch):
+    # The model is chosen once, and every model runs the one template.
+    import skgp_bayes._stein_base as base
+
+    ran = []
+    template = base.SteinModel.fit
+
+    def spy(self):
+        ran.append(type(self).__name__)
+        return template(self)
+
+    monkeypatch.setattr(base.SteinModel, "fit", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SteinGPRegressor(**{**FAST, "max_iter": 2}, **params).fit(*data)
+    assert ran == [model]
+
+
+@pytest.mark.slow
+@pytest.mark.statistical
+def test_stochastic_trace_gradient_finds_the_exact_posterior_mean(stat_seed):
+    # One free hyperparameter (the log length scale; amplitude and noise
+    # fixed) with a unimodal posterior. In one dimension SVGD's fixed point
+    # does not depend on the preconditioner (the median bandwidth rescales
+    # with the coordinate), so a settled fit on unbiased stochastic-trace
+    # gradients and the exact fit from the same initial particles (same
+    # random_state) end at the same particle mean, up to the noise of the
+    # last steps and the exact fit's stopping error (its last field, in
+    # posterior sds, times the particles' sd). The paired differences over
+    # R seeds are independent: their mean must lie within
+    # t(0.9995, R - 1) standard errors of zero plus that stopping error, a
+    # two-sided false-failure rate of 0.1% (conservative for the heavier
+    # tails that a particle's jitter gives the differences).
+    rng = np.random.RandomState(0)
+    X = np.sort(rng.uniform(0, 6, 50))[:, None]
+    y = np.sin(1.3 * X[:, 0]) + 0.2 * rng.randn(50)
+    kernel = ConstantKernel(1.0, "fixed") * RBF(1.0, (1e-2, 1e2))
+    common = dict(noise_variance=0.04, noise_variance_bounds="fixed", n_particles=10)
+    R = 6
+    diffs, stopped = [], []
+    for r in range(R):
+        seed = 1000 * stat_seed + r
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            exact = SteinGPRegressor(
+                kernel, tol=1e-3, max_iter=1000, random_state=seed, **common
+            ).fit(X, y)
+        noisy = SteinGPRegressor(
+            kernel,
+            gradient="stochastic_trace",
+            max_iter=1000,
+            random_state=seed,
+            **common,
+        ).fit(X, y)
+        assert noisy.n_iter_ == 1000 and not noisy.converged_
+        diffs.append(noisy.particles_.mean() - exact.particles_.mean())
+        stopped.append(exact.history_["field"][-1] * exact.particles_.std())
+    diffs = np.array(diffs)
+    se = diffs.std(ddof=1) / np.sqrt(R)
+    assert se > 0  # the gradients were noisy
+    assert abs(diffs.mean()) <= stats.t.ppf(0.9995, R - 1) * se + max(stopped)
+
+
+def test_stochastic_trace_gradient_continues_and_rejects_other_models(data):
+    X, y = data
+    reg = SteinGPRegressor(
+        gradient="stochastic_trace", warm_start=True, **{**FAST, "max_iter": 5}
+    )
+    reg.fit(X, y)
+    first = reg.particles_.copy()
+    reg.fit(X, y)
+    assert reg.n_iter_ == 10 and len(reg.history_["field"]) == 10
+    assert not np.array_equal(first, reg.particles_)
+    assert np.all(np.isfinite(reg.log_posterior_))  # the value stays exact
+    for params in ({"solver": "cg"}, {"inducing_points": 5}):
+        with pytest.raises(ValueError, match="exact Cholesky model"):
+            SteinGPRegressor(gradient="stochastic_trace", **params).fit(X, y)
+    with pytest.raises(ValueError, match="stochastic_trace"):
+        SteinGPRegressor(gradient="stochastic_trace").fit(X, np.column_stack([y, y]))

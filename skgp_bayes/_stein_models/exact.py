@@ -1,0 +1,491 @@
+"""The exact models of :class:`~skgp_bayes.SteinGPRegressor`.
+
+All three move particles over the marginal posterior ``p(theta | y)`` of
+the kernel hyperparameters and the noise variance, the latent function
+integrated out. :class:`ExactCholeskyModel` factorises each particle's
+kernel matrix for exact values and gradients; :class:`StochasticTraceModel`
+factorises too but estimates the gradient's trace term by Hutchinson probes
+(``gradient="stochastic_trace"``); :class:`ExactCGModel` never factorises:
+each particle's gradient is an unbiased estimate from conjugate gradients
+and Hutchinson probes (seed 002). The last two give noisy gradients, which
+SVGD follows in its stochastic mode.
+"""
+
+import numpy as np
+
+from .._stein_base import (
+    Start,
+    SteinModel,
+    batch_evaluator,
+    check_dense_memory,
+    check_particle_shape,
+)
+from .._threads import blas_threads_for
+from .._validation import check_input_magnitude, column_scales
+from .._warnings import warn_user
+from ..exceptions import NumericalWarning, SolverConvergenceWarning
+from ..inference.laplace import (
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+    laplace_covariance,
+    laplace_modes,
+)
+from ..predictive.exact import CGGPDraws, ExactGPDraws
+from ..targets import ExactMarginalTarget, StochasticTraceTarget
+from ..targets.cg_particles import (
+    CG_TOL,
+    MAP_SUBSET,
+    PRECONDITIONER_RANK,
+    CGParticleGradients,
+)
+from .common import regressor_attributes
+
+__all__ = ["ExactCGModel", "ExactCholeskyModel", "StochasticTraceModel"]
+
+# Rademacher probes per trace estimate of gradient="stochastic_trace": the
+# target's own default, whose step time benchmarks/bench_stein_regressor.py
+# measures.
+TRACE_PROBES = 4
+
+
+def allocate(weights, total):
+    """Split ``total`` items by ``weights`` with the largest-remainder rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._stein_models.exact import allocate
+    >>> allocate(np.array([0.5, 0.3, 0.2]), 4).tolist()
+    [2, 1, 1]
+    """
+    exact = weights * total
+    counts = np.floor(exact).astype(int)
+    order = np.argsort(-(exact - counts), kind="stable")
+    counts[order[: total - counts.sum()]] += 1
+    return counts
+
+
+def map_particles(estimator, target, start, bounds, prior_set, rng):
+    """Particles, the MAP point and the preconditioner's factor.
+
+    The factor is the Cholesky factor of the (capped) Laplace covariance
+    at the most probable mode; ``None`` with ``init="prior"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models.exact import map_particles
+    >>> est = SteinGPRegressor(n_particles=3)
+    >>> particles, centre, factor = map_particles(
+    ...     est, None, np.empty(0), np.empty((0, 2)), None, None)
+    >>> particles.shape, centre, factor
+    ((3, 0), None, None)
+    """
+    J = estimator.n_particles
+    if start.shape[0] == 0:
+        return np.empty((J, 0)), None, None
+    if estimator.init == "prior":
+        particles = prior_set.sample(rng, J)
+        return np.clip(particles, bounds[:, 0], bounds[:, 1]), None, None
+    if estimator.n_restarts > 0:
+        return multimodal_particles(estimator, target, start, bounds, prior_set, rng)
+    result = find_map(target, start, bounds)
+    map_params = result.params
+    if estimator.verbose:
+        estimator._log(
+            f"MAP after {result.n_iter} L-BFGS iterations: "
+            f"{target.describe(map_params)}"
+        )
+    factor = gaussian_factor(laplace_covariance(target, map_params, bounds))
+    if J == 1:
+        return map_params[None, :], map_params, factor
+    particles = gaussian_draws(map_params, factor, J, rng)
+    return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params, factor
+
+
+def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
+    """Particles spread over every mode that L-BFGS finds from restarts.
+
+    SVGD moves particles within a basin but rarely across a valley, so
+    the share of particles per mode is set here, in proportion to each
+    mode's Laplace estimate of its posterior mass. The preconditioner is
+    the Laplace covariance of the mode with the most mass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models.exact import multimodal_particles
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.priors import PriorSet
+    >>> from skgp_bayes.targets import ExactMarginalTarget
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> X = np.linspace(-2, 2, 15)[:, None]
+    >>> prior_set = PriorSet({"length_scale": slice(0, 1)}, {})
+    >>> target = ExactMarginalTarget(
+    ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), prior_set, np.log(0.1))
+    >>> est = SteinGPRegressor(n_particles=4, n_restarts=2)
+    >>> particles, best, factor = multimodal_particles(
+    ...     est, target, np.zeros(1), np.array([[-5.0, 5.0]]), prior_set,
+    ...     np.random.RandomState(0))
+    >>> particles.shape, factor.shape
+    ((4, 1), (1, 1))
+    """
+    restarts = prior_set.sample(rng, estimator.n_restarts)
+    starts = np.vstack([start, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
+    modes = laplace_modes(target, starts, bounds)
+    if not modes:  # every optimum failed: let the caller report the error
+        return np.clip(starts[: estimator.n_particles], *bounds.T), None, None
+    best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
+    factor = gaussian_factor(modes[0][1])
+    log_mass = np.array([entry[2] for entry in modes])
+    weights = np.exp(log_mass - log_mass.max())
+    weights /= weights.sum()
+    if estimator.verbose:
+        for (mode, _, _), weight in zip(modes, weights, strict=True):
+            estimator._log(
+                f"mode with Laplace mass {weight:.3f}: {target.describe(mode)}"
+            )
+    if estimator.n_particles == 1:
+        return best[None, :], best, factor
+    counts = allocate(weights, estimator.n_particles)
+    blocks = []
+    for (mode, cov, _), count in zip(modes, counts, strict=True):
+        blocks.append(gaussian_draws(mode, gaussian_factor(cov), count, rng))
+    particles = np.vstack(blocks)
+    return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
+
+
+class ExactCholeskyModel(SteinModel):
+    """The exact regressor: one Cholesky factorisation per particle.
+
+    Exact values and gradients, ``O(n^3)`` time and ``O(n^2)`` memory per
+    particle and iteration. With ``init="map"`` the particles start from
+    the Laplace approximation of every mode found, and SVGD is
+    preconditioned by the covariance of the most probable one. Parameters
+    as for :class:`~skgp_bayes._stein_base.SteinModel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models import ExactCholeskyModel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (20, 1))
+    >>> est = SteinGPRegressor(n_particles=3, max_iter=5, random_state=0)
+    >>> est.n_features_in_ = 1
+    >>> fitted = ExactCholeskyModel(est, X, np.sin(X[:, 0]),
+    ...                             continuing=False).fit()
+    >>> sorted(k for k in fitted if k.endswith("_") and "train" in k)
+    ['X_train_', 'y_train_']
+    """
+
+    def prepare(self):
+        """Checks, the target scaling and the marginal posterior."""
+        estimator, X = self.estimator, self.X
+        check_input_magnitude(X)
+        self.check_memory()
+        self.y_mean, self.y_std = column_scales(self.y, estimator.normalize_y)
+        self.y_model = (self.y - self.y_mean) / self.y_std
+        kernel, adapter, names, bounds, start, prior_set, fixed_log_noise = (
+            estimator._hyperparameters()
+        )
+        self.target = ExactMarginalTarget(
+            adapter, X, self.y_model, prior_set, fixed_log_noise
+        )
+        self.kernel, self.adapter, self.prior_set = kernel, adapter, prior_set
+        self.names, self.bounds, self.hyper_start = names, bounds, start
+        self.n_hyper = len(names)
+
+    def check_memory(self):
+        """MemoryError before dense kernel matrices that cannot fit."""
+        check_dense_memory(self.X.shape[0], type(self.estimator).__name__)
+
+    def threads(self):
+        """BLAS threads for ``n x n`` factorisations."""
+        return blas_threads_for(self.X.shape[0])
+
+    def initial(self):
+        """Particles from the MAP modes' Laplace approximations, or the prior."""
+        particles, centre, factor = map_particles(
+            self.estimator,
+            self.map_target(),
+            self.hyper_start,
+            self.bounds,
+            self.prior_set,
+            self.rng,
+        )
+        return Start(particles, centre=centre, preconditioner=self.precondition(factor))
+
+    def resume(self):
+        """The fitted particles, engine state and preconditioner."""
+        estimator = self.estimator
+        check_particle_shape(estimator, len(self.names), "warm_start")
+        return Start(
+            estimator.particles_,
+            state=estimator._svgd_state,
+            centre=estimator.map_params_,
+            preconditioner=self.precondition(
+                getattr(estimator, "_preconditioner", None)
+            ),
+        )
+
+    def map_target(self):
+        """The target the MAP search climbs."""
+        return self.target
+
+    def precondition(self, factor):
+        """SVGD's preconditioner from the Laplace factor."""
+        return factor
+
+    def make_evaluator(self, start):
+        """Every particle's exact value and gradient."""
+        return batch_evaluator(self.target)
+
+    def log_density(self, particles):
+        """Log posterior of particles with every parameter fixed."""
+        return np.array([self.target.logp_and_grad(p)[0] for p in particles])
+
+    def warns_unconverged(self, result):
+        """As for every model, but quiet on one sample.
+
+        One sample leaves the broad prior, whose particles rarely meet the
+        move rule; the one-sample warning already says what the fit is
+        (RELIABILITY row 7).
+        """
+        return super().warns_unconverged(result) and self.X.shape[0] != 1
+
+    def noise_variances(self, particles):
+        """Each particle's noise variance on the model's scale."""
+        log_noise = self.target.log_noise_variance
+        if log_noise is None:
+            return np.exp(particles[:, -1])
+        return np.full(particles.shape[0], np.exp(log_noise))
+
+    def draws(self, kernel_thetas, noise):
+        """The predictive: per-particle exact GP posteriors."""
+        return ExactGPDraws(self.adapter, self.X, self.y_model, kernel_thetas, noise)
+
+    def max_jitter(self):
+        """Largest jitter a factorisation of this fit needed."""
+        return self.target.max_jitter
+
+    def finish(self, result, start):
+        """Warn of added jitter; kernels, noise, training data and draws."""
+        target, max_jitter = self.target, self.max_jitter()
+        if max_jitter > 0:
+            warn_user(
+                "Kernel matrices were not positive definite for some particles; "
+                f"added jitter up to {max_jitter:.3g} to their diagonal.",
+                NumericalWarning,
+                worst=max_jitter,
+            )
+        particles = result.particles
+        kernel_thetas = particles[:, : self.adapter.n_params]
+        noise = self.noise_variances(particles)
+        return {
+            **regressor_attributes(
+                self.kernel, kernel_thetas, noise, self.y, self.y_std
+            ),
+            "n_samples_seen_": self.X.shape[0],
+            "X_train_": self.X,
+            "y_train_": self.y_model,
+            "_y_mean": self.y_mean,
+            "_y_std": self.y_std,
+            "_draws": self.draws(kernel_thetas, noise),
+            "_target": target,
+            "_preconditioner": start.preconditioner,
+            "_cg_state": None,
+            "_bounds": self.bounds,
+        }
+
+    def diagnostics(self, result, start, init_time, fit_time):
+        """``max_jitter``, ``converged``, ``fit_time``."""
+        return {
+            "max_jitter": self.max_jitter(),
+            "converged": result.converged,
+            "fit_time": fit_time,
+        }
+
+
+class ExactCGModel(ExactCholeskyModel):
+    """The exact regressor by conjugate gradients (``solver="cg"``).
+
+    Each particle's gradient is an unbiased estimate from CG solves,
+    warm-started from the previous iteration's, and Hutchinson probes of
+    the trace term (seed 002); memory is ``O(n)``. SVGD follows these noisy
+    gradients with Adam and a decaying rate, unpreconditioned, and the log
+    density is never computed (NaN). The MAP search factorises, on a random
+    subset of ``MAP_SUBSET`` points where there are more. Parameters as
+    for :class:`~skgp_bayes._stein_base.SteinModel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models import ExactCGModel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (20, 1))
+    >>> est = SteinGPRegressor(n_particles=3, max_iter=5, random_state=0)
+    >>> est.n_features_in_ = 1
+    >>> fitted = ExactCGModel(est, X, np.sin(X[:, 0]), continuing=False).fit()
+    >>> bool(np.all(np.isnan(fitted["log_posterior_"])))
+    True
+    """
+
+    stochastic = True
+    evaluator = None
+
+    def check_memory(self):
+        """Nothing to check: ``K @ V`` is formed in tiles."""
+
+    def map_target(self):
+        """The full target, or one on a random subset of ``MAP_SUBSET`` points.
+
+        The MAP search factorises: on a subset it costs ``O(MAP_SUBSET^3)``,
+        and SVGD corrects the rest.
+        """
+        X = self.X
+        if X.shape[0] <= MAP_SUBSET:
+            return self.target
+        subset = np.sort(self.rng.choice(X.shape[0], MAP_SUBSET, replace=False))
+        return ExactMarginalTarget(
+            self.adapter,
+            X[subset],
+            self.y_model[subset],
+            self.prior_set,
+            self.target.log_noise_variance,
+        )
+
+    def precondition(self, factor):
+        """None: noisy gradients take Adam with a decaying rate."""
+        return None
+
+    def make_evaluator(self, start):
+        """Per-particle CG gradient streams, continued where they stopped."""
+        estimator = self.estimator
+        self.evaluator = CGParticleGradients(
+            self.adapter,
+            self.X,
+            self.y_model,
+            self.prior_set,
+            self.target.log_noise_variance,
+            self.rng.randint(0, 2**31 - 1, size=start.particles.shape[0]),
+        )
+        if self.continuing and getattr(estimator, "_cg_state", None) is not None:
+            self.evaluator.set_state(estimator._cg_state)
+        return self.evaluator
+
+    def log_density(self, particles):
+        """NaN: the value would need a factorisation."""
+        return np.full(particles.shape[0], np.nan)
+
+    def after_run(self, evaluator):
+        """SolverConvergenceWarning when solves ran out of their budget."""
+        if not evaluator.budget_exhausted:
+            return
+        n_samples = self.X.shape[0]
+        warn_user(
+            "Conjugate gradients ran out of their budget of max(2 n, 100) = "
+            f"{max(2 * n_samples, 100)} iterations in "
+            f"{evaluator.budget_exhausted} particle gradients (relative "
+            f"residual left up to {evaluator.budget_residual:.3g}, tolerance "
+            f"{CG_TOL:.0e}); those gradients are biased. No parameter sets "
+            "this budget: solver='cholesky' avoids conjugate gradients where "
+            "the kernel matrix fits in memory.",
+            SolverConvergenceWarning,
+        )
+
+    def draws(self, kernel_thetas, noise):
+        """The predictive: per-particle GP posteriors solved by CG."""
+        return CGGPDraws(
+            self.adapter,
+            self.X,
+            self.y_model,
+            kernel_thetas,
+            noise,
+            CG_TOL,
+            "auto",
+            PRECONDITIONER_RANK,
+        )
+
+    def finish(self, result, start):
+        """As the Cholesky model, plus the CG streams' state."""
+        fitted = super().finish(result, start)
+        if self.evaluator is not None:
+            fitted["_cg_state"] = self.evaluator.get_state()
+        return fitted
+
+    def diagnostics(self, result, start, init_time, fit_time):
+        """As the Cholesky model, plus CG iterations and residual."""
+        diagnostics = super().diagnostics(result, start, init_time, fit_time)
+        if self.evaluator is not None:
+            diagnostics["cg_iterations_mean"] = float(
+                np.mean(self.evaluator.cg_iterations)
+            )
+            diagnostics["cg_max_residual"] = self.evaluator.max_residual
+        return diagnostics
+
+
+class StochasticTraceModel(ExactCholeskyModel):
+    """The exact regressor with a stochastic-trace gradient.
+
+    ``gradient="stochastic_trace"``: one Cholesky factorisation per particle
+    and iteration gives the log posterior and the gradient's data term
+    ``1/2 a' dK_j a`` exactly; the trace term ``tr(K^-1 dK_j)`` is
+    estimated by ``TRACE_PROBES`` Rademacher probes solved with the same
+    factor (:class:`~skgp_bayes.targets.StochasticTraceTarget`), which
+    drops the explicit inverse of an exact gradient. The gradient is
+    unbiased, so SVGD runs in its stochastic mode, as for ``solver="cg"``:
+    Adam with a decaying rate, unpreconditioned, for ``max_iter``
+    iterations. The particles start as in the Cholesky model. Parameters
+    as for :class:`~skgp_bayes._stein_base.SteinModel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPRegressor
+    >>> from skgp_bayes._stein_models import StochasticTraceModel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (20, 1))
+    >>> est = SteinGPRegressor(n_particles=3, max_iter=5, random_state=0)
+    >>> est.n_features_in_ = 1
+    >>> fitted = StochasticTraceModel(est, X, np.sin(X[:, 0]),
+    ...                               continuing=False).fit()
+    >>> fitted["n_iter_"], fitted["converged_"]  # runs max_iter, noisy field
+    (5, False)
+    """
+
+    stochastic = True
+    trace_target = None
+
+    def precondition(self, factor):
+        """None: noisy gradients take Adam with a decaying rate."""
+        return None
+
+    def make_evaluator(self, start):
+        """Exact values and stochastic-trace gradients of every particle.
+
+        The probes' stream is seeded by ``random_state`` and the number of
+        iterations already run, so that a continued fit draws new probes.
+        """
+        done = self.estimator.n_iter_ if self.continuing else 0
+        seed = self.rng.randint(0, 2**31 - 1)
+        self.trace_target = StochasticTraceTarget(
+            self.adapter,
+            self.X,
+            self.y_model,
+            self.prior_set,
+            self.target.log_noise_variance,
+            rng=np.random.default_rng([seed, done]),
+            n_probes=TRACE_PROBES,
+        )
+        return batch_evaluator(self.trace_target)
+
+    def max_jitter(self):
+        """Largest jitter of the MAP search's and SVGD's factorisations."""
+        if self.trace_target is None:
+            return self.target.max_jitter
+        return max(self.target.max_jitter, self.trace_target.max_jitter)

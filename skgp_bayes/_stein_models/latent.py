@@ -1,0 +1,331 @@
+"""The latent model of :class:`~skgp_bayes.SteinGPClassifier`.
+
+The particles hold ``(theta, nu)``: kernel hyperparameters and whitened
+latent values at the training inputs, ``f = L_theta nu``
+(:class:`~skgp_bayes.targets.whitened.WhitenedLatentTarget`). With
+``init="map"`` they start from the Laplace approximation (see the module
+notes of :mod:`skgp_bayes.stein_classifier`), whose curvature at the MAP,
+in ``theta`` and in the whitened latents, preconditions SVGD.
+"""
+
+import numpy as np
+from scipy.linalg import block_diag
+
+from .._base import mean_kernel
+from .._stein_base import Start, SteinModel, batch_evaluator, check_dense_memory
+from .._threads import blas_threads_for
+from .._validation import check_input_magnitude
+from ..inference.laplace import (
+    MAX_LAPLACE_STD,
+    find_map,
+    gaussian_draws,
+    gaussian_factor,
+)
+from ..inference.svgd import choose_kernel
+from ..likelihoods import Bernoulli
+from ..predictive.latent import LatentDraws
+from ..targets.laplace import (
+    BinaryLaplaceProblem,
+    LaplaceSurrogate,
+    binary_laplace_draw,
+    binary_precision_factor,
+    covariance_root,
+    softmax_chord_draw,
+    softmax_laplace_draw,
+    surrogate_cov,
+)
+from ..targets.whitened import WhitenedLatentTarget
+from .common import kernel_prior, latent_likelihood
+
+__all__ = ["LatentModel"]
+
+# Largest number of whitened unknowns (n * n_classes) for which the softmax
+# Laplace step forms its dense Hessian; beyond it one-vs-rest draws are used.
+_DENSE_NEWTON_MAX = 2000
+
+
+def laplace_surrogate(target, y_enc):
+    """Laplace marginal of the binary problem, or one-vs-rest problems.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._stein_models.latent import laplace_surrogate
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.priors import PriorSet
+    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+    >>> X = np.linspace(-2, 2, 10)[:, None]
+    >>> y = (X[:, 0] > 0).astype(float)
+    >>> prior_set = PriorSet({"length_scale": slice(0, 1)}, {})
+    >>> target = WhitenedLatentTarget(
+    ...     KernelAdapter(RBF()), X, y, Bernoulli(), prior_set, 1, True)
+    >>> len(laplace_surrogate(target, y).problems)
+    1
+    """
+    if target.n_latent == 1:
+        problems = [BinaryLaplaceProblem(target, y_enc, target.likelihood)]
+    else:
+        logistic = Bernoulli(link="logit")
+        problems = [
+            BinaryLaplaceProblem(target, (y_enc == c).astype(float), logistic)
+            for c in range(target.n_latent)
+        ]
+    return LaplaceSurrogate(
+        problems, target.n_blocks, target.prior_set, target.n_kernel_params
+    )
+
+
+class LatentModel(SteinModel):
+    """The exact classifier: hyperparameters and whitened latents jointly.
+
+    ``O(n^3)`` per particle and iteration. With ``init="map"`` SVGD is
+    preconditioned by the Laplace approximation at the MAP and runs one
+    RBF kernel per whitened coordinate where coordinates outnumber the
+    particles (:func:`~skgp_bayes.inference.svgd.choose_kernel`), each
+    coordinate with its own step. Parameters as for
+    :class:`~skgp_bayes._stein_base.SteinModel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes import SteinGPClassifier
+    >>> from skgp_bayes._stein_models import LatentModel
+    >>> X = np.linspace(-2, 2, 20)[:, None]
+    >>> est = SteinGPClassifier(n_particles=3, max_iter=5, random_state=0)
+    >>> est.n_features_in_ = 1
+    >>> fitted = LatentModel(est, X, X[:, 0] > 0, continuing=False).fit()
+    >>> fitted["particles_"].shape  # amplitude, length scale, 20 latents
+    (3, 22)
+    """
+
+    def prepare(self):
+        """Labels, checks against the fit continued, and the target."""
+        estimator, X = self.estimator, self.X
+        classes, y_enc = np.unique(self.y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"{type(estimator).__name__} requires 2 classes; got "
+                f"{classes.size} class (label {classes[0]!r})."
+            )
+        check_input_magnitude(X)
+        # Kernel matrices are n x n per block; the dense softmax Newton system
+        # is capped at _DENSE_NEWTON_MAX unknowns.
+        check_dense_memory(X.shape[0], type(estimator).__name__)
+        if self.continuing:
+            self.check_same_data(classes, y_enc)
+        self.classes, self.y_enc = classes, y_enc
+        self.build_target(classes.size)
+
+    def check_same_data(self, classes, y_enc):
+        """ValueError unless a continued fit has the previous training set."""
+        estimator = self.estimator
+        if not np.array_equal(classes, estimator.classes_):
+            raise ValueError(
+                "warm_start needs the classes of the previous fit "
+                f"{estimator.classes_.tolist()}; got {classes.tolist()}."
+            )
+        if not (
+            np.array_equal(self.X, estimator.X_train_)
+            and np.array_equal(y_enc, estimator._y_train)
+        ):
+            # The particles' whitened latents belong to the old inputs and
+            # labels: continuing on other data would silently mix models.
+            raise ValueError(
+                "warm_start continues the previous fit and needs its training "
+                "set; got different X or y. Set warm_start=False to refit."
+            )
+
+    def build_target(self, n_classes):
+        """The whitened latent target, names, bounds and MAP start."""
+        X, y_enc = self.X, self.y_enc
+        kernel, adapter, block_bounds, prior_set = kernel_prior(
+            self.estimator, X.shape[1]
+        )
+        likelihood, n_latent = latent_likelihood(n_classes, self.estimator.link)
+        target = WhitenedLatentTarget(
+            adapter,
+            X,
+            y_enc.astype(np.float64) if n_latent == 1 else y_enc,
+            likelihood,
+            prior_set,
+            n_latent,
+            self.estimator.shared_kernel,
+        )
+        n = X.shape[0]
+        names = []
+        for b in range(target.n_blocks):
+            prefix = "" if target.n_blocks == 1 else f"latent{b}__"
+            names.extend(prefix + name for name in adapter.param_names)
+        if n_latent == 1:
+            names.extend(f"nu[{i}]" for i in range(n))
+        else:
+            names.extend(f"nu[{c},{i}]" for c in range(n_latent) for i in range(n))
+        theta_bounds = np.tile(block_bounds, (target.n_blocks, 1))
+        nu_bounds = np.tile([-np.inf, np.inf], (n * n_latent, 1))
+        self.bounds = np.vstack([theta_bounds, nu_bounds])
+        self.start = np.tile(
+            np.clip(kernel.theta, block_bounds[:, 0], block_bounds[:, 1]),
+            target.n_blocks,
+        )
+        self.kernel, self.target, self.names = kernel, target, names
+        self.n_hyper = target.n_theta
+
+    def threads(self):
+        """BLAS threads for ``n x n`` factorisations."""
+        return blas_threads_for(self.X.shape[0])
+
+    def initial(self):
+        """Particles from the prior, or from the Laplace approximation."""
+        if self.estimator.init == "prior":
+            return Start(self.prior_particles())
+        surrogate = laplace_surrogate(self.target, self.y_enc)
+        thetas, map_theta, theta_root = self.map_thetas(surrogate)
+        particles, precision_factors = self.laplace_latents(surrogate, thetas)
+        # The first particle sits at the MAP: the Laplace curvature there, in
+        # theta and in the whitened latents, preconditions SVGD.
+        root = block_diag(theta_root, covariance_root(precision_factors))
+        return Start(particles, centre=map_theta, preconditioner=root)
+
+    def prior_particles(self):
+        """Hyperparameters from their prior, latents from ``N(0, I)``."""
+        target, rng, J = self.target, self.rng, self.estimator.n_particles
+        theta_bounds = self.bounds[: target.n_theta]
+        thetas = (
+            np.hstack([target.prior_set.sample(rng, J) for _ in range(target.n_blocks)])
+            if target.n_theta
+            else np.empty((J, 0))
+        )
+        thetas = np.clip(thetas, theta_bounds[:, 0], theta_bounds[:, 1])
+        nus = rng.standard_normal((J, target.n * target.n_latent))
+        return np.hstack([thetas, nus])
+
+    def map_thetas(self, surrogate):
+        """Hyperparameters spread by the surrogate's Laplace covariance.
+
+        Returns the particles' ``theta`` ``(J, n_theta)``, the MAP and the
+        root of the (capped) covariance.
+        """
+        estimator, target, J = self.estimator, self.target, self.estimator.n_particles
+        if not target.n_theta:
+            return np.empty((J, 0)), np.empty(0), np.empty((0, 0))
+        theta_bounds = self.bounds[: target.n_theta]
+        result = find_map(surrogate, self.start, theta_bounds)
+        map_theta = result.params
+        if estimator.verbose:
+            estimator._log(
+                f"Laplace MAP after {result.n_iter} L-BFGS iterations: "
+                + "; ".join(
+                    target.describe(t) for t in map_theta.reshape(target.n_blocks, -1)
+                )
+            )
+        cov = surrogate_cov(surrogate, map_theta, theta_bounds, MAX_LAPLACE_STD)
+        theta_root = gaussian_factor(cov)
+        if J == 1:
+            return map_theta[None, :], map_theta, theta_root
+        thetas = gaussian_draws(map_theta, theta_root, J, self.rng)
+        thetas = np.clip(thetas, theta_bounds[:, 0], theta_bounds[:, 1])
+        # One particle stays at the MAP: the surrogate's best guess.
+        thetas[0] = map_theta
+        return thetas, map_theta, theta_root
+
+    def laplace_latents(self, surrogate, thetas):
+        """Each particle's latents drawn from ``p(nu | theta, y)``'s Laplace
+        approximation; the particles and the precision factors at the MAP."""
+        target, rng = self.target, self.rng
+        n, C = target.n, target.n_latent
+        # Warm starts for Newton at every particle: the modes at the MAP.
+        warm = [problem.a for problem in surrogate.problems]
+        dense = C > 1 and n * C <= _DENSE_NEWTON_MAX
+        particles = np.empty((thetas.shape[0], target.n_params))
+        precision_factors = []
+        mode = R = None  # the softmax mode and precision factor at the MAP
+        for j, theta in enumerate(thetas):
+            blocks = theta.reshape(target.n_blocks, target.n_kernel_params)
+            if dense and j > 0:
+                nu = softmax_chord_draw(target, blocks, mode, R, rng)
+            elif dense:
+                # Start the softmax Newton from the one-vs-rest modes.
+                nu_start = np.stack(
+                    [
+                        target.factor(blocks[target.block_of_latent(c)]).T
+                        @ (warm[c] if warm[c] is not None else np.zeros(n))
+                        for c in range(C)
+                    ]
+                )
+                nu, mode, R = softmax_laplace_draw(target, blocks, nu_start, rng)
+                precision_factors.append(R)
+            else:
+                nu = np.empty((C, n))
+                for c, problem in enumerate(surrogate.problems):
+                    nu[c], _, (L, W) = binary_laplace_draw(
+                        problem, blocks[target.block_of_latent(c)], rng, warm[c]
+                    )
+                    if j == 0:
+                        precision_factors.append(binary_precision_factor(L, W))
+            particles[j] = target.join(blocks, nu)
+        return particles, precision_factors
+
+    def resume(self):
+        """The fitted particles, engine state and preconditioner."""
+        estimator = self.estimator
+        if estimator.particles_.shape != (estimator.n_particles, len(self.names)):
+            raise ValueError(
+                "warm_start needs the same training set size, number of "
+                f"particles and parameters: have {estimator.particles_.shape}, "
+                f"asked for ({estimator.n_particles}, {len(self.names)})."
+            )
+        return Start(
+            estimator.particles_,
+            state=estimator._svgd_state,
+            centre=estimator.map_params_,
+            preconditioner=getattr(estimator, "_preconditioner", None),
+        )
+
+    def make_evaluator(self, start):
+        """Every particle's exact value and gradient."""
+        return batch_evaluator(self.target)
+
+    def svgd_options(self, start):
+        """A kernel per whitened coordinate where they outnumber the
+        particles; each coordinate its own step where whitened."""
+        root = start.preconditioner
+        return {
+            "kernel": choose_kernel(root, start.particles.shape),
+            "step_control": "global" if root is None else "per_coordinate",
+        }
+
+    def finish(self, result, start):
+        """Classes, kernels (one per block), training data and draws."""
+        target, kernel, particles = self.target, self.kernel, result.particles
+        kernels = []
+        for p in particles:
+            thetas, _ = target.split(p)
+            fitted = [kernel.clone_with_theta(t) for t in thetas]
+            kernels.append(fitted[0] if target.n_blocks == 1 else fitted)
+        # (n_particles, n_blocks, n_theta): one summary kernel per block
+        block_thetas = np.array([target.split(p)[0] for p in particles])
+        summary = [
+            mean_kernel(kernel, block_thetas[:, b]) for b in range(target.n_blocks)
+        ]
+        return {
+            "classes_": self.classes,
+            "kernels_": kernels,
+            "kernel_": summary[0] if target.n_blocks == 1 else summary,
+            "n_samples_seen_": self.X.shape[0],
+            "X_train_": self.X,
+            "_y_train": self.y_enc,
+            "_draws": LatentDraws(target, particles),
+            "_target": target,
+            "_preconditioner": start.preconditioner,
+        }
+
+    def diagnostics(self, result, start, init_time, fit_time):
+        """Jitter, ``converged``, ``init_time``, ``fit_time``."""
+        return {
+            "jitter": self.target.jitter,
+            "converged": result.converged,
+            "init_time": init_time,
+            "fit_time": fit_time,
+        }
