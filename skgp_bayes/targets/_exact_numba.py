@@ -9,6 +9,8 @@ pass reads it there instead of evaluating any kernel entry again.
 :func:`rbf_log_fill` (the full matrix) serves the stochastic-trace target.
 """
 
+import math
+
 import numba as nb
 import numpy as np
 
@@ -115,22 +117,67 @@ def rbf_residual_packed(B, alpha, packed, variance):
 
 
 @nb.njit(cache=True, nogil=True)
-def rbf_ard_gradient(Xs1, P, out):
-    """Length-scale gradients from ``P = V [Xs, 1]`` (no return).
+def rbf_scaled_inputs(params, phi_defaults, param_index, X, Xs1):
+    """The kernel's scales from ``params``, and ``Xs1 = [X / ell, 1]``.
 
-    ``out_c = 2 sum_a xs_ac (xs_ac (V 1)_a - (V Xs)_ac)``, the module notes'
-    identity in :mod:`skgp_bayes.targets.exact`, before its factor of one
-    half. ``Xs1 = [Xs, 1]`` and ``P`` have ``d + 1`` columns; the last
-    column of ``P`` is ``V 1``.
+    ``phi = [log variance, log length scales..., log white noise, log noise
+    variance]`` starts from ``phi_defaults`` (``-inf`` for an absent term)
+    and takes ``params`` at ``param_index``; one length scale serves every
+    column when ``phi`` holds one. Fills ``Xs1`` (``n x (d + 1)``) and
+    returns ``(variance, white noise, noise variance)``.
+    """
+    phi = phi_defaults.copy()
+    for k in range(param_index.size):
+        phi[param_index[k]] = params[k]
+    n_phi = phi.size
+    n, d = X.shape
+    inv_ell = np.empty(d)
+    for c in range(d):
+        inv_ell[c] = math.exp(-phi[1 + c if n_phi > 4 else 1])
+    for a in range(n):
+        for c in range(d):
+            Xs1[a, c] = X[a, c] * inv_ell[c]
+        Xs1[a, d] = 1.0
+    return math.exp(phi[0]), math.exp(phi[n_phi - 2]), math.exp(phi[n_phi - 1])
+
+
+@nb.njit(cache=True, nogil=True)
+def log_diagonal_sum(B):
+    """``sum_i log B_ii``: half the log determinant from a Cholesky factor."""
+    total = 0.0
+    for i in range(B.shape[0]):
+        total += math.log(B[i, i])
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_gradient(Xs1, P, sums, scales, param_index, n_phi, grad):
+    """The gradient in ``params`` from the residual pass (no return).
+
+    ``P = V [Xs, 1]`` (its last column is ``V 1``), ``sums = (sum of V,
+    trace of a a' - K^-1)``, ``scales = (white noise, noise variance)`` and
+    ``n_phi`` is the length of ``phi`` (:func:`rbf_scaled_inputs`). The
+    length-scale entries follow the identity of the module notes in
+    :mod:`skgp_bayes.targets.exact`, ``2 sum_a xs_ac (xs_ac (V 1)_a -
+    (V Xs)_ac)``, summed over the columns for one shared length scale;
+    ``grad[k]`` is half the ``phi`` gradient at ``param_index[k]``.
     """
     n = Xs1.shape[0]
     d = Xs1.shape[1] - 1
-    for c in range(d):
-        out[c] = 0.0
+    per_dim = np.zeros(d)
     for a in range(n):
         r = P[a, d]
         for c in range(d):
             x = Xs1[a, c]
-            out[c] += x * (x * r - P[a, c])
-    for c in range(d):
-        out[c] *= 2.0
+            per_dim[c] += x * (x * r - P[a, c])
+    g_phi = np.zeros(n_phi)
+    g_phi[0] = sums[0]
+    if n_phi > 4:
+        for c in range(d):
+            g_phi[1 + c] = 2.0 * per_dim[c]
+    else:
+        g_phi[1] = 2.0 * per_dim.sum()
+    g_phi[n_phi - 2] = scales[0] * sums[1]
+    g_phi[n_phi - 1] = scales[1] * sums[1]
+    for k in range(param_index.size):
+        grad[k] = 0.5 * g_phi[param_index[k]]

@@ -53,6 +53,8 @@ n = 2000, where BLAS runs threaded, the halves and ``dpotri`` timed alike
 machine); ``_INVERSE_BY_HALVES_MAX_N`` keeps ``dpotri`` there.
 """
 
+import math
+
 import numpy as np
 from scipy.linalg import blas, lapack
 
@@ -67,9 +69,11 @@ from ..linalg._numba_ops import (
 )
 from ._exact_numba import (
     fill_lower,
-    rbf_ard_gradient,
+    log_diagonal_sum,
+    rbf_gradient,
     rbf_log_pack,
     rbf_residual_packed,
+    rbf_scaled_inputs,
 )
 
 __all__ = ["ExactMarginalTarget"]
@@ -338,17 +342,16 @@ class ExactMarginalTarget:
         Returns None when ``K`` needs jitter: the general path then adds
         it and says so.
         """
-        variance, white, noise, inv_ell = self._rbf_scales(params)
         X = self._X_centred
         n, d = X.shape
         # [Xs, 1]: one product V [Xs, 1] gives V Xs and the row sums V 1.
         Xs1 = np.empty((n, d + 1))
-        Xs = Xs1[:, :d]
-        np.multiply(X, inv_ell, out=Xs)
-        Xs1[:, d] = 1.0
-        B = blas.dsyrk(1.0, Xs.T, trans=1, lower=1)
+        variance, white, noise = rbf_scaled_inputs(
+            params, self._phi_defaults, self._param_index, X, Xs1
+        )
+        B = blas.dsyrk(1.0, Xs1[:, :d].T, trans=1, lower=1)
         packed = np.empty(n * (n - 1) // 2)
-        rbf_log_pack(B, np.log(variance), packed)
+        rbf_log_pack(B, math.log(variance), packed)
         np.exp(packed, out=packed)
         fill_lower(B, packed, variance + white + noise)
         B, info = lapack.dpotrf(B, lower=1, clean=0, overwrite_a=1)
@@ -357,30 +360,23 @@ class ExactMarginalTarget:
         # Two triangular solves: dpotrs does the same work with more set-up.
         alpha = blas.dtrsv(B, self.y, lower=1)
         alpha = blas.dtrsv(B, alpha, lower=1, trans=1, overwrite_x=1)
-        value = (
-            -0.5 * float(self.y @ alpha)
-            - float(np.sum(np.log(np.diagonal(B))))
-            - n * _HALF_LOG_2PI
-        )
+        value = -0.5 * float(self.y @ alpha) - log_diagonal_sum(B) - n * _HALF_LOG_2PI
         if not _lower_inverse_from_factor(B):
             return None
-        total, trace_w = rbf_residual_packed(B, alpha, packed, variance)
-        per_dim = np.empty(d)
-        rbf_ard_gradient(Xs1, B @ Xs1, per_dim)
-        g_phi = np.empty(self._n_phi)
-        g_phi[0] = total
-        g_phi[1 : self._n_phi - 2] = per_dim if self._ard else per_dim.sum()
-        g_phi[self._n_phi - 2] = white * trace_w
-        g_phi[self._n_phi - 1] = noise * trace_w
-        return value, 0.5 * g_phi[self._param_index]
+        sums = rbf_residual_packed(B, alpha, packed, variance)
+        grad = np.empty(self.n_params)
+        rbf_gradient(
+            Xs1, B @ Xs1, sums, (white, noise), self._param_index, self._n_phi, grad
+        )
+        return value, grad
 
     def _rbf_setup(self, X):
         """Inputs and index maps that every RBF-path call shares.
 
         The path works on ``phi = [log variance, log length scales...,
         log white noise, log noise variance]``; ``_param_index`` places the
-        parameter vector into it and takes the gradient back out, so one
-        call does one scatter, one ``exp`` and one gather.
+        parameter vector into it and takes the gradient back out inside the
+        compiled helpers, so no call pays for a dozen small NumPy ones.
         """
         X = np.asarray(X, dtype=np.float64)
         self._X_centred = X - X.mean(axis=0)
@@ -390,7 +386,6 @@ class ExactMarginalTarget:
             raise ValueError(
                 f"The kernel has {n_ls} length scales but X has {X.shape[1]} features."
             )
-        self._ard = n_ls > 1
         self._n_phi = n_ls + 3
         self._phi_defaults = np.append(
             spec.defaults,
@@ -400,16 +395,6 @@ class ExactMarginalTarget:
         if self.log_noise_variance is None:
             index.append(n_ls + 2)
         self._param_index = np.asarray(index, dtype=np.intp)
-
-    def _rbf_scales(self, params):
-        """(variance, white noise, noise variance, inverse length scales)."""
-        phi = self._phi_defaults.copy()
-        phi[self._param_index] = params
-        scales = np.exp(phi)
-        inv_ell = np.exp(-phi[1 : self._n_phi - 2])
-        if not self._ard:
-            inv_ell = inv_ell[0]
-        return scales[0], scales[-2], scales[-1], inv_ell
 
     def logp_and_grad(self, params):
         """Log posterior (up to a constant) and its gradient.
