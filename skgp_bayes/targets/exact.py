@@ -47,10 +47,11 @@ with ``dtrtri`` only on blocks of at most 64 rows and the rest in two
 ``dtrmm`` per level, brings the inverse to 1.8-1.9 x ``dpotrf`` at n = 200
 and 1.7-1.8 x at 300-1000 (best of many, one thread). ``dtrsm`` of the
 identity followed by ``dsyrk`` (``n^3`` flops each) cost 4.7 x, ``dtrtri``
-followed by ``dsyrk`` 4.0 x, ``dpotrs`` of the identity 6.2 x. From
-n = 2000, where BLAS runs threaded, the halves and ``dpotri`` timed alike
-(1.88 against 1.87 x at 2000, 2.35 against 2.37 x at 4000, loaded
-machine); ``_INVERSE_BY_HALVES_MAX_N`` keeps ``dpotri`` there.
+followed by ``dsyrk`` 4.0 x, ``dpotrs`` of the identity 6.2 x. With BLAS
+threaded (two threads, loaded machine) the halves still won at n = 1500
+(1.50 against 2.34 x) and timed like ``dpotri`` from 2000 (1.88 against
+1.87 x at 2000, 2.35 against 2.37 x at 4000);
+``_INVERSE_BY_HALVES_MAX_N`` keeps ``dpotri`` there.
 """
 
 import math
