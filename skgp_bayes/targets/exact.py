@@ -185,6 +185,13 @@ class ExactMarginalTarget:
         if self._rbf:
             self._rbf_setup(X)
 
+    def __setstate__(self, state):
+        # A target pickled before the RBF path's index maps existed (inside
+        # a fitted SteinGPRegressor) rebuilds them on load.
+        self.__dict__.update(state)
+        if self._rbf and "_param_index" not in state:
+            self._rbf_setup(self.X)
+
     @property
     def param_names(self):
         """Names of the parameter vector's entries.
