@@ -547,6 +547,10 @@ class PriorSet:
         -1.1931471805599454
         """
         theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (len(self.entry_priors),):  # the compiled call indexes it
+            raise ValueError(
+                f"theta must have shape ({len(self.entry_priors)},); got {theta.shape}."
+            )
         grad = np.empty_like(theta)
         if self._all_analytic:
             value = _analytic_log_prob(theta, self._family, self._constants, grad)

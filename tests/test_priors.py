@@ -179,3 +179,10 @@ def test_prior_set_survives_pickling_without_its_tables():
         value, grad = ps.log_prob(theta)
         assert value == prior_set.log_prob(theta)[0]
         np.testing.assert_array_equal(grad, prior_set.log_prob(theta)[1])
+
+
+def test_prior_set_rejects_a_vector_of_another_length():
+    prior_set = PriorSet(SLICES)
+    for theta in (np.zeros(5), np.zeros(7), np.zeros((1, 6))):
+        with pytest.raises(ValueError, match=r"theta must have shape \(6,\)"):
+            prior_set.log_prob(theta)

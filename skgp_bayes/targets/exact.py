@@ -350,6 +350,11 @@ class ExactMarginalTarget:
         Returns None when ``K`` needs jitter: the general path then adds
         it and says so.
         """
+        params = np.asarray(params, dtype=np.float64)
+        if params.shape != (self.n_params,):  # the compiled calls index it
+            raise ValueError(
+                f"params must have shape ({self.n_params},); got {params.shape}."
+            )
         X = self._X_centred
         n, d = X.shape
         # [Xs, 1]: one product V [Xs, 1] gives V Xs and the row sums V 1.

@@ -231,3 +231,10 @@ def test_rbf_target_pickled_without_its_index_maps_rebuilds_them():
     ref_value, ref_grad = target.logp_and_grad(params)
     assert value == ref_value
     np.testing.assert_array_equal(grad, ref_grad)
+
+
+def test_rbf_path_rejects_a_vector_of_another_length():
+    X, y = _data()
+    target = ExactMarginalTarget(KernelAdapter(RBF(1.0)), X, y, None)
+    with pytest.raises(ValueError, match=r"params must have shape \(2,\)"):
+        target.logp_and_grad(np.zeros(3))
