@@ -7,6 +7,7 @@ every exact-GP step pays) and scikit-learn's ``GaussianProcessRegressor``.
     python benchmarks/bench_stein_regressor.py --quick    # smaller sizes
     python benchmarks/bench_stein_regressor.py --only-solvers  # Cholesky vs CG
     python benchmarks/bench_stein_regressor.py --target-sweep  # issue #17, row 1
+    python benchmarks/bench_stein_regressor.py --target-sweep --sizes 200 300
     python benchmarks/bench_stein_regressor.py --only-concrete --seeds 1  # row 2
 
 Prints Markdown tables; benchmarks/RESULTS.md records a run.
@@ -283,6 +284,19 @@ def main():
         help="only the exact target against one Cholesky, n = 200 to 4000",
     )
     parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=(200, 500, 1000, 2000, 4000),
+        help="n values of --target-sweep (default: 200 500 1000 2000 4000)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=10,
+        help="--target-sweep timing rounds, scaled by 1000 / n (default: 10)",
+    )
+    parser.add_argument(
         "--only-concrete",
         action="store_true",
         help="only the Concrete fits against scikit-learn",
@@ -293,7 +307,7 @@ def main():
         f"numpy {np.__version__}"
     )
     if args.target_sweep:
-        bench_target_sweep((200, 500, 1000, 2000, 4000), 8, 10)
+        bench_target_sweep(tuple(args.sizes), 8, args.repeats)
         return
     if args.only_solvers:
         bench_solvers(0, 10, 300)

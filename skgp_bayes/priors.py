@@ -8,6 +8,7 @@ classes here return that quantity and its derivative in ``theta`` exactly.
 
 import numbers
 
+import numba as nb
 import numpy as np
 from scipy.special import gammaln
 
@@ -24,6 +25,9 @@ __all__ = [
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
+
+# Family codes of the entries that PriorSet evaluates in one compiled call.
+_GAMMA, _INVERSE_GAMMA, _LOG_NORMAL, _HALF_NORMAL = 0, 1, 2, 3
 
 
 class Prior:
@@ -384,6 +388,64 @@ def as_prior(obj, name="prior"):
     )
 
 
+def _analytic_row(prior):
+    """``(family, c0, c1, c2)`` of an analytic prior, or None for any other.
+
+    Exact types only: a subclass may change the density.
+    """
+    kind = type(prior)
+    if kind is Gamma:
+        a, s = prior.shape, prior.scale
+        return _GAMMA, a, s, a * np.log(s) + gammaln(a)
+    if kind is InverseGamma:
+        a, b = prior.shape, prior.scale
+        return _INVERSE_GAMMA, a, b, a * np.log(b) - gammaln(a)
+    if kind is LogNormal:
+        return _LOG_NORMAL, prior.mu, prior.sigma, -np.log(prior.sigma) - 0.5 * _LOG_2PI
+    if kind is HalfNormal:
+        s = prior.scale
+        return _HALF_NORMAL, s, 0.0, np.log(2.0) - np.log(s) - 0.5 * _LOG_2PI
+    return None
+
+
+@nb.njit(cache=True, nogil=True)
+def _analytic_log_prob(theta, family, constants, grad):
+    """Sum of ``log p(exp(theta)) + theta`` over the entries, gradient in ``grad``.
+
+    Row ``i`` of ``constants`` holds the ``(c0, c1, c2)`` of
+    :func:`_analytic_row`. Each family is its ``log_prob_theta`` written in
+    ``theta = log x`` (the Jacobian term included): the Gamma and
+    log-normal ones as those methods compute them, the inverse gamma's
+    ``a log b - log Gamma(a) - a theta - b e^-theta`` and the half-normal's
+    ``log 2 - log s - log(2 pi) / 2 + theta - (e^theta / s)^2 / 2`` without
+    the round trip through ``x``, so they agree with the methods to
+    rounding. Returns the value; writes ``grad`` in place.
+    """
+    value = 0.0
+    for i in range(theta.size):
+        t = theta[i]
+        c0 = constants[i, 0]
+        c1 = constants[i, 1]
+        kind = family[i]
+        if kind == 0:  # Gamma(shape c0, scale c1)
+            rate = np.exp(t) / c1
+            value += c0 * t - rate - constants[i, 2]
+            grad[i] = c0 - rate
+        elif kind == 1:  # InverseGamma(shape c0, scale c1)
+            tail = c1 * np.exp(-t)
+            value += constants[i, 2] - c0 * t - tail
+            grad[i] = tail - c0
+        elif kind == 2:  # LogNormal(mu c0, sigma c1)
+            z = (t - c0) / c1
+            value += constants[i, 2] - 0.5 * z * z
+            grad[i] = -z / c1
+        else:  # HalfNormal(scale c0)
+            u = np.exp(t) / c0
+            value += constants[i, 2] + t - 0.5 * u * u
+            grad[i] = 1.0 - u * u
+    return value
+
+
 class PriorSet:
     """One prior per entry of a flat log-scale parameter vector.
 
@@ -430,11 +492,40 @@ class PriorSet:
                 if key in priors:
                     entry_priors[i] = as_prior(priors[key], key)
         self.entry_priors = entry_priors
-        # Entries sharing one prior object are evaluated in one vectorised call.
-        groups = {}
-        for i, p in enumerate(entry_priors):
-            groups.setdefault(id(p), (p, []))[1].append(i)
-        self._groups = [(p, np.array(idx)) for p, idx in groups.values()]
+        self._build_tables()
+
+    def _build_tables(self):
+        """Per-entry family codes and constants of the analytic priors.
+
+        Samplers call :meth:`log_prob` once per gradient on a handful of
+        entries, where a Python loop over prior objects cost more than the
+        arithmetic (6-29 us a call against 1-2 us for one compiled call).
+        Entries whose prior is exactly one of the four analytic classes go
+        to :func:`_analytic_log_prob`; any other prior (``ScipyPrior``, a
+        user's subclass) keeps its own ``log_prob_theta``, one vectorised
+        call per distinct prior object.
+        """
+        n = len(self.entry_priors)
+        family = np.full(n, -1, dtype=np.int64)
+        constants = np.zeros((n, 3))
+        others = {}
+        for i, prior in enumerate(self.entry_priors):
+            row = _analytic_row(prior)
+            if row is None:
+                others.setdefault(id(prior), (prior, []))[1].append(i)
+            else:
+                family[i], constants[i] = row[0], row[1:]
+        self._analytic = np.flatnonzero(family >= 0)
+        self._all_analytic = self._analytic.size == n
+        self._family = family[self._analytic]
+        self._constants = constants[self._analytic]
+        self._groups = [(p, np.array(idx)) for p, idx in others.values()]
+
+    def __setstate__(self, state):
+        # A PriorSet pickled before the tables existed gets them on load.
+        self.__dict__.update(state)
+        if "_family" not in state:
+            self._build_tables()
 
     def log_prob(self, theta):
         """Joint log prior of the log-scale vector and its gradient.
@@ -456,8 +547,21 @@ class PriorSet:
         -1.1931471805599454
         """
         theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (len(self.entry_priors),):  # the compiled call indexes it
+            raise ValueError(
+                f"theta must have shape ({len(self.entry_priors)},); got {theta.shape}."
+            )
         grad = np.empty_like(theta)
-        value = 0.0
+        if self._all_analytic:
+            value = _analytic_log_prob(theta, self._family, self._constants, grad)
+            return float(value), grad
+        part = np.empty(self._analytic.size)
+        value = float(
+            _analytic_log_prob(
+                theta[self._analytic], self._family, self._constants, part
+            )
+        )
+        grad[self._analytic] = part
         for prior, idx in self._groups:
             v, g = prior.log_prob_theta(theta[idx])
             value += float(np.sum(v))

@@ -111,3 +111,78 @@ def test_invalid_prior_parameters(bad):
 def test_as_prior_rejects_other_objects():
     with pytest.raises(TypeError, match="frozen scipy.stats"):
         as_prior("gamma", "k1__constant_value")
+
+
+class _ShiftedGamma(Gamma):
+    # A user's subclass: PriorSet must call its own density, not Gamma's.
+    def log_prob_theta(self, theta):
+        value, grad = super().log_prob_theta(theta)
+        return value + 1.0, grad
+
+
+def _per_entry_reference(prior_set, theta):
+    # What PriorSet computed before its compiled tables: each entry's own
+    # log_prob_theta, summed.
+    parts = [
+        p.log_prob_theta(np.array([t]))
+        for p, t in zip(prior_set.entry_priors, theta, strict=True)
+    ]
+    return sum(float(v[0]) for v, _ in parts), np.array([float(g[0]) for _, g in parts])
+
+
+SLICES = {"a": slice(0, 1), "b": slice(1, 5), "c": slice(5, 6)}
+PRIOR_MIXES = {
+    **{
+        f"all {type(p).__name__}({i})": {"a": p, "b": p, "c": p}
+        for i, p in enumerate(ANALYTIC)
+    },
+    "default": {},
+    "gamma, log-normal, half-normal, inverse gamma": {
+        "b": LogNormal(-0.4, 1.3),
+        "b[2]": InverseGamma(2.5, 0.5),
+        "c": HalfNormal(0.2),
+    },
+    "analytic with scipy and a subclass": {
+        "a": ScipyPrior(stats.lognorm(s=0.5)),
+        "b": LogNormal(0.0, 2.0),
+        "b[1]": _ShiftedGamma(2.0, 1.0),
+        "c": ScipyPrior(stats.gamma(a=2.0)),
+    },
+}
+
+
+@pytest.mark.parametrize("priors", PRIOR_MIXES.values(), ids=PRIOR_MIXES.keys())
+def test_prior_set_equals_its_entries(priors):
+    # The compiled evaluation must give every family's own log_prob_theta,
+    # summed, to rounding, over a wide range of theta; other priors keep
+    # their own methods.
+    prior_set = PriorSet(SLICES, priors)
+    rng = np.random.default_rng(0)
+    for theta in 4.0 * rng.normal(size=(20, 6)):
+        value, grad = prior_set.log_prob(theta)
+        ref_value, ref_grad = _per_entry_reference(prior_set, theta)
+        assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_prior_set_survives_pickling_without_its_tables():
+    # A PriorSet pickled before the compiled tables existed rebuilds them.
+    import pickle
+
+    prior_set = PriorSet(SLICES, {"b": LogNormal(0.5, 1.0)})
+    old_state = {"entry_priors": prior_set.entry_priors}
+    restored = PriorSet.__new__(PriorSet)
+    restored.__setstate__(old_state)
+    theta = np.linspace(-1.0, 1.0, 6)
+    clone = pickle.loads(pickle.dumps(restored))
+    for ps in (restored, clone):
+        value, grad = ps.log_prob(theta)
+        assert value == prior_set.log_prob(theta)[0]
+        np.testing.assert_array_equal(grad, prior_set.log_prob(theta)[1])
+
+
+def test_prior_set_rejects_a_vector_of_another_length():
+    prior_set = PriorSet(SLICES)
+    for theta in (np.zeros(5), np.zeros(7), np.zeros((1, 6))):
+        with pytest.raises(ValueError, match=r"theta must have shape \(6,\)"):
+            prior_set.log_prob(theta)

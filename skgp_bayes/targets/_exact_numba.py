@@ -1,14 +1,18 @@
 """Compiled passes of the exact RBF marginal likelihood (no fastmath).
 
-Both work on one Fortran-ordered ``n x n`` buffer ``B`` that carries the
-kernel matrix ``K`` through the factorisation: LAPACK's ``dpotrf`` and
-``dpotri`` with ``lower=1`` read and write only the lower triangle, so the
-strict upper triangle still holds ``K`` when the lower one holds ``K^-1``.
-The pairwise work is then one read of each triangle instead of a second
-evaluation of every kernel entry.
+The exact target works on one Fortran-ordered ``n x n`` buffer ``B`` that
+LAPACK's ``dpotrf`` and the inverse read and write in the lower triangle
+only. The kernel matrix is built once, as the strict lower triangle packed
+column by column into a vector (one vectorised ``exp`` over half the
+entries); the vector keeps ``K`` through the factorisation, so the residual
+pass reads it there instead of evaluating any kernel entry again.
+:func:`rbf_log_fill` (the full matrix) serves the stochastic-trace target.
 """
 
+import math
+
 import numba as nb
+import numpy as np
 
 __all__ = []
 
@@ -37,29 +41,148 @@ def rbf_log_fill(B, sq, log_variance):
 
 
 @nb.njit(cache=True, nogil=True)
-def rbf_residual_products(B, alpha, variance):
-    """Turn ``B`` into the symmetric ``V = (a a' - K^-1) o K_f``.
+def rbf_log_pack(G, log_variance, packed):
+    """Pack ``log k(x_i, x_j)``, ``i > j``, column by column into ``packed``.
 
-    On entry the lower triangle of ``B`` (Fortran order, so ``B[i, j]`` with
-    ``i >= j``) holds ``K^-1`` and the strict upper one holds ``K``; ``K_f``
-    is ``K`` without the noise on the diagonal, whose entries are
-    ``variance``. On exit ``B`` is the full ``V``. Returns ``(sum of V,
-    trace of a a' - K^-1)``: the log-variance gradient and the noise
-    gradient's trace, both before their factor of one half.
+    ``G`` holds the Gram product ``Xs Xs'`` in its lower triangle, as
+    ``dsyrk`` leaves it, so its diagonal holds ``|xs_i|^2``. Only the strict
+    lower triangle is kept: one vectorised ``exp`` then covers
+    ``n (n - 1) / 2`` entries instead of ``n^2``, and the factorisation
+    leaves ``K`` intact in ``packed`` for the residual pass. The squared
+    distance is clipped at 0 as in :func:`rbf_log_fill`; the inner loop
+    indexes by offset so that it compiles to vector instructions. Returns
+    nothing.
+    """
+    n = G.shape[0]
+    sq = np.empty(n)
+    for i in range(n):
+        sq[i] = G[i, i]
+    start = 0
+    for j in range(n):
+        sj = sq[j]
+        m = n - j - 1
+        for t in range(m):
+            i = j + 1 + t
+            r2 = max(sq[i] + sj - 2.0 * G[i, j], 0.0)
+            packed[start + t] = log_variance - 0.5 * r2
+        start += m
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_lower(B, packed, diagonal):
+    """Lower triangle of ``B`` from :func:`rbf_log_pack`'s layout (no return).
+
+    Each column of ``B``'s Fortran layout below the diagonal is one
+    contiguous slice of ``packed``; ``dpotrf`` reads nothing else.
+    """
+    n = B.shape[0]
+    start = 0
+    for j in range(n):
+        B[j, j] = diagonal
+        m = n - j - 1
+        B[j + 1 :, j] = packed[start : start + m]
+        start += m
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_residual_packed(B, alpha, packed, variance):
+    """Overwrite ``B`` with the full ``V = (a a' - K^-1) o K_f``.
+
+    On entry the lower triangle of ``B`` holds ``K^-1`` and ``packed`` the
+    strict lower triangle of ``K_f`` (:func:`rbf_log_pack`'s layout, after
+    ``exp``); ``K_f`` is ``K`` without the noise on the diagonal, whose
+    entries are ``variance``. The upper triangle of ``B`` may hold anything
+    on entry. Returns ``(sum of V, trace of a a' - K^-1)``: the
+    log-variance gradient and the noise gradient's trace, both before their
+    factor of one half.
     """
     n = B.shape[0]
     total = 0.0
     trace = 0.0
+    start = 0
     for j in range(n):
         aj = alpha[j]
         w = aj * aj - B[j, j]
         trace += w
-        v = w * variance
-        B[j, j] = v
-        total += v
-        for i in range(j + 1, n):
-            v = (alpha[i] * aj - B[i, j]) * B[j, i]
+        B[j, j] = w * variance
+        m = n - j - 1
+        column = 0.0
+        # Contiguous reads and writes first, the strided mirror after: the
+        # two loops together ran 20% quicker than one at n = 200.
+        for t in range(m):
+            i = j + 1 + t
+            v = (alpha[i] * aj - B[i, j]) * packed[start + t]
             B[i, j] = v
-            B[j, i] = v
-            total += 2.0 * v
+            column += v
+        for t in range(m):
+            B[j, j + 1 + t] = B[j + 1 + t, j]
+        start += m
+        total += 2.0 * column + B[j, j]
     return total, trace
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_scaled_inputs(params, phi_defaults, param_index, X, Xs1):
+    """The kernel's scales from ``params``, and ``Xs1 = [X / ell, 1]``.
+
+    ``phi = [log variance, log length scales..., log white noise, log noise
+    variance]`` starts from ``phi_defaults`` (``-inf`` for an absent term)
+    and takes ``params`` at ``param_index``; one length scale serves every
+    column when ``phi`` holds one. Fills ``Xs1`` (``n x (d + 1)``) and
+    returns ``(variance, white noise, noise variance)``.
+    """
+    phi = phi_defaults.copy()
+    for k in range(param_index.size):
+        phi[param_index[k]] = params[k]
+    n_phi = phi.size
+    n, d = X.shape
+    inv_ell = np.empty(d)
+    for c in range(d):
+        inv_ell[c] = math.exp(-phi[1 + c if n_phi > 4 else 1])
+    for a in range(n):
+        for c in range(d):
+            Xs1[a, c] = X[a, c] * inv_ell[c]
+        Xs1[a, d] = 1.0
+    return math.exp(phi[0]), math.exp(phi[n_phi - 2]), math.exp(phi[n_phi - 1])
+
+
+@nb.njit(cache=True, nogil=True)
+def log_diagonal_sum(B):
+    """``sum_i log B_ii``: half the log determinant from a Cholesky factor."""
+    total = 0.0
+    for i in range(B.shape[0]):
+        total += math.log(B[i, i])
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_gradient(Xs1, P, sums, scales, param_index, n_phi, grad):
+    """The gradient in ``params`` from the residual pass (no return).
+
+    ``P = V [Xs, 1]`` (its last column is ``V 1``), ``sums = (sum of V,
+    trace of a a' - K^-1)``, ``scales = (white noise, noise variance)`` and
+    ``n_phi`` is the length of ``phi`` (:func:`rbf_scaled_inputs`). The
+    length-scale entries follow the identity of the module notes in
+    :mod:`skgp_bayes.targets.exact`, ``2 sum_a xs_ac (xs_ac (V 1)_a -
+    (V Xs)_ac)``, summed over the columns for one shared length scale;
+    ``grad[k]`` is half the ``phi`` gradient at ``param_index[k]``.
+    """
+    n = Xs1.shape[0]
+    d = Xs1.shape[1] - 1
+    per_dim = np.zeros(d)
+    for a in range(n):
+        r = P[a, d]
+        for c in range(d):
+            x = Xs1[a, c]
+            per_dim[c] += x * (x * r - P[a, c])
+    g_phi = np.zeros(n_phi)
+    g_phi[0] = sums[0]
+    if n_phi > 4:
+        for c in range(d):
+            g_phi[1 + c] = 2.0 * per_dim[c]
+    else:
+        g_phi[1] = 2.0 * per_dim.sum()
+    g_phi[n_phi - 2] = scales[0] * sums[1]
+    g_phi[n_phi - 1] = scales[1] * sums[1]
+    for k in range(param_index.size):
+        grad[k] = 0.5 * g_phi[param_index[k]]
