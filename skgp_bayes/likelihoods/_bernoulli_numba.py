@@ -46,7 +46,7 @@ def laplace_mode(mu, var, max_iter):
     g0 = _expit(-mu)
     lo = min(mu, mu + var * g0)
     hi = max(mu, mu + var * g0)
-    f = mu
+    f = float(mu)  # a new scalar, not the argument (see tests/test_interrupt.py)
     last_step = hi - lo
     for _ in range(max_iter):
         slope = _expit(-f) - (f - mu) / var
