@@ -347,7 +347,6 @@ _LONG_FUNCTIONS_IN_PROGRESS = {
     "_stein_regressor_fit.SteinRegressorFitMixin._fit",
     "_stein_regressor_fit.SteinRegressorFitMixin._fit_sparse",
     "stein_classifier.SteinGPClassifier.sample_functions",
-    "targets._collapsed_numba.value_and_grad",
     "targets.sparse.SparseWhitenedTarget._evaluate_compiled",
     "variational_mcmc._base.VariationalMCMCBase._fit_stages",
     "variational_mcmc._collapsed.CollapsedFitMixin._fit_collapsed",
