@@ -187,19 +187,18 @@ def selection_phase(
         if progress.engine is not None:
             progress(it + 1, n_iter, {"objective": trace[-1], "E|Z|": counts[-1]})
         if est.verbose >= 2 and rule.n_steps % _SELECT_WINDOW == 0:
-            zs = (
-                ""
-                if rule.z_scores is None
-                else f", change/error {rule.z_scores.max():.2f}"
-            )
-            est._log(
-                f"selection step {it + 1}: "
-                f"objective {trace[-1]:.4g}, E|Z| = {counts[-1]:.1f}{zs}"
-            )
+            _log_selection(est, rule, it + 1, trace[-1], counts[-1])
         if stop:
             break
     progress.close()
     return params, logits, trace, counts, rule.converged
+
+
+def _log_selection(est, rule, step, objective, count):
+    zs = "" if rule.z_scores is None else f", change/error {rule.z_scores.max():.2f}"
+    est._log(
+        f"selection step {step}: objective {objective:.4g}, E|Z| = {count:.1f}{zs}"
+    )
 
 
 def kernel_log_bounds(kernel, adapter):
