@@ -105,7 +105,9 @@ class SelectiveSVGP(
         paper's initialisation) leaves clustered inputs poorly covered: on
         grunfeld the bound of 80 random candidates of 154 rows was 18.6
         nats below the exact log marginal likelihood, that of 80 spread
-        ones 0.1 (doc/selective_svgp.rst).
+        ones 0.1 (doc/selective_svgp.rst). The choice stops early, with
+        fewer candidates, once the remaining inputs add no variance under
+        that kernel (to round-off).
     candidates : array-like of shape (K, n_features), default=None
         Explicit candidate inducing inputs; overrides ``n_candidates``.
     alpha : float, default=0.01
@@ -178,7 +180,7 @@ class SelectiveSVGP(
         whatever the inputs' natural units; ``input_scaling_`` maps between
         the two. Set ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
-        Seeds the candidates, the point-process draws and ``keep="sample"``.
+        Seeds the point-process draws and ``keep="sample"``.
     verbose : int, default=0
         Print the phases, with one progress line for the selection on
         standard error (steps, objective, ``E|Z|``, time left), updated in
