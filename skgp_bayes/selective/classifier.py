@@ -139,7 +139,7 @@ feature_names_in_
         **{
             k: v
             for k, v in SelectiveSVGP._parameter_constraints.items()
-            if k != "noise_variance"
+            if k not in ("noise_variance", "hyperparameters_from")
         },
         "link": [StrOptions({"logit", "probit"})],
     }
