@@ -84,12 +84,6 @@ def classification_likelihood(n_classes, link):
     return Softmax(n_classes=n_classes, random_state=0)
 
 
-def random_candidates(X, n_candidates, rng):
-    K = min(int(n_candidates), X.shape[0])
-    idx = np.sort(rng.choice(X.shape[0], size=K, replace=False))
-    return np.ascontiguousarray(X[idx])
-
-
 def spread_candidates(est, X):
     """``n_candidates`` training inputs spread by the starting kernel.
 
@@ -124,7 +118,16 @@ def check_candidates(candidates, n_features):
 
 
 def selection_phase(
-    est, evaluate, params, logits, bounds, process, rng, n, baseline=None
+    est,
+    evaluate,
+    params,
+    logits,
+    bounds,
+    process,
+    rng,
+    n,
+    baseline=None,
+    learn_params=True,
 ):
     """Phase 2: Adam on the inclusion logits and on ``params`` together.
 
@@ -142,6 +145,8 @@ def selection_phase(
     ``baseline`` is the control variate of the score-function estimate:
     ``"leave-one-out"`` (each draw's is the mean of the step's other
     draws) or None for a decaying average of earlier steps' values.
+    ``learn_params=False`` holds ``params`` where they are: only the logits
+    move.
     """
     batch = getattr(est, "batch_size", None)
     param_state, logit_state = adam_init(params), adam_init(logits)
@@ -172,28 +177,28 @@ def selection_phase(
         logits = logits + adam_update(
             logit_state, score_grad - kl_grad, est.selection_learning_rate
         )
-        # the bound is a sum over n points; 1/n keeps Adam's scale fixed
-        step = adam_update(param_state, mean_grad / n, est.learning_rate)
-        params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
+        if learn_params:
+            # the bound is a sum over n points; 1/n keeps Adam's scale fixed
+            step = adam_update(param_state, mean_grad / n, est.learning_rate)
+            params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
         trace.append(float(values.mean()) - kl)
         counts.append(process.cardinality_moments(logits)[0])
         stop = rule.update([trace[-1], counts[-1]])
         if progress.engine is not None:
             progress(it + 1, n_iter, {"objective": trace[-1], "E|Z|": counts[-1]})
         if est.verbose >= 2 and rule.n_steps % _SELECT_WINDOW == 0:
-            zs = (
-                ""
-                if rule.z_scores is None
-                else f", change/error {rule.z_scores.max():.2f}"
-            )
-            est._log(
-                f"selection step {it + 1}: "
-                f"objective {trace[-1]:.4g}, E|Z| = {counts[-1]:.1f}{zs}"
-            )
+            _log_selection(est, rule, it + 1, trace[-1], counts[-1])
         if stop:
             break
     progress.close()
     return params, logits, trace, counts, rule.converged
+
+
+def _log_selection(est, rule, step, objective, count):
+    zs = "" if rule.z_scores is None else f", change/error {rule.z_scores.max():.2f}"
+    est._log(
+        f"selection step {step}: objective {objective:.4g}, E|Z| = {count:.1f}{zs}"
+    )
 
 
 def kernel_log_bounds(kernel, adapter):

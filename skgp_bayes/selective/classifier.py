@@ -88,9 +88,9 @@ class SelectiveSVGPClassifier(
     kernel : sklearn kernel, default=None
         As in :class:`SelectiveSVGP`.
     n_candidates : int, default=80
-        Most candidates. Unlike the regressor's random draw, they are
-        spread over the inputs: greedy conditional variance under the
-        starting kernel (Burt, Rasmussen and van der Wilk, 2020; see
+        Most candidates, spread over the inputs as in the regressor:
+        greedy conditional variance under the starting kernel (Burt,
+        Rasmussen and van der Wilk, 2020; see
         :func:`~skgp_bayes.targets.selective.greedy_variance_points`), which
         stops early when the remaining candidates are linear combinations of
         those chosen to round-off. The shared ``q(v*)`` has ``O(C K^2)``
@@ -103,7 +103,10 @@ class SelectiveSVGPClassifier(
 n_post_iter, learning_rate, selection_learning_rate, keep, jitter, \
 normalize_X, random_state, verbose
         As in :class:`SelectiveSVGP`; ``n_pre_iter`` and ``n_post_iter`` are
-        Adam steps when ``batch_size`` is set.
+        Adam steps when ``batch_size`` is set. The shared ``q(v*)`` is
+        learned with the hyperparameters, so they always move with the
+        selection and are post-trained on the kept set (the regressor's
+        ``hyperparameters_from="kept"``).
     batch_size : int, default=None
         Minibatch size of every phase; None uses all points.
     link : {"logit", "probit"}, default="logit"
@@ -136,7 +139,7 @@ feature_names_in_
         **{
             k: v
             for k, v in SelectiveSVGP._parameter_constraints.items()
-            if k != "noise_variance"
+            if k not in ("noise_variance", "hyperparameters_from")
         },
         "link": [StrOptions({"logit", "probit"})],
     }

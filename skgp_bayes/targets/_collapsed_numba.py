@@ -61,7 +61,6 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         Gradient in ``log s2``.
     """
     n = X.shape[0]
-    m = Z.shape[0]
     n_ls = inv_ell.size if ard else 1
     g = np.zeros(n_ls + 2)
     Xs = scaled(X, inv_ell)
@@ -71,18 +70,40 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     )
     if not ok:
         return False, 0.0, g, 0.0
+    s2 = math.exp(log_s2)
+    AT = np.ascontiguousarray(A.T)
+    G = A @ AT
+    sum_gamma = gamma.sum()
+    ok, value, Lp, c = _bound(G, A, y, sum_gamma, log_s2)
+    if not ok:
+        return False, 0.0, g, 0.0
+    S, mean, resid, g_s2 = _optimal_q(Lp, c, AT, y, sum_gamma, s2)
+    W, Kufbar = _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter)
+    gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
+    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
     n_free = 0
     for i in range(n):
         if free[i]:
             n_free += 1
+    total = -0.5 * n_free / s2
+    g[0] += variance * total
+    g[n_ls + 1] += noise * total
+    return True, value, g, g_s2
+
+
+@njit(cache=True, nogil=True)
+def _bound(G, A, y, sum_gamma, log_s2):
+    """The collapsed bound from ``G = A A'``, with the factor ``Lp`` of
+    ``I + G / s2`` and ``c = Lp^-1 A y / s2`` for the optimal ``q(v)``;
+    ``ok`` is False when ``Lp`` does not exist."""
+    n = y.size
+    m = G.shape[0]
     s2 = math.exp(log_s2)
-    AT = np.ascontiguousarray(A.T)
-    G = A @ AT
     Lp = G / s2
     for i in range(m):
         Lp[i, i] += 1.0
     if not cholesky_lower(Lp):
-        return False, 0.0, g, 0.0
+        return False, 0.0, Lp, np.empty((m, 1))
     b = np.empty((m, 1))
     Ay = A @ y
     for j in range(m):
@@ -91,7 +112,6 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     yy = 0.0
     for i in range(n):
         yy += y[i] * y[i]
-    sum_gamma = gamma.sum()
     cc = 0.0
     logdet = 0.0
     for j in range(m):
@@ -99,7 +119,15 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         logdet += math.log(Lp[j, j])
     value = -0.5 * n * (_LOG_2PI + log_s2) - 0.5 * (yy + sum_gamma) / s2
     value += 0.5 * cc - logdet
-    # the optimal q(v) = N(mean, S), S = Lp^-T Lp^-1
+    return True, value, Lp, c
+
+
+@njit(cache=True, nogil=True)
+def _optimal_q(Lp, c, AT, y, sum_gamma, s2):
+    """The optimal ``q(v) = N(mean, S)``, ``S = Lp^-T Lp^-1``, the residual
+    ``y - A' mean`` and the gradient of the bound in ``log s2``."""
+    n = y.size
+    m = Lp.shape[0]
     Linv = solve_lower(Lp, np.eye(m))
     S = np.ascontiguousarray(Linv.T) @ Linv
     mean = solve_lower_t(Lp, c)
@@ -108,7 +136,15 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     for j in range(m):
         trace_S += S[j, j]
     g_s2 = -0.5 * n + (resid @ resid + sum_gamma + s2 * (m - trace_S)) / (2.0 * s2)
-    # kernel weights (see CollapsedSparseTarget._kernel_weights)
+    return S, mean, resid, g_s2
+
+
+@njit(cache=True, nogil=True)
+def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter):
+    """Gradient weights on ``K(Z, Z)`` and ``K(Z, X)`` (see
+    ``CollapsedSparseTarget._kernel_weights``); the jitter's share is in
+    the first."""
+    m, n = A.shape
     rhs = np.empty((m, m + 1))
     M = np.empty((m, m))
     for i in range(m):
@@ -123,8 +159,8 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         w = left[j, m]
         for i in range(n):
             Kufbar[j, i] = (Kufbar[j, i] + w * resid[i]) / s2
-    if n_free < n:
-        clamped = np.flatnonzero(~free)
+    clamped = np.flatnonzero(~free)
+    if clamped.size:
         Ac = np.ascontiguousarray(A[:, clamped])
         corr = solve_lower_t(R, Ac)
         for k in range(clamped.size):
@@ -141,12 +177,7 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         trace += W[i, i]
     for i in range(m):
         W[i, i] += jitter / m * trace
-    gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
-    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
-    total = -0.5 * n_free / s2
-    g[0] += variance * total
-    g[n_ls + 1] += noise * total
-    return True, value, g, g_s2
+    return W, Kufbar
 
 
 @njit(cache=True, nogil=True)

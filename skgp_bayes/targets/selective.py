@@ -570,12 +570,18 @@ class SharedSubsetBound:
             prior_set=self.prior_set,
         )
 
+    def _rows(self, batch):
+        """Inputs and targets of the minibatch (all rows for None), and the
+        factor ``n / |B|`` that scales its data term to the whole set."""
+        rows, scale = batch_indices(batch, self.full.n)
+        X = self.full.X if rows is None else self.full.X[rows]
+        y = self.full.y if rows is None else self.full.y[rows]
+        return X, y, scale
+
     def _empty(self, params, batch):
         n_kernel = self.full.n_kernel_params
         theta = params[:n_kernel]
-        idx, scale = batch_indices(batch, self.full.n)
-        X = self.full.X if idx is None else self.full.X[idx]
-        y = self.full.y if idx is None else self.full.y[idx]
+        X, y, scale = self._rows(batch)
         kdiag = self.adapter.diag(theta, X)
         likelihood = self.likelihood
         if self.learn_noise:
@@ -656,16 +662,27 @@ class SharedSubsetBound:
             raise ValueError(f"masks must have shape (S, {K}); got {masks.shape}.")
         n_kernel = self.full.n_kernel_params
         theta = params[:n_kernel]
-        rows, scale = batch_indices(batch, self.full.n)
-        X = self.full.X if rows is None else self.full.X[rows]
-        y = self.full.y if rows is None else self.full.y[rows]
-        Zc = self.full.Z
+        X, y, scale = self._rows(batch)
         kernels = (
-            self.adapter.gram(theta, Zc),
-            self.adapter.cross(theta, Zc, X),
+            self.adapter.gram(theta, self.full.Z),
+            self.adapter.cross(theta, self.full.Z, X),
             self.adapter.diag(theta, X),
         )
         weights = [np.zeros((K, K)), np.zeros((K, X.shape[0])), np.zeros(X.shape[0])]
+        values, total = self._subset_terms(
+            params, masks, batch, (kernels, weights, y, scale)
+        )
+        if n_kernel:
+            total[:n_kernel] += self._kernel_grad(theta, X, weights)
+        return values, total / masks.shape[0]
+
+    def _subset_terms(self, params, masks, batch, shared):
+        """Values of the subsets and the sum of their gradients, less the
+        kernel entries, which the subsets add to the weights in ``shared``.
+
+        The prior enters every non-empty subset's value and gradient here;
+        the empty set's own evaluation carries it already.
+        """
         prior = (0.0, np.zeros(self.n_hyper))
         if self.prior_set is not None:
             prior = self.prior_set.log_prob(params[: self.n_hyper])
@@ -674,26 +691,26 @@ class SharedSubsetBound:
         for s, mask in enumerate(masks):
             idx = np.flatnonzero(mask)
             if idx.size == 0:
-                # the prior is part of the empty set's own value and gradient
                 values[s], grad = self._empty(params, batch)
                 total += grad
                 continue
-            value, where, q_grad = self._accumulate(
-                params, idx, kernels, weights, y, scale
-            )
+            value, where, q_grad = self._accumulate(params, idx, *shared)
             values[s] = value + prior[0]
             total[where] += q_grad
             total[: self.n_hyper] += prior[1]
-        if n_kernel:
-            W_cc, W_cf, w_diag = weights
-            total[:n_kernel] += (
-                self.adapter.grad_contract(theta, Zc, W_cc)
-                + self.adapter.cross_grad_contract(
-                    theta, X, Zc, np.ascontiguousarray(W_cf.T)
-                )
-                + self.adapter.diag_grad(theta, X).T @ w_diag
+        return values, total
+
+    def _kernel_grad(self, theta, X, weights):
+        """The summed kernel weights contracted with the kernel's derivatives."""
+        W_cc, W_cf, w_diag = weights
+        Zc = self.full.Z
+        return (
+            self.adapter.grad_contract(theta, Zc, W_cc)
+            + self.adapter.cross_grad_contract(
+                theta, X, Zc, np.ascontiguousarray(W_cf.T)
             )
-        return values, total / masks.shape[0]
+            + self.adapter.diag_grad(theta, X).T @ w_diag
+        )
 
     def _accumulate(self, params, idx, kernels, weights, y, scale):
         """Bound of one non-empty subset, without the prior.

@@ -308,55 +308,11 @@ class StochasticMarginalGradient:
             self.adapter, theta, self.X, noise, storage=self.storage, xp=xp
         )
         B, x0 = self._right_hand_sides()
-        k = B.shape[1]
         precond = kernel_preconditioner(
             self.adapter, theta, self.X, noise, self.preconditioner_rank, xp=xp
         )
-        if self.solver == "ulisse":
-            copies = np.ones(k, dtype=int)
-            copies[0] = 2
-            res = ulisse_solve(
-                matvec,
-                B,
-                copies=copies,
-                x0=x0,
-                q=self.q,
-                beta=self.beta,
-                max_random_steps=self.max_random_steps,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                rng=self.rng,
-                xp=xp,
-                warn=False,
-                precondition=precond,
-            )
-            unfinished, worst = res.unfinished, res.unfinished_residual
-            sol = res.estimates
-            a1, a2, S = sol[:, 0], sol[:, 1], sol[:, 2:]
-            self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
-        else:
-            budget = self.max_iter or default_budget(B.shape[0])
-            res = batched_cg(
-                matvec,
-                B,
-                x0,
-                tol=self.tol,
-                max_iter=budget,
-                xp=xp,
-                warn=False,
-                precondition=precond,
-            )
-            unfinished = int(np.sum(~res.converged))
-            worst = float(np.max(res.residual)) if unfinished else 0.0
-            a1 = a2 = res.x[:, 0]
-            S = res.x[:, 1:]
-            self._x_prev, n_iter, resid = res.x, res.n_iter, res.residual
-        self.n_calls += 1
-        self.cg_iterations.append(int(n_iter))
-        self.max_residual = max(self.max_residual, float(np.max(resid)))
-        if unfinished:
-            self.budget_exhausted += 1
-            self.budget_residual = max(self.budget_residual, worst)
+        solve = self._solve_ulisse if self.solver == "ulisse" else self._solve_cg
+        a1, a2, S = solve(matvec, B, x0, precond)
         U = np.column_stack([0.5 * to_host(a1), -to_host(S) / (2.0 * self.n_probes)])
         V = np.column_stack([to_host(a2), to_host(self._probes)])
         grad = np.empty(self.n_params)
@@ -366,6 +322,61 @@ class StochasticMarginalGradient:
         if self.log_noise_variance is None:
             grad[-1] = noise * float(np.sum(U * V))
         return grad
+
+    def _solve_ulisse(self, matvec, B, x0, precond):
+        """Two stopping draws of ``K^-1 y`` and one of each probe solve."""
+        copies = np.ones(B.shape[1], dtype=int)
+        copies[0] = 2
+        res = ulisse_solve(
+            matvec,
+            B,
+            copies=copies,
+            x0=x0,
+            q=self.q,
+            beta=self.beta,
+            max_random_steps=self.max_random_steps,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            rng=self.rng,
+            xp=self.xp,
+            warn=False,
+            precondition=precond,
+        )
+        self._record(res.x, res.n_iter, res.residual)
+        self._record_unfinished(res.unfinished, res.unfinished_residual)
+        sol = res.estimates
+        return sol[:, 0], sol[:, 1], sol[:, 2:]
+
+    def _solve_cg(self, matvec, B, x0, precond):
+        """Solves run to ``tol``: the same ``K^-1 y`` serves as both draws."""
+        budget = self.max_iter or default_budget(B.shape[0])
+        res = batched_cg(
+            matvec,
+            B,
+            x0,
+            tol=self.tol,
+            max_iter=budget,
+            xp=self.xp,
+            warn=False,
+            precondition=precond,
+        )
+        self._record(res.x, res.n_iter, res.residual)
+        unfinished = int(np.sum(~res.converged))
+        worst = float(np.max(res.residual)) if unfinished else 0.0
+        self._record_unfinished(unfinished, worst)
+        return res.x[:, 0], res.x[:, 0], res.x[:, 1:]
+
+    def _record(self, x, n_iter, residual):
+        # the plain CG iterate is the next call's warm start
+        self._x_prev = x
+        self.n_calls += 1
+        self.cg_iterations.append(int(n_iter))
+        self.max_residual = max(self.max_residual, float(np.max(residual)))
+
+    def _record_unfinished(self, unfinished, worst):
+        if unfinished:
+            self.budget_exhausted += 1
+            self.budget_residual = max(self.budget_residual, worst)
 
     def __call__(self, params):
         """``(nan, gradient)`` of the log posterior; the value is not computed.
