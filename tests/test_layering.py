@@ -338,9 +338,6 @@ LONG_REASON = "# Long because"
 # (the estimator layer, the command line and three targets), by qualified
 # name. Each is to be split or to get its reason; the list then empties.
 _LONG_FUNCTIONS_IN_PROGRESS = {
-    "__main__.build_parser",
-    "__main__.fit_stein",
-    "__main__.main",
     "_stein_base.sparse_svgd_stage",
     "_stein_classifier_fit.SteinClassifierFitMixin._fit",
     "_stein_classifier_fit.SteinClassifierFitMixin._fit_sparse",
