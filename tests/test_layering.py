@@ -348,9 +348,6 @@ _LONG_FUNCTIONS_IN_PROGRESS = {
     "targets.selective.SharedSubsetBound.values_and_mean_grad",
     "targets.sparse.SparseWhitenedTarget._evaluate_compiled",
     "targets.stochastic.StochasticMarginalGradient.log_likelihood_gradient",
-    "variational_mcmc._base.VariationalMCMCBase._fit_stages",
-    "variational_mcmc._collapsed.CollapsedFitMixin._fit_collapsed",
-    "variational_mcmc.regressor.VariationalMCMCRegressor.sample_y",
 }
 
 
