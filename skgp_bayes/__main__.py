@@ -17,6 +17,7 @@ Run ``python -m skgp_bayes --help`` for the options.
 
 import argparse
 import csv
+import functools
 import os
 import sys
 import time
@@ -67,6 +68,19 @@ def build_parser():
             "ConstantKernel() * RBF with one lengthscale per input."
         ),
     )
+    _add_data_options(parser)
+    _add_model_options(parser)
+    parser.epilog = (
+        "Without these options the command runs the tour: "
+        "'python -m skgp_bayes [tour|regression|classification|counts] "
+        "[--plot FILE] [--seed N] [--quiet]'; see 'python -m skgp_bayes tour "
+        "--help'."
+    )
+    return parser
+
+
+def _add_data_options(parser):
+    """The data, the split and the seed."""
     parser.add_argument(
         "--data",
         default="concrete",
@@ -92,6 +106,10 @@ def build_parser():
         default=0,
         help="Seed of the split and of both estimators (default: 0).",
     )
+
+
+def _add_model_options(parser):
+    """The Stein fit, the baseline and the output."""
     parser.add_argument(
         "--n-particles",
         type=int,
@@ -132,13 +150,6 @@ def build_parser():
         action="store_true",
         help="Print only the results table.",
     )
-    parser.epilog = (
-        "Without these options the command runs the tour: "
-        "'python -m skgp_bayes [tour|regression|classification|counts] "
-        "[--plot FILE] [--seed N] [--quiet]'; see 'python -m skgp_bayes tour "
-        "--help'."
-    )
-    return parser
 
 
 def build_tour_parser():
@@ -464,23 +475,9 @@ def fit_stein(
     >>> sorted(result)
     ['fit_time', 'lpd', 'model', 'n_iter', 'name', 'rmse']
     """
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    from .stein import SteinGPRegressor
-
-    params = {
-        "kernel": _ard_kernel(X_train.shape[1]),
-        "n_particles": n_particles,
-        "init": init,
-        "random_state": seed,
-        "verbose": verbose,
-    }
-    if max_iter is not None:
-        params["max_iter"] = max_iter
-    if map_restarts is not None:
-        params["n_restarts"] = map_restarts
-    model = Pipeline([("scale", StandardScaler()), ("gp", SteinGPRegressor(**params))])
+    model = _stein_pipeline(
+        X_train.shape[1], n_particles, max_iter, init, map_restarts, seed, verbose
+    )
     start = time.perf_counter()
     model.fit(X_train, y_train)
     fit_time = time.perf_counter() - start
@@ -500,6 +497,29 @@ def fit_stein(
         "n_iter": getattr(gp, "n_iter_", None),
         "model": model,
     }
+
+
+def _stein_pipeline(
+    n_features, n_particles, max_iter, init, map_restarts, seed, verbose
+):
+    """Standardised inputs into a SteinGPRegressor; None keeps a default."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from .stein import SteinGPRegressor
+
+    params = {
+        "kernel": _ard_kernel(n_features),
+        "n_particles": n_particles,
+        "init": init,
+        "random_state": seed,
+        "verbose": verbose,
+    }
+    if max_iter is not None:
+        params["max_iter"] = max_iter
+    if map_restarts is not None:
+        params["n_restarts"] = map_restarts
+    return Pipeline([("scale", StandardScaler()), ("gp", SteinGPRegressor(**params))])
 
 
 def fit_sklearn(X_train, y_train, X_test, y_test, *, n_restarts=9, seed=0):
@@ -623,8 +643,6 @@ def main(argv=None):
     ...       "--n-restarts", "0", "--quiet"])  # doctest: +SKIP
     0
     """
-    from sklearn.model_selection import train_test_split
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if _wants_tour(argv):
         return _run_tour(argv)
@@ -635,11 +653,19 @@ def main(argv=None):
         X, y, description = load_data(args.data, args.target)
     except (OSError, ValueError) as err:
         parser.error(str(err))
+    return _compare(args, X, y, description)
 
-    def say(message):
-        if not args.quiet:
-            print(message, flush=True)
 
+def _say(quiet, message):
+    if not quiet:
+        print(message, flush=True)
+
+
+def _compare(args, X, y, description):
+    """The single comparison: split, fit both models, print the table."""
+    from sklearn.model_selection import train_test_split
+
+    say = functools.partial(_say, args.quiet)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=args.test_size, random_state=args.seed
     )
@@ -648,46 +674,10 @@ def main(argv=None):
         f"split: {len(y_train)} train / {len(y_test)} test "
         f"(test_size={args.test_size}, seed={args.seed})"
     )
-
-    results = []
-    say(
-        f"fitting SteinGPRegressor: {args.n_particles} particles, "
-        f"init={args.init}"
-        + (f", max_iter={args.max_iter}" if args.max_iter is not None else "")
-    )
-    stein = fit_stein(
-        X_train,
-        y_train,
-        X_test,
-        y_test,
-        n_particles=args.n_particles,
-        max_iter=args.max_iter,
-        init=args.init,
-        seed=args.seed,
-        verbose=0 if args.quiet else 1,
-    )
-    results.append(stein)
-    iters = f" in {stein['n_iter']} iterations" if stein["n_iter"] is not None else ""
-    say(f"  done{iters}, {stein['fit_time']:.2f} s")
-
+    data = (X_train, y_train, X_test, y_test)
+    results = [_run_stein(args, data, say)]
     if not args.no_sklearn:
-        say(
-            "fitting GaussianProcessRegressor: "
-            f"{args.n_restarts} optimiser restart"
-            f"{'s' if args.n_restarts != 1 else ''}"
-        )
-        baseline = fit_sklearn(
-            X_train,
-            y_train,
-            X_test,
-            y_test,
-            n_restarts=args.n_restarts,
-            seed=args.seed,
-        )
-        results.append(baseline)
-        say(f"  done, {baseline['fit_time']:.2f} s")
-        say(f"  fitted kernel: {baseline['model'][-1].kernel_}")
-
+        results.append(_run_sklearn(args, data, say))
     say("")
     print(format_table(results))
     if not args.quiet:
@@ -698,6 +688,37 @@ def main(argv=None):
         )
     sys.stdout.flush()
     return 0
+
+
+def _run_stein(args, data, say):
+    say(
+        f"fitting SteinGPRegressor: {args.n_particles} particles, "
+        f"init={args.init}"
+        + (f", max_iter={args.max_iter}" if args.max_iter is not None else "")
+    )
+    stein = fit_stein(
+        *data,
+        n_particles=args.n_particles,
+        max_iter=args.max_iter,
+        init=args.init,
+        seed=args.seed,
+        verbose=0 if args.quiet else 1,
+    )
+    iters = f" in {stein['n_iter']} iterations" if stein["n_iter"] is not None else ""
+    say(f"  done{iters}, {stein['fit_time']:.2f} s")
+    return stein
+
+
+def _run_sklearn(args, data, say):
+    say(
+        "fitting GaussianProcessRegressor: "
+        f"{args.n_restarts} optimiser restart"
+        f"{'s' if args.n_restarts != 1 else ''}"
+    )
+    baseline = fit_sklearn(*data, n_restarts=args.n_restarts, seed=args.seed)
+    say(f"  done, {baseline['fit_time']:.2f} s")
+    say(f"  fitted kernel: {baseline['model'][-1].kernel_}")
+    return baseline
 
 
 if __name__ == "__main__":

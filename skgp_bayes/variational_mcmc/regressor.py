@@ -35,7 +35,7 @@ from ..predictive._distributions import (
 from ..predictive.sparse import sparse_joint_draws
 from ..sampling import require_spectral_spec
 from ._base import VariationalMCMCBase
-from ._collapsed import CollapsedFitMixin
+from ._pipelines import fit_collapsed
 
 # Why the regressor takes one target (ValueError on a 2-D y).
 _SINGLE_TARGET = (
@@ -60,7 +60,7 @@ def _check_exposure(exposure, n, likelihood_name):
     return exposure
 
 
-class VariationalMCMCRegressor(RegressorMixin, CollapsedFitMixin, VariationalMCMCBase):
+class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
     """Gaussian-process regression on counts or real values by variational MCMC.
 
     The same pipeline as :class:`VariationalMCMCClassifier` (SVGP fit, then
@@ -262,10 +262,11 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         warn_degenerate_fit(self, X, y)
         return self
 
-    def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
-        if not isinstance(likelihood, Gaussian):
-            return super()._fit_stages(X, y_lik, likelihood, offset, scaling)
-        return self._fit_collapsed(X, y_lik, scaling)
+    def _fit_model(self, likelihood):
+        # A Gaussian likelihood integrates v out (see the module notes).
+        if isinstance(likelihood, Gaussian):
+            return fit_collapsed
+        return super()._fit_model(likelihood)
 
     def _moments_per_draw(self, X, exposure):
         means, variances = self._draw_moments(X)
@@ -749,34 +750,46 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = self._validate_query(X)
         check_n_samples(n_samples)
         exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
-        thetas, v, factors = self._posterior_draws(posterior)
+        draws = self._posterior_draws(posterior)
         spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
-        if spec is not None:
-            functions, white = self._regression_functions(
-                n_samples, rng, n_features, posterior
-            )
-            out = functions(X)
-            noise_sd = np.sqrt(white[functions.draws]) * self.y_std_
-            if np.any(noise_sd > 0):
-                # A WhiteKernel adds independent noise at each query point.
-                out += rng.standard_normal(out.shape) * noise_sd
-        else:
-            out = sparse_joint_draws(
-                self._adapter,
-                self.inducing_points_,
-                self._jitter,
-                thetas,
-                v,
-                None if factors is None else factors[0],
-                X,
-                n_samples,
-                rng,
-            )
-            out = out * self.y_std_ + self.y_mean_
+        sample = self._exact_y if spec is None else self._pathwise_y
+        out = sample(X, n_samples, rng, n_features, posterior, draws)
+        return self._expected_counts(out, exposure)
+
+    def _expected_counts(self, out, exposure):
+        """Poisson: the log-rate draws ``out`` as expected counts; else ``out``."""
         if self.likelihood == "poisson":
             # y_mean_ = 0 and y_std_ = 1: out is the log rate
             if exposure is not None:
                 out += np.log(exposure)[:, None]
             out = np.exp(out)
         return out
+
+    def _pathwise_y(self, X, n_samples, rng, n_features, posterior, draws):
+        """``sample_y`` by pathwise samples, in the units of ``y``."""
+        functions, white = self._regression_functions(
+            n_samples, rng, n_features, posterior
+        )
+        out = functions(X)
+        noise_sd = np.sqrt(white[functions.draws]) * self.y_std_
+        if np.any(noise_sd > 0):
+            # A WhiteKernel adds independent noise at each query point.
+            out += rng.standard_normal(out.shape) * noise_sd
+        return out
+
+    def _exact_y(self, X, n_samples, rng, n_features, posterior, draws):
+        """``sample_y`` from the dense conditional of each draw, units of ``y``."""
+        thetas, v, factors = draws
+        out = sparse_joint_draws(
+            self._adapter,
+            self.inducing_points_,
+            self._jitter,
+            thetas,
+            v,
+            None if factors is None else factors[0],
+            X,
+            n_samples,
+            rng,
+        )
+        return out * self.y_std_ + self.y_mean_

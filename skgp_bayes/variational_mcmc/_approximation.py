@@ -1,0 +1,283 @@
+"""Stage 1 of a variational MCMC fit: the Gaussian approximation.
+
+For a non-Gaussian likelihood the SVGP bound is maximised jointly in the
+hyperparameters, ``q(v)`` and the inducing inputs; for the Gaussian
+likelihood the collapsed bound, ``v`` integrated out, with a default
+inducing set that grows until the bound's trace term is small. Both give
+the point the chains start from and the inducing inputs they keep.
+"""
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._progress import fit_progress
+from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
+from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
+from .._warnings import warn_user
+from ..targets.collapsed import CollapsedSparseTarget
+from ._sampling import svgp_recent_gain
+
+# Above this many training points the SVGP is fitted by minibatch Adam
+# (unless batch_size says otherwise); below, full-batch L-BFGS-B converges
+# in far fewer passes over the data.
+_LBFGS_MAX_N = 5000
+_DEFAULT_BATCH = 512
+# Stopping rule of the Gaussian approximation, in nats per data point over
+# the last _SVGP_WINDOW iterations. The approximation only places the
+# inducing inputs and starts the chains (HMC then samples the sparse
+# posterior itself), and 1e-4 nats per point is a thousandth of the
+# differences in mean log predictive density that matter (0.05 and more).
+SVGP_TOL = 1e-4
+# The Gaussian likelihood's default inducing set doubles while the collapsed
+# bound's trace term, tr(K_ff - Q_ff) / (2 s2), exceeds _TRACE_TOL nats per
+# point, up to _MAX_COLLAPSED_INDUCING inputs (see n_inducing in
+# VariationalMCMCRegressor for the reasoning).
+_TRACE_TOL = 0.05
+_MAX_COLLAPSED_INDUCING = 64
+
+
+@dataclasses.dataclass
+class SVGPFit:
+    """The maximised bound: parameters, trace, iterations, optimiser.
+
+    Attributes
+    ----------
+    params : ndarray
+        The bound's parameters at the end.
+    trace : list of float
+        The bound per iteration.
+    n_iter : int
+    use_adam : bool
+        Minibatch Adam rather than full-batch L-BFGS-B.
+    """
+
+    params: np.ndarray
+    trace: list
+    n_iter: int
+    use_adam: bool
+
+
+@dataclasses.dataclass
+class CollapsedOptimum:
+    """The collapsed bound's maximum over the inducing-set sizes tried.
+
+    Attributes
+    ----------
+    hyper : ndarray
+        ``[theta, log s2]`` at the optimum.
+    Z : ndarray of shape (m, n_features)
+        The inducing inputs.
+    learn_Z : bool
+        Whether they were optimised.
+    trace : list of float
+        The optimiser's trace, all sizes in turn.
+    n_iter : int
+        Its iterations, all sizes together.
+    """
+
+    hyper: np.ndarray
+    Z: np.ndarray
+    learn_Z: bool
+    trace: list
+    n_iter: int
+
+
+@dataclasses.dataclass
+class ApproximationStage:
+    """The Gaussian approximation's settings and how it reports.
+
+    Parameters
+    ----------
+    max_iter, batch_size, learning_rate, optimize_inducing
+        The estimator's ``svgp_max_iter``, ``batch_size``,
+        ``learning_rate`` and ``optimize_inducing``.
+    grow_inducing : bool
+        Whether the collapsed fit may grow the default inducing set (no
+        ``n_inducing`` and no ``inducing_points`` given).
+    progress : callable
+        ``progress(stage, length)``, a :func:`fit_progress` bound to the
+        estimator.
+    log : callable
+        Writes one progress line.
+    verbose : int
+
+    Examples
+    --------
+    >>> from skgp_bayes import VariationalMCMCRegressor
+    >>> from skgp_bayes.variational_mcmc._approximation import (
+    ...     ApproximationStage)
+    >>> stage = ApproximationStage.of(VariationalMCMCRegressor(batch_size=64))
+    >>> stage.uses_adam(100), stage.uses_adam(50)
+    (True, False)
+    """
+
+    max_iter: int
+    batch_size: int | None
+    learning_rate: float
+    optimize_inducing: bool
+    grow_inducing: bool
+    progress: Callable
+    log: Callable
+    verbose: int
+
+    @classmethod
+    def of(cls, estimator):
+        """The stage of ``estimator``'s fit, its parameters read once."""
+        return cls(
+            max_iter=estimator.svgp_max_iter,
+            batch_size=estimator.batch_size,
+            learning_rate=estimator.learning_rate,
+            optimize_inducing=estimator.optimize_inducing,
+            grow_inducing=(
+                estimator.n_inducing is None and estimator.inducing_points is None
+            ),
+            progress=functools.partial(fit_progress, estimator),
+            log=estimator._log,
+            verbose=estimator.verbose,
+        )
+
+    def uses_adam(self, n):
+        """Minibatch Adam for ``n`` training points, or full-batch L-BFGS-B."""
+        batch = self.batch_size
+        return (batch is not None and batch < n) or (batch is None and n > _LBFGS_MAX_N)
+
+    def reporter(self, t_start):
+        """The optimiser's ``report(n_iter, elbo)``, or None if nothing listens."""
+        every = max(1, self.max_iter // 10)
+        progress = self.progress("Gaussian approximation", self.max_iter)
+        if progress.engine is None and self.verbose < 2:
+            return None
+
+        def report(n_iter, elbo):
+            if progress.engine is not None:
+                progress(n_iter, self.max_iter, {"ELBO": float(elbo)})
+            if self.verbose >= 2 and n_iter % every == 0:
+                self.log(
+                    f"Gaussian approximation: iteration {n_iter}/"
+                    f"{self.max_iter}, ELBO {elbo:.6g} "
+                    f"({time.perf_counter() - t_start:.1f} s)"
+                )
+
+        report.close = progress.close
+        return report
+
+    def joint(self, bound, start, opt_bounds, n, seed, t_start):
+        """Maximise the SVGP ``bound`` on ``n`` points from ``start``.
+
+        A :class:`~sklearn.exceptions.ConvergenceWarning` says when the
+        stopping rule was not met; ``seed`` seeds Adam's minibatches.
+        """
+        use_adam = self.uses_adam(n)
+        report = self.reporter(t_start)
+        if self.max_iter == 0:
+            params, trace, converged, n_iter = start, [], True, 0
+        elif use_adam:
+            params, trace, converged, n_iter = fit_svgp_adam(
+                bound,
+                start,
+                opt_bounds,
+                self.max_iter,
+                self.batch_size or _DEFAULT_BATCH,
+                self.learning_rate,
+                np.random.default_rng(seed),
+                report=report,
+            )
+        else:
+            params, trace, converged, n_iter = fit_svgp_lbfgs(
+                bound, start, opt_bounds, self.max_iter, tol=SVGP_TOL, report=report
+            )
+        if report is not None:
+            report.close()
+        if not converged:
+            self._warn_joint(trace, n)
+        return SVGPFit(params, trace, n_iter, use_adam)
+
+    def _warn_joint(self, trace, n):
+        gain = svgp_recent_gain(trace)
+        why = (
+            f"the bound still rose by {gain / n:.2g} nats per point over the "
+            f"last {_SVGP_WINDOW} iterations, against a tolerance of "
+            f"{SVGP_TOL:g}"
+            if np.isfinite(gain)
+            else f"too few to apply the stopping rule over {_SVGP_WINDOW}"
+        )
+        warn_user(
+            f"The Gaussian approximation did not converge in "
+            f"{self.max_iter} L-BFGS iterations ({why}); increase "
+            "svgp_max_iter.",
+            ConvergenceWarning,
+        )
+
+    def collapsed(self, problem, Z0, seed, hyper, t_start):
+        """Stage 1 of the Gaussian likelihood: the collapsed bound's maximum.
+
+        ``problem`` is ``(adapter, X, y, prior_set, hyper_bounds)``. With
+        ``grow_inducing`` the inducing set starts at ``Z0`` (its default
+        size) and doubles (new k-means centres, the hyperparameters
+        warm-started) while the bound's trace term ``tr(K_ff - Q_ff) / (2
+        s2)`` at the optimum exceeds ``_TRACE_TOL`` nats per point, up to
+        ``_MAX_COLLAPSED_INDUCING`` (see ``n_inducing`` in
+        :class:`VariationalMCMCRegressor`). Returns a
+        :class:`CollapsedOptimum`.
+        """
+        X = problem[1]
+        cap = min(_MAX_COLLAPSED_INDUCING, np.unique(X, axis=0).shape[0])
+        traces, n_iter = [], 0
+        while True:
+            hyper, Z, learn_Z, trace, iters, slack = self._maximise_collapsed(
+                problem, Z0, hyper, t_start
+            )
+            traces.extend(trace)
+            n_iter += iters
+            m = Z.shape[0]
+            if not self.grow_inducing or slack <= _TRACE_TOL * X.shape[0] or m >= cap:
+                return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter)
+            Z0 = initial_inducing(X, min(2 * m, cap), seed)
+
+    def _maximise_collapsed(self, problem, Z0, start_hyper, t_start):
+        """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
+
+        The stopping rule and its warning are those of the SVGP stage that
+        the Gaussian likelihood no longer needs. Returns ``[theta, log s2]``,
+        ``Z``, whether ``Z`` was optimised, the trace, the iterations and
+        the trace term (nats) at the optimum.
+        """
+        adapter, X, y, prior_set, hyper_bounds = problem
+        learn_Z = bool(self.optimize_inducing and adapter.supports_input_gradients)
+        bound = CollapsedSparseTarget(
+            adapter, X, y, Z0, prior_set, learn_inducing=learn_Z
+        )
+        start = np.concatenate([start_hyper, Z0.reshape(-1) if learn_Z else []])
+        opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
+        opt_bounds[: bound.n_hyper] = hyper_bounds
+        if self.max_iter == 0:
+            params, trace, converged, n_iter = start, [], True, 0
+        else:
+            report = self.reporter(t_start)
+            params, trace, converged, n_iter = fit_svgp_lbfgs(
+                bound, start, opt_bounds, self.max_iter, tol=SVGP_TOL, report=report
+            )
+            if report is not None:
+                report.close()
+        if not converged:
+            warn_user(
+                f"The collapsed bound's maximisation did not converge in "
+                f"{self.max_iter} L-BFGS iterations; increase svgp_max_iter.",
+                ConvergenceWarning,
+            )
+        theta, log_noise, Z = bound.split(params)
+        slack = bound.trace_term(params)
+        if self.verbose:
+            self.log(
+                f"Collapsed bound with {Z.shape[0]} inducing inputs: "
+                f"{trace[-1] if trace else np.nan:.4g} after {n_iter} L-BFGS "
+                f"iterations, trace term {slack / X.shape[0]:.3g} nats per point "
+                f"({time.perf_counter() - t_start:.2f} s)"
+            )
+        hyper = np.append(theta, log_noise)
+        return hyper, np.array(Z), learn_Z, trace, n_iter, slack

@@ -1,0 +1,295 @@
+"""The two variational MCMC fits, each a composition of target x stages.
+
+:func:`fit_joint` (any likelihood): the SVGP bound, then HMC over
+``(theta, v)`` on the sparse whitened target. :func:`fit_collapsed`
+(Gaussian likelihood): the collapsed bound, then HMC over ``[theta, log
+s2]`` with every draw completed by an exact ``v | theta``. Both return the
+fitted attributes as one dict, assembled by :func:`chain_attributes` for
+what the chains share.
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+
+from .._defaults import merged_priors
+from .._fit_checks import warn_at_bounds
+from ..inference.affine import curvature_preconditioner
+from ..kernels import KernelAdapter
+from ..likelihoods import Gaussian
+from ..priors import PriorSet
+from ..targets.collapsed import CollapsedSparseTarget
+from ..targets.sparse import SparseWhitenedTarget
+from ..targets.svgp import SVGPBound
+from ._sampling import CollapsedSampler, GuardedTarget, rhat_and_bulk_ess
+
+
+@dataclasses.dataclass
+class FitStart:
+    """What every fit starts from: clock, seeds, kernel and the hyperparameter space.
+
+    Attributes
+    ----------
+    t_start : float
+        ``time.perf_counter()`` when the fit began.
+    seeds : ndarray of shape (4,)
+        Seeds of the inducing inputs, the minibatches (or the collapsed
+        draws of ``v``), the chains' starts and the chains.
+    kernel : kernel
+    adapter : KernelAdapter
+    kernel_bounds : ndarray of shape (n_theta, 2)
+    hyper_bounds : ndarray of shape (n_hyper, 2)
+        ``kernel_bounds`` and, for a Gaussian likelihood, the log noise
+        variance's.
+    prior_set : PriorSet
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.variational_mcmc._pipelines import FitStart
+    >>> kernel = RBF(1.0)
+    >>> head = (0.0, np.arange(4), kernel, KernelAdapter(kernel))
+    >>> start = FitStart.build(head, np.log([[1e-5, 1e5]]), (-9.0, 2.0), None, 1)
+    >>> start.hyper_bounds.shape
+    (2, 2)
+    """
+
+    t_start: float
+    seeds: np.ndarray
+    kernel: object
+    adapter: KernelAdapter
+    kernel_bounds: np.ndarray
+    hyper_bounds: np.ndarray
+    prior_set: PriorSet
+
+    @classmethod
+    def build(cls, head, kernel_bounds, log_noise_bounds, user_priors, n_features):
+        """The start of a fit from ``head = (t_start, seeds, kernel, adapter)``.
+
+        ``log_noise_bounds`` is None for a likelihood without a noise
+        variance; the user's priors are merged over the defaults.
+        """
+        t_start, seeds, kernel, adapter = head
+        slices = dict(adapter.hyperparameter_slices)
+        hyper_bounds = kernel_bounds
+        if log_noise_bounds is not None:
+            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+            hyper_bounds = np.vstack([kernel_bounds, [log_noise_bounds]])
+        prior_set = PriorSet(slices, merged_priors(user_priors, slices, n_features))
+        return cls(
+            t_start, seeds, kernel, adapter, kernel_bounds, hyper_bounds, prior_set
+        )
+
+    def theta0(self):
+        """The kernel's ``theta``, clipped into its bounds."""
+        bounds = self.kernel_bounds
+        return np.clip(self.kernel.theta, bounds[:, 0], bounds[:, 1])
+
+
+def fit_joint(start, stages, data, Z0):
+    """SVGP bound, then HMC over ``(theta, v)``; the fitted attributes.
+
+    ``stages`` is ``(ApproximationStage, HMCStage)``, ``data`` is ``(X, y,
+    likelihood, offset)`` and ``Z0`` the initial inducing inputs.
+    """
+    approximation, hmc = stages
+    X, y, likelihood, offset = data
+    is_gaussian = isinstance(likelihood, Gaussian)
+    bound = SVGPBound(
+        start.adapter,
+        X,
+        y,
+        Z0,
+        likelihood,
+        start.prior_set,
+        learn_inducing=None if approximation.optimize_inducing else False,
+        offset=offset,
+    )
+    params0 = bound.initial_params(start.theta0())
+    opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
+    opt_bounds[: bound.n_hyper] = start.hyper_bounds
+    svgp = approximation.joint(
+        bound, params0, opt_bounds, X.shape[0], int(start.seeds[1]), start.t_start
+    )
+    theta, log_noise, q_mean, q_L, Z = bound.split(svgp.params)
+    Z = np.array(Z)
+    svgp_elbo = float(svgp.trace[-1]) if svgp.trace else float(bound.elbo(svgp.params))
+    if approximation.verbose:
+        approximation.log(
+            f"Gaussian approximation: ELBO {svgp_elbo:.4g} after {svgp.n_iter} "
+            f"{'Adam' if svgp.use_adam else 'L-BFGS'} iterations "
+            f"({time.perf_counter() - start.t_start:.2f} s)"
+        )
+    target = SparseWhitenedTarget(
+        start.adapter, X, y, Z, likelihood, start.prior_set, offset=offset
+    )
+    hyper = np.append(theta, log_noise) if is_gaussian else np.array(theta)
+    bounds = start.hyper_bounds
+    guarded = GuardedTarget(target, bounds[:, 0], bounds[:, 1])
+    t_hmc = time.perf_counter()
+    sampler = hmc.joint_sampler(
+        guarded, target, hyper, q_mean, q_L, np.random.default_rng(int(start.seeds[2]))
+    )
+    run = hmc.sample(sampler, int(start.seeds[3]), t_hmc)
+    fitted = chain_attributes(start, hmc, run, sampler, target, target.param_names)
+    fitted["fit_time_"]["svgp"] = t_hmc - start.t_start
+    fitted["diagnostics_"].update(svgp_elbo=svgp_elbo, svgp_iterations=int(svgp.n_iter))
+    fitted.update(
+        inducing_points_=Z,
+        kernel_=start.kernel.clone_with_theta(theta),
+        svgp_params_=svgp.params,
+        svgp_elbo_=svgp_elbo,
+        _likelihood=likelihood,
+        _n_latent=target.n_latent,
+        _q=(np.array(theta), log_noise, np.array(q_mean), np.array(q_L)),
+    )
+    fitted["trace_"]["svgp_elbo"] = np.asarray(svgp.trace)
+    return fitted
+
+
+def fit_collapsed(start, stages, data, Z0):
+    """The Gaussian likelihood's fit: ``v`` integrated out.
+
+    1. Titsias' collapsed bound plus the log prior is maximised by
+       L-BFGS-B over ``[theta, log s2]`` and the inducing inputs: the SVGP
+       bound at its optimal ``q(v)``, so the same optimum as the joint SVGP
+       fit in far fewer parameters (no ``q(v)`` to learn).
+    2. HMC samples ``[theta, log s2]`` on the collapsed target, in the
+       curvature-scaled coordinates at that optimum; every kept draw is
+       completed by an exact draw of ``v | theta`` (see
+       :mod:`skgp_bayes.targets.collapsed`).
+    3. The run-length rule is checked over ``(theta, v)``.
+
+    Arguments as in :func:`fit_joint` (the likelihood and offset unused).
+    """
+    approximation, hmc = stages
+    X, y = data[0], data[1]
+    adapter, prior_set, bounds = start.adapter, start.prior_set, start.hyper_bounds
+    optimum = approximation.collapsed(
+        (adapter, X, y, prior_set, bounds),
+        Z0,
+        int(start.seeds[0]),
+        np.append(start.theta0(), np.log(0.1)),
+        start.t_start,
+    )
+    hyper, Z = optimum.hyper, optimum.Z
+    target = CollapsedSparseTarget(adapter, X, y, Z, prior_set)
+    guarded = GuardedTarget(target, bounds[:, 0], bounds[:, 1])
+    t_hmc = time.perf_counter()
+    transform = curvature_preconditioner(guarded, hyper)
+    sampler = CollapsedSampler(
+        guarded,
+        hyper,
+        transform,
+        np.random.default_rng(int(start.seeds[2])),
+        hmc.n_chains,
+        target,
+        int(start.seeds[1]),
+    )
+    run = hmc.sample(sampler, int(start.seeds[3]), t_hmc)
+    # the joint target's layout: [theta, noise_variance, v[0], ...]
+    names = [*target.param_names, *(f"v[{j}]" for j in range(Z.shape[0]))]
+    fitted = chain_attributes(
+        start, hmc, run, sampler, target, names, "HMC (v integrated out)"
+    )
+    q_mean, q_factor = target.conditional(hyper)
+    trace = optimum.trace
+    svgp_elbo = float(trace[-1]) if trace else float(target.log_prob(hyper))
+    fitted["fit_time_"]["svgp"] = t_hmc - start.t_start
+    fitted["diagnostics_"].update(
+        svgp_elbo=svgp_elbo, svgp_iterations=int(optimum.n_iter), collapsed=True
+    )
+    fitted.update(
+        inducing_points_=Z,
+        kernel_=start.kernel.clone_with_theta(hyper[:-1]),
+        svgp_params_=svgp_layout(start, X, y, optimum, q_mean, q_factor),
+        svgp_elbo_=svgp_elbo,
+        _likelihood=Gaussian(float(np.exp(hyper[-1]))),
+        _n_latent=1,
+        _q=(np.array(hyper[:-1]), float(hyper[-1]), q_mean[:, None], q_factor[None]),
+    )
+    fitted["trace_"]["svgp_elbo"] = np.asarray(trace)
+    return fitted
+
+
+def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
+    """The fitted attributes that come from the chains, with their warnings.
+
+    ``sampler`` is the one the chains were set up with: it maps the
+    engine's inverse masses to ``(theta, v)``. The stage-1 entries
+    (``svgp_elbo`` of ``trace_``, ``svgp_elbo`` and ``svgp_iterations`` of
+    ``diagnostics_``, the ``svgp`` time) are None, in their places, for the
+    caller to fill.
+    """
+    chains, results = run.chains, run.results
+    samples = chains.reshape(-1, chains.shape[2])
+    warn_at_bounds(samples, start.kernel_bounds, names, "HMC draws", "spread")
+    rhat, ess = rhat_and_bulk_ess(chains)
+    n_div = hmc.report(run, names, rhat, ess, label)
+    total = time.perf_counter() - start.t_start
+    acceptance = float(np.mean([r.acceptance_rate for r in results]))
+    return {
+        "draws_": samples,
+        "param_names_": names,
+        "rhat_": rhat,
+        "ess_": ess,
+        "acceptance_rate_": acceptance,
+        "n_divergences_": n_div,
+        "step_size_": np.array([r.step_size for r in results]),
+        "inv_mass_": np.stack([sampler.x_inv_mass(r.inv_mass) for r in results]),
+        "trace_": {
+            "svgp_elbo": None,
+            "accept_prob": np.stack([r.accept_prob for r in results]),
+            "step_sizes": np.stack([r.step_sizes for r in results]),
+            "divergent": np.stack([r.divergent for r in results]),
+            "n_leapfrog": np.stack([r.n_leapfrog for r in results]),
+            "energy": np.stack([r.energy for r in results]),
+            "log_density": np.stack([r.log_density for r in results]),
+        },
+        "fit_time_": {"svgp": None, "hmc": run.seconds, "total": total},
+        "diagnostics_": {
+            "fit_time": total,
+            "max_rhat": float(np.nanmax(rhat)) if np.size(rhat) else np.nan,
+            "min_ess": float(np.nanmin(ess)) if np.size(ess) else np.nan,
+            "n_divergences": n_div,
+            "acceptance_rate": acceptance,
+            "step_size": [float(r.step_size) for r in results],
+            "jitter": float(target.jitter),
+            "svgp_elbo": None,
+            "svgp_iterations": None,
+            "sampling_iterations": int(chains.shape[1] * hmc.thin),
+            "sampling_blocks": int(run.n_blocks),
+            "preconditioned": sampler.transform is not None,
+        },
+        "_adapter": start.adapter,
+        "_jitter": target.jitter,
+        "_n_hyper": target.n_hyper,
+    }
+
+
+def svgp_layout(start, X, y, optimum, q_mean, q_factor):
+    """The collapsed optimum as an SVGP bound's parameter vector (``svgp_params_``)."""
+    Z, hyper, learn_Z = optimum.Z, optimum.hyper, optimum.learn_Z
+    bound = SVGPBound(
+        start.adapter,
+        X,
+        y,
+        Z,
+        Gaussian(0.1),
+        start.prior_set,
+        learn_inducing=learn_Z,
+    )
+    params = bound.initial_params(hyper[:-1], hyper[-1])
+    blocks = bound.blocks
+    params[blocks["m"]] = q_mean
+    rows, cols = np.tril_indices(Z.shape[0])
+    packed = q_factor[rows, cols]
+    on_diag = rows == cols
+    packed[on_diag] = np.log(packed[on_diag])
+    params[blocks["L"]] = packed
+    if learn_Z:
+        params[blocks["Z"]] = Z.reshape(-1)
+    return params
