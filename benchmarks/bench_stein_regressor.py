@@ -297,6 +297,11 @@ def main():
         help="--target-sweep timing rounds, scaled by 1000 / n (default: 10)",
     )
     parser.add_argument(
+        "--only-svgd-iteration",
+        action="store_true",
+        help="only one SVGD iteration, exact and stochastic-trace gradients",
+    )
+    parser.add_argument(
         "--only-concrete",
         action="store_true",
         help="only the Concrete fits against scikit-learn",
@@ -316,6 +321,10 @@ def main():
         bench_concrete(tuple(range(args.seeds)), 10, 9)
         return
     n = 500 if args.quick else 2000
+    if args.only_svgd_iteration:
+        with blas_threads_for(n):
+            bench_svgd_iteration(n, 8, (1, 10, 20), 21)
+        return
     repeats = 3 if args.quick else 7
     # The estimator factorises with the BLAS thread count blas_threads_for
     # picks; the floor is timed under the same policy.
