@@ -47,6 +47,7 @@ _VMCMC_SMALL = dict(
     random_state=0,
 )
 _SELECTIVE_SMALL = dict(n_candidates=8, n_pre_iter=2, n_select_iter=2, random_state=0)
+_SELECTIVE_KEPT = dict(_SELECTIVE_SMALL, hyperparameters_from="kept")
 
 # One line per estimator: a cheap instance whose fit warns, and its target.
 _WARNING_FITS = {
@@ -187,8 +188,9 @@ def test_estimator_fit_inside_a_fit_is_reported_by_the_outer_one():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with fit_warnings():
-            SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL).fit(X, Y_REG)
-            SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL).fit(X, Y_REG)
+            # the post-training stage runs on the kept-set pipeline only
+            SelectiveSVGP(n_post_iter=1, **_SELECTIVE_KEPT).fit(X, Y_REG)
+            SelectiveSVGP(n_post_iter=1, **_SELECTIVE_KEPT).fit(X, Y_REG)
     post = _messages(caught, "Post-training")
     assert len(post) == 1 and "Raised 2 times" in post[0]
 
@@ -219,7 +221,7 @@ def test_error_filter_raises_when_the_fit_ends_or_notes_the_failure():
 
 
 def test_pytest_warns_and_ignore_filters_see_the_grouped_warning():
-    estimator = SelectiveSVGP(n_post_iter=1, **_SELECTIVE_SMALL)
+    estimator = SelectiveSVGP(n_post_iter=1, **_SELECTIVE_KEPT)
     with pytest.warns(ConvergenceWarning, match="n_post_iter") as record:
         estimator.fit(X, Y_REG)
     assert record[0].filename == __file__
