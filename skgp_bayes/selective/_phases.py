@@ -84,6 +84,14 @@ def classification_likelihood(n_classes, link):
     return Softmax(n_classes=n_classes, random_state=0)
 
 
+def candidate_inputs(est, X, scaling):
+    """The candidate inducing inputs in the model's units: the estimator's
+    own ``candidates`` if given, else :func:`spread_candidates`."""
+    if est.candidates is None:
+        return spread_candidates(est, X)
+    return scaling.transform(check_candidates(est.candidates, X.shape[1]))
+
+
 def spread_candidates(est, X):
     """``n_candidates`` training inputs spread by the starting kernel.
 

@@ -37,12 +37,11 @@ from ..priors import PriorSet
 from ..sampling import require_spectral_spec
 from ..targets.selective import SharedSubsetBound
 from ._phases import (
-    check_candidates,
+    candidate_inputs,
     classification_likelihood,
     fit_shared_phases,
     kernel_log_bounds,
     selection_attributes,
-    spread_candidates,
 )
 from .regressor import SelectiveSVGP
 
@@ -183,11 +182,6 @@ feature_names_in_
         self.random_state = random_state
         self.verbose = verbose
 
-    def _candidates(self, X, scaling):
-        if self.candidates is None:
-            return spread_candidates(self, X)
-        return scaling.transform(check_candidates(self.candidates, X.shape[1]))
-
     @fit_method
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
@@ -225,7 +219,7 @@ feature_names_in_
                 )
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=4)
-            Zc = self._candidates(X_model, scaling)
+            Zc = candidate_inputs(self, X_model, scaling)
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = self._fit_phases(
                     X_model, y_enc.astype(np.float64), Zc, seeds, classes.size

@@ -52,14 +52,13 @@ from ..targets.selective import (
 )
 from ._phases import (
     INITIAL_INCLUSION,
-    check_candidates,
+    candidate_inputs,
     fit_shared_phases,
     keep_points,
     kernel_log_bounds,
     maximise_bound,
     selection_attributes,
     selection_phase,
-    spread_candidates,
     warn_unfinished_selection,
 )
 
@@ -311,11 +310,6 @@ class SelectiveSVGP(
         self.verbose = verbose
 
     # ------------------------------------------------------------ fitting
-    def _candidates(self, X, scaling):
-        if self.candidates is None:
-            return spread_candidates(self, X)
-        return scaling.transform(check_candidates(self.candidates, X.shape[1]))
-
     @fit_method
     def fit(self, X, y):
         """Pre-train, select the inducing points, post-train.
@@ -350,7 +344,7 @@ class SelectiveSVGP(
             y_std_units = (y - y_mean) / y_std
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=3)
-            Zc = self._candidates(X_model, scaling)
+            Zc = candidate_inputs(self, X_model, scaling)
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = prior_only(self, X.shape[0])._fit_phases(
                     X_model, y_std_units, Zc, seeds
