@@ -334,9 +334,6 @@ def test_no_module_is_over_800_lines():
 
 MAX_FUNCTION_LINES = 80
 LONG_REASON = "# Long because"
-# Functions over MAX_FUNCTION_LINES allowed for now, by qualified name, while
-# a module is being reshaped; empty: every function is short or says why.
-_LONG_FUNCTIONS_IN_PROGRESS: set[str] = set()
 
 
 def _functions(node, prefix):
@@ -369,17 +366,8 @@ def _long_functions():
 def test_no_function_is_over_80_lines_without_a_reason():
     """Functions a reader can hold in mind, or a ``# Long because`` line
     above the ``def`` saying why not (issue #16, done-when 7)."""
-    long = _long_functions()
-    unexplained = {
-        name: n for name, n in long.items() if name not in _LONG_FUNCTIONS_IN_PROGRESS
-    }
+    unexplained = _long_functions()
     assert not unexplained, unexplained
-
-
-def test_long_function_allow_list_is_not_stale():
-    """An entry whose function was shortened or explained leaves the list."""
-    stale = _LONG_FUNCTIONS_IN_PROGRESS - set(_long_functions())
-    assert not stale, sorted(stale)
 
 
 MAX_ESTIMATOR_CODE_LINES = 500
