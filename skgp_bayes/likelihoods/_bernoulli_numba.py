@@ -15,7 +15,6 @@ import math
 import numpy as np
 from numba import njit
 
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _TINY = np.finfo(np.float64).tiny
 
 
