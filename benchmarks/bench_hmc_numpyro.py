@@ -7,7 +7,8 @@ the same inducing inputs (the fitted ``inducing_points_``), kernel, default
 priors, Gauss-Hermite rule, jitter and hyperparameter bounds (zero density
 outside them, as the estimator's guarded target). The script first checks
 that the JAX log density equals the estimator's target at its own draws, so
-the two samplers are known to sample one density.
+the two samplers are known to sample one density. ``--sampler nuts`` (or
+``both``) fits ours with ``sampler="nuts"`` too.
 
 Both run four chains one after another on one thread (BLAS for ours; XLA
 told to use one thread for NumPyro), from the estimator's starting points
@@ -56,12 +57,16 @@ from skgp_bayes.targets.sparse import SparseWhitenedTarget  # noqa: E402
 from skgp_bayes.variational_mcmc._sampling import rhat_and_bulk_ess  # noqa: E402
 
 
-def fit_ours(seed):
-    """The default fit on breast cancer, split as in bench_defaults.py."""
+def fit_ours(seed, sampler="hmc"):
+    """The default fit on breast cancer, split as in bench_defaults.py.
+
+    ``sampler`` is the estimator's (the default is ``"hmc"``).
+    """
     X_tr, _, y_tr, _ = split(LOADERS["breast_cancer"](), 0.3, 300, 0)
     with threadpool_limits(1):
         t0 = time.perf_counter()
-        clf = VariationalMCMCClassifier(random_state=seed).fit(X_tr, y_tr)
+        clf = VariationalMCMCClassifier(random_state=seed, sampler=sampler)
+        clf.fit(X_tr, y_tr)
         wall = time.perf_counter() - t0
     return clf, X_tr, y_tr, wall
 
@@ -175,6 +180,33 @@ def run_numpyro(log_density, inits, n_warmup, n_samples, dense, seed):
     return draws, sampling_s, n_steps, warmup_s, warmup_steps
 
 
+def report_ours(sampler, clf, X_tr, y_tr, wall):
+    """Print our fit's figures; return its sampling-phase ESS per second."""
+    # draws_ pools the chains in chain order
+    n_chains = clf.n_chains
+    n_kept = clf.draws_.shape[0] // n_chains
+    chains = clf.draws_.reshape(n_chains, n_kept, -1)
+    ess, rhat = min_bulk_ess(chains)
+    hmc_time = clf.fit_time_["hmc"]
+    n_ours = int(clf.trace_["n_leapfrog"].sum())
+    n_ours_sampling = int(clf.trace_["n_leapfrog"][:, clf.n_warmup :].sum())
+    print(
+        f"ours ({sampler}): {n_chains} chains x ({clf.n_warmup} warm-up + "
+        f"{n_kept} kept), {n_ours} gradients, HMC {hmc_time:.2f} s (fit "
+        f"{wall:.2f} s), min bulk ESS {ess:.0f}, max R-hat {rhat:.4f}, "
+        f"ESS/s {ess / hmc_time:.2f}, sampling-phase gradients per ESS "
+        f"{n_ours_sampling / ess:.0f}"
+    )
+    # The sampling phase alone, for a like-for-like rate: its share of the
+    # HMC time in proportion to its gradients (each costs the same).
+    sampling_s = hmc_time * n_ours_sampling / n_ours
+    print(
+        f"ours ({sampler}), sampling phase: {sampling_s:.2f} s, ESS/s "
+        f"{ess / sampling_s:.2f}"
+    )
+    return ess / sampling_s
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -189,10 +221,18 @@ def main():
         "--numpyro-warmup", type=int, help="default: the estimator's n_warmup"
     )
     parser.add_argument("--mass", choices=["diagonal", "dense", "both"], default="both")
+    parser.add_argument(
+        "--sampler",
+        choices=["hmc", "nuts", "both"],
+        default="hmc",
+        help="our estimator's sampler (default: its default, static HMC)",
+    )
     args = parser.parse_args()
     import jax
 
-    clf, X_tr, y_tr, wall = fit_ours(args.seed)
+    samplers = ["hmc", "nuts"] if args.sampler == "both" else [args.sampler]
+    fits = {name: fit_ours(args.seed, name) for name in samplers}
+    clf, X_tr, y_tr, wall = fits[samplers[0]]
     target, X_model, y01, priors = our_target(clf, X_tr, y_tr)
     names = list(clf.param_names_)
     bounds = np.asarray(clf._adapter.kernel.bounds).reshape(-1, 2)
@@ -219,31 +259,10 @@ def main():
     if not gap < 1e-6:
         sys.exit("the JAX density is not the estimator's target; nothing to compare")
 
-    # draws_ pools the chains in chain order
-    n_chains = clf.n_chains
-    n_kept = clf.draws_.shape[0] // n_chains
-    chains = clf.draws_.reshape(n_chains, n_kept, -1)
-    ess, rhat = min_bulk_ess(chains)
-    hmc_time = clf.fit_time_["hmc"]
-    n_ours = int(clf.trace_["n_leapfrog"].sum())
-    n_ours_sampling = int(clf.trace_["n_leapfrog"][:, clf.n_warmup :].sum())
-    print(
-        f"ours: {n_chains} chains x ({clf.n_warmup} warm-up + {n_kept} kept), "
-        f"{n_ours} gradients, HMC {hmc_time:.2f} s (fit {wall:.2f} s), "
-        f"min bulk ESS {ess:.0f}, max R-hat {rhat:.4f}, "
-        f"ESS/s {ess / hmc_time:.2f}, sampling-phase gradients per ESS "
-        f"{n_ours_sampling / ess:.0f}"
-    )
+    rates = {name: report_ours(name, *fits[name]) for name in samplers}
     start = np.concatenate([clf._q[0], np.asarray(clf._q[2]).ravel()])
-    inits = np.tile(start, (n_chains, 1))
+    inits = np.tile(start, (clf.n_chains, 1))
     inits += 0.01 * np.random.default_rng(args.seed).standard_normal(inits.shape)
-    # Our sampling phase alone, for a like-for-like rate: its share of the
-    # HMC time in proportion to its gradients (each costs the same).
-    ours_sampling_s = hmc_time * n_ours_sampling / n_ours
-    print(
-        f"ours, sampling phase: {ours_sampling_s:.2f} s, ESS/s "
-        f"{ess / ours_sampling_s:.2f}"
-    )
     grad_fn = jax.jit(jax.value_and_grad(log_density))
     point = jax.numpy.asarray(check[0])
     grad_fn(point)[1].block_until_ready()
@@ -252,7 +271,9 @@ def main():
         grad_fn(point)[1].block_until_ready()
     jax_us = (time.perf_counter() - t0) / 200 * 1e6
     print(
-        f"one gradient: ours {hmc_time / n_ours * 1e6:.0f} us (HMC time over "
+        f"one gradient: ours "
+        f"{clf.fit_time_['hmc'] / clf.trace_['n_leapfrog'].sum() * 1e6:.0f} us "
+        "(HMC time over "
         f"its gradients), JAX {jax_us:.0f} us (jitted value_and_grad, best loop)"
     )
     masses = {"diagonal": (False,), "dense": (True,), "both": (False, True)}
@@ -274,10 +295,14 @@ def main():
             f"sampling {args.numpyro_samples} per chain, {n_steps} gradients in "
             f"{secs:.2f} s, min bulk ESS {ess_n:.0f}, max R-hat {rhat_n:.4f}, "
             f"ESS/s {ess_n / secs:.2f}, sampling-phase gradients per ESS "
-            f"{n_steps / ess_n:.0f}; ours / NumPyro ESS/s (sampling phases) "
-            f"{(ess / ours_sampling_s) / (ess_n / secs):.2f}",
+            f"{n_steps / ess_n:.0f}",
             flush=True,
         )
+        for name, rate in rates.items():
+            print(
+                f"ours ({name}) / NumPyro ({'dense' if dense else 'diagonal'}) "
+                f"ESS/s, sampling phases: {rate / (ess_n / secs):.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from .hmc import (
     run_hmc,
     run_hmc_chains,
 )
+from .nuts import NUTSInfo, nuts_step
 from .optimize import MaximizeResult, maximize
 from .score_function import (
     DecayingBaseline,
@@ -51,6 +52,8 @@ __all__ = [
     "hmc_step",
     "run_hmc",
     "run_hmc_chains",
+    "NUTSInfo",
+    "nuts_step",
     "MaximizeResult",
     "maximize",
     "DecayingBaseline",

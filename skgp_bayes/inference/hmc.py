@@ -51,12 +51,14 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from ._hmc_state import HMCState
 from .adaptation import (
     DualAveraging,
     WarmupAdaptation,
     gradient_scaled_inv_mass,
     mass_adaptation_windows,
 )
+from .nuts import nuts_step
 
 __all__ = [
     "DualAveraging",
@@ -227,33 +229,6 @@ def _step_bound(max_leapfrog, trajectory_length, step):
     if trajectory_length is None:
         return max_leapfrog
     return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
-
-
-@dataclass
-class HMCState:
-    """A point of an HMC chain with its log density and gradient.
-
-    Attributes
-    ----------
-    x : ndarray of shape (n_params,)
-        Position.
-    logp : float
-        Log density at ``x``.
-    grad : ndarray of shape (n_params,)
-        Gradient of the log density at ``x``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference import hmc_init
-    >>> state = hmc_init(lambda x: (-0.5 * x @ x, -x), np.ones(2))
-    >>> state.logp
-    -1.0
-    """
-
-    x: np.ndarray
-    logp: float
-    grad: np.ndarray
 
 
 @dataclass
@@ -504,7 +479,7 @@ class _Trace:
         )
 
 
-# Long because the docstring documents 18 parameters; the body is a thin loop.
+# Long because the docstring documents 20 parameters; the body is a thin loop.
 def run_hmc(
     logp_and_grad,
     x0,
@@ -515,6 +490,8 @@ def run_hmc(
     step_size=None,
     max_leapfrog=20,
     trajectory_length=None,
+    algorithm="static",
+    max_tree_depth=10,
     target_accept=0.8,
     adapt_step_size=True,
     adapt_mass=True,
@@ -554,8 +531,17 @@ def run_hmc(
         with period ``2 pi``, and a time of ``pi / 2`` (a quarter turn)
         turns the position into the independent momentum, so ``pi`` is the
         natural choice there.
+    algorithm : {"static", "nuts"}, default="static"
+        ``"static"``: :func:`hmc_step`, a jittered number of leapfrog steps
+        bounded by ``max_leapfrog`` and ``trajectory_length``. ``"nuts"``:
+        :func:`~skgp_bayes.inference.nuts_step`, trajectories that stop
+        where they turn, at most ``2^max_tree_depth - 1`` steps
+        (``max_leapfrog`` and ``trajectory_length`` are then unused).
+    max_tree_depth : int, default=10
+        Most doublings of a No-U-Turn trajectory.
     target_accept : float, default=0.8
-        Target of dual averaging.
+        Target of dual averaging (for NUTS, of the mean acceptance
+        statistic of a trajectory's states).
     adapt_step_size, adapt_mass : bool, default=True
         Adapt the step size and the diagonal mass matrix in warm-up.
     inv_mass : array-like of shape (n_params,), optional
@@ -595,7 +581,10 @@ def run_hmc(
     n_samples = _check_counts("n_samples", n_samples, 1)
     thin = _check_counts("thin", thin, 1)
     max_leapfrog = _check_counts("max_leapfrog", max_leapfrog, 1)
+    max_tree_depth = _check_counts("max_tree_depth", max_tree_depth, 1)
     trajectory_length = _check_options(trajectory_length, target_accept)
+    if algorithm not in ("static", "nuts"):
+        raise ValueError(f"algorithm must be 'static' or 'nuts'; got {algorithm!r}.")
     rng = (
         random_state
         if isinstance(random_state, np.random.Generator)
@@ -618,16 +607,29 @@ def run_hmc(
     )
     trace = _Trace(n_warmup, n_samples, thin, state.x.size)
     for it in range(trace.total):
-        bound = _step_bound(max_leapfrog, trajectory_length, warmup.bound_step(it))
-        state, info = hmc_step(
-            state,
-            logp_and_grad,
-            rng,
-            step_size=warmup.step,
-            inv_mass=warmup.inv_mass,
-            max_leapfrog=bound,
-            max_energy_error=limit,
-        )
+        # Also switches to the averaged step when warm-up ends.
+        bound_step = warmup.bound_step(it)
+        if algorithm == "nuts":
+            state, info = nuts_step(
+                state,
+                logp_and_grad,
+                rng,
+                step_size=warmup.step,
+                inv_mass=warmup.inv_mass,
+                max_tree_depth=max_tree_depth,
+                max_energy_error=limit,
+            )
+        else:
+            bound = _step_bound(max_leapfrog, trajectory_length, bound_step)
+            state, info = hmc_step(
+                state,
+                logp_and_grad,
+                rng,
+                step_size=warmup.step,
+                inv_mass=warmup.inv_mass,
+                max_leapfrog=bound,
+                max_energy_error=limit,
+            )
         trace.record(it, info, warmup.step, state)
         if it < n_warmup:
             warmup.update(it, state, info.accept_prob)

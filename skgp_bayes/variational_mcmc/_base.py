@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.gaussian_process.kernels import Kernel
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._arviz import InferenceDataMixin
@@ -58,6 +58,7 @@ class VariationalMCMCBase(
         "max_samples": [Interval(Integral, 1, None, closed="left")],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "max_leapfrog": [None, Interval(Integral, 1, None, closed="left")],
+        "sampler": [StrOptions({"hmc", "nuts"})],
         "target_accept": [Interval(Real, 0, 1, closed="neither")],
         "priors": [None, dict],
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],

@@ -73,7 +73,7 @@ class HMCStage:
     Parameters
     ----------
     n_chains, n_warmup, n_samples, max_samples, thin, max_leapfrog, \
-target_accept, n_jobs
+sampler, target_accept, n_jobs
         The estimator's parameters of the same names.
     run_chains : callable
         The engine, :func:`~skgp_bayes.inference.run_hmc_chains`.
@@ -103,6 +103,7 @@ target_accept, n_jobs
     max_samples: int
     thin: int
     max_leapfrog: int | None
+    sampler: str
     target_accept: float
     n_jobs: int | None
     run_chains: Callable
@@ -121,6 +122,7 @@ target_accept, n_jobs
             "max_samples",
             "thin",
             "max_leapfrog",
+            "sampler",
             "target_accept",
             "n_jobs",
         )
@@ -134,16 +136,29 @@ target_accept, n_jobs
         )
 
     def leapfrog_options(self):
-        """The engine's step bound: a time of pi by default (see max_leapfrog)."""
+        """The engine's step bound: a time of pi by default (see max_leapfrog).
+
+        For NUTS, the deepest tree whose ``2^k - 1`` steps fit in
+        ``max_leapfrog`` (``k = 10`` by default).
+        """
+        if self.sampler == "nuts":
+            cap = _LEAPFROG_CAP - 1 if self.max_leapfrog is None else self.max_leapfrog
+            return {"algorithm": "nuts", "max_tree_depth": int(np.log2(cap + 1))}
         if self.max_leapfrog is None:
             return {"max_leapfrog": _LEAPFROG_CAP, "trajectory_length": np.pi}
         return {"max_leapfrog": self.max_leapfrog}
 
     def mean_leapfrog(self):
-        """Leapfrog steps of a transition on average, to cost the curvature."""
+        """Leapfrog steps of a transition on average, to cost the curvature.
+
+        A NUTS trajectory runs until it has turned, about a full time of pi
+        and up to twice that with the doubling: twice the static mean.
+        """
         if self.max_leapfrog is None:
-            return (np.ceil(np.pi / _TYPICAL_STEP) + 1) / 2
-        return (self.max_leapfrog + 1) / 2
+            static = (np.ceil(np.pi / _TYPICAL_STEP) + 1) / 2
+        else:
+            static = (self.max_leapfrog + 1) / 2
+        return 2 * static if self.sampler == "nuts" else static
 
     def joint_sampler(self, guarded, target, hyper, q_mean, q_L, rng):
         """Coordinates, starting points and initial inverse mass of HMC.

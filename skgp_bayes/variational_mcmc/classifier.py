@@ -118,7 +118,26 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         0.9 on average, and after 2,000 iterations the bulk ESS of a length
         scale was still 122 with R-hat 1.03; ``N = 20`` met the run-length
         rule after 1,500 iterations (bulk ESS 588), 3.4 times the ESS per
-        gradient. An integer gives ``N`` directly.
+        gradient. An integer gives ``N`` directly. With
+        ``sampler="nuts"`` it caps a trajectory instead: at most
+        ``2^k - 1`` steps for the largest such number not above it (None:
+        ``k = 10``, 1,023 steps).
+    sampler : {"hmc", "nuts"}, default="hmc"
+        ``"hmc"``: static HMC with the jittered path length above.
+        ``"nuts"``: the No-U-Turn sampler
+        (:func:`~skgp_bayes.inference.nuts_step`), whose trajectories stop
+        where they turn back. In the curvature-scaled coordinates the
+        posterior is close to a standard normal, for which a jittered time
+        of ``pi / 2`` on average is already the right length, and NUTS,
+        which doubles its trajectory until it has turned, spends up to
+        twice the gradients of a transition of that length: measured on
+        the defaults suite, NUTS took 2.1 times as long as static HMC on
+        fair and as long on iris, and needed 1.5 times fewer gradients per
+        effective draw of the slowest parameter in sampling on breast
+        cancer, whose skewed length scales a fixed time suits less (warm-up,
+        where NUTS grows long trajectories while the step adapts, made the
+        whole fit 1.2 times longer there too). Choose it for a posterior
+        far from Gaussian in those coordinates.
     target_accept : float, default=0.9
         Target acceptance probability of the step-size adaptation. The
         whitened parametrisation couples the hyperparameters and ``v`` in
@@ -264,6 +283,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         max_samples=2000,
         thin=1,
         max_leapfrog=None,
+        sampler="hmc",
         target_accept=0.9,
         priors=None,
         batch_size=None,
@@ -286,6 +306,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         self.max_samples = max_samples
         self.thin = thin
         self.max_leapfrog = max_leapfrog
+        self.sampler = sampler
         self.target_accept = target_accept
         self.priors = priors
         self.batch_size = batch_size

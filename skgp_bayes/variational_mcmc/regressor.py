@@ -100,7 +100,7 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         gradient dearer (``O(n m^2)``) but no longer lengthen the chains;
         the cap bounds the former.
     inducing_points, optimize_inducing, n_chains, n_warmup, \
-n_samples, max_samples, thin, max_leapfrog, target_accept, priors, \
+n_samples, max_samples, thin, max_leapfrog, sampler, target_accept, priors, \
 normalize_X, random_state, n_jobs, verbose
         As in :class:`VariationalMCMCClassifier`.
     batch_size, learning_rate, svgp_max_iter
@@ -171,6 +171,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         max_samples=2000,
         thin=1,
         max_leapfrog=None,
+        sampler="hmc",
         target_accept=0.9,
         priors=None,
         batch_size=None,
@@ -192,6 +193,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         self.max_samples = max_samples
         self.thin = thin
         self.max_leapfrog = max_leapfrog
+        self.sampler = sampler
         self.target_accept = target_accept
         self.priors = priors
         self.batch_size = batch_size

@@ -50,7 +50,8 @@ def _binary(n=40, seed=0):
 
 
 @pytest.mark.statistical
-def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed):
+@pytest.mark.parametrize("algorithm", ["static", "nuts"])
+def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed, algorithm):
     # Z = X, Gaussian likelihood, fixed hyperparameters: the posterior of
     # f = A'v is the exact GP posterior N(K Ky^-1 y, K - K Ky^-1 K) (up to
     # the relative jitter 1e-6 on K(Z, Z)). HMC from the estimator's
@@ -74,10 +75,12 @@ def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed):
             n_warmup=150,
             n_samples=500,
             max_leapfrog=8,
+            algorithm=algorithm,
         )
     v = np.stack([r.samples for r in results])
     # the sampler mixes: the least ESS over v was 632-1159 of 1500 draws
-    # over seeds 0-5; 400 leaves the reference check below its power
+    # over seeds 0-5 for static HMC, 732-1262 for NUTS; 400 leaves
+    # the reference check below its power
     assert float(np.min(effective_sample_size(v))) > 400
     K = kernel(X)
     Kj = K + 1e-6 * np.mean(np.diag(K)) * np.eye(n)
@@ -105,6 +108,20 @@ def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed):
     np.testing.assert_array_less(np.abs(np.cov(f_draws.T) - cov), 5 * se_cov)
     # and the error would be caught: the prior covariance is far outside
     assert np.any(np.abs(K - cov) > 5 * se_cov)
+
+
+@pytest.mark.statistical
+def test_nuts_sampler_fits_through_the_estimator(stat_seed):
+    # sampler="nuts" reaches the engine (trajectories of 2^k - 1 steps at
+    # most, k = 3 for max_leapfrog=8) and the fit is as good as the static
+    # one: the accuracy floor below, derived for any fit that reaches the
+    # Bayes rule.
+    X, y = _binary(seed=stat_seed)
+    clf = VariationalMCMCClassifier(n_inducing=8, sampler="nuts", **_seeded(stat_seed))
+    _quiet_fit(clf, X, y)
+    n_leapfrog = clf.trace_["n_leapfrog"]
+    assert n_leapfrog.max() <= 7 and n_leapfrog.min() >= 1
+    assert clf.score(X, y) >= ACCURACY_FLOOR
 
 
 def _seeded(seed, **changes):
