@@ -13,6 +13,7 @@ SVGD follows in its stochastic mode.
 
 import numpy as np
 
+from .._starts import screened_exact_start
 from .._stein_base import (
     Start,
     SteinModel,
@@ -134,7 +135,13 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     ((4, 1), (1, 1))
     """
     restarts = prior_set.sample(rng, estimator.n_restarts)
-    starts = np.vstack([start, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
+    # The screen's best point reaches short-length-scale modes that the
+    # start and the prior draws never start in (see skgp_bayes._starts).
+    screened = None
+    if type(target) is ExactMarginalTarget:
+        screened = screened_exact_start(target, start, bounds)
+    extra = [] if screened is None else [screened]
+    starts = np.vstack([start, *extra, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
     modes = laplace_modes(target, starts, bounds)
     if not modes:  # every optimum failed: let the caller report the error
         return np.clip(starts[: estimator.n_particles], *bounds.T), None, None

@@ -25,6 +25,7 @@ from .._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
 )
+from .._starts import BETTER_BY, screened_start
 from .._threads import blas_threads_for
 from .._validation import (
     VersionedStateMixin,
@@ -406,14 +407,9 @@ class SelectiveSVGP(
         K = bound.candidates.shape[0]
         everything = np.arange(K)
 
-        # 1. pre-training on all candidates
-        hyper, pre_trace, _ = maximise_bound(
-            lambda h, _: bound.logp_and_grad(h, everything),
-            hyper,
-            bounds,
-            self.n_pre_iter,
-            bound.X.shape[0],
-        )
+        # 1. pre-training on all candidates, also from the length-scale
+        # screen's best point (skgp_bayes._starts) when it beats the start
+        hyper, pre_trace = self._pre_train(bound, hyper, bounds, everything)
         t1 = time.perf_counter()
         if self.verbose:
             self._log(
@@ -468,6 +464,30 @@ class SelectiveSVGP(
                 "total": t3 - t0,
             },
         }
+
+    def _pre_train(self, bound, hyper, bounds, everything):
+        def search(start):
+            return maximise_bound(
+                lambda h, _: bound.logp_and_grad(h, everything),
+                start,
+                bounds,
+                self.n_pre_iter,
+                bound.X.shape[0],
+            )[:2]
+
+        def value(h):
+            return bound.logp_and_grad(h, everything)[0]
+
+        best = search(hyper)
+        if self.n_pre_iter == 0:  # nothing is optimised: the start stands
+            return best
+        names = [*bound.adapter.param_names, "noise_variance"]
+        screened = screened_start(value, names, hyper, bound.X, bounds)
+        if screened is not None:
+            other = search(screened)
+            if value(other[0]) > value(best[0]) + BETTER_BY:
+                best = other
+        return best
 
     def _post_train(self, bound, hyper, bounds, kept):
         hyper, trace, converged = maximise_bound(

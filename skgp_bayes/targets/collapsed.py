@@ -484,6 +484,57 @@ class CollapsedSparseTarget:
         _, _, gamma, free, s2, _, _, _ = self._forward(theta, log_noise, Z)
         return float(np.sum(gamma[free]) / (2.0 * s2))
 
+    def bound_gap(self, params):
+        """Titsias' upper bound on ``log p(y | theta)`` minus the collapsed bound.
+
+        Nats. The upper bound (Titsias 2014; Burt, Rasmussen and van der
+        Wilk 2020, section 4) replaces ``K_ff`` by ``Q_ff`` in the
+        determinant and by ``Q_ff + t I`` in the quadratic form, ``t =
+        tr(K_ff - Q_ff)`` (``K_ff - Q_ff`` is positive semi-definite with
+        trace ``t``, so its largest eigenvalue is at most ``t``). The gap
+        bounds the divergence of the sparse posterior from the exact one at
+        these hyperparameters. It is the trace term :meth:`trace_term` plus
+        ``(y' (Q + s2 I)^-1 y - y' (Q + (s2 + t) I)^-1 y) / 2``, which the
+        trace term alone misses where the noise is small against the
+        unexplained variance: on quarterly macroeconomic series, 12 inducing
+        inputs left a trace term of 0.0498 nats per point and a gap of
+        0.46, and the predictions had twice the error of an exact GP's.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_params,)
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+        >>> X = np.linspace(0, 5, 30)[:, None]
+        >>> target = CollapsedSparseTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]),
+        ...                                X[::6])
+        >>> p = np.array([0.0, -2.0])
+        >>> bool(target.bound_gap(p) >= target.trace_term(p) >= 0.0)
+        True
+        """
+        theta, log_noise, Z = self.split(params)
+        _, A, gamma, free, s2, _, c, _ = self._forward(theta, log_noise, Z)
+        t = float(np.sum(gamma[free]))
+        y = self.y
+        yy = float(y @ y)
+        quad = yy / s2 - float(c @ c)
+        s = s2 + t
+        P = A @ A.T
+        P /= s
+        P[np.diag_indices_from(P)] += 1.0
+        c_upper = _solve_lower(_lower_factor(P, "I + A A' / (s2 + t)"), A @ y / s)
+        quad_upper = yy / s - float(c_upper @ c_upper)
+        return float(0.5 * (quad - quad_upper) + t / (2.0 * s2))
+
     def conditional(self, params):
         """``v | theta ~ N(mean, F F')``, the exact conditional of the joint target.
 

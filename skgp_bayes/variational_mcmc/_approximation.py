@@ -3,7 +3,7 @@
 For a non-Gaussian likelihood the SVGP bound is maximised jointly in the
 hyperparameters, ``q(v)`` and the inducing inputs; for the Gaussian
 likelihood the collapsed bound, ``v`` integrated out, with a default
-inducing set that grows until the bound's trace term is small. Both give
+inducing set that grows until the bound is close to its upper bound. Both give
 the point the chains start from and the inducing inputs they keep.
 """
 
@@ -18,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress import fit_progress
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
+from .._starts import BETTER_BY, screened_start
 from .._warnings import warn_user
 from ..targets.collapsed import CollapsedSparseTarget
 from ._sampling import svgp_recent_gain
@@ -33,11 +34,11 @@ _DEFAULT_BATCH = 512
 # posterior itself), and 1e-4 nats per point is a thousandth of the
 # differences in mean log predictive density that matter (0.05 and more).
 SVGP_TOL = 1e-4
-# The Gaussian likelihood's default inducing set doubles while the collapsed
-# bound's trace term, tr(K_ff - Q_ff) / (2 s2), exceeds _TRACE_TOL nats per
-# point, up to _MAX_COLLAPSED_INDUCING inputs (see n_inducing in
+# The Gaussian likelihood's default inducing set doubles while the gap
+# between Titsias' upper bound and the collapsed bound exceeds _GAP_TOL nats
+# per point, up to _MAX_COLLAPSED_INDUCING inputs (see n_inducing in
 # VariationalMCMCRegressor for the reasoning).
-_TRACE_TOL = 0.05
+_GAP_TOL = 0.05
 _MAX_COLLAPSED_INDUCING = 64
 
 
@@ -219,25 +220,56 @@ class ApproximationStage:
         ``problem`` is ``(adapter, X, y, prior_set, hyper_bounds)``. With
         ``grow_inducing`` the inducing set starts at ``Z0`` (its default
         size) and doubles (new k-means centres, the hyperparameters
-        warm-started) while the bound's trace term ``tr(K_ff - Q_ff) / (2
-        s2)`` at the optimum exceeds ``_TRACE_TOL`` nats per point, up to
-        ``_MAX_COLLAPSED_INDUCING`` (see ``n_inducing`` in
-        :class:`VariationalMCMCRegressor`). Returns a
+        warm-started) while, at the optimum, the gap between Titsias' upper
+        bound and the collapsed bound exceeds ``_GAP_TOL`` nats per point,
+        up to ``_MAX_COLLAPSED_INDUCING``; a doubling that raised the bound
+        by less than ``_GAP_TOL`` nats per point ends the growth with the
+        smaller set, which costs HMC less for the same fit (the upper bound
+        is loose, so its gap alone would grow to the cap). See ``n_inducing``
+        in :class:`VariationalMCMCRegressor`. Returns a
         :class:`CollapsedOptimum`.
         """
         X = problem[1]
+        tol = _GAP_TOL * X.shape[0]
         cap = min(_MAX_COLLAPSED_INDUCING, np.unique(X, axis=0).shape[0])
-        traces, n_iter = [], 0
+        traces, n_iter, previous = [], 0, None
+        screened = self._screened_start(problem, Z0, hyper)
         while True:
-            hyper, Z, learn_Z, trace, iters, slack = self._maximise_collapsed(
-                problem, Z0, hyper, t_start
-            )
+            found = self._maximise_collapsed(problem, Z0, hyper, t_start)
+            if screened is not None:
+                # The first size also searches from the length-scale
+                # screen's best point and keeps the higher maximum.
+                other = self._maximise_collapsed(problem, Z0, screened, t_start)
+                screened = None
+                if other[3] and found[3] and other[3][-1] > found[3][-1] + BETTER_BY:
+                    found = other
+            hyper, Z, learn_Z, trace, iters, slack = found
             traces.extend(trace)
             n_iter += iters
+            if previous is not None and trace and previous[3]:
+                if trace[-1] - previous[3][-1] < tol:
+                    hyper, Z, learn_Z = previous[:3]
+                    return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter)
             m = Z.shape[0]
-            if not self.grow_inducing or slack <= _TRACE_TOL * X.shape[0] or m >= cap:
+            if not self.grow_inducing or slack <= tol or m >= cap:
                 return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter)
+            previous = found
             Z0 = initial_inducing(X, min(2 * m, cap), seed)
+
+    def _screened_start(self, problem, Z0, hyper):
+        """The length-scale screen's best start on the collapsed bound at ``Z0``.
+
+        None when it does not beat ``hyper`` or nothing is optimised (see
+        :mod:`skgp_bayes._starts`).
+        """
+        if self.max_iter == 0:
+            return None
+        adapter, X, y, prior_set, hyper_bounds = problem
+        bound = CollapsedSparseTarget(adapter, X, y, Z0, prior_set)
+        names = [*adapter.param_names, "noise_variance"]
+        return screened_start(
+            lambda h: bound.logp_and_grad(h)[0], names, hyper, X, hyper_bounds
+        )
 
     def _maximise_collapsed(self, problem, Z0, start_hyper, t_start):
         """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
@@ -245,7 +277,7 @@ class ApproximationStage:
         The stopping rule and its warning are those of the SVGP stage that
         the Gaussian likelihood no longer needs. Returns ``[theta, log s2]``,
         ``Z``, whether ``Z`` was optimised, the trace, the iterations and
-        the trace term (nats) at the optimum.
+        the gap to Titsias' upper bound (nats) at the optimum.
         """
         adapter, X, y, prior_set, hyper_bounds = problem
         learn_Z = bool(self.optimize_inducing and adapter.supports_input_gradients)
@@ -271,12 +303,13 @@ class ApproximationStage:
                 ConvergenceWarning,
             )
         theta, log_noise, Z = bound.split(params)
-        slack = bound.trace_term(params)
+        slack = bound.bound_gap(params)
         if self.verbose:
             self.log(
                 f"Collapsed bound with {Z.shape[0]} inducing inputs: "
                 f"{trace[-1] if trace else np.nan:.4g} after {n_iter} L-BFGS "
-                f"iterations, trace term {slack / X.shape[0]:.3g} nats per point "
+                f"iterations, gap to the upper bound {slack / X.shape[0]:.3g} "
+                "nats per point "
                 f"({time.perf_counter() - t_start:.2f} s)"
             )
         hyper = np.append(theta, log_noise)

@@ -89,16 +89,18 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
         Gaussian likelihood, None starts from ``min(50, ceil(sqrt(n)))``
         and doubles the number of inducing inputs (new k-means centres,
-        hyperparameters warm-started) while the collapsed bound's trace
-        term ``tr(K_ff - Q_ff) / (2 s2)`` at its optimum exceeds 0.05 nats
-        per training point, up to 64. The trace term is the bound's charge
-        for prior variance the inducing values leave unexplained, through
-        which Burt, Rasmussen and van der Wilk (2020) bound the divergence
-        of the sparse posterior from the exact one; 0.05 nats per point is
-        the smallest difference in mean log predictive density that
-        matters. With ``v`` integrated out, more inducing inputs make each
-        gradient dearer (``O(n m^2)``) but no longer lengthen the chains;
-        the cap bounds the former.
+        hyperparameters warm-started) while, at the collapsed bound's
+        optimum, its gap to Titsias' upper bound on the log marginal
+        likelihood exceeds 0.05 nats per training point, up to 64; a
+        doubling that raises the bound by less than 0.05 nats per point
+        ends the growth and keeps the smaller set. The gap bounds the
+        divergence of the sparse posterior from the exact one (Burt,
+        Rasmussen and van der Wilk, 2020); 0.05 nats per point is the
+        smallest difference in mean log predictive density that matters.
+        The upper bound is loose, so the gap alone would grow most sets to
+        the cap. With ``v`` integrated out, more inducing inputs
+        make each gradient dearer (``O(n m^2)``) but no longer lengthen the
+        chains; the cap bounds the former.
     inducing_points, optimize_inducing, n_chains, n_warmup, \
 n_samples, max_samples, thin, max_leapfrog, sampler, target_accept, priors, \
 normalize_X, random_state, n_jobs, verbose
