@@ -9,17 +9,15 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 
 import numpy as np
 
-from ._starts import screened_exact_start
+from ._starts import best_of_searches, screened_exact_start
 from .diagnostics import (
     effective_sample_size,
     rank_normalize,
     split_chains,
     split_rhat,
 )
-from .exceptions import NotPSDError
 from .inference import sgld_schedule
 from .inference.laplace import (
-    find_map,
     gaussian_draws,
     gaussian_factor,
     laplace_covariance,
@@ -251,7 +249,9 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
         idx = np.sort(rng.choice(n, map_subset, replace=False))
         X, y = X[idx], y[idx]
     target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
-    result = best_of_searches(target, start, bounds)
+    result = best_of_searches(
+        target, start, bounds, screened_exact_start(target, start, bounds)
+    )
     map_params = result.params
     if log is not None:
         log(
@@ -261,39 +261,6 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
     if identity:
         return map_params, np.eye(start.shape[0])
     return map_params, laplace_covariance(target, map_params, bounds)
-
-
-def best_of_searches(target, start, bounds):
-    """L-BFGS-B from ``start`` and from the length-scale screen's best point.
-
-    The higher of the two maxima (see :mod:`skgp_bayes._starts`: the start
-    alone misses short-length-scale modes).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.gaussian_process.kernels import RBF
-    >>> from skgp_bayes._sgld_setup import best_of_searches
-    >>> from skgp_bayes.kernels import KernelAdapter
-    >>> from skgp_bayes.targets import ExactMarginalTarget
-    >>> X = np.linspace(-1.7, 1.7, 40)[:, None]
-    >>> target = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
-    >>> best_of_searches(target, np.zeros(2), np.tile([-9.0, 9.0], (2, 1))).converged
-    True
-    """
-    result = find_map(target, start, bounds)
-    screened = screened_exact_start(target, start, bounds)
-    if screened is None:
-        return result
-    other = find_map(target, screened, bounds)
-    try:
-        better = (
-            target.logp_and_grad(other.params)[0]
-            > (target.logp_and_grad(result.params)[0])
-        )
-    except NotPSDError:
-        better = False
-    return other if better else result
 
 
 def chain_starts(map_params, M, bounds, n_chains, identity, rng):
