@@ -201,6 +201,36 @@ def load_grunfeld():
     )
 
 
+def load_sunspots():
+    """Yearly mean sunspot numbers, 1700-2008, against the year."""
+    data = _statsmodels().sunspots.load_pandas().data
+    return _make(
+        data[["YEAR"]].to_numpy(),
+        data["SUNACTIVITY"].to_numpy(),
+        "regression",
+        "Yearly sunspot number (0-190) against the calendar year (1700-2008): "
+        "an eleven-year cycle, some 28 of them over the input's range, so a "
+        "length scale near 1% of the range.",
+        "statsmodels.datasets.sunspots (SIDC)",
+    )
+
+
+def load_macrodata():
+    """US real private investment from other quarterly macroeconomic series."""
+    data = _statsmodels().macrodata.load_pandas().data
+    inputs = ["realgdp", "cpi", "tbilrate", "unemp", "pop"]
+    return _make(
+        data[inputs].to_numpy(),
+        data["realinv"].to_numpy(),
+        "regression",
+        "Real gross private investment ($ billion, 2005 dollars, 397-2,262) "
+        "from real GDP ($ billion), the CPI, the 3-month T-bill rate (%), "
+        "unemployment (%) and population (millions), quarterly 1959-2009: "
+        "inputs trending together and nearly noiseless.",
+        "statsmodels.datasets.macrodata (US Federal Reserve, BLS, BEA)",
+    )
+
+
 def load_randhie():
     """Outpatient doctor visits per year in the RAND health insurance experiment."""
     data = _statsmodels().randhie.load_pandas().data
@@ -331,6 +361,8 @@ LOADERS = {
     "statecrime": load_statecrime,
     "grunfeld": load_grunfeld,
     "randhie": load_randhie,
+    "sunspots": load_sunspots,
+    "macrodata": load_macrodata,
     "breast_cancer": load_breast_cancer,
     "iris": load_iris,
     "wine": load_wine,

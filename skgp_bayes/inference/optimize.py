@@ -59,9 +59,16 @@ _REJECTED = (NotPSDError, np.linalg.LinAlgError)
 
 
 def _evaluate(fn, params, batch):
-    """``fn(params, batch)``, or None where the failure policy rejects it."""
+    """``fn(params, batch)``, or None where the failure policy rejects it.
+
+    A line search probes points far from the optimum, where a likelihood's
+    expectation overflows (a Poisson rate ``exp(mu + var / 2)``); the
+    non-finite value rejects the probe, so NumPy's overflow warnings would
+    only tell the user about a step the optimiser has already discarded.
+    """
     try:
-        value, grad = fn(params, batch)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            value, grad = fn(params, batch)
     except _REJECTED:
         return None
     if not (np.isfinite(value) and np.all(np.isfinite(grad))):
