@@ -18,7 +18,14 @@ STAGES = {
     "SteinGPRegressor": ["SVGD"],
     "SteinGPClassifier": ["SVGD"],
     "SGLDGPRegressor": ["Langevin chains"],
-    "VariationalMCMCRegressor": ["Gaussian approximation", "HMC chains"],
+    # The collapsed bound is maximised from the start and again from the
+    # length-scale screen's point (skgp_bayes._starts), which beats the
+    # start on this data: two searches, two tasks.
+    "VariationalMCMCRegressor": [
+        "Gaussian approximation",
+        "Gaussian approximation",
+        "HMC chains",
+    ],
     "VariationalMCMCClassifier": ["Gaussian approximation", "HMC chains"],
     "SelectiveSVGP": ["selection"],
     "SelectiveSVGPClassifier": ["selection"],

@@ -189,7 +189,11 @@ class KernelAdapter:
         self.kernel = kernel
         theta = kernel.theta
         self.n_params = int(theta.size)
-        self.bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+        # scikit-learn takes the log of the bounds; a zero bound gives -inf
+        # with a NumPy warning, before the clear error of our bound checks.
+        with np.errstate(divide="ignore"):
+            bounds = kernel.bounds
+        self.bounds = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
 
         names, slices, param_names = [], {}, []
         start = 0

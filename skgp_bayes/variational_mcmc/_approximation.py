@@ -238,11 +238,14 @@ class ApproximationStage:
             found = self._maximise_collapsed(problem, Z0, hyper, t_start)
             if screened is not None:
                 # The first size also searches from the length-scale
-                # screen's best point and keeps the higher maximum.
+                # screen's best point and keeps the higher maximum (both
+                # searches' iterations count; the trace is the kept one's).
                 other = self._maximise_collapsed(problem, Z0, screened, t_start)
                 screened = None
+                n_iter += found[4] + other[4]
                 if other[3] and found[3] and other[3][-1] > found[3][-1] + BETTER_BY:
                     found = other
+                n_iter -= found[4]
             hyper, Z, learn_Z, trace, iters, slack = found
             traces.extend(trace)
             n_iter += iters
