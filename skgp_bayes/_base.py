@@ -308,7 +308,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
         noise = positive_finite("noise_variance", self.noise_variance)
         noise_bounds = log_noise_bounds(self.noise_variance_bounds, noise)
         names = list(adapter.param_names)
-        bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+        bounds = adapter.bounds.copy()
         start = np.array(kernel.theta, dtype=np.float64)
         slices = dict(adapter.hyperparameter_slices)
         if noise_bounds is None:

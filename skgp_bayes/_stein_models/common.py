@@ -75,7 +75,7 @@ def kernel_prior(estimator, n_features):
     kernel = estimator._new_kernel(n_features)
     adapter = KernelAdapter(kernel)
     check_finite_theta(kernel.theta, adapter.param_names)
-    block_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+    block_bounds = adapter.bounds.copy()
     check_bounds(block_bounds, adapter.param_names)
     slices = dict(adapter.hyperparameter_slices)
     prior_set = PriorSet(slices, merged_priors(estimator.priors, slices, n_features))
