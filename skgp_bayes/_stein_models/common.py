@@ -1,8 +1,6 @@
 """What several Stein models share: the regressor's kernels and noise, the
 classifier's kernel block, prior and likelihood."""
 
-import numpy as np
-
 from .._base import mean_kernel
 from .._defaults import merged_priors
 from .._validation import check_bounds, check_finite_theta, variance_in_units
