@@ -330,7 +330,7 @@ def mala_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
 
     With ``M = R R'`` and the proposal ``x' = x + eps/2 R a + sqrt(eps) R z``,
     ``a = t(R' g)`` the whitened gradient with its norm capped (MALTA,
-    Roberts and Tweedie 1996; the cap only acts far in a light tail), the
+    Roberts and Tweedie 1996; the cap only acts far out in a tail), the
     forward proposal density needs only ``z`` and the reverse one only
     ``a + a'``, since ``R^-1 (x - x' - eps/2 R a') = -(sqrt(eps) z +
     eps/2 (a + a'))``: no triangular solve per transition. A proposal
@@ -403,15 +403,16 @@ def _truncated(whitened_grad, d):
     instead of one that overshoots and is rejected forever: plain MALA is
     then not geometrically ergodic and stays stuck. The proposal and its
     reverse use the same truncated drift, so the Metropolis test keeps the
-    target exact. The cap ``2 sqrt(d) + 3`` leaves the bulk alone: for a
-    target that the metric whitens, the whitened gradient is about a
-    standard normal vector, whose norm exceeds the cap with probability
-    below 1e-4 in any dimension. On a posterior of five hyperparameters
-    from 50 points, one of two chains sat at one point for 9,000 of
-    20,000 iterations without the cap.
+    target exact. The cap ``10 (sqrt(d) + 1)`` is some ten times the norm
+    of the whitened gradient at equilibrium (about ``sqrt(d)`` where the
+    metric whitens the target), so that only a chain far out in a tail
+    meets it: a cap of ``2 sqrt(d) + 3`` acted on 1-4% of the proposals of
+    the default fits on star98, concrete and ccard, where the Laplace metric
+    whitens only roughly, and those fits needed more iterations to meet the
+    run-length rule; at this cap those fits run as without one.
     """
     norm = math.sqrt(float(whitened_grad @ whitened_grad))
-    cap = 2.0 * math.sqrt(d) + 3.0
+    cap = 10.0 * (math.sqrt(d) + 1.0)
     if norm > cap:
         return whitened_grad * (cap / norm)
     return whitened_grad

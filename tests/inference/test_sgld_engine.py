@@ -525,8 +525,8 @@ def _quartic(x):
 def test_truncated_drift_moves_a_chain_out_of_a_light_tail():
     # From x = 8 the gradient is -512: MALA's proposal 8 - 0.25 * 512 lands
     # near -120 and is rejected every time (Roberts and Tweedie 1996); with
-    # the drift capped at 2 sqrt(d) + 3 = 5 the chain walks down in steps of
-    # about 1.25 and reaches the bulk.
+    # the drift capped at 10 (sqrt(d) + 1) = 20 the chain moves by about 5
+    # and reaches the bulk.
     from skgp_bayes.inference import LangevinMetric, mala_step, sgld_init
 
     rng = np.random.default_rng(0)
@@ -539,14 +539,15 @@ def test_truncated_drift_moves_a_chain_out_of_a_light_tail():
 
 @pytest.mark.statistical
 def test_truncated_drift_keeps_the_target_exact(stat_seed):
-    # N(0, 0.05^2) with the identity metric: the gradient -x / 0.0025 has a
-    # norm near 20 at a typical draw, four times the cap of 5, so the drift
-    # is truncated almost everywhere. Three transitions from exact draws
-    # must leave exact draws; a reverse density that forgot the truncation
-    # gave KS p-values of 1e-8 to 1e-16 here. KS test at level 1e-4.
+    # N(0, 0.01^2) with the identity metric: the gradient -x / 1e-4 has a
+    # norm near 100 at a typical draw, five times the cap of 20, so the
+    # drift is truncated almost everywhere. Three transitions from exact
+    # draws must leave exact draws; a reverse density that forgot the
+    # truncation failed this at KS p-values far below 1e-8. KS test at
+    # level 1e-4.
     from skgp_bayes.inference import LangevinMetric, mala_step, sgld_init
 
-    sd = 0.05
+    sd = 0.01
 
     def narrow(x):
         return -0.5 * float(x @ x) / sd**2, -x / sd**2
@@ -557,6 +558,6 @@ def test_truncated_drift_keeps_the_target_exact(stat_seed):
     for x in sd * rng.standard_normal(4000):
         state = sgld_init(np.array([x]), narrow)
         for _ in range(3):
-            state, _ = mala_step(state, narrow, rng, step_size=0.0025, metric=metric)
+            state, _ = mala_step(state, narrow, rng, step_size=1e-4, metric=metric)
         after.append(state.x[0])
     assert stats.kstest(np.array(after) / sd, "norm").pvalue > 1e-4
