@@ -102,7 +102,11 @@ def shortest_resolvable_scale(X):
     >>> shortest_resolvable_scale(np.array([[0.0], [1.0], [3.0], [3.0]]))
     1.0
     """
-    X = np.unique(np.asarray(X, dtype=np.float64), axis=0)
+    X = np.asarray(X, dtype=np.float64)
+    # The distances are n x n: beyond SCREEN_ROWS rows an evenly spaced
+    # subset, whose nearest neighbours are a little further apart (the
+    # grid then starts a little higher; its step is 0.5 in log anyway).
+    X = np.unique(X[subset_rows(X.shape[0])], axis=0)
     if X.shape[0] < 2:
         return None
     squares = np.sum(X * X, axis=1)
@@ -144,7 +148,7 @@ def length_scale_grid(names, start, X):
     if not entries or shortest is None:
         return np.empty((0, start.size))
     # The factors take the geometric mean of the start's length scales from
-    # the shortest resolvable scale to ten times itself.
+    # the shortest resolvable scale to ten times the start.
     centre = float(np.mean(start[entries]))
     low = min(np.log(shortest) - centre, 0.0)
     high = np.log(_LONGEST_FACTOR)

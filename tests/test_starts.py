@@ -133,3 +133,13 @@ def test_default_classifier_follows_a_fast_oscillation():
     # started at the right scale, 0.46); chance is 0.693. On 300 test
     # points the log loss has a standard error near 0.02.
     assert loss < 0.55, loss
+
+
+def test_resolvable_scale_of_many_rows_uses_a_subset():
+    # The nearest-neighbour distances are n x n: 20,000 rows would take 3.2
+    # GB; an evenly spaced subset of SCREEN_ROWS takes 2 MB. On a standard
+    # normal sample in 3 dimensions the median nearest-neighbour distance
+    # of 500 points is about 0.5 (of 20,000 points, about 0.15).
+    X = np.random.default_rng(0).standard_normal((20000, 3))
+    scale = shortest_resolvable_scale(X)
+    assert 0.2 < scale < 1.0
