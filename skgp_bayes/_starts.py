@@ -291,14 +291,7 @@ def screened_exact_start(target, start, bounds):
         target.prior_set,
         target.log_noise_variance,
     )
-
-    def log_density(params):
-        value = screen.log_likelihood(params, eval_gradient=False)
-        if screen.prior_set is not None:
-            value += screen.prior_set.log_prob(params)[0]
-        return value
-
-    return screened_start(log_density, screen.param_names, start, screen.X, bounds)
+    return screened_start(screen.log_prob, screen.param_names, start, screen.X, bounds)
 
 
 def best_of_searches(target, start, bounds, screened):

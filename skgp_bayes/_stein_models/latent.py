@@ -219,7 +219,7 @@ class LatentModel(SteinModel):
         # scikit-learn's time on two data sets without changing a result.
         rows = subset_rows(self.X.shape[0], LAPLACE_SCREEN_ROWS)
         screened = screened_start(
-            self.screen_surrogate(rows).log_density,
+            self.screen_surrogate(rows).log_prob,
             self.names[: target.n_theta],
             self.start,
             self.X[rows],

@@ -476,7 +476,7 @@ class SelectiveSVGP(
             )[:2]
 
         def value(h):
-            return bound.logp_and_grad(h, everything)[0]
+            return bound.value(h, everything)
 
         best = search(hyper)
         if self.n_pre_iter == 0:  # nothing is optimised: the start stands

@@ -268,7 +268,7 @@ class LaplaceSurrogate:
                 grad[b] += g
         return value, grad.reshape(-1)
 
-    def log_density(self, params):
+    def log_prob(self, params):
         """The surrogate log density alone (see :meth:`logp_and_grad`).
 
         Examples
@@ -278,7 +278,7 @@ class LaplaceSurrogate:
         >>> from skgp_bayes.targets.laplace import example_binary_problem
         >>> target, y, problem = example_binary_problem()
         >>> surrogate = LaplaceSurrogate([problem], 1, None, 2)
-        >>> round(surrogate.log_density(np.zeros(2)), 4)
+        >>> round(surrogate.log_prob(np.zeros(2)), 4)
         -3.8646
         """
         thetas = np.asarray(params, dtype=np.float64).reshape(self.n_blocks, self.p)

@@ -270,9 +270,7 @@ class ApproximationStage:
         adapter, X, y, prior_set, hyper_bounds = problem
         bound = CollapsedSparseTarget(adapter, X, y, Z0, prior_set)
         names = [*adapter.param_names, "noise_variance"]
-        return screened_start(
-            lambda h: bound.logp_and_grad(h)[0], names, hyper, X, hyper_bounds
-        )
+        return screened_start(bound.log_prob, names, hyper, X, hyper_bounds)
 
     def _maximise_collapsed(self, problem, Z0, start_hyper, t_start):
         """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
