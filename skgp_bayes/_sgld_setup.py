@@ -18,6 +18,7 @@ from .diagnostics import (
 )
 from .inference import sgld_schedule
 from .inference.laplace import (
+    find_map,
     gaussian_draws,
     gaussian_factor,
     laplace_covariance,
@@ -250,7 +251,10 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
         X, y = X[idx], y[idx]
     target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
     result = best_of_searches(
-        target, start, bounds, screened_exact_start(target, start, bounds)
+        lambda search_start: find_map(target, search_start, bounds),
+        lambda found: target.log_prob(found.params),
+        start,
+        screened_exact_start(target, start, bounds),
     )
     map_params = result.params
     if log is not None:

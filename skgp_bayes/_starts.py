@@ -294,22 +294,24 @@ def screened_exact_start(target, start, bounds):
     return screened_start(screen.log_prob, screen.param_names, start, screen.X, bounds)
 
 
-def best_of_searches(target, start, bounds, screened):
-    """L-BFGS-B from ``start`` and from ``screened``; the higher maximum.
+def best_of_searches(search, value, start, screened):
+    """``search`` from ``start`` and from ``screened``; the higher maximum.
 
     Parameters
     ----------
-    target : object
-        With ``logp_and_grad(params) -> (value, grad)``.
+    search : callable
+        ``start -> result``, one maximisation (L-BFGS-B, say).
+    value : callable
+        ``result -> float``, the maximum a result reached; an error or a
+        non-finite value counts as ``-inf``.
     start : ndarray of shape (n_params,)
-    bounds : ndarray of shape (n_params, 2)
     screened : ndarray of shape (n_params,) or None
         The screen's point (:func:`screened_start`); None searches from
         ``start`` alone.
 
     Returns
     -------
-    MaximizeResult
+    object
         The search from ``screened`` only when its maximum is higher by
         more than ``BETTER_BY`` nats.
 
@@ -317,27 +319,26 @@ def best_of_searches(target, start, bounds, screened):
     --------
     >>> import numpy as np
     >>> from skgp_bayes._starts import best_of_searches
+    >>> from skgp_bayes.inference.laplace import find_map
     >>> class TwoModes:
     ...     def logp_and_grad(self, x):
     ...         a, b = np.exp(-(x - 2.0) ** 2), 3 * np.exp(-(x + 2.0) ** 2)
     ...         grad = (-2 * (x - 2) * a - 2 * (x + 2) * b) / (a + b)
     ...         return float(np.log(a + b)[0]), grad
-    >>> bounds = np.array([[-5.0, 5.0]])
-    >>> best = best_of_searches(TwoModes(), np.array([1.5]), bounds, np.array([-1.5]))
+    >>> target, bounds = TwoModes(), np.array([[-5.0, 5.0]])
+    >>> best = best_of_searches(
+    ...     lambda s: find_map(target, s, bounds),
+    ...     lambda r: target.logp_and_grad(r.params)[0],
+    ...     np.array([1.5]),
+    ...     np.array([-1.5]),
+    ... )
     >>> round(float(best.params[0]), 3)
     -2.0
     """
-    from .inference.laplace import find_map
-
-    result = find_map(target, start, bounds)
+    result = search(start)
     if screened is None:
         return result
-    other = find_map(target, screened, bounds)
-    try:
-        with np.errstate(all="ignore"):
-            better = target.logp_and_grad(other.params)[0] > (
-                target.logp_and_grad(result.params)[0] + BETTER_BY
-            )
-    except (NotPSDError, np.linalg.LinAlgError):
-        better = False
-    return other if better else result
+    other = search(screened)
+    if _value(value, other) > _value(value, result) + BETTER_BY:
+        return other
+    return result

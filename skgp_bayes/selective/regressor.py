@@ -25,7 +25,7 @@ from .._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
 )
-from .._starts import BETTER_BY, screened_start
+from .._starts import best_of_searches, screened_start
 from .._threads import blas_threads_for
 from .._validation import (
     VersionedStateMixin,
@@ -478,16 +478,11 @@ class SelectiveSVGP(
         def value(h):
             return bound.value(h, everything)
 
-        best = search(hyper)
-        if self.n_pre_iter == 0:  # nothing is optimised: the start stands
-            return best
-        names = [*bound.adapter.param_names, "noise_variance"]
-        screened = screened_start(value, names, hyper, bound.X, bounds)
-        if screened is not None:
-            other = search(screened)
-            if value(other[0]) > value(best[0]) + BETTER_BY:
-                best = other
-        return best
+        screened = None
+        if self.n_pre_iter:  # with nothing optimised the start stands
+            names = [*bound.adapter.param_names, "noise_variance"]
+            screened = screened_start(value, names, hyper, bound.X, bounds)
+        return best_of_searches(search, lambda found: value(found[0]), hyper, screened)
 
     def _post_train(self, bound, hyper, bounds, kept):
         hyper, trace, converged = maximise_bound(

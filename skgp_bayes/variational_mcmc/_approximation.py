@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress import fit_progress
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
-from .._starts import BETTER_BY, screened_start
+from .._starts import best_of_searches, screened_start
 from .._warnings import warn_user
 from ..targets.collapsed import CollapsedSparseTarget
 from ._sampling import svgp_recent_gain
@@ -40,6 +40,12 @@ SVGP_TOL = 1e-4
 # VariationalMCMCRegressor for the reasoning).
 _GAP_TOL = 0.05
 _MAX_COLLAPSED_INDUCING = 64
+
+
+def _bound_reached(found):
+    """The bound at the end of a :meth:`ApproximationStage._maximise_collapsed`."""
+    trace = found[3]
+    return trace[-1] if trace else -np.inf
 
 
 @dataclasses.dataclass
@@ -232,30 +238,30 @@ class ApproximationStage:
         X = problem[1]
         tol = _GAP_TOL * X.shape[0]
         cap = min(_MAX_COLLAPSED_INDUCING, np.unique(X, axis=0).shape[0])
-        traces, n_iter, previous = [], 0, None
+        traces, searches, previous = [], [], None
+
+        def search(start_hyper):
+            searches.append(self._maximise_collapsed(problem, Z0, start_hyper, t_start))
+            return searches[-1]
+
+        def n_iter():  # every search's iterations; the trace is the kept ones'
+            return sum(run[4] for run in searches)
+
+        # The first size also searches from the length-scale screen's best
+        # point and keeps the higher maximum.
         screened = self._screened_start(problem, Z0, hyper)
         while True:
-            found = self._maximise_collapsed(problem, Z0, hyper, t_start)
-            if screened is not None:
-                # The first size also searches from the length-scale
-                # screen's best point and keeps the higher maximum (both
-                # searches' iterations count; the trace is the kept one's).
-                other = self._maximise_collapsed(problem, Z0, screened, t_start)
-                screened = None
-                n_iter += found[4] + other[4]
-                if other[3] and found[3] and other[3][-1] > found[3][-1] + BETTER_BY:
-                    found = other
-                n_iter -= found[4]
-            hyper, Z, learn_Z, trace, iters, slack = found
+            found = best_of_searches(search, _bound_reached, hyper, screened)
+            screened = None
+            hyper, Z, learn_Z, trace, _, slack = found
             traces.extend(trace)
-            n_iter += iters
             if previous is not None and trace and previous[3]:
                 if trace[-1] - previous[3][-1] < tol:
                     hyper, Z, learn_Z = previous[:3]
-                    return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter)
+                    return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter())
             m = Z.shape[0]
             if not self.grow_inducing or slack <= tol or m >= cap:
-                return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter)
+                return CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter())
             previous = found
             Z0 = initial_inducing(X, min(2 * m, cap), seed)
 
