@@ -45,6 +45,32 @@ __all__ = ["LatentModel"]
 _DENSE_NEWTON_MAX = 2000
 
 
+def latent_target(adapter, X, y_enc, likelihood, prior_set, shared_kernel):
+    """The whitened latent target of encoded labels ``y_enc`` at inputs ``X``.
+
+    One latent function (binary) takes the labels as 0/1 floats, several
+    (softmax or robust-max) the class indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._stein_models.latent import latent_target
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> X = np.linspace(-2, 2, 10)[:, None]
+    >>> target = latent_target(KernelAdapter(RBF()), X, (X[:, 0] > 0).astype(int),
+    ...                        Bernoulli(), None, True)
+    >>> target.n_latent, target.y.dtype
+    (1, dtype('float64'))
+    """
+    n_latent = likelihood.n_latent
+    labels = y_enc.astype(np.float64) if n_latent == 1 else y_enc
+    return WhitenedLatentTarget(
+        adapter, X, labels, likelihood, prior_set, n_latent, shared_kernel
+    )
+
+
 def laplace_surrogate(target, y_enc):
     """Laplace marginal of the binary problem, or one-vs-rest problems.
 
@@ -145,14 +171,8 @@ class LatentModel(SteinModel):
             self.estimator, X.shape[1]
         )
         likelihood, n_latent = latent_likelihood(n_classes, self.estimator.link)
-        target = WhitenedLatentTarget(
-            adapter,
-            X,
-            y_enc.astype(np.float64) if n_latent == 1 else y_enc,
-            likelihood,
-            prior_set,
-            n_latent,
-            self.estimator.shared_kernel,
+        target = latent_target(
+            adapter, X, y_enc, likelihood, prior_set, self.estimator.shared_kernel
         )
         n = X.shape[0]
         names = []
@@ -251,13 +271,12 @@ class LatentModel(SteinModel):
         if rows.size == self.X.shape[0]:
             return laplace_surrogate(target, self.y_enc)
         y_enc = self.y_enc[rows]
-        subset = WhitenedLatentTarget(
+        subset = latent_target(
             target.adapter,
             self.X[rows],
-            y_enc.astype(np.float64) if target.n_latent == 1 else y_enc,
+            y_enc,
             target.likelihood,
             target.prior_set,
-            target.n_latent,
             self.estimator.shared_kernel,
         )
         return laplace_surrogate(subset, y_enc)
