@@ -171,9 +171,13 @@ class BinaryLaplaceProblem:
         >>> round(problem.log_marginal(np.zeros(2)), 4)
         -3.8646
         """
-        _, fit = self.mode(theta)
+        return self._warm_mode(theta)[2]
+
+    def _warm_mode(self, theta):
+        """Gram matrix, mode and log marginal; the mode kept as warm start."""
+        K, fit = self.mode(theta)
         self.a = fit.a
-        return fit.objective - float(np.sum(np.log(np.diag(fit.Lb))))
+        return K, fit, fit.objective - float(np.sum(np.log(np.diag(fit.Lb))))
 
     def log_marginal_and_grad(self, theta):
         """Algorithm 5.1 of Rasmussen and Williams, one fused contraction.
@@ -191,9 +195,7 @@ class BinaryLaplaceProblem:
         >>> round(value, 4), grad.shape
         (-3.8646, (2,))
         """
-        K, fit = self.mode(theta)
-        self.a = fit.a
-        value = fit.objective - float(np.sum(np.log(np.diag(fit.Lb))))
+        K, fit, value = self._warm_mode(theta)
         base = self.base
         if base.n_kernel_params == 0:
             return value, np.zeros(0)
