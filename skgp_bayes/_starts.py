@@ -284,6 +284,8 @@ def screened_exact_start(target, start, bounds):
     from .targets import ExactMarginalTarget
 
     rows = subset_rows(target.X.shape[0])
+    # A target of its own even on all rows: grid points far from the data
+    # need jitter, which the fit's target would record and warn about.
     screen = ExactMarginalTarget(
         target.adapter,
         target.X[rows],
