@@ -21,12 +21,18 @@ STAGES = {
     # The collapsed bound is maximised from the start and again from the
     # length-scale screen's point (skgp_bayes._starts), which beats the
     # start on this data: two searches, two tasks.
+    # Warm-up is a task of its own: the chains then share one step size.
     "VariationalMCMCRegressor": [
         "Gaussian approximation",
         "Gaussian approximation",
+        "HMC warm-up",
         "HMC chains",
     ],
-    "VariationalMCMCClassifier": ["Gaussian approximation", "HMC chains"],
+    "VariationalMCMCClassifier": [
+        "Gaussian approximation",
+        "HMC warm-up",
+        "HMC chains",
+    ],
     "SelectiveSVGP": ["selection"],
     "SelectiveSVGPClassifier": ["selection"],
 }

@@ -103,7 +103,8 @@ class HMCResult:
         Diagonal inverse mass matrix used after warm-up.
     n_warmup : int
     acceptance_rate : float
-        Mean acceptance probability over the sampling iterations.
+        Mean acceptance probability over the sampling iterations (NaN for a
+        warm-up-only run).
     n_divergent : int
         Divergent transitions after warm-up.
     elapsed : float
@@ -472,7 +473,11 @@ class _Trace:
             step_size=float(warmup.step),
             inv_mass=warmup.inv_mass,
             n_warmup=self.n_warmup,
-            acceptance_rate=float(np.mean(self.accept_prob[sampling])),
+            acceptance_rate=(
+                float(np.mean(self.accept_prob[sampling]))
+                if self.total > self.n_warmup
+                else np.nan
+            ),
             n_divergent=int(self.divergent[sampling].sum()),
             elapsed=elapsed,
             final_state=state.x,
@@ -514,7 +519,10 @@ def run_hmc(
     n_warmup : int, default=500
         Adaptation iterations, discarded.
     n_samples : int, default=500
-        Sampling iterations after warm-up.
+        Sampling iterations after warm-up. With 0 the run is warm-up only:
+        the result's ``final_state``, ``step_size`` and ``inv_mass`` start a
+        continuation with ``n_warmup=0`` and adaptation off (its
+        ``acceptance_rate`` is then NaN: there was no sampling).
     thin : int, default=1
         Keep every ``thin``-th sampling iteration.
     step_size : float, optional
@@ -578,7 +586,7 @@ def run_hmc(
     """
     t_start = time.perf_counter()
     n_warmup = _check_counts("n_warmup", n_warmup, 0)
-    n_samples = _check_counts("n_samples", n_samples, 1)
+    n_samples = _check_counts("n_samples", n_samples, 0)
     thin = _check_counts("thin", thin, 1)
     max_leapfrog = _check_counts("max_leapfrog", max_leapfrog, 1)
     max_tree_depth = _check_counts("max_tree_depth", max_tree_depth, 1)
@@ -634,6 +642,9 @@ def run_hmc(
         if it < n_warmup:
             warmup.update(it, state, info.accept_prob)
         trace.report(it, warmup.step, progress, verbose, print_fn)
+    # A warm-up-only run ends on the averaged step, as a longer one would
+    # have switched to it at its first sampling iteration.
+    warmup.bound_step(trace.total)
     return trace.result(state, warmup, time.perf_counter() - t_start)
 
 

@@ -29,6 +29,7 @@ from ._sampling import (
     Sampler,
     after_warmup,
     merge,
+    pool_step_sizes,
     run_length_met,
 )
 
@@ -210,12 +211,21 @@ sampler, target_accept, n_jobs
         n_warmup, first = self.n_warmup, None
         if sampler.transform is not None and n_warmup >= _MIN_REFINED_WARMUP:
             sampler, n_warmup, first = self._refine(sampler, seed, options)
-        results = self._first_block(sampler, seed, options, n_warmup, first)
+        results = self._warmup(sampler, seed, options, n_warmup, first)
         if first is not None:
             results = [after_warmup(a, b) for a, b in zip(first, results, strict=True)]
+        results = pool_step_sizes(results)
         budget = max(self.max_samples, self.n_samples)
-        done, n_blocks = self.n_samples, 1
+        done, n_blocks = 0, 0
         while True:
+            block = min(self.n_samples, budget - done)
+            # [seed, 0] drew the refinement's iterations.
+            more = self._further_block(
+                sampler, results, [seed, n_blocks + 1], block, options
+            )
+            results = [merge(a, b) for a, b in zip(results, more, strict=True)]
+            done += block
+            n_blocks += 1
             chains = sampler.to_x(np.stack([r.samples for r in results]))
             met, rhat, ess = run_length_met(chains)
             if self.log is not None:
@@ -227,24 +237,17 @@ sampler, target_accept, n_jobs
             if met or done >= budget:
                 seconds = time.perf_counter() - t_start
                 return ChainRun(chains, results, n_blocks, seconds)
-            block = min(self.n_samples, budget - done)
-            more = self._further_block(
-                sampler, results, [seed, n_blocks], block, options
-            )
-            results = [merge(a, b) for a, b in zip(results, more, strict=True)]
-            done += block
-            n_blocks += 1
 
-    def _first_block(self, sampler, seed, options, n_warmup, first):
-        """(The rest of) warm-up and the first block of ``n_samples``."""
-        with self._progress("HMC chains", n_warmup + self.n_samples) as progress:
+    def _warmup(self, sampler, seed, options, n_warmup, first):
+        """(The rest of) warm-up: each chain adapts its step and mass."""
+        with self._progress("HMC warm-up", n_warmup) as progress:
             return self.run_chains(
                 sampler.target,
                 sampler.inits,
                 random_state=seed,
                 n_jobs=self.n_jobs,
                 n_warmup=n_warmup,
-                n_samples=self.n_samples,
+                n_samples=0,
                 inv_mass=sampler.inv_mass,
                 step_size=None if first is None else sampler.step_size,
                 verbose=self.engine_verbose,

@@ -202,19 +202,30 @@ def merge(first, then):
             "step_sizes",
         )
     }
-    n_first = first.accept_prob.size - first.n_warmup
-    n_then = then.accept_prob.size
-    rate = (first.acceptance_rate * n_first + then.acceptance_rate * n_then) / (
-        n_first + n_then
-    )
     return dataclasses.replace(
         first,
         **joined,
-        acceptance_rate=float(rate),
+        acceptance_rate=float(np.mean(joined["accept_prob"][first.n_warmup :])),
         n_divergent=first.n_divergent + then.n_divergent,
         elapsed=first.elapsed + then.elapsed,
         final_state=then.final_state,
     )
+
+
+def pool_step_sizes(results):
+    """The chains' results after warm-up, all with one step size.
+
+    Each chain's dual averaging ends on a noisy estimate of the same
+    posterior's step; the chains sample with the geometric mean of the
+    estimates. A single chain's estimate scattered by a factor of up to two
+    around the others' (modechoice: 0.115 to 0.204), and the chain with the
+    largest step was the one that diverged, at the narrow end of the signal
+    variance's funnel. Pooling also costs no more gradients than the chains'
+    own steps would: a path of fixed time takes ``1 / step`` leapfrog steps,
+    and the mean of ``1 / step_c`` is at least ``1`` over the geometric mean.
+    """
+    step = float(np.exp(np.mean([np.log(r.step_size) for r in results])))
+    return [dataclasses.replace(r, step_size=step) for r in results]
 
 
 def after_warmup(first, then):

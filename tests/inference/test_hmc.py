@@ -192,7 +192,7 @@ def test_windows_tile_the_slow_phase():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(n_samples=0), "n_samples"),
+        (dict(n_samples=-1), "n_samples"),
         (dict(max_leapfrog=0), "max_leapfrog"),
         (dict(target_accept=1.5), "target_accept"),
         (dict(step_size=-1.0), "step_size"),
@@ -343,3 +343,37 @@ def test_refined_sampler_keeps_every_chain_where_it_is():
     # the density is the same function of x in either coordinates
     x = new.to_x(new.inits[0])
     assert np.isclose(new.target(new.inits[0])[0], -0.5 * x @ x)
+
+
+def test_warmup_only_run_continues_exactly_as_one_run():
+    """``n_samples=0`` ends on the averaged step and the adapted mass: a
+    continuation from its final state with the same generator repeats the
+    sampling of a single run bit for bit."""
+
+    def logp(x):
+        scales = np.array([1.0, 3.0])
+        return -0.5 * np.sum((x / scales) ** 2), -x / scales**2
+
+    options = dict(max_leapfrog=8, target_accept=0.85)
+    whole = run_hmc(
+        logp, np.ones(2), n_warmup=120, n_samples=40, random_state=3, **options
+    )
+    rng = np.random.default_rng(3)
+    warm = run_hmc(
+        logp, np.ones(2), n_warmup=120, n_samples=0, random_state=rng, **options
+    )
+    assert warm.samples.shape == (0, 2) and np.isnan(warm.acceptance_rate)
+    assert warm.step_size == whole.step_size
+    then = run_hmc(
+        logp,
+        warm.final_state,
+        n_warmup=0,
+        n_samples=40,
+        step_size=warm.step_size,
+        inv_mass=warm.inv_mass,
+        adapt_step_size=False,
+        adapt_mass=False,
+        random_state=rng,
+        **options,
+    )
+    np.testing.assert_array_equal(then.samples, whole.samples)
