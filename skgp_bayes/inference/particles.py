@@ -41,8 +41,14 @@ def _numba_threads_are_safe():
 
     try:
         layer = numba.threading_layer()
-    except ValueError:  # no parallel kernel has run yet: nothing is chosen
-        return False
+    except ValueError:
+        # No parallel kernel has run yet, so no layer is chosen: launch one.
+        # A fit on the compiled sparse target may run none before its
+        # particles, and its n_jobs then bought no thread at all.
+        from ._numba_layer import launch_parallel_layer
+
+        launch_parallel_layer(2)
+        layer = numba.threading_layer()
     return layer in ("omp", "tbb")
 
 

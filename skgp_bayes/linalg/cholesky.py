@@ -6,6 +6,7 @@ from scipy.linalg import lapack, solve_triangular
 from .._config import JITTER_FACTOR, JITTER_START, JITTER_TRIES
 from .._warnings import warn_user
 from ..exceptions import NotPSDError, NumericalWarning
+from ._nogil_trsm import NOGIL_MIN_ROWS, solve_lower_c
 
 __all__ = ["cholesky", "cho_solve", "cho_inverse", "log_det_from_cholesky"]
 
@@ -207,6 +208,18 @@ def triangular_solve(factor, rhs, *, trans=False):
     >>> triangular_solve(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 2.0]))
     array([1., 1.])
     """
-    return solve_triangular(
-        factor, rhs, lower=True, trans=1 if trans else 0, check_finite=False
+    factor = np.asarray(factor)
+    rhs = np.asarray(rhs)
+    n = factor.shape[0]
+    conforming = factor.ndim == 2 and factor.shape == (n, n) and rhs.shape[:1] == (n,)
+    if n < NOGIL_MIN_ROWS or rhs.size == 0 or not conforming:
+        return solve_triangular(
+            factor, rhs, lower=True, trans=1 if trans else 0, check_finite=False
+        )
+    # Large systems go through BLAS without the interpreter lock, so that
+    # threads solving at once run side by side (see _nogil_trsm).
+    columns = np.ascontiguousarray(rhs.reshape(rhs.shape[0], -1), dtype=np.float64)
+    solved = solve_lower_c(
+        np.ascontiguousarray(factor, dtype=np.float64), columns, bool(trans)
     )
+    return solved.reshape(rhs.shape)

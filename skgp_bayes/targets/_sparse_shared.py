@@ -2,10 +2,9 @@
 the sparse whitened target, the SVGP bound and the selective bounds."""
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from ..likelihoods import Gaussian
-from ..linalg import cholesky, cholesky_reverse
+from ..linalg import cholesky, cholesky_reverse, triangular_solve
 
 # Floor of the conditional variance gamma (see the notes on the clamp in
 # targets/sparse.py).
@@ -111,7 +110,7 @@ def project(adapter, theta, Z, X, R):
 def project_cross(Kuf, kdiag, R):
     """:func:`project` from ``K(Z, X)`` (overwritten) and ``diag K(X, X)``."""
     Kuf[np.abs(Kuf) < TINY] = 0.0
-    A = solve_triangular(R, Kuf, lower=True, check_finite=False)
+    A = triangular_solve(R, Kuf)
     gamma = kdiag - np.einsum("ji,ji->i", A, A)
     free = gamma > MIN_VAR
     return A, np.where(free, gamma, MIN_VAR), free
@@ -165,7 +164,7 @@ def pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False):
 
 def kernel_weights(R, A, Abar):
     """``dF/dK(Z, Z)`` (before the jitter) and ``dF/dK(Z, X)`` from ``Abar``."""
-    Kufbar = solve_triangular(R, Abar, lower=True, trans=1, check_finite=False)
+    Kufbar = triangular_solve(R, Abar, trans=True)
     Kuubar = cholesky_reverse(R, -Kufbar @ A.T)
     return Kuubar, Kufbar
 

@@ -331,3 +331,34 @@ def test_compiled_gradient_for_ard_matern_kernels(nu):
     params = _params(target)
     _, grad = target.logp_and_grad(params)
     np.testing.assert_allclose(grad, _fd(target.log_prob, params), rtol=1e-5, atol=1e-6)
+
+
+def test_many_inducing_inputs_take_the_lapack_path_with_the_same_result():
+    # Above COMPILED_MAX_INDUCING the NumPy path, whose triangular solves go
+    # through BLAS without the interpreter lock, is the quicker; it must
+    # agree with the compiled pass to round-off.
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    from skgp_bayes.kernels import KernelAdapter
+    from skgp_bayes.likelihoods import Gaussian
+    from skgp_bayes.targets.sparse import COMPILED_MAX_INDUCING, SparseWhitenedTarget
+
+    rng = np.random.default_rng(4)
+    m = COMPILED_MAX_INDUCING + 10
+    X = rng.uniform(size=(400, 2))
+    y = np.sin(4 * X[:, 0]) + 0.1 * rng.normal(size=400)
+    adapter = KernelAdapter(ConstantKernel() * RBF([0.5, 0.7]))
+    target = SparseWhitenedTarget(adapter, X, y, X[:m], Gaussian(0.1))
+    assert not target._compiled
+    compiled = SparseWhitenedTarget(adapter, X, y, X[:m], Gaussian(0.1))
+    compiled._compiled = True
+    params = np.concatenate(
+        [adapter.kernel.theta, [np.log(0.1)], 0.3 * rng.normal(size=m)]
+    )
+    batch = np.sort(rng.choice(400, 256, replace=False))
+    value, grad = target.logp_and_grad(params, batch)
+    ref_value, ref_grad = compiled.logp_and_grad(params, batch)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-10)
+    np.testing.assert_allclose(
+        grad, ref_grad, rtol=1e-7, atol=1e-7 * np.abs(ref_grad).max()
+    )

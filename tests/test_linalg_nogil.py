@@ -1,0 +1,54 @@
+"""Triangular solves through BLAS without the interpreter lock."""
+
+import numpy as np
+import pytest
+from scipy.linalg import solve_triangular
+
+from skgp_bayes.linalg import triangular_solve
+from skgp_bayes.linalg._nogil_trsm import NOGIL_MIN_ROWS, solve_lower_c
+
+
+def _lower(n, rng):
+    A = rng.normal(size=(n, n))
+    return np.linalg.cholesky(A @ A.T + n * np.eye(n))
+
+
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("shape", [(200,), (200, 1), (200, 37), (300, 300)])
+def test_large_solves_match_scipy(shape, trans):
+    rng = np.random.default_rng(0)
+    L = _lower(shape[0], rng)
+    rhs = rng.normal(size=shape)
+    expected = solve_triangular(L, rhs, lower=True, trans=int(trans))
+    got = triangular_solve(L, rhs, trans=trans)
+    assert got.shape == rhs.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_fortran_ordered_and_strided_inputs():
+    rng = np.random.default_rng(1)
+    L = _lower(150, rng)
+    rhs = rng.normal(size=(40, 150)).T  # a transposed view, not C-contiguous
+    expected = solve_triangular(L, rhs, lower=True, trans=1)
+    got = triangular_solve(np.asfortranarray(L), rhs, trans=True)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_inputs_are_not_overwritten():
+    rng = np.random.default_rng(2)
+    L = _lower(NOGIL_MIN_ROWS, rng)
+    rhs = rng.normal(size=(NOGIL_MIN_ROWS, 3))
+    L0, rhs0 = L.copy(), rhs.copy()
+    triangular_solve(L, rhs)
+    np.testing.assert_array_equal(L, L0)
+    np.testing.assert_array_equal(rhs, rhs0)
+
+
+def test_a_rhs_that_does_not_conform_gets_scipy_s_error():
+    rng = np.random.default_rng(3)
+    with pytest.raises(ValueError):
+        triangular_solve(_lower(200, rng), np.ones(199))
+
+
+def test_the_kernel_releases_the_interpreter_lock():
+    assert solve_lower_c.targetoptions.get("nogil") is True
