@@ -299,10 +299,10 @@ def per_iteration_study(args):
     20,000-point subsample since the inducing inputs do not change the cost).
     """
     from _timing import best_time
-    from skgp_bayes.inference.particles import ParticleEvaluator
     from threadpoolctl import threadpool_limits
 
     from skgp_bayes.inference import adam_init, adam_update, svgd_direction
+    from skgp_bayes.inference.particles import ParticleEvaluator
     from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
     n = 20_000 if args.quick else 550_134
