@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 from scipy.linalg import solve_triangular
 
-from skgp_bayes.linalg import triangular_solve
-from skgp_bayes.linalg._nogil_trsm import NOGIL_MIN_ROWS, solve_lower_c
+from skgp_bayes.linalg import cholesky, triangular_solve
+from skgp_bayes.linalg._nogil_lapack import (
+    NOGIL_MIN_ROWS,
+    cholesky_lower_c,
+    solve_lower_c,
+)
 
 
 def _lower(n, rng):
@@ -50,5 +54,26 @@ def test_a_rhs_that_does_not_conform_gets_scipy_s_error():
         triangular_solve(_lower(200, rng), np.ones(199))
 
 
-def test_the_kernel_releases_the_interpreter_lock():
+def test_the_kernels_release_the_interpreter_lock():
     assert solve_lower_c.targetoptions.get("nogil") is True
+    assert cholesky_lower_c.targetoptions.get("nogil") is True
+
+
+@pytest.mark.parametrize("n", [NOGIL_MIN_ROWS, 300])
+def test_large_cholesky_matches_numpy_and_reads_the_lower_triangle(n):
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(n, n))
+    K = A @ A.T + n * np.eye(n)
+    garbage_above = np.tril(K) + np.triu(rng.normal(size=(n, n)), 1)
+    L, jitter = cholesky(garbage_above)
+    assert jitter == 0.0
+    np.testing.assert_array_equal(np.triu(L, 1), 0.0)
+    np.testing.assert_allclose(L, np.linalg.cholesky(K), rtol=1e-10, atol=1e-12)
+
+
+def test_large_cholesky_reports_a_matrix_that_is_not_positive_definite():
+    n = NOGIL_MIN_ROWS + 1
+    K = np.eye(n)
+    K[5, 5] = -1.0
+    _, info = cholesky_lower_c(K)
+    assert info == 6  # LAPACK's one-based order of the failing minor

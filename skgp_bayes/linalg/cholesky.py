@@ -6,14 +6,19 @@ from scipy.linalg import lapack, solve_triangular
 from .._config import JITTER_FACTOR, JITTER_START, JITTER_TRIES
 from .._warnings import warn_user
 from ..exceptions import NotPSDError, NumericalWarning
-from ._nogil_trsm import NOGIL_MIN_ROWS, solve_lower_c
+from ._nogil_lapack import NOGIL_MIN_ROWS, cholesky_lower_c, solve_lower_c
 
 __all__ = ["cholesky", "cho_solve", "cho_inverse", "log_det_from_cholesky"]
 
 
 def _potrf(matrix):
-    # SciPy's dpotrf is 2-3x faster than np.linalg.cholesky on these machines,
-    # and clean=1 zeroes the strict upper triangle so L is usable as returned.
+    # LAPACK's dpotrf is 2-3x faster than np.linalg.cholesky on these
+    # machines. Large matrices go through it without the interpreter lock
+    # (see _nogil_lapack); clean=1 zeroes the strict upper triangle so L is
+    # usable as returned, as the nogil path does.
+    if matrix.ndim == 2 and matrix.shape[0] >= NOGIL_MIN_ROWS:
+        if matrix.shape[0] == matrix.shape[1]:
+            return cholesky_lower_c(np.ascontiguousarray(matrix))
     factor, info = lapack.dpotrf(matrix, lower=1, clean=1, overwrite_a=0)
     return factor, info
 
@@ -217,7 +222,7 @@ def triangular_solve(factor, rhs, *, trans=False):
             factor, rhs, lower=True, trans=1 if trans else 0, check_finite=False
         )
     # Large systems go through BLAS without the interpreter lock, so that
-    # threads solving at once run side by side (see _nogil_trsm).
+    # threads solving at once run side by side (see _nogil_lapack).
     columns = np.ascontiguousarray(rhs.reshape(rhs.shape[0], -1), dtype=np.float64)
     solved = solve_lower_c(
         np.ascontiguousarray(factor, dtype=np.float64), columns, bool(trans)
