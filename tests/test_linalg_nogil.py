@@ -6,6 +6,7 @@ from scipy.linalg import solve_triangular
 
 from skgp_bayes.linalg import cholesky, triangular_solve
 from skgp_bayes.linalg._nogil_lapack import (
+    DPOTRF,
     NOGIL_MIN_ROWS,
     cholesky_lower_c,
     solve_lower_c,
@@ -75,5 +76,5 @@ def test_large_cholesky_reports_a_matrix_that_is_not_positive_definite():
     n = NOGIL_MIN_ROWS + 1
     K = np.eye(n)
     K[5, 5] = -1.0
-    _, info = cholesky_lower_c(K)
+    _, info = cholesky_lower_c(K, DPOTRF)
     assert info == 6  # LAPACK's one-based order of the failing minor

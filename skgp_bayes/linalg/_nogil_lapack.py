@@ -10,33 +10,67 @@ turns. The same ``dtrsm`` and ``dpotrf``, reached through
 ``scipy.linalg.cython_blas`` and ``cython_lapack`` from ``nogil`` Numba
 functions, run two such solves side by side in 0.46 of the time (2.2x).
 
-The function pointers are constants of the compiled code, so Numba cannot
-cache them on disk: each compiles once per process, on the first call
-large enough to use it (:data:`NOGIL_MIN_ROWS`).
+The routines' addresses are passed in as integers and called through a
+pointer cast (:func:`_call_5`, :func:`_call_11`) rather than bound as
+``ctypes`` function objects: a bound function pointer is a constant that
+differs between processes, which stops Numba caching the compiled code, and
+compiling both functions cost a fresh process about a second on its first
+fit with 128 or more rows.
 """
 
-import ctypes
-
 import numpy as np
-from numba import njit
-from numba.extending import get_cython_function_address
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import get_cython_function_address, intrinsic
 
-# Below this many rows a solve is too quick for threads to matter and the
-# one-off compilation (a fraction of a second) would not pay.
+# Below this many rows a call is too quick for threads to matter.
 NOGIL_MIN_ROWS = 128
 
-_ARG = ctypes.c_void_p
-_dtrsm = ctypes.CFUNCTYPE(None, *([_ARG] * 11))(
-    get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
-)
-_dpotrf = ctypes.CFUNCTYPE(None, *([_ARG] * 5))(
-    get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
-)
+DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
+DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 _RIGHT, _UPPER, _NO, _YES = ord("R"), ord("U"), ord("N"), ord("T")
 
 
-@njit(nogil=True)
-def cholesky_lower_c(matrix):
+def _fortran_call(builder, args):
+    """Call the routine at address ``args[0]`` with the pointers ``args[1:]``."""
+    pointer = ir.IntType(8).as_pointer()
+    routine = ir.FunctionType(ir.VoidType(), [pointer] * (len(args) - 1))
+    address = builder.inttoptr(args[0], routine.as_pointer())
+    builder.call(address, [builder.inttoptr(a, pointer) for a in args[1:]])
+
+
+@intrinsic
+def _call_5(typingctx, address, a0, a1, a2, a3, a4):
+    def codegen(context, builder, signature, args):
+        _fortran_call(builder, args)
+        return context.get_dummy_value()
+
+    return types.void(address, a0, a1, a2, a3, a4), codegen
+
+
+@intrinsic
+def _call_11(typingctx, address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+    def codegen(context, builder, signature, args):
+        _fortran_call(builder, args)
+        return context.get_dummy_value()
+
+    return types.void(address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10), codegen
+
+
+@intrinsic
+def _keep_alive(typingctx, a, b, c):
+    """Nothing, after the call: Numba frees an array after its last use, and
+    taking ``.ctypes.data`` is a last use, so the argument arrays of a
+    routine are used again here, once it has returned."""
+
+    def codegen(context, builder, signature, args):
+        return context.get_dummy_value()
+
+    return types.void(a, b, c), codegen
+
+
+@njit(nogil=True, cache=True)
+def cholesky_lower_c(matrix, dpotrf):
     """Lower Cholesky factor of a C-ordered symmetric matrix, and LAPACK's info.
 
     Reads the lower triangle; the factor's strict upper triangle is zero.
@@ -46,6 +80,8 @@ def cholesky_lower_c(matrix):
     Parameters
     ----------
     matrix : ndarray of shape (n, n), C order
+    dpotrf : int
+        Address of LAPACK's ``dpotrf`` (:data:`DPOTRF`).
 
     Returns
     -------
@@ -55,8 +91,8 @@ def cholesky_lower_c(matrix):
     Examples
     --------
     >>> import numpy as np
-    >>> from skgp_bayes.linalg._nogil_lapack import cholesky_lower_c
-    >>> factor, info = cholesky_lower_c(np.array([[4.0, 2.0], [2.0, 3.0]]))
+    >>> from skgp_bayes.linalg._nogil_lapack import DPOTRF, cholesky_lower_c
+    >>> factor, info = cholesky_lower_c(np.array([[4.0, 2.0], [2.0, 3.0]]), DPOTRF)
     >>> factor[1], int(info)
     (array([1.        , 1.41421356]), 0)
     """
@@ -66,15 +102,23 @@ def cholesky_lower_c(matrix):
     uplo = np.array([_UPPER], dtype=np.uint8)
     order = np.array([n], dtype=np.int32)
     info = np.zeros(1, dtype=np.int32)
-    _dpotrf(uplo.ctypes, order.ctypes, factor.ctypes, order.ctypes, info.ctypes)
+    _call_5(
+        dpotrf,
+        uplo.ctypes.data,
+        order.ctypes.data,
+        factor.ctypes.data,
+        order.ctypes.data,
+        info.ctypes.data,
+    )
+    _keep_alive(uplo, order, info)
     for i in range(n):
         for j in range(i + 1, n):
             factor[i, j] = 0.0
     return factor, info[0]
 
 
-@njit(nogil=True)
-def solve_lower_c(factor, rhs, trans):
+@njit(nogil=True, cache=True)
+def solve_lower_c(factor, rhs, trans, dtrsm):
     """``L^-1 B`` (``trans`` False) or ``L^-T B`` for a C-ordered lower ``L``.
 
     Parameters
@@ -82,6 +126,8 @@ def solve_lower_c(factor, rhs, trans):
     factor : ndarray of shape (n, n), C order
     rhs : ndarray of shape (n, k), C order
     trans : bool
+    dtrsm : int
+        Address of BLAS's ``dtrsm`` (:data:`DTRSM`).
 
     Returns
     -------
@@ -90,33 +136,33 @@ def solve_lower_c(factor, rhs, trans):
     Examples
     --------
     >>> import numpy as np
-    >>> from skgp_bayes.linalg._nogil_lapack import solve_lower_c
+    >>> from skgp_bayes.linalg._nogil_lapack import DTRSM, solve_lower_c
     >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])
-    >>> solve_lower_c(L, np.array([[2.0], [2.0]]), False).ravel()
+    >>> solve_lower_c(L, np.array([[2.0], [2.0]]), False, DTRSM).ravel()
     array([1., 1.])
     """
     n, k = rhs.shape
     out = rhs.copy()
     # BLAS reads C-ordered arrays transposed: it sees U = L' (upper) and
     # X' (k x n), and L X = B is X' U = B'; L' X = B is X' U' = B'.
-    side = np.array([_RIGHT], dtype=np.uint8)
-    uplo = np.array([_UPPER], dtype=np.uint8)
-    transa = np.array([_YES if trans else _NO], dtype=np.uint8)
-    diag = np.array([_NO], dtype=np.uint8)
-    rows = np.array([k], dtype=np.int32)
-    cols = np.array([n], dtype=np.int32)
+    # side, uplo, transa, diag
+    flags = np.array([_RIGHT, _UPPER, _YES if trans else _NO, _NO], dtype=np.uint8)
+    sizes = np.array([k, n], dtype=np.int32)
     alpha = np.ones(1)
-    _dtrsm(
-        side.ctypes,
-        uplo.ctypes,
-        transa.ctypes,
-        diag.ctypes,
-        rows.ctypes,
-        cols.ctypes,
-        alpha.ctypes,
-        factor.ctypes,
-        cols.ctypes,
-        out.ctypes,
-        rows.ctypes,
+    flag, size = flags.ctypes.data, sizes.ctypes.data
+    _call_11(
+        dtrsm,
+        flag,
+        flag + 1,
+        flag + 2,
+        flag + 3,
+        size,
+        size + 4,
+        alpha.ctypes.data,
+        factor.ctypes.data,
+        size + 4,
+        out.ctypes.data,
+        size,
     )
+    _keep_alive(flags, sizes, alpha)
     return out

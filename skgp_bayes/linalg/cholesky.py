@@ -6,7 +6,13 @@ from scipy.linalg import lapack, solve_triangular
 from .._config import JITTER_FACTOR, JITTER_START, JITTER_TRIES
 from .._warnings import warn_user
 from ..exceptions import NotPSDError, NumericalWarning
-from ._nogil_lapack import NOGIL_MIN_ROWS, cholesky_lower_c, solve_lower_c
+from ._nogil_lapack import (
+    DPOTRF,
+    DTRSM,
+    NOGIL_MIN_ROWS,
+    cholesky_lower_c,
+    solve_lower_c,
+)
 
 __all__ = ["cholesky", "cho_solve", "cho_inverse", "log_det_from_cholesky"]
 
@@ -18,7 +24,7 @@ def _potrf(matrix):
     # usable as returned, as the nogil path does.
     if matrix.ndim == 2 and matrix.shape[0] >= NOGIL_MIN_ROWS:
         if matrix.shape[0] == matrix.shape[1]:
-            return cholesky_lower_c(np.ascontiguousarray(matrix))
+            return cholesky_lower_c(np.ascontiguousarray(matrix), DPOTRF)
     factor, info = lapack.dpotrf(matrix, lower=1, clean=1, overwrite_a=0)
     return factor, info
 
@@ -225,6 +231,6 @@ def triangular_solve(factor, rhs, *, trans=False):
     # threads solving at once run side by side (see _nogil_lapack).
     columns = np.ascontiguousarray(rhs.reshape(rhs.shape[0], -1), dtype=np.float64)
     solved = solve_lower_c(
-        np.ascontiguousarray(factor, dtype=np.float64), columns, bool(trans)
+        np.ascontiguousarray(factor, dtype=np.float64), columns, bool(trans), DTRSM
     )
     return solved.reshape(rhs.shape)
