@@ -150,6 +150,9 @@ def test_classifier_fits_and_predicts_both_ways(stat_seed):
     assert clf.rhat_.shape == clf.ess_.shape == (n_params,)
     assert clf.inducing_points_.shape == (8, 1)
     assert clf.step_size_.shape == (2,)
+    # the chains sample with one pooled step (_sampling.pool_step_sizes)
+    assert clf.step_size_[0] == clf.step_size_[1]
+    assert np.all(clf.trace_["step_sizes"][:, -60:] == clf.step_size_[0])
     assert 0.0 < clf.acceptance_rate_ <= 1.0
     assert clf.trace_["accept_prob"].shape == (2, 120)
     p_mcmc = clf.predict_proba(X)
@@ -434,3 +437,18 @@ def test_bad_input():
         VariationalMCMCClassifier(n_chains=0).fit(X, y)
     with pytest.raises(ValueError):
         VariationalMCMCClassifier(**SMALL).fit(np.full_like(X, np.nan), y)
+
+
+def test_pooled_step_is_the_geometric_mean_of_the_chains_steps():
+    import dataclasses
+
+    from skgp_bayes.inference import run_hmc
+    from skgp_bayes.variational_mcmc._sampling import pool_step_sizes
+
+    result = run_hmc(
+        lambda x: (-0.5 * x @ x, -x), np.zeros(1), n_warmup=10, n_samples=0
+    )
+    chains = [dataclasses.replace(result, step_size=s) for s in (0.1, 0.4)]
+    pooled = pool_step_sizes(chains)
+    assert [r.step_size for r in pooled] == pytest.approx([0.2, 0.2])
+    assert [r.step_size for r in chains] == [0.1, 0.4]  # inputs left as they were
