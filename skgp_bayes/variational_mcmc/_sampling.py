@@ -213,18 +213,19 @@ def merge(first, then):
 
 
 def pool_step_sizes(results):
-    """The chains' results after warm-up, all with one step size.
+    """The chains' results after warm-up, all with the smallest adapted step.
 
-    Each chain's dual averaging ends on a noisy estimate of the same
-    posterior's step; the chains sample with the geometric mean of the
-    estimates. A single chain's estimate scattered by a factor of up to two
-    around the others' (modechoice: 0.115 to 0.204), and the chain with the
-    largest step was the one that diverged, at the narrow end of the signal
-    variance's funnel. Pooling also costs no more gradients than the chains'
-    own steps would: a path of fixed time takes ``1 / step`` leapfrog steps,
-    and the mean of ``1 / step_c`` is at least ``1`` over the geometric mean.
+    Each chain's dual averaging adapts to the part of the posterior its
+    warm-up visited, and the chains sample one posterior: a chain that met
+    a narrow region (the neck of the signal variance's funnel) settles on
+    a smaller step, and every chain will reach that region in sampling. On
+    modechoice the steps ranged from 0.115 to 0.204 and the chain with the
+    largest one diverged; on the binned coal counts (Poisson) they ranged
+    from 0.114 to 0.207, and at their geometric mean the chain that had
+    adapted 0.114 diverged three times. With the smallest step neither
+    diverged, at 9-43% more gradients than each chain's own step.
     """
-    step = float(np.exp(np.mean([np.log(r.step_size) for r in results])))
+    step = min(r.step_size for r in results)
     return [dataclasses.replace(r, step_size=step) for r in results]
 
 
