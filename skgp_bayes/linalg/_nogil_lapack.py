@@ -11,7 +11,7 @@ turns. The same ``dtrsm`` and ``dpotrf``, reached through
 functions, run two such solves side by side in 0.46 of the time (2.2x).
 
 The routines' addresses are passed in as integers and called through a
-pointer cast (:func:`_call_5`, :func:`_call_11`) rather than bound as
+pointer cast (:func:`_call_routine`) rather than bound as
 ``ctypes`` function objects: a bound function pointer is a constant that
 differs between processes, which stops Numba caching the compiled code, and
 compiling both functions cost a fresh process about a second on its first
@@ -31,30 +31,24 @@ DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 _RIGHT, _UPPER, _NO, _YES = ord("R"), ord("U"), ord("N"), ord("T")
 
 
-def _fortran_call(builder, args):
-    """Call the routine at address ``args[0]`` with the pointers ``args[1:]``."""
-    pointer = ir.IntType(8).as_pointer()
-    routine = ir.FunctionType(ir.VoidType(), [pointer] * (len(args) - 1))
-    address = builder.inttoptr(args[0], routine.as_pointer())
-    builder.call(address, [builder.inttoptr(a, pointer) for a in args[1:]])
-
-
 @intrinsic
-def _call_5(typingctx, address, a0, a1, a2, a3, a4):
+def _call_routine(typingctx, address, pointers):
+    """Call the Fortran routine at ``address`` with the tuple ``pointers``.
+
+    Every argument of a BLAS or LAPACK routine is passed by reference, so
+    the routine's type follows from the tuple's length.
+    """
+
     def codegen(context, builder, signature, args):
-        _fortran_call(builder, args)
+        n = len(signature.args[1])
+        pointer = ir.IntType(8).as_pointer()
+        routine = ir.FunctionType(ir.VoidType(), [pointer] * n)
+        entry = builder.inttoptr(args[0], routine.as_pointer())
+        values = [builder.extract_value(args[1], i) for i in range(n)]
+        builder.call(entry, [builder.inttoptr(v, pointer) for v in values])
         return context.get_dummy_value()
 
-    return types.void(address, a0, a1, a2, a3, a4), codegen
-
-
-@intrinsic
-def _call_11(typingctx, address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
-    def codegen(context, builder, signature, args):
-        _fortran_call(builder, args)
-        return context.get_dummy_value()
-
-    return types.void(address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10), codegen
+    return types.void(address, pointers), codegen
 
 
 @intrinsic
@@ -102,13 +96,15 @@ def cholesky_lower_c(matrix, dpotrf):
     uplo = np.array([_UPPER], dtype=np.uint8)
     order = np.array([n], dtype=np.int32)
     info = np.zeros(1, dtype=np.int32)
-    _call_5(
+    _call_routine(
         dpotrf,
-        uplo.ctypes.data,
-        order.ctypes.data,
-        factor.ctypes.data,
-        order.ctypes.data,
-        info.ctypes.data,
+        (
+            uplo.ctypes.data,
+            order.ctypes.data,
+            factor.ctypes.data,
+            order.ctypes.data,
+            info.ctypes.data,
+        ),
     )
     _keep_alive(uplo, order, info)
     for i in range(n):
@@ -150,19 +146,21 @@ def solve_lower_c(factor, rhs, trans, dtrsm):
     sizes = np.array([k, n], dtype=np.int32)
     alpha = np.ones(1)
     flag, size = flags.ctypes.data, sizes.ctypes.data
-    _call_11(
+    _call_routine(
         dtrsm,
-        flag,
-        flag + 1,
-        flag + 2,
-        flag + 3,
-        size,
-        size + 4,
-        alpha.ctypes.data,
-        factor.ctypes.data,
-        size + 4,
-        out.ctypes.data,
-        size,
+        (
+            flag,
+            flag + 1,
+            flag + 2,
+            flag + 3,
+            size,
+            size + 4,
+            alpha.ctypes.data,
+            factor.ctypes.data,
+            size + 4,
+            out.ctypes.data,
+            size,
+        ),
     )
     _keep_alive(flags, sizes, alpha)
     return out

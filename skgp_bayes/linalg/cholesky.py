@@ -17,14 +17,19 @@ from ._nogil_lapack import (
 __all__ = ["cholesky", "cho_solve", "cho_inverse", "log_det_from_cholesky"]
 
 
+def _large_square(matrix):
+    """Square, 2-D and at least ``NOGIL_MIN_ROWS`` rows: the lock-free path."""
+    n = matrix.shape[0] if matrix.ndim == 2 else 0
+    return n >= NOGIL_MIN_ROWS and matrix.shape == (n, n)
+
+
 def _potrf(matrix):
     # LAPACK's dpotrf is 2-3x faster than np.linalg.cholesky on these
     # machines. Large matrices go through it without the interpreter lock
     # (see _nogil_lapack); clean=1 zeroes the strict upper triangle so L is
     # usable as returned, as the nogil path does.
-    if matrix.ndim == 2 and matrix.shape[0] >= NOGIL_MIN_ROWS:
-        if matrix.shape[0] == matrix.shape[1]:
-            return cholesky_lower_c(np.ascontiguousarray(matrix), DPOTRF)
+    if _large_square(matrix):
+        return cholesky_lower_c(np.ascontiguousarray(matrix), DPOTRF)
     factor, info = lapack.dpotrf(matrix, lower=1, clean=1, overwrite_a=0)
     return factor, info
 
@@ -221,9 +226,8 @@ def triangular_solve(factor, rhs, *, trans=False):
     """
     factor = np.asarray(factor)
     rhs = np.asarray(rhs)
-    n = factor.shape[0]
-    conforming = factor.ndim == 2 and factor.shape == (n, n) and rhs.shape[:1] == (n,)
-    if n < NOGIL_MIN_ROWS or rhs.size == 0 or not conforming:
+    conforming = rhs.size > 0 and rhs.shape[:1] == factor.shape[:1]
+    if not (conforming and _large_square(factor)):
         return solve_triangular(
             factor, rhs, lower=True, trans=1 if trans else 0, check_finite=False
         )
