@@ -4,6 +4,7 @@ import numbers
 from contextlib import contextmanager
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ._config import MAX_ABS_LOG_PARAM
 from ._version import __version__
@@ -13,6 +14,7 @@ __all__ = [
     "variance_in_units",
     "check_n_samples",
     "safe_mean_std",
+    "pooled_log_rate",
     "check_input_magnitude",
     "check_finite_theta",
     "log_noise_bounds",
@@ -60,6 +62,43 @@ def safe_mean_std(values):
     ):
         std = 1.0
     return mean, std
+
+
+def pooled_log_rate(counts, exposure=None):
+    """Log of the pooled rate ``(sum(counts) + 1/2) / sum(exposure)``.
+
+    The constant mean of a Poisson model's latent log rate: with it the
+    default amplitude prior describes variation around the data's own
+    level, and rescaling the exposure (years to days) only shifts it by the
+    log of the factor. The half count keeps it finite when every count is
+    zero. Sums are taken in logs, so exposures near the double range do not
+    overflow.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n,)
+        Non-negative counts.
+    exposure : ndarray of shape (n,) or None, default=None
+        Positive exposures; None means one per count.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import pooled_log_rate
+    >>> counts = np.array([2.0, 5.0, 0.0, 8.0])
+    >>> round(float(np.exp(pooled_log_rate(counts))), 4)
+    3.875
+    >>> round(float(np.exp(pooled_log_rate(counts, np.full(4, 2.0)))), 4)
+    1.9375
+    """
+    log_total = np.log(float(np.sum(counts)) + 0.5)
+    if exposure is None:
+        return float(log_total - np.log(counts.shape[0]))
+    return float(log_total - logsumexp(np.log(exposure)))
 
 
 def variance_in_units(variance, scale):

@@ -23,6 +23,7 @@ import pytest
 from _estimators import CHEAP
 from sklearn.base import clone, is_classifier
 from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.exceptions import ConvergenceWarning
 
 from skgp_bayes import (
     SelectiveSVGP,
@@ -40,6 +41,7 @@ from skgp_bayes._defaults import (
     merged_priors,
 )
 from skgp_bayes.datasets import load_concrete, load_mcycle
+from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.priors import HalfNormal, PriorSet
 
@@ -112,6 +114,48 @@ def test_regressor_is_scale_equivariant(name):
         assert shift == pytest.approx(
             _mean_log_density(base, query, y[::3]) - math.log(abs(a)), abs=1e-6
         )
+
+
+def test_poisson_regressor_does_not_depend_on_the_unit_of_exposure():
+    # Exposure in days rather than years, or in thousands of person-years:
+    # the pooled log rate absorbs log(factor) and the model sees the same
+    # latent problem to rounding (see the module docstring for the
+    # tolerance). Before, the zero-mean latent function had to carry
+    # log(365), and the no-signal check, comparing rates with counts, warned.
+    from skgp_bayes.datasets import bin_coal_counts
+
+    X, counts, width = bin_coal_counts(n_bins=40)
+    X, exposure = X * 1e3 + 5.0, np.full(40, width)
+    base = CHEAP["VariationalMCMCRegressor"]().set_params(likelihood="poisson")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # short on purpose
+        base.fit(X, counts, exposure=exposure)
+    tol = 0.1 * _monte_carlo_error_counts(base, X, exposure)
+    for factor in (365.0, 1e-3):
+        moved = clone(base)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # short fit
+            warnings.simplefilter("error", DegenerateFitWarning)
+            moved.fit(X, counts, exposure=factor * exposure)
+        assert moved.y_mean_ == pytest.approx(base.y_mean_ - math.log(factor))
+        np.testing.assert_array_less(
+            np.abs(
+                moved.predict(X, exposure=factor * exposure)
+                - base.predict(X, exposure=exposure)
+            ),
+            tol + 1e-9,
+        )
+        assert np.mean(
+            moved.log_predictive_density(X, counts, exposure=factor * exposure)
+        ) == pytest.approx(
+            np.mean(base.log_predictive_density(X, counts, exposure=exposure)),
+            abs=1e-6,
+        )
+
+
+def _monte_carlo_error_counts(estimator, X, exposure):
+    draws = estimator.sample_y(X, n_samples=64, random_state=0, exposure=exposure)
+    return np.std(draws, axis=1) / math.sqrt(draws.shape[1])
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)

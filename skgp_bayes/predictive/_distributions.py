@@ -7,6 +7,7 @@ import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri, pdtr
 
 from ..likelihoods import gauss_hermite
+from ._poisson_numba import MAX_COUNT, mixture_poisson_cdf
 from .mixture import (
     mixture_log_density,
     mixture_mean_cov,
@@ -387,6 +388,14 @@ def lognormal_rate_prediction(
     return mean, np.sqrt(total)
 
 
+def _pdtr_mixture(k, mu, sd, nodes, weights):
+    """:func:`mixture_poisson_cdf` by SciPy's ``pdtr``, for any count and rate."""
+    with np.errstate(over="ignore"):
+        rate = np.exp(mu[:, :, None, None] + sd[:, :, None, None] * nodes)
+    below = np.where(k[..., None] < 0, 0.0, pdtr(np.maximum(k, 0)[..., None], rate))
+    return (below @ weights).mean(axis=0)
+
+
 class PoissonMixturePredictive:
     """Predictive of a count: Poisson with a log-normal rate per draw.
 
@@ -444,14 +453,25 @@ class PoissonMixturePredictive:
         array([0.367879])
         """
         k = np.floor(np.asarray(k, dtype=np.float64))
+        columns = k.reshape(k.shape[0], -1)
         nodes, weights = gauss_hermite(_POISSON_CDF_NODES)
-        extra = (None,) * (k.ndim - 1)
-        mu = self.means[(Ellipsis, *extra, None)]
-        sd = np.sqrt(self.variances)[(Ellipsis, *extra, None)]
-        with np.errstate(over="ignore"):
-            rate = np.exp(mu + sd * nodes)
-        below = np.where(k[..., None] < 0, 0.0, pdtr(np.maximum(k, 0)[..., None], rate))
-        return (below @ weights).mean(axis=0)
+        sd = np.sqrt(self.variances)
+        out = np.full(columns.shape, np.nan)
+        short = columns.max(axis=1) <= MAX_COUNT
+        if np.any(short):
+            out[short] = mixture_poisson_cdf(
+                np.ascontiguousarray(columns[short]),
+                np.ascontiguousarray(self.means[:, short]),
+                np.ascontiguousarray(sd[:, short]),
+                nodes,
+                weights,
+            )
+        rest = ~short  # long sums: pdtr's continued fraction
+        if np.any(rest):
+            out[rest] = _pdtr_mixture(
+                columns[rest], self.means[:, rest], sd[:, rest], nodes, weights
+            )
+        return out.reshape(k.shape)
 
     def quantiles(self, levels):
         """Smallest counts ``k`` with ``P(Y <= k) >= q``: shape (m, q).

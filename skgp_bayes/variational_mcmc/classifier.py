@@ -95,14 +95,20 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
     n_samples : int, default=250
         Sampling iterations per chain in the first block after warm-up,
         and in every further block.
-    max_samples : int, default=2000
+    max_samples : int, default=5000
         Budget of sampling iterations per chain. After each block the
         split R-hat and the bulk effective sample size of every parameter
         are computed over all kept draws; sampling stops once R-hat is at
         most 1.01 and the bulk ESS at least 100 for every parameter, and
         otherwise continues by another block of ``n_samples`` until the
         budget is spent, when a :class:`~skgp_bayes.exceptions.SamplerWarning`
-        gives the figures.
+        gives the figures. The budget binds only on chains that mix
+        slowly: R-hat's own noise is about ``1 / (2 ESS)`` per split chain,
+        so R-hat <= 1.01 holds reliably only from a bulk ESS of about 500,
+        which a parameter mixing at 3% effective draws per iteration (a
+        length scale on counts, for one) reaches after some 4,000
+        iterations of 4 chains (see the run-length notes in the user
+        guide).
     thin : int, default=1
         Keep every ``thin``-th sampling iteration.
     max_leapfrog : int or None, default=None
@@ -281,7 +287,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         n_chains=4,
         n_warmup=300,
         n_samples=250,
-        max_samples=2000,
+        max_samples=5000,
         thin=1,
         max_leapfrog=None,
         sampler="hmc",

@@ -22,6 +22,7 @@ from .._validation import (
     atomic_feature_state,
     check_n_samples,
     check_single_target,
+    pooled_log_rate,
     safe_mean_std,
     variance_in_units,
 )
@@ -129,7 +130,11 @@ n_divergences_, step_size_, inv_mass_, svgp_params_, svgp_elbo_, trace_, \
 fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`VariationalMCMCClassifier`.
     y_mean_, y_std_ : float
-        Standardisation of ``y`` (0 and 1 for Poisson).
+        Standardisation of ``y``. For Poisson ``y_std_`` is 1 and
+        ``y_mean_`` is the pooled log rate ``log((sum(y) + 1/2) /
+        sum(exposure))``, the latent function's constant mean, so that the
+        unit of exposure (years or days, people or thousands) changes
+        nothing but that constant.
 
     See Also
     --------
@@ -170,7 +175,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         n_chains=4,
         n_warmup=300,
         n_samples=250,
-        max_samples=2000,
+        max_samples=5000,
         thin=1,
         max_leapfrog=None,
         sampler="hmc",
@@ -253,8 +258,11 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                         "likelihood='poisson' needs non-negative integer counts y."
                     )
                 likelihood = Poisson()
-                y_lik, y_mean, y_std = y, 0.0, 1.0
-                offset = None if exposure is None else np.log(exposure)
+                y_lik, y_std = y, 1.0
+                y_mean = pooled_log_rate(y, exposure)
+                offset = np.full(y.shape[0], y_mean)
+                if exposure is not None:
+                    offset += np.log(exposure)
             else:
                 y_mean, y_std = safe_mean_std(y)
                 y_lik = (y - y_mean) / y_std
@@ -263,7 +271,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             fitted = self._fit_pipeline(X, y_lik, likelihood, offset)
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         self._set_fitted(fitted)
-        warn_degenerate_fit(self, X, y)
+        # predict(X) without exposure is the rate per unit of exposure
+        warn_degenerate_fit(self, X, y if exposure is None else y / exposure)
         return self
 
     def _fit_model(self, likelihood):
@@ -274,10 +283,18 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
     def _moments_per_draw(self, X, exposure):
         means, variances = self._draw_moments(X)
-        mu = means[..., 0]
-        if exposure is not None:
-            mu = mu + np.log(exposure)
-        return mu, variances
+        return self._log_rate(means[..., 0], exposure), variances
+
+    def _log_rate(self, f, exposure):
+        """Poisson: the latent ``f`` as a log expected count; else ``f``.
+
+        The fit's pooled log rate ``y_mean_`` is the latent function's mean,
+        and ``log(exposure)`` is added where given.
+        """
+        if self.likelihood != "poisson":
+            return f
+        f = f + self.y_mean_
+        return f if exposure is None else f + np.log(exposure)
 
     @keyboard_interrupt_passes
     def predict(
@@ -369,8 +386,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 None if factors is None else factors[0],
                 X,
             )
-            if exposure is not None:
-                mu = mu + np.log(exposure)
+            mu = self._log_rate(mu, exposure)
         else:
             mu, spread = self._latent(X, exposure, method)
         if self.likelihood == "poisson":
@@ -389,9 +405,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         if method == "gaussian":
             mu, var = self._gaussian_moments(X)
             mu, var = mu[None, :, 0], var[None, :, 0]
-            if exposure is not None:
-                mu = mu + np.log(exposure)
-            return mu, var
+            return self._log_rate(mu, exposure), var
         if method != "mcmc":
             raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
         return self._moments_per_draw(X, exposure)
@@ -764,7 +778,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
     def _expected_counts(self, out, exposure):
         """Poisson: the log-rate draws ``out`` as expected counts; else ``out``."""
         if self.likelihood == "poisson":
-            # y_mean_ = 0 and y_std_ = 1: out is the log rate
+            # y_std_ = 1 and out includes y_mean_: out is the log rate
             if exposure is not None:
                 out += np.log(exposure)[:, None]
             out = np.exp(out)
