@@ -25,11 +25,13 @@ from ..predictive.sparse import q_draw, q_marginal_variances
 from ._sampling import (
     BULK_ESS_MIN,
     HYPER_INV_MASS,
+    MAX_BACKOFFS,
     RHAT_MAX,
     Sampler,
     after_warmup,
     merge,
     pool_step_sizes,
+    restarted_with_smaller_step,
     run_length_met,
 )
 
@@ -59,12 +61,16 @@ class ChainRun:
         Sampling blocks the run-length rule took.
     seconds : float
         Time spent from the sampler's set-up to the last block.
+    n_backoffs : int
+        Restarts with a shorter step after a divergence (see
+        :func:`~skgp_bayes.variational_mcmc._sampling.restarted_with_smaller_step`).
     """
 
     chains: np.ndarray
     results: list
     n_blocks: int
     seconds: float
+    n_backoffs: int = 0
 
 
 @dataclasses.dataclass
@@ -216,14 +222,24 @@ sampler, target_accept, n_jobs
             results = [after_warmup(a, b) for a, b in zip(first, results, strict=True)]
         results = pool_step_sizes(results)
         budget = max(self.max_samples, self.n_samples)
-        done, n_blocks = 0, 0
+        done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
         while True:
             block = min(self.n_samples, budget - done)
             # [seed, 0] drew the refinement's iterations.
-            more = self._further_block(
-                sampler, results, [seed, n_blocks + 1], block, options
-            )
+            n_runs += 1
+            more = self._further_block(sampler, results, [seed, n_runs], block, options)
             results = [merge(a, b) for a, b in zip(results, more, strict=True)]
+            if backoffs < MAX_BACKOFFS and any(r.n_divergent for r in more):
+                backoffs += 1
+                results = restarted_with_smaller_step(results)
+                done, n_blocks = 0, 0
+                if self.log is not None:
+                    self.log(
+                        "HMC: a divergent transition; the draws so far become "
+                        f"warm-up and the chains restart with step "
+                        f"{results[0].step_size:.3g}"
+                    )
+                continue
             done += block
             n_blocks += 1
             chains = sampler.to_x(np.stack([r.samples for r in results]))
@@ -236,7 +252,7 @@ sampler, target_accept, n_jobs
                 )
             if met or done >= budget:
                 seconds = time.perf_counter() - t_start
-                return ChainRun(chains, results, n_blocks, seconds)
+                return ChainRun(chains, results, n_blocks, seconds, backoffs)
 
     def _warmup(self, sampler, seed, options, n_warmup, first):
         """(The rest of) warm-up: each chain adapts its step and mass."""

@@ -262,6 +262,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
             "svgp_iterations": None,
             "sampling_iterations": int(chains.shape[1] * hmc.thin),
             "sampling_blocks": int(run.n_blocks),
+            "step_backoffs": int(run.n_backoffs),
             "preconditioned": sampler.transform is not None,
         },
         "_adapter": start.adapter,

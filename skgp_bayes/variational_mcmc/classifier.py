@@ -236,7 +236,9 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         the final ``step_size`` per chain, the relative ``jitter`` on
         ``K(Z, Z)``, the SVGP's ``svgp_elbo`` and ``svgp_iterations``, the
         ``sampling_iterations`` per chain that the run-length rule took and
-        the number of ``sampling_blocks``, and whether the chains ran in
+        the number of ``sampling_blocks``, the ``step_backoffs`` (restarts
+        with a step shortened by ``2 ** -0.5`` after a divergent
+        transition, whose draws became warm-up), and whether the chains ran in
         curvature-scaled coordinates (``preconditioned``), in one place.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)

@@ -154,7 +154,10 @@ def test_classifier_fits_and_predicts_both_ways(stat_seed):
     assert clf.step_size_[0] == clf.step_size_[1]
     assert np.all(clf.trace_["step_sizes"][:, -60:] == clf.step_size_[0])
     assert 0.0 < clf.acceptance_rate_ <= 1.0
-    assert clf.trace_["accept_prob"].shape == (2, 120)
+    # 60 warm-up iterations, 60 kept, and a discarded block of 60 for each
+    # restart after a divergence
+    backoffs = clf.diagnostics_["step_backoffs"]
+    assert clf.trace_["accept_prob"].shape == (2, 120 + 60 * backoffs)
     p_mcmc = clf.predict_proba(X)
     p_gauss = clf.predict_proba(X, method="gaussian")
     np.testing.assert_allclose(p_mcmc.sum(1), 1.0)
@@ -452,3 +455,64 @@ def test_pooled_step_is_the_smallest_of_the_chains_steps():
     pooled = pool_step_sizes(chains)
     assert [r.step_size for r in pooled] == [0.1, 0.1]
     assert [r.step_size for r in chains] == [0.1, 0.4]  # inputs left as they were
+
+
+def test_divergent_block_becomes_warmup_and_the_step_shrinks():
+    import dataclasses
+
+    from skgp_bayes.inference import run_hmc
+    from skgp_bayes.variational_mcmc._sampling import (
+        STEP_BACKOFF,
+        restarted_with_smaller_step,
+    )
+
+    result = run_hmc(
+        lambda x: (-0.5 * x @ x, -x), np.zeros(2), n_warmup=10, n_samples=5
+    )
+    result = dataclasses.replace(result, n_divergent=1)
+    (again,) = restarted_with_smaller_step([result])
+    assert again.samples.shape == (0, 2) and again.log_density.shape == (0,)
+    assert again.n_warmup == 15 and again.n_divergent == 0
+    assert again.step_size == result.step_size * STEP_BACKOFF
+    np.testing.assert_array_equal(again.final_state, result.final_state)
+    np.testing.assert_array_equal(again.accept_prob, result.accept_prob)
+
+
+def test_fit_restarts_with_a_shorter_step_after_a_divergence(monkeypatch):
+    # A pooled step 20 times too long diverges in the first block; the
+    # chains must restart (at most twice) with the step shortened, keep
+    # only draws taken after the last restart, and say how many restarts.
+    import dataclasses
+
+    from skgp_bayes.variational_mcmc import _chains
+    from skgp_bayes.variational_mcmc._sampling import MAX_BACKOFFS, STEP_BACKOFF
+
+    pooled = _chains.pool_step_sizes
+    adapted = []
+
+    def too_long(results):
+        out = pooled(results)
+        adapted.append(out[0].step_size)
+        return [dataclasses.replace(r, step_size=20 * r.step_size) for r in out]
+
+    monkeypatch.setattr(_chains, "pool_step_sizes", too_long)
+    X, y = _binary(30)
+    clf = VariationalMCMCClassifier(
+        n_inducing=5,
+        n_chains=2,
+        n_warmup=60,
+        n_samples=40,
+        max_samples=40,
+        random_state=0,
+    )
+    _quiet_fit(clf, X, y)
+    backoffs = clf.diagnostics_["step_backoffs"]
+    assert 1 <= backoffs <= MAX_BACKOFFS
+    np.testing.assert_allclose(
+        clf.step_size_, 20 * adapted[0] * STEP_BACKOFF**backoffs, rtol=1e-12
+    )
+    assert clf.draws_.shape[0] == 2 * 40
+    assert clf.trace_["accept_prob"].shape == (2, 60 + 40 * (backoffs + 1))
+    # the divergences counted are those of the kept draws only
+    kept = clf.trace_["divergent"][:, -40:]
+    assert clf.n_divergences_ == kept.sum()
