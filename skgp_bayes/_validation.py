@@ -15,6 +15,7 @@ __all__ = [
     "check_n_samples",
     "safe_mean_std",
     "pooled_log_rate",
+    "check_exposure",
     "check_input_magnitude",
     "check_finite_theta",
     "log_noise_bounds",
@@ -62,6 +63,41 @@ def safe_mean_std(values):
     ):
         std = 1.0
     return mean, std
+
+
+def check_exposure(exposure, n, likelihood_name):
+    """Validated Poisson exposures: None, or positive and finite, shape ``(n,)``.
+
+    Parameters
+    ----------
+    exposure : float, array-like of shape (n,) or None
+        A scalar is repeated for every point.
+    n : int
+    likelihood_name : str
+        Exposure is allowed only with ``"poisson"``.
+
+    Returns
+    -------
+    ndarray of shape (n,) or None
+
+    Examples
+    --------
+    >>> from skgp_bayes._validation import check_exposure
+    >>> check_exposure(2.0, 3, "poisson")
+    array([2., 2., 2.])
+    """
+    if exposure is None:
+        return None
+    if likelihood_name != "poisson":
+        raise ValueError("exposure is only used with likelihood='poisson'.")
+    exposure = np.asarray(exposure, dtype=np.float64)
+    if exposure.ndim == 0:
+        exposure = np.full(n, float(exposure))
+    if exposure.shape != (n,):
+        raise ValueError(f"exposure must have shape ({n},); got {exposure.shape}.")
+    if not np.all(np.isfinite(exposure)) or np.any(exposure <= 0):
+        raise ValueError("exposure must be positive and finite.")
+    return exposure
 
 
 def pooled_log_rate(counts, exposure=None):

@@ -6,6 +6,8 @@ import numpy as np
 from ..likelihoods import Gaussian
 from ..linalg import cholesky, cholesky_reverse, triangular_solve
 
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
 # Floor of the conditional variance gamma (see the notes on the clamp in
 # targets/sparse.py).
 MIN_VAR = 1e-200
@@ -212,3 +214,36 @@ def likelihood_terms(likelihood, y, mu, var, n_latent, noise_free):
         np.asarray(d_var, dtype=np.float64).reshape(b, n_latent),
         d_noise,
     )
+
+
+def gaussian_terms(y, f, gamma, free, log_noise, scale, grad):
+    """Gaussian expected log likelihood, written out for the compiled path.
+
+    ``y`` and the latent means ``f`` and variances ``gamma`` are ``(b,)``;
+    ``free`` marks the variances not clamped. Returns ``(value, g_mu, gbar,
+    d_noise_sum)`` as :meth:`SparseWhitenedTarget._data_terms`, the value
+    alone (and three None) without ``grad``.
+    """
+    s2 = np.exp(log_noise)
+    r = y - f
+    sq = r * r + gamma
+    value = scale * float(-0.5 * (y.size * (_LOG_2PI + log_noise) + np.sum(sq) / s2))
+    if not grad:
+        return value, None, None, None
+    gbar = np.where(free, -0.5 * scale / s2, 0.0)
+    d_noise = float(-0.5 * y.size + 0.5 * np.sum(sq) / s2)
+    return value, (scale / s2) * r[:, None], gbar, d_noise
+
+
+def poisson_terms(y, f, gamma, free, log_factorials, scale, grad):
+    """Poisson ``y f - exp(f + gamma / 2) - log(y!)`` summed, and its derivatives.
+
+    As :func:`gaussian_terms`, with ``log_factorials`` the sum of
+    ``log(y!)`` over the points; there is no noise derivative.
+    """
+    mean_rate = np.exp(f + 0.5 * gamma)
+    value = scale * float(y @ f - np.sum(mean_rate) - log_factorials)
+    if not grad:
+        return value, None, None, None
+    g_mu = (scale * (y - mean_rate))[:, None]
+    return value, g_mu, (-0.5 * scale) * mean_rate * free, None

@@ -101,10 +101,12 @@ from ._sparse_shared import (
     check_jitter,
     check_offset,
     check_prior,
+    gaussian_terms,
     gaussian_with_noise,
     inducing_factor,
     likelihood_terms,
     noise_is_free,
+    poisson_terms,
     project,
     sparse_expected_log_prob,
 )
@@ -679,29 +681,12 @@ class SparseWhitenedTarget:
         """
         C = self.n_latent
         if self._closed_form:
-            s2 = np.exp(log_noise)
-            r = y - mu[:, 0]
-            sq = r * r + gamma
-            value = scale * float(
-                -0.5 * (y.size * (_LOG_2PI + log_noise) + np.sum(sq) / s2)
-            )
-            if not grad:
-                return value, None, None, None
-            g_mu = (scale / s2) * r[:, None]
-            gbar = np.where(free, -0.5 * scale / s2, 0.0)
-            return value, g_mu, gbar, float(-0.5 * y.size + 0.5 * np.sum(sq) / s2)
+            return gaussian_terms(y, mu[:, 0], gamma, free, log_noise, scale, grad)
         if self._poisson:
-            # Poisson.expected_log_prob written out, as the Gaussian above
-            f = mu[:, 0]
-            mean_rate = np.exp(f + 0.5 * gamma)
             log_factorials = (
                 self._log_factorials if y is self.y else float(np.sum(gammaln(y + 1.0)))
             )
-            value = scale * float(y @ f - np.sum(mean_rate) - log_factorials)
-            if not grad:
-                return value, None, None, None
-            g_mu = (scale * (y - mean_rate))[:, None]
-            return value, g_mu, (-0.5 * scale) * mean_rate * free, None
+            return poisson_terms(y, mu[:, 0], gamma, free, log_factorials, scale, grad)
         if self._softmax:
             elp, d_mu, d_var = self._softmax_terms(y, mu, gamma)
             value = scale * float(np.sum(elp))

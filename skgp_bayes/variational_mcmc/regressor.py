@@ -20,6 +20,7 @@ from .._predictive_contract import (
 )
 from .._validation import (
     atomic_feature_state,
+    check_exposure,
     check_n_samples,
     check_single_target,
     pooled_log_rate,
@@ -44,21 +45,6 @@ _SINGLE_TARGET = (
     "with the hyperparameters; a second target would need its own block of "
     "them and its own likelihood term, which the sparse target does not have."
 )
-
-
-def _check_exposure(exposure, n, likelihood_name):
-    if exposure is None:
-        return None
-    if likelihood_name != "poisson":
-        raise ValueError("exposure is only used with likelihood='poisson'.")
-    exposure = np.asarray(exposure, dtype=np.float64)
-    if exposure.ndim == 0:
-        exposure = np.full(n, float(exposure))
-    if exposure.shape != (n,):
-        raise ValueError(f"exposure must have shape ({n},); got {exposure.shape}.")
-    if not np.all(np.isfinite(exposure)) or np.any(exposure <= 0):
-        raise ValueError("exposure must be positive and finite.")
-    return exposure
 
 
 class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
@@ -101,7 +87,8 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         The upper bound is loose, so the gap alone would grow most sets to
         the cap. With ``v`` integrated out, more inducing inputs
         make each gradient dearer (``O(n m^2)``) but no longer lengthen the
-        chains; the cap bounds the former.
+        chains; the cap bounds the former. A set short of the exact mode
+        grows on, then becomes the training inputs (user guide).
     inducing_points, optimize_inducing, n_chains, n_warmup, \
 n_samples, max_samples, thin, max_leapfrog, sampler, target_accept, priors, \
 normalize_X, random_state, n_jobs, verbose
@@ -251,7 +238,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             X, y = validate_data(
                 self, X, y, dtype=np.float64, order="C", y_numeric=True
             )
-            exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+            exposure = check_exposure(exposure, X.shape[0], self.likelihood)
             if self.likelihood == "poisson":
                 if np.any(y < 0) or np.any(y != np.round(y)):
                     raise ValueError(
@@ -365,7 +352,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
                 "At most one of return_std or return_cov can be requested."
             )
         X = self._validate_query(X)
-        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        exposure = check_exposure(exposure, X.shape[0], self.likelihood)
         draws = self._predictive_draws(X, exposure, method, full_cov=return_cov)
         if self.likelihood == "poisson":
             return lognormal_rate_prediction(
@@ -457,7 +444,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         X = self._validate_query(X)
         y = check_targets(y, X.shape[0])
-        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        exposure = check_exposure(exposure, X.shape[0], self.likelihood)
         return self._observation_predictive(X, exposure, method).logpdf(y)
 
     @keyboard_interrupt_passes
@@ -503,7 +490,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         levels = check_quantiles(quantiles)
         X = self._validate_query(X)
-        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        exposure = check_exposure(exposure, X.shape[0], self.likelihood)
         return self._observation_predictive(X, exposure, method).quantiles(levels)
 
     @keyboard_interrupt_passes
@@ -767,7 +754,7 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
         """
         X = self._validate_query(X)
         check_n_samples(n_samples)
-        exposure = _check_exposure(exposure, X.shape[0], self.likelihood)
+        exposure = check_exposure(exposure, X.shape[0], self.likelihood)
         draws = self._posterior_draws(posterior)
         spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)

@@ -516,3 +516,72 @@ def test_fit_restarts_with_a_shorter_step_after_a_divergence(monkeypatch):
     # the divergences counted are those of the kept draws only
     kept = clf.trace_["divergent"][:, -40:]
     assert clf.n_divergences_ == kept.sum()
+
+
+def _short_periodic(seed=0):
+    # a period of 4 over a range of 60: a length scale near 2% of the range
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 60, (260, 1))
+    y = 3 * np.sin(2 * np.pi * X[:, 0] / 4.0) + 10 + 0.3 * rng.standard_normal(260)
+    return X[:160], y[:160], X[160:], y[160:]
+
+
+_SHORT_CHAINS = dict(n_chains=2, n_warmup=100, n_samples=100, max_samples=100)
+
+
+def test_inducing_set_short_of_the_exact_mode_becomes_the_training_inputs(
+    monkeypatch,
+):
+    # With at most 8 inducing inputs the collapsed bound cannot hold a
+    # period of 4 over 60 and stays far below the exact marginal posterior's
+    # mode; the inducing inputs must then become the training inputs, where
+    # the bound is exact, and the chains sample the exact target. The test
+    # log density must then be the full GP's: scikit-learn's at its MAP
+    # (-0.40 here) differs from the posterior average by the hyperparameter
+    # uncertainty (0.01 on this well-identified problem) and the Monte Carlo
+    # error of 200 draws (below 0.01); 8 inducing inputs give -2.2.
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    from skgp_bayes.variational_mcmc import _approximation
+
+    monkeypatch.setattr(_approximation, "_MAX_COLLAPSED_INDUCING", 8)
+    X, y, X_test, y_test = _short_periodic()
+    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
+    _quiet_fit(reg, X, y)
+    assert reg.diagnostics_["exact_marginal"]
+    # inducing_points_ are in the model's (standardised) input units
+    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
+    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
+    peer = GaussianProcessRegressor(
+        ConstantKernel() * RBF() + WhiteKernel(), normalize_y=True, random_state=0
+    ).fit(X, y)
+    mean, sd = peer.predict(X_test, return_std=True)
+    from scipy.stats import norm
+
+    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
+    ours = np.mean(reg.log_predictive_density(X_test, y_test))
+    assert abs(ours - peer_lpd) < 0.1
+    # the same fit with its inducing set fixed at 8 (no growth, no check)
+    fixed = VariationalMCMCRegressor(n_inducing=8, random_state=0, **_SHORT_CHAINS)
+    _quiet_fit(fixed, X, y)
+    assert not fixed.diagnostics_["exact_marginal"]
+    assert np.mean(fixed.log_predictive_density(X_test, y_test)) < peer_lpd - 1.0
+
+
+def test_inducing_set_short_of_the_exact_mode_warns_beyond_exact_sampling(
+    monkeypatch,
+):
+    from skgp_bayes.variational_mcmc import _approximation
+
+    monkeypatch.setattr(_approximation, "_MAX_COLLAPSED_INDUCING", 8)
+    monkeypatch.setattr(_approximation, "_EXACT_SAMPLING_MAX_N", 100)
+    X, y, _, _ = _short_periodic()
+    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg.fit(X, y)
+    messages = [str(w.message) for w in caught]
+    assert any("below the exact marginal likelihood" in m for m in messages)
+    assert not reg.diagnostics_["exact_marginal"]
+    assert reg.inducing_points_.shape[0] <= 13
