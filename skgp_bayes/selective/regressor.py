@@ -107,7 +107,10 @@ class SelectiveSVGP(
         nats below the exact log marginal likelihood, that of 80 spread
         ones 0.1 (doc/selective_svgp.rst). The choice stops early, with
         fewer candidates, once the remaining inputs add no variance under
-        that kernel (to round-off).
+        that kernel (to round-off). Up to 1,000 points the kernel is the
+        length-scale screen's best on the exact marginal likelihood, and
+        the pool grows past ``n_candidates`` (to 400 at most) while its
+        Nystrom residual costs the bound over 0.05 nats per point.
     candidates : array-like of shape (K, n_features), default=None
         Explicit candidate inducing inputs; overrides ``n_candidates``.
     alpha : float, default=0.01
@@ -345,7 +348,7 @@ class SelectiveSVGP(
             y_std_units = (y - y_mean) / y_std
             rng = check_random_state(self.random_state)
             seeds = rng.randint(0, 2**31 - 1, size=3)
-            Zc = candidate_inputs(self, X_model, scaling)
+            Zc = candidate_inputs(self, X_model, scaling, y_std_units)
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = prior_only(self, X.shape[0])._fit_phases(
                     X_model, y_std_units, Zc, seeds
