@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import logit
 from sklearn.exceptions import ConvergenceWarning
 
+from .._defaults import NOISE_VARIANCE_BOUNDS
 from .._progress import fit_progress
 from .._starts import screened_start
 from .._validation import (
@@ -71,7 +72,6 @@ EXACT_SCREEN_MAX_N = 1000
 # exact GP: -3.81).
 TRACE_NATS = 0.05
 MAX_CANDIDATES = 400
-_LOG_NOISE_SCREEN = (np.log(1e-6), np.log(10.0))
 
 
 def maximise_bound(
@@ -112,7 +112,7 @@ def candidate_inputs(est, X, scaling, y=None):
 
 
 def spread_candidates(est, X, y=None):
-    """``n_candidates`` training inputs spread by the starting kernel.
+    """Training inputs spread by a kernel: ``n_candidates``, or more.
 
     Greedy conditional variance (see ``greedy_variance_points``) under the
     kernel the fit starts from, in the order chosen, so that where the
@@ -150,7 +150,7 @@ def _screened_kernel(adapter, theta, X, y):
     names = [*adapter.param_names, "noise_variance"]
     start = np.append(theta, np.log(0.1))
     bounds = np.vstack(
-        [kernel_log_bounds(adapter.kernel, adapter), [_LOG_NOISE_SCREEN]]
+        [kernel_log_bounds(adapter.kernel, adapter), np.log(NOISE_VARIANCE_BOUNDS)]
     )
 
     def value(params):

@@ -106,8 +106,8 @@ normalize_X, random_state, n_jobs, verbose
     draws_ : ndarray of shape (n_chains * n_kept, n_params)
         ``[kernel theta, (log noise variance), v]`` per kept draw (for the
         Gaussian likelihood ``v`` is the exact draw of ``v | theta``).
-        ``inv_mass_`` is NaN for ``v`` then, as HMC never moves it, and
-        ``diagnostics_["collapsed"]`` is True.
+        ``inv_mass_`` is NaN for ``v`` then, ``diagnostics_["collapsed"]`` is
+        True, ``diagnostics_["exact_marginal"]`` says if ``Z`` is ``X``.
     noise_variance_ : ndarray of shape (n_chains * n_kept,)
         Gaussian likelihood only: the noise variance of each draw, in the
         units of ``y``.
