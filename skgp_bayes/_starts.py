@@ -34,6 +34,7 @@ __all__ = [
     "BETTER_BY",
     "LAPLACE_SCREEN_ROWS",
     "best_of_searches",
+    "finite_value",
     "SCREEN_ROWS",
     "length_scale_grid",
     "screened_exact_start",
@@ -167,9 +168,30 @@ def length_scale_grid(names, start, X):
     return np.array(candidates)
 
 
-def _value(log_density, params):
-    # Grid points far from the data's scales overflow or lose definiteness;
-    # they score -inf, silently: the screen only ranks.
+def finite_value(log_density, params):
+    """``log_density(params)``, or ``-inf`` where it fails or is not finite.
+
+    Grid points far from the data's scales overflow or lose definiteness;
+    they score ``-inf``, silently: a screen or a choice between searches
+    only ranks.
+
+    Parameters
+    ----------
+    log_density : callable
+        ``params -> float``.
+    params : ndarray
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._starts import finite_value
+    >>> finite_value(lambda p: float(np.log(p[0])), np.array([0.0]))
+    -inf
+    """
     try:
         with np.errstate(all="ignore"):
             value = float(log_density(params))
@@ -214,9 +236,11 @@ def screened_start(log_density, names, start, X, bounds):
     if grid.shape[0] == 0:
         return None
     grid = np.clip(grid, bounds[:, 0], bounds[:, 1])
-    values = np.array([_value(log_density, point) for point in grid])
+    values = np.array([finite_value(log_density, point) for point in grid])
     best = int(np.argmax(values))
-    if not values[best] > _value(log_density, np.asarray(start, dtype=np.float64)):
+    if not values[best] > finite_value(
+        log_density, np.asarray(start, dtype=np.float64)
+    ):
         return None
     return grid[best]
 
@@ -250,7 +274,7 @@ def subset_rows(n, cap=None):
     return np.unique(np.linspace(0, n - 1, cap).round().astype(int))
 
 
-def screened_exact_start(target, start, bounds):
+def screened_exact_start(target, start, bounds, cap=None):
     """:func:`screened_start` for an exact marginal target.
 
     The log posterior (marginal likelihood plus log prior, values only) of
@@ -261,6 +285,8 @@ def screened_exact_start(target, start, bounds):
     target : ExactMarginalTarget
     start : ndarray of shape (n_params,)
     bounds : ndarray of shape (n_params, 2)
+    cap : int, optional
+        Most rows, as in :func:`subset_rows`.
 
     Returns
     -------
@@ -283,7 +309,7 @@ def screened_exact_start(target, start, bounds):
     """
     from .targets import ExactMarginalTarget
 
-    rows = subset_rows(target.X.shape[0])
+    rows = subset_rows(target.X.shape[0], cap)
     # A target of its own even on all rows: grid points far from the data
     # need jitter, which the fit's target would record and warn about.
     screen = ExactMarginalTarget(
@@ -341,6 +367,6 @@ def best_of_searches(search, value, start, screened):
     if screened is None:
         return result
     other = search(screened)
-    if _value(value, other) > _value(value, result) + BETTER_BY:
+    if finite_value(value, other) > finite_value(value, result) + BETTER_BY:
         return other
     return result

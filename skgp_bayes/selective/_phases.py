@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._defaults import NOISE_VARIANCE_BOUNDS
 from .._progress import fit_progress
-from .._starts import screened_start
+from .._starts import screened_exact_start
 from .._validation import (
     check_bounds,
     check_finite_theta,
@@ -145,21 +145,14 @@ def spread_candidates(est, X, y=None):
 
 def _screened_kernel(adapter, theta, X, y):
     """The length-scale screen's best point on the exact marginal
-    likelihood, ``(theta, log noise)``; the start when nothing beats it."""
-    exact = ExactMarginalTarget(adapter, X, y, None)
-    names = [*adapter.param_names, "noise_variance"]
+    likelihood (every row), ``(theta, log noise)``; the start when nothing
+    beats it."""
     start = np.append(theta, np.log(0.1))
     bounds = np.vstack(
         [kernel_log_bounds(adapter.kernel, adapter), np.log(NOISE_VARIANCE_BOUNDS)]
     )
-
-    def value(params):
-        try:
-            return float(exact.log_prob(params))
-        except (NotPSDError, np.linalg.LinAlgError, ValueError):
-            return -np.inf
-
-    best = screened_start(value, names, start, X, bounds)
+    exact = ExactMarginalTarget(adapter, X, y, None)
+    best = screened_exact_start(exact, start, bounds, cap=X.shape[0])
     best = start if best is None else best
     return best[:-1], float(best[-1])
 

@@ -18,9 +18,13 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress import fit_progress
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
-from .._starts import best_of_searches, screened_start
+from .._starts import (
+    best_of_searches,
+    finite_value,
+    screened_exact_start,
+    screened_start,
+)
 from .._warnings import warn_user
-from ..exceptions import NotPSDError
 from ..inference.laplace import find_map
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
@@ -341,28 +345,19 @@ class ApproximationStage:
         """The exact marginal posterior's mode: ``(log density, [theta, log s2])``.
 
         L-BFGS-B on the exact target (plus the log prior) from ``hyper`` and
-        from the length-scale screen's best point, as the collapsed bound's
-        own search. ``(-inf, None)`` when no search ends finite.
+        from the length-scale screen's best point (on every row), as the
+        SGLD regressor finds its MAP. ``(-inf, None)`` when no search ends
+        finite.
         """
         adapter, X, y, prior_set, hyper_bounds = problem
         exact = ExactMarginalTarget(adapter, X, y, prior_set)
-        names = [*adapter.param_names, "noise_variance"]
-
-        def log_density(params):
-            try:
-                value = float(exact.log_prob(params))
-            except (NotPSDError, np.linalg.LinAlgError, ValueError):
-                return -np.inf
-            return value if np.isfinite(value) else -np.inf
-
-        screened = screened_start(log_density, names, hyper, X, hyper_bounds)
         found = best_of_searches(
             lambda start: find_map(exact, start, hyper_bounds),
-            lambda result: log_density(result.params),
+            lambda result: exact.log_prob(result.params),
             hyper,
-            screened,
+            screened_exact_start(exact, hyper, hyper_bounds, cap=X.shape[0]),
         )
-        value = log_density(found.params)
+        value = finite_value(exact.log_prob, found.params)
         return (
             (value, np.array(found.params)) if np.isfinite(value) else (-np.inf, None)
         )
