@@ -22,7 +22,7 @@ from ..sampling import (
     sparse_conditioner,
     with_prior_noise,
 )
-from ..targets._sparse_numba import draw_moments
+from ..targets._sparse_numba import LAPACK, draw_moments
 from ..targets._sparse_shared import inducing_factor, project
 from .mixture import gaussian_joint_draws
 
@@ -316,6 +316,7 @@ def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X):
         adapter.spec.base,
         float(jitter),
         np.ascontiguousarray(v, dtype=np.float64),
+        LAPACK,
     )
     if not ok:
         raise NotPSDError(

@@ -30,7 +30,9 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True, nogil=True)
-def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2):
+def value_and_grad(
+    X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2, lapack
+):
     """Collapsed bound and its gradient in ``[phi, log s2]``.
 
     Parameters
@@ -48,6 +50,8 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
         Relative diagonal jitter of ``K(Z, Z)``.
     log_s2 : float
         Log noise variance of the likelihood.
+    lapack : tuple of int
+        :data:`skgp_bayes.targets._sparse_numba.LAPACK`.
 
     Returns
     -------
@@ -66,7 +70,7 @@ def value_and_grad(X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2)
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
     ok, Kuu, R, Kuf, A, gamma, free = inducing_projection(
-        Xs, Zs, variance, noise, base, jitter
+        Xs, Zs, variance, noise, base, jitter, lapack
     )
     if not ok:
         return False, 0.0, g, 0.0
@@ -181,7 +185,9 @@ def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter):
 
 
 @njit(cache=True, nogil=True)
-def value_and_grad_params(X, Z, y, params, phi_defaults, theta_index, base, jitter):
+def value_and_grad_params(
+    X, Z, y, params, phi_defaults, theta_index, base, jitter, lapack
+):
     """:func:`value_and_grad` from the parameter vector ``[theta, log s2]``.
 
     ``phi_defaults`` and ``theta_index`` are the kernel spec's (see
@@ -204,7 +210,17 @@ def value_and_grad_params(X, Z, y, params, phi_defaults, theta_index, base, jitt
         inv_ell[c] = math.exp(-phi[1 + c if ard else 1])
     noise = math.exp(phi[n_ls + 1])  # exp(-inf) = 0 without a noise term
     ok, value, g_phi, g_s2 = value_and_grad(
-        X, Z, y, inv_ell, math.exp(phi[0]), noise, base, ard, jitter, params[n_theta]
+        X,
+        Z,
+        y,
+        inv_ell,
+        math.exp(phi[0]),
+        noise,
+        base,
+        ard,
+        jitter,
+        params[n_theta],
+        lapack,
     )
     grad = np.empty(n_theta + 1)
     for k in range(n_theta):

@@ -236,6 +236,7 @@ class CollapsedSparseTarget:
                 adapter.spec.base,
                 self.jitter,
                 self._no_v,
+                _sparse_numba.LAPACK,
             )
             if not ok:
                 raise NotPSDError("The jittered K(Z, Z) is not positive definite.")
@@ -356,6 +357,7 @@ class CollapsedSparseTarget:
             spec.theta_index,
             spec.base,
             self.jitter,
+            _sparse_numba.LAPACK,
         )
         if not ok:
             raise NotPSDError(

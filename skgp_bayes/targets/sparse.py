@@ -95,6 +95,7 @@ from ..linalg import triangular_solve
 from ..priors import Gamma, LogNormal
 from . import _sparse_numba
 from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
+from ._sparse_numba import LAPACK
 from ._sparse_shared import (
     batch_indices,
     check_inputs,
@@ -737,7 +738,7 @@ class SparseWhitenedTarget:
         variance, noise, inv_ell, ard = self.adapter._fast_params(theta, X.shape[1])
         base = self.adapter.spec.base
         ok, R, A, gamma, free, mu, Kuu, Kuf = _sparse_numba.forward(
-            X, self.Z, inv_ell, variance, noise, base, self.jitter, v
+            X, self.Z, inv_ell, variance, noise, base, self.jitter, v, LAPACK
         )
         if not ok:
             raise NotPSDError(
@@ -767,23 +768,11 @@ class SparseWhitenedTarget:
         out = np.empty(self.n_params)
         out[nh:] = (A @ g_mu - v).ravel()
         if nk:
+            gbar = np.ascontiguousarray(gbar, dtype=np.float64)
             g_phi = _sparse_numba.backward(
-                X,
-                self.Z,
-                inv_ell,
-                variance,
-                noise,
-                base,
-                ard,
-                self.jitter,
-                R,
-                A,
-                Kuu,
-                Kuf,
-                v,
-                g_mu,
-                np.ascontiguousarray(gbar, dtype=np.float64),
-            )
+                X, self.Z, inv_ell, variance, noise, base, ard, self.jitter,
+                R, A, Kuu, Kuf, v, g_mu, gbar,
+            )  # fmt: skip
             out[:nk] = g_phi[self.adapter.spec.theta_index]
         if self.learn_noise:
             out[nk] = scale * d_noise_sum

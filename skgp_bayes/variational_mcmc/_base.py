@@ -1,5 +1,6 @@
 """Fit and prediction machinery shared by the two variational MCMC estimators."""
 
+import copy
 import time
 from numbers import Integral, Real
 
@@ -40,6 +41,13 @@ from ._sampling import default_n_inducing
 LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
+# The end-of-fit checks (warn_degenerate_fit) predict from at most this many
+# evenly spaced draws. They ask whether the fitted mean function's spread
+# reaches 1% of the target's; the mean of 250 draws carries a Monte Carlo
+# error of at most sd / sqrt(250), 6% of the draws' own spread, far from
+# changing that answer. Predicting from all 2,000 draws at 216 inducing
+# inputs took 5.2 s of a 21 s fit (sunspots).
+_CHECK_DRAWS = 250
 
 
 class VariationalMCMCBase(
@@ -147,6 +155,16 @@ class VariationalMCMCBase(
         # composes target x engine, and a test may stand another in.
         stages = (ApproximationStage.of(self), HMCStage.of(self, run_hmc_chains))
         return model(start, stages, (X, y_lik, likelihood, offset), Z0)
+
+    def _for_fit_checks(self):
+        """This fit, predicting from at most ``_CHECK_DRAWS`` of its draws."""
+        n_draws = self.draws_.shape[0]
+        if n_draws <= _CHECK_DRAWS:
+            return self
+        thinned = copy.copy(self)
+        rows = np.linspace(0, n_draws - 1, _CHECK_DRAWS).round().astype(int)
+        thinned.draws_ = self.draws_[rows]
+        return thinned
 
     # ---------------------------------------------------------- prediction
     def _draw_moments(self, X):

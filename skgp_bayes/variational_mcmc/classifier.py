@@ -377,7 +377,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
             fitted = self._fit_pipeline(X, y_lik, likelihood, None)
         fitted["classes_"] = classes
         self._set_fitted(fitted)
-        warn_degenerate_fit(self, X, y)
+        warn_degenerate_fit(self._for_fit_checks(), X, y)
         return self
 
     def _proba_from_moments(self, mu, var):

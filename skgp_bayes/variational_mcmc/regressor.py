@@ -258,8 +258,8 @@ fit_time_, diagnostics_, n_features_in_, feature_names_in_
             fitted = self._fit_pipeline(X, y_lik, likelihood, offset)
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
         self._set_fitted(fitted)
-        # predict(X) without exposure is the rate per unit of exposure
-        warn_degenerate_fit(self, X, y if exposure is None else y / exposure)
+        rates = y if exposure is None else y / exposure  # what predict(X) gives
+        warn_degenerate_fit(self._for_fit_checks(), X, rates)
         return self
 
     def _fit_model(self, likelihood):

@@ -585,3 +585,26 @@ def test_inducing_set_short_of_the_exact_mode_warns_beyond_exact_sampling(
     assert any("below the exact marginal likelihood" in m for m in messages)
     assert not reg.diagnostics_["exact_marginal"]
     assert reg.inducing_points_.shape[0] <= 13
+
+
+def test_fit_checks_predict_from_a_thinned_copy():
+    # The end-of-fit signal check predicts from at most _CHECK_DRAWS evenly
+    # spaced draws of a copy; the fit itself keeps all of them.
+    from skgp_bayes.variational_mcmc._base import _CHECK_DRAWS
+
+    X, y = _binary(40)
+    clf = _quiet_fit(
+        VariationalMCMCClassifier(n_inducing=5, **{**SMALL, "n_chains": 4}), X, y
+    )
+    assert clf._for_fit_checks() is clf  # 4 x 60 draws: no thinning
+    clf.draws_ = np.repeat(clf.draws_, 3, axis=0)  # 720 draws
+    checked = clf._for_fit_checks()
+    assert checked is not clf and clf.draws_.shape[0] == 720
+    assert checked.draws_.shape == (_CHECK_DRAWS, clf.draws_.shape[1])
+    np.testing.assert_array_equal(checked.draws_[[0, -1]], clf.draws_[[0, -1]])
+    # Rows 2.9 apart hit every run of three copies, so the copy holds every
+    # original draw once or twice: its probabilities are a reweighting of
+    # the same 240 draws' probabilities.
+    np.testing.assert_allclose(
+        checked.predict_proba(X), clf.predict_proba(X), atol=0.05
+    )
