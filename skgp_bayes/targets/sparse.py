@@ -90,7 +90,6 @@ from scipy.special import gammaln
 from ..exceptions import NotPSDError
 from ..likelihoods import Bernoulli, Gaussian, Poisson, Softmax
 from ..likelihoods._base import SMALL_VAR
-from ..likelihoods._quadrature import gauss_hermite
 from ..linalg import triangular_solve
 from ..priors import Gamma, LogNormal
 from . import _sparse_numba
@@ -335,7 +334,7 @@ class SparseWhitenedTarget:
             self._log_factorials = float(np.sum(gammaln(np.asarray(y) + 1.0)))
         self._logit = type(likelihood) is Bernoulli and likelihood.link == "logit"
         if self._logit:
-            self._logit_rule = gauss_hermite(likelihood.n_quadrature)
+            self._logit_rules = _sparse_numba.logit_rules(likelihood.n_quadrature)
             self._logit_y = np.asarray(y, dtype=np.float64)
         self._fixed_log_noise = (
             float(np.log(likelihood.noise_variance))
@@ -697,10 +696,9 @@ class SparseWhitenedTarget:
         if self._logit and grad and gamma.min() >= SMALL_VAR:
             # Below SMALL_VAR the likelihood switches to the limit of the
             # variance derivative; the general branch keeps that rule.
-            nodes, weights = self._logit_rule
             labels = self._logit_y if y is self.y else np.asarray(y, dtype=np.float64)
             elp, d_mu, d_var = _sparse_numba.logit_expectation(
-                labels, mu[:, 0], np.sqrt(gamma), nodes, weights
+                labels, mu[:, 0], np.sqrt(gamma), *self._logit_rules
             )
             value = scale * float(np.sum(elp))
             return value, scale * d_mu[:, None], scale * d_var * free, None

@@ -313,8 +313,13 @@ def test_compiled_prior_matches_the_prior_set():
     assert _compiled_prior(PriorSet(slices, {"c": HalfNormal(1.0)})) is None
 
 
+def _sparse_numba_limits():
+    from skgp_bayes.targets._sparse_numba import LOGIT_RULE_LIMITS
+
+    return LOGIT_RULE_LIMITS
+
+
 def test_compiled_logit_expectation_matches_the_likelihood():
-    from skgp_bayes.likelihoods import gauss_hermite
     from skgp_bayes.targets import _sparse_numba
 
     rng = np.random.default_rng(5)
@@ -324,9 +329,39 @@ def test_compiled_logit_expectation_matches_the_likelihood():
     sd = rng.uniform(1e-4, 3.0, 30)
     y = rng.integers(0, 2, 30).astype(float)
     ref = lik.expected_log_prob(y, mu, sd**2, grad=True)
-    got = _sparse_numba.logit_expectation(y, mu, sd, *gauss_hermite(lik.n_quadrature))
+    got = _sparse_numba.logit_expectation(
+        y, mu, sd, *_sparse_numba.logit_rules(lik.n_quadrature)
+    )
+    # Below 0.6 each point takes a shorter rule, within 1e-12 of the
+    # likelihood's 20 nodes (the table checked below).
     for a, b in zip(got, ref, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=3e-12)
+
+
+@pytest.mark.parametrize("n_nodes, largest_sd", _sparse_numba_limits())
+def test_shorter_logit_rules_resolve_their_sds(n_nodes, largest_sd):
+    # Up to its listed sd a rule's value and derivatives are within 1e-12 of
+    # a 150-node rule for every mean the targets meet; a tenth beyond its sd
+    # it is not (the limit is not loose by much). Labels of 0 mirror the mean.
+    from skgp_bayes.likelihoods import gauss_hermite
+    from skgp_bayes.targets import _sparse_numba
+
+    def expectation(sd, rule):
+        nodes, weights = rule
+        rules = (nodes[None], weights[None], np.array([nodes.size]), np.array([np.inf]))
+        mu = np.linspace(-30.0, 30.0, 1201)
+        return _sparse_numba.logit_expectation(
+            np.ones(mu.size), mu, np.full(mu.size, sd), *rules
+        )
+
+    def error(sd, k):
+        got = expectation(sd, gauss_hermite(k))
+        ref = expectation(sd, gauss_hermite(150))
+        return max(np.max(np.abs(a - b)) for a, b in zip(got, ref, strict=True))
+
+    for sd in np.linspace(0.01, largest_sd, 8):
+        assert error(sd, n_nodes) <= 1e-12
+    assert error(1.1 * largest_sd, n_nodes) > 1e-12
 
 
 @pytest.mark.parametrize("nu", [0.5, 1.5, 2.5])
