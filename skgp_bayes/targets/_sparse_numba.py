@@ -469,8 +469,8 @@ def logit_rules(n_quadrature):
     --------
     >>> from skgp_bayes.targets._sparse_numba import logit_rules
     >>> nodes, weights, counts, limits = logit_rules(20)
-    >>> counts.tolist(), limits[-1]
-    ([6, 8, 12, 16, 20], inf)
+    >>> counts.tolist(), limits.tolist()
+    ([6, 8, 12, 16, 20], [0.12, 0.24, 0.44, 0.6, inf])
     """
     rules = [(k, limit) for k, limit in LOGIT_RULE_LIMITS if k < n_quadrature]
     rules.append((n_quadrature, np.inf))

@@ -214,8 +214,9 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
     n_divergences_ : int
         Divergent transitions after warm-up, over chains.
     step_size_ : ndarray of shape (n_chains,)
-        Step size of each chain after warm-up: the smallest of the steps
-        the chains adapted, the same for all of them.
+        Step size of each chain after warm-up: the geometric mean of the
+        steps the chains adapted (shortened after a divergence, see
+        ``diagnostics_["step_backoffs"]``), the same for all of them.
     inv_mass_ : ndarray of shape (n_chains, n_params)
         Diagonal of each chain's inverse mass matrix after warm-up, in
         ``(theta, v)`` coordinates (with the curvature scaling, the
