@@ -201,10 +201,11 @@ def iterations(estimator):
             return f"{steps} ({'/'.join(history)})"
         trace = getattr(estimator, "trace_", None)
         if isinstance(trace, dict) and "svgp_elbo" in trace:
-            params = estimator.get_params()
+            # warm-up, then the sampling iterations the run-length rule took
+            sampling = estimator.diagnostics_.get("sampling_iterations")
             return (
                 f"svgp {len(trace['svgp_elbo'])}, "
-                f"hmc {params.get('n_warmup')}+{params.get('n_samples')}"
+                f"hmc {estimator.get_params().get('n_warmup')}+{sampling}"
             )
     return "-"
 
