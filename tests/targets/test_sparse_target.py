@@ -7,6 +7,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 from skgp_bayes.kernels import KernelAdapter, force_generic
 from skgp_bayes.likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
 from skgp_bayes.priors import LogNormal, PriorSet
+from skgp_bayes.targets._sparse_numba import LOGIT_RULE_LIMITS
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
 
@@ -313,12 +314,6 @@ def test_compiled_prior_matches_the_prior_set():
     assert _compiled_prior(PriorSet(slices, {"c": HalfNormal(1.0)})) is None
 
 
-def _sparse_numba_limits():
-    from skgp_bayes.targets._sparse_numba import LOGIT_RULE_LIMITS
-
-    return LOGIT_RULE_LIMITS
-
-
 def test_compiled_logit_expectation_matches_the_likelihood():
     from skgp_bayes.targets import _sparse_numba
 
@@ -338,7 +333,7 @@ def test_compiled_logit_expectation_matches_the_likelihood():
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=3e-12)
 
 
-@pytest.mark.parametrize("n_nodes, largest_sd", _sparse_numba_limits())
+@pytest.mark.parametrize("n_nodes, largest_sd", LOGIT_RULE_LIMITS)
 def test_shorter_logit_rules_resolve_their_sds(n_nodes, largest_sd):
     # Up to its listed sd a rule's value and derivatives are within 1e-12 of
     # a 150-node rule for every mean the targets meet; a tenth beyond its sd
