@@ -15,13 +15,12 @@ import numpy as np
 from numba import njit
 
 from ._sparse_numba import (
-    cholesky_lower,
     cross_contract,
     gram_contract,
     inducing_projection,
+    lower_factor,
+    lower_solve,
     scaled,
-    solve_lower,
-    solve_lower_t,
 )
 
 __all__ = ["value_and_grad", "value_and_grad_params"]
@@ -78,11 +77,11 @@ def value_and_grad(
     AT = np.ascontiguousarray(A.T)
     G = A @ AT
     sum_gamma = gamma.sum()
-    ok, value, Lp, c = _bound(G, A, y, sum_gamma, log_s2)
+    ok, value, Lp, c = _bound(G, A, y, sum_gamma, log_s2, lapack)
     if not ok:
         return False, 0.0, g, 0.0
-    S, mean, resid, g_s2 = _optimal_q(Lp, c, AT, y, sum_gamma, s2)
-    W, Kufbar = _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter)
+    S, mean, resid, g_s2 = _optimal_q(Lp, c, AT, y, sum_gamma, s2, lapack)
+    W, Kufbar = _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter, lapack)
     gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
     cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
     n_free = 0
@@ -96,23 +95,24 @@ def value_and_grad(
 
 
 @njit(cache=True, nogil=True)
-def _bound(G, A, y, sum_gamma, log_s2):
+def _bound(G, A, y, sum_gamma, log_s2, lapack):
     """The collapsed bound from ``G = A A'``, with the factor ``Lp`` of
     ``I + G / s2`` and ``c = Lp^-1 A y / s2`` for the optimal ``q(v)``;
     ``ok`` is False when ``Lp`` does not exist."""
     n = y.size
     m = G.shape[0]
     s2 = math.exp(log_s2)
-    Lp = G / s2
+    P = G / s2
     for i in range(m):
-        Lp[i, i] += 1.0
-    if not cholesky_lower(Lp):
+        P[i, i] += 1.0
+    ok, Lp = lower_factor(P, lapack)
+    if not ok:
         return False, 0.0, Lp, np.empty((m, 1))
     b = np.empty((m, 1))
     Ay = A @ y
     for j in range(m):
         b[j, 0] = Ay[j] / s2
-    c = solve_lower(Lp, b)
+    c = lower_solve(Lp, b, False, lapack)
     yy = 0.0
     for i in range(n):
         yy += y[i] * y[i]
@@ -127,14 +127,14 @@ def _bound(G, A, y, sum_gamma, log_s2):
 
 
 @njit(cache=True, nogil=True)
-def _optimal_q(Lp, c, AT, y, sum_gamma, s2):
+def _optimal_q(Lp, c, AT, y, sum_gamma, s2, lapack):
     """The optimal ``q(v) = N(mean, S)``, ``S = Lp^-T Lp^-1``, the residual
     ``y - A' mean`` and the gradient of the bound in ``log s2``."""
     n = y.size
     m = Lp.shape[0]
-    Linv = solve_lower(Lp, np.eye(m))
+    Linv = lower_solve(Lp, np.eye(m), False, lapack)
     S = np.ascontiguousarray(Linv.T) @ Linv
-    mean = solve_lower_t(Lp, c)
+    mean = lower_solve(Lp, c, True, lapack)
     resid = y - AT @ np.ascontiguousarray(mean[:, 0])
     trace_S = 0.0
     for j in range(m):
@@ -144,7 +144,7 @@ def _optimal_q(Lp, c, AT, y, sum_gamma, s2):
 
 
 @njit(cache=True, nogil=True)
-def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter):
+def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter, lapack):
     """Gradient weights on ``K(Z, Z)`` and ``K(Z, X)`` (see
     ``CollapsedSparseTarget._kernel_weights``); the jitter's share is in
     the first."""
@@ -157,7 +157,7 @@ def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter):
             rhs[i, j] = e - S[i, j]
             M[i, j] = mean[i, 0] * mean[j, 0] + G[i, j] / s2 + S[i, j] - e
         rhs[i, m] = mean[i, 0]
-    left = solve_lower_t(R, rhs)
+    left = lower_solve(R, rhs, True, lapack)
     Kufbar = np.ascontiguousarray(left[:, :m]) @ A
     for j in range(m):
         w = left[j, m]
@@ -166,13 +166,13 @@ def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter):
     clamped = np.flatnonzero(~free)
     if clamped.size:
         Ac = np.ascontiguousarray(A[:, clamped])
-        corr = solve_lower_t(R, Ac)
+        corr = lower_solve(R, Ac, True, lapack)
         for k in range(clamped.size):
             for j in range(m):
                 Kufbar[j, clamped[k]] -= corr[j, k] / s2
         M -= Ac @ np.ascontiguousarray(Ac.T) / s2
-    half = solve_lower_t(R, M)
-    K2 = solve_lower_t(R, np.ascontiguousarray(half.T))
+    half = lower_solve(R, M, True, lapack)
+    K2 = lower_solve(R, np.ascontiguousarray(half.T), True, lapack)
     W = np.empty((m, m))
     trace = 0.0
     for i in range(m):

@@ -3,7 +3,7 @@ subspace, and the class probabilities it gives."""
 
 import numpy as np
 
-from . import _sparse_numba
+from . import _likelihood_numba
 
 # Most sum-zero dimensions (classes minus one) for which the degree-5 rule of
 # softmax_rule has no negative weight; more classes use the likelihood's draws.
@@ -118,7 +118,7 @@ def softmax_rule_proba(means, variances):
     means = np.ascontiguousarray(means, dtype=np.float64)
     sd = np.sqrt(np.maximum(np.asarray(variances, dtype=np.float64), 0.0))
     nodes, weights = softmax_rule(means.shape[-1])
-    return _sparse_numba.softmax_mean_proba(
+    return _likelihood_numba.softmax_mean_proba(
         means, np.ascontiguousarray(sd), nodes, weights
     )
 

@@ -26,8 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernels._numba import kernel_value, kernel_value_and_slope
-from ..likelihoods._quadrature import gauss_hermite
+from ..kernels._numba import kernel_value_and_slope, kernel_value_vector
 from ..linalg._nogil_lapack import DPOTRF, DTRSM, cholesky_lower_c, solve_lower_c
 
 __all__ = ["backward", "forward"]
@@ -78,7 +77,7 @@ def kernel_values(Ys, Xs, variance, base):
                 row[i] += t * t
     for j in range(m):
         for i in range(n):
-            k = variance * kernel_value(base, K[j, i])
+            k = variance * kernel_value_vector(base, K[j, i])
             K[j, i] = 0.0 if abs(k) < _TINY else k
     return K
 
@@ -144,6 +143,33 @@ def solve_lower_t(R, B):
 
 
 @njit(cache=True, nogil=True)
+def lower_factor(K, lapack):
+    """``(ok, R)``: the lower Cholesky factor of ``K``, left untouched.
+
+    The compiled loops below :data:`LAPACK_MIN_INDUCING` rows, LAPACK's
+    ``dpotrf`` from there; ``ok`` is False where a pivot is not positive
+    (LAPACK passes a NaN through, which the diagonal test catches).
+    """
+    m = K.shape[0]
+    if m < LAPACK_MIN_INDUCING:
+        R = K.copy()
+        return cholesky_lower(R), R
+    R, info = cholesky_lower_c(np.ascontiguousarray(K), lapack[0])
+    ok = info == 0
+    for i in range(m):
+        ok = ok and math.isfinite(R[i, i])
+    return ok, R
+
+
+@njit(cache=True, nogil=True)
+def lower_solve(R, B, trans, lapack):
+    """``R^-1 B`` (``trans`` False) or ``R^-T B``, by size as :func:`lower_factor`."""
+    if R.shape[0] < LAPACK_MIN_INDUCING:
+        return solve_lower_t(R, B) if trans else solve_lower(R, B)
+    return solve_lower_c(R, np.ascontiguousarray(B), trans, lapack[1])
+
+
+@njit(cache=True, nogil=True)
 def forward(X, Z, inv_ell, variance, noise, base, jitter, v, lapack):
     """``R``, ``A``, clamped ``gamma``, its mask and ``mu = A' v``.
 
@@ -206,24 +232,16 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack):
     m = Zs.shape[0]
     Kuu = kernel_values(Zs, Zs, variance, base)
     diag = variance + noise
-    R = Kuu.copy()
+    K = Kuu.copy()
     for i in range(m):
-        R[i, i] = diag + jitter * diag
-    large = m >= LAPACK_MIN_INDUCING
-    if large:
-        R, info = cholesky_lower_c(R, lapack[0])
-        # LAPACK passes NaN through where the loop's pivot test stops
-        ok = info == 0
-        for i in range(m):
-            ok = ok and math.isfinite(R[i, i])
-    else:
-        ok = cholesky_lower(R)
+        K[i, i] = diag + jitter * diag
+    ok, R = lower_factor(K, lapack)
     gamma = np.empty(n)
     free = np.zeros(n, dtype=np.bool_)
     if not ok:
         return ok, Kuu, R, Kuu, np.zeros((m, n)), gamma, free
     Kuf = kernel_values(Zs, Xs, variance, base)
-    A = solve_lower_c(R, Kuf, False, lapack[1]) if large else solve_lower(R, Kuf)
+    A = lower_solve(R, Kuf, False, lapack)
     for i in range(n):
         s = diag
         for j in range(m):
@@ -282,23 +300,39 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
     m, d = Zs.shape
     n = Xs.shape[0]
     G = np.zeros((m, n))
+    # Local accumulators: NumPy's axis sums and a running g[0] in memory
+    # cost more than the products themselves at these sizes (40 us against
+    # 6 us at m = 18, n = 300).
+    rows = np.zeros(m)
+    cols = np.zeros(n)
+    total = 0.0
     for j in range(m):
-        for a in range(n):
-            w = W[j, a]
-            kv = Kuf[j, a]
-            if w == 0.0 or kv == 0.0:
-                continue
-            g[0] += w * kv
-            if base == 0:
-                G[j, a] = w * kv
-            else:
+        row_sum = 0.0
+        if base == 0:
+            # The RBF's f is k itself: G = W o K(Z, X), no distances.
+            for a in range(n):
+                gv = W[j, a] * Kuf[j, a]
+                G[j, a] = gv
+                row_sum += gv
+                cols[a] += gv
+            total += row_sum
+        else:
+            for a in range(n):
+                w = W[j, a]
+                kv = Kuf[j, a]
+                total += w * kv
+                if w == 0.0 or kv == 0.0:
+                    continue
                 r2 = 0.0
                 for c in range(d):
                     t = Zs[j, c] - Xs[a, c]
                     r2 += t * t
-                G[j, a] = w * variance * _slope(base, r2, kv, variance)
-    rows = G.sum(axis=1)
-    cols = G.sum(axis=0)
+                gv = w * variance * _slope(base, r2, kv, variance)
+                G[j, a] = gv
+                row_sum += gv
+                cols[a] += gv
+        rows[j] = row_sum
+    g[0] += total
     GX = G @ Xs
     for c in range(d):
         s = 0.0
@@ -314,15 +348,17 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
 
 @njit(cache=True, nogil=True)
 def backward(
-    X, Z, inv_ell, variance, noise, base, ard, jitter, R, A, Kuu, Kuf, v, g_mu, gbar
-):
+    X, Z, inv_ell, variance, noise, base, ard, jitter, R, A, Kuu, Kuf, v, g_mu, gbar,
+    lapack,
+):  # fmt: skip
     """Gradient in ``phi = [log variance, log ell..., log noise]``.
 
     Of the data term ``F`` given ``g_mu = dF/dmu`` (n, C) and ``gbar``, the
     derivative in the shared ``gamma`` (zero where clamped); the same
     algebra as ``_whitened_pullback`` in :mod:`skgp_bayes.targets.sparse`.
     ``ard`` selects one length-scale entry per column or one in all;
-    ``R``, ``A``, ``Kuu`` and ``Kuf`` are :func:`forward`'s.
+    ``R``, ``A``, ``Kuu`` and ``Kuf`` are :func:`forward`'s; ``lapack`` is
+    :data:`LAPACK` (the solves go to BLAS from :data:`LAPACK_MIN_INDUCING`).
 
     Returns
     -------
@@ -331,8 +367,8 @@ def backward(
     m, n = A.shape
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
-    B = solve_lower_t(R, A)
-    W = solve_lower_t(R, v)
+    B = lower_solve(R, A, True, lapack)
+    W = lower_solve(R, v, True, lapack)
     H = A @ g_mu
     # Kufbar = W g_mu' - 2 B diag(gbar); Bg = B diag(gbar)
     Bg = np.empty((m, n))
@@ -352,8 +388,8 @@ def backward(
             for c in range(C):
                 s += v[i, c] * H[j, c]
             P[i, j] = -s if j < i else -0.5 * s
-    G = solve_lower_t(R, P)
-    G = solve_lower_t(R, np.ascontiguousarray(G.T))
+    G = lower_solve(R, P, True, lapack)
+    G = lower_solve(R, np.ascontiguousarray(G.T), True, lapack)
     Kuubar = Bg @ np.ascontiguousarray(B.T)
     trace = 0.0
     for i in range(m):
@@ -372,229 +408,6 @@ def backward(
     g[0] += variance * total
     g[n_ls + 1] += noise * total
     return g
-
-
-@njit(cache=True, nogil=True)
-def softmax_expectation(labels, mu, sd, eps, weights):
-    """Weighted-node ``E[log softmax(F_i)[y_i]]`` and its gradients.
-
-    ``sum_s weights_s log softmax(F_is)[y_i]`` with ``F_is = mu_i + sd_i
-    eps_s`` and nodes ``eps`` of shape ``(S, C)`` shared by the points, for
-    latents that share the standard deviation ``sd_i`` (as they do in the
-    sparse target). With equal weights ``1 / S`` and the likelihood's draws
-    it is the Monte Carlo estimate of :meth:`skgp_bayes.likelihoods.Softmax.
-    expected_log_prob`; with a cubature rule's nodes and weights, that
-    rule. One pass over the ``S * n * C`` nodes, where the NumPy version
-    builds five temporaries of that size. The gradients are the exact
-    derivatives of the weighted sum.
-
-    Parameters
-    ----------
-    labels : ndarray of int of shape (n,)
-    mu : ndarray of shape (n, C)
-    sd : ndarray of shape (n,)
-        Positive.
-    eps : ndarray of shape (S, C)
-    weights : ndarray of shape (S,)
-
-    Returns
-    -------
-    elp : ndarray of shape (n,)
-    d_mu, d_var : ndarray of shape (n, C)
-        Derivatives in ``mu`` and in the variance ``sd ** 2``.
-    """
-    n, C = mu.shape
-    S = eps.shape[0]
-    elp = np.zeros(n)
-    d_mu = np.zeros((n, C))
-    d_var = np.zeros((n, C))
-    f = np.empty(C)
-    for i in range(n):
-        s_i = sd[i]
-        yi = labels[i]
-        for s in range(S):
-            top = -np.inf
-            for c in range(C):
-                f[c] = mu[i, c] + s_i * eps[s, c]
-                if f[c] > top:
-                    top = f[c]
-            total = 0.0
-            for c in range(C):
-                f[c] = math.exp(f[c] - top)
-                total += f[c]
-            w = weights[s]
-            # F_y - lse, from F_y itself: exp(F_y - top) may underflow to 0
-            elp[i] += w * (mu[i, yi] + s_i * eps[s, yi] - top - math.log(total))
-            for c in range(C):
-                g = -f[c] / total
-                if c == yi:
-                    g += 1.0
-                d_mu[i, c] += w * g
-                d_var[i, c] += w * g * eps[s, c]
-        for c in range(C):
-            d_var[i, c] /= 2.0 * s_i
-    return elp, d_mu, d_var
-
-
-# Gauss-Hermite rules for E[log sigmoid(f)], f ~ N(mu, sd^2), by sd: with K
-# nodes the value and both derivatives are within 1e-12 of a 150-node rule
-# for every mean in [-30, 30] up to the listed sd (a grid search over sd;
-# tests/targets/test_sparse_target.py checks each entry). log sigmoid is
-# analytic in a strip of half-width pi, which the rule sees as pi / sd, so
-# the nodes needed grow with sd. The joint target's sd is the conditional
-# sd of f given v: most points sit near inducing inputs with small ones
-# (median 0.09 on the fair data, 0.7 on breast cancer).
-LOGIT_RULE_LIMITS = ((6, 0.12), (8, 0.24), (12, 0.44), (16, 0.60))
-
-
-def logit_rules(n_quadrature):
-    """The stacked rules :func:`logit_expectation` chooses from.
-
-    Those of :data:`LOGIT_RULE_LIMITS` with fewer than ``n_quadrature``
-    nodes, then the ``n_quadrature``-node rule for every larger sd.
-
-    Parameters
-    ----------
-    n_quadrature : int
-
-    Returns
-    -------
-    nodes, weights : ndarray of shape (n_rules, n_quadrature)
-        Row ``r`` holds rule ``r``, padded with zeros.
-    counts : ndarray of int of shape (n_rules,)
-    limits : ndarray of shape (n_rules,)
-        Largest sd of each rule; the last is infinite.
-
-    Examples
-    --------
-    >>> from skgp_bayes.targets._sparse_numba import logit_rules
-    >>> nodes, weights, counts, limits = logit_rules(20)
-    >>> counts.tolist(), limits.tolist()
-    ([6, 8, 12, 16, 20], [0.12, 0.24, 0.44, 0.6, inf])
-    """
-    rules = [(k, limit) for k, limit in LOGIT_RULE_LIMITS if k < n_quadrature]
-    rules.append((n_quadrature, np.inf))
-    nodes = np.zeros((len(rules), n_quadrature))
-    weights = np.zeros((len(rules), n_quadrature))
-    for r, (k, _) in enumerate(rules):
-        nodes[r, :k], weights[r, :k] = gauss_hermite(k)
-    counts = np.array([k for k, _ in rules], dtype=np.int64)
-    return nodes, weights, counts, np.array([limit for _, limit in rules])
-
-
-@njit(cache=True, nogil=True)
-def logit_expectation(y, mu, sd, nodes, weights, counts, limits):
-    """Gauss-Hermite ``E[log sigmoid(s_i f_i)]`` and its gradients.
-
-    The same rule as :meth:`skgp_bayes.likelihoods.Bernoulli.
-    expected_log_prob` with the logistic link (``s_i = 2 y_i - 1``, nodes
-    ``mu_i + sd_i x_k``), in one pass over the nodes: the NumPy version
-    builds four temporaries of size ``n * K`` and a ``logaddexp`` and an
-    ``expit`` over them, whose per-call cost was half of a sparse-target
-    gradient at a few hundred points. Each point takes the fewest nodes of
-    :func:`logit_rules` that resolve its ``sd`` to 1e-12, and the
-    likelihood's own rule beyond :data:`LOGIT_RULE_LIMITS`. The variance
-    derivative is the exact derivative of the rule, ``sum_k w_k g_k x_k /
-    (2 sd_i)``; the caller handles variances so small that this quotient
-    loses its digits.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n,)
-        Labels in {0, 1}.
-    mu, sd : ndarray of shape (n,)
-        Latent means and standard deviations (positive).
-    nodes, weights, counts, limits
-        The rules of :func:`logit_rules`.
-
-    Returns
-    -------
-    elp, d_mu, d_var : ndarray of shape (n,)
-    """
-    n = mu.shape[0]
-    elp = np.empty(n)
-    d_mu = np.empty(n)
-    d_var = np.empty(n)
-    for i in range(n):
-        sign = 2.0 * y[i] - 1.0
-        s_i = sd[i]
-        r = 0
-        while s_i > limits[r]:
-            r += 1
-        value = 0.0
-        slope = 0.0
-        moment = 0.0
-        for k in range(counts[r]):
-            x = nodes[r, k]
-            w = weights[r, k]
-            z = sign * (mu[i] + s_i * x)
-            # One exp and one log1p give both log sigmoid(z) and sigmoid(-z).
-            if z >= 0.0:
-                e = math.exp(-z)
-                log_sig = -math.log1p(e)
-                tail = e / (1.0 + e)
-            else:
-                e = math.exp(z)
-                log_sig = z - math.log1p(e)
-                tail = 1.0 / (1.0 + e)
-            value += w * log_sig
-            g = w * sign * tail
-            slope += g
-            moment += g * x
-        elp[i] = value
-        d_mu[i] = slope
-        d_var[i] = moment / (2.0 * s_i)
-    return elp, d_mu, d_var
-
-
-@njit(cache=True, nogil=True)
-def softmax_mean_proba(means, sd, nodes, weights):
-    """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] nodes_k)``.
-
-    The class probabilities of a mixture of draws, each with latent means
-    ``means[s, i]`` (one per class) and a standard deviation ``sd[s, i]``
-    shared by the classes, averaged over the draws in one pass (no array of
-    ``S * n * K * C`` values is ever built).
-
-    Parameters
-    ----------
-    means : ndarray of shape (S, n, C)
-    sd : ndarray of shape (S, n)
-    nodes : ndarray of shape (K, C)
-    weights : ndarray of shape (K,)
-
-    Returns
-    -------
-    proba : ndarray of shape (n, C)
-        Rows normalised to sum to one exactly.
-    """
-    S, n, C = means.shape
-    K = nodes.shape[0]
-    out = np.zeros((n, C))
-    f = np.empty(C)
-    for s in range(S):
-        for i in range(n):
-            s_i = sd[s, i]
-            for k in range(K):
-                top = -np.inf
-                for c in range(C):
-                    f[c] = means[s, i, c] + s_i * nodes[k, c]
-                    if f[c] > top:
-                        top = f[c]
-                total = 0.0
-                for c in range(C):
-                    f[c] = math.exp(f[c] - top)
-                    total += f[c]
-                w = weights[k] / total
-                for c in range(C):
-                    out[i, c] += w * f[c]
-    for i in range(n):
-        total = 0.0
-        for c in range(C):
-            total += out[i, c]
-        for c in range(C):
-            out[i, c] /= total
-    return out
 
 
 @njit(cache=True, nogil=True)

@@ -87,26 +87,21 @@ factor. One evaluation costs ``O(|B| m^2 + m^3)``.
 import numpy as np
 from scipy.special import gammaln
 
-from ..exceptions import NotPSDError
 from ..likelihoods import Bernoulli, Gaussian, Poisson, Softmax
-from ..likelihoods._base import SMALL_VAR
 from ..linalg import triangular_solve
-from ..priors import Gamma, LogNormal
-from . import _sparse_numba
+from . import _likelihood_numba
 from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
-from ._sparse_numba import LAPACK
+from ._sparse_compiled import compiled_prior, evaluate_compiled
 from ._sparse_shared import (
     batch_indices,
     check_inputs,
     check_jitter,
     check_offset,
     check_prior,
-    gaussian_terms,
     gaussian_with_noise,
     inducing_factor,
     likelihood_terms,
     noise_is_free,
-    poisson_terms,
     project,
     sparse_expected_log_prob,
 )
@@ -151,34 +146,6 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
         + adapter.cross_grad_contract(theta, X, Z, np.ascontiguousarray(Kufbar.T))
         + adapter.diag_grad(theta, X).T @ gbar
     )
-
-
-def _compiled_prior(prior_set):
-    """Arrays for :func:`_sparse_numba.log_prior_theta`, or None.
-
-    Only when every entry's prior is exactly a
-    :class:`~skgp_bayes.priors.Gamma` or a
-    :class:`~skgp_bayes.priors.LogNormal` (the default policy's); any other
-    prior keeps :meth:`~skgp_bayes.priors.PriorSet.log_prob`.
-    """
-    entries = getattr(prior_set, "entry_priors", None)
-    if not entries:
-        return None
-    kind, a, b, const = [], [], [], []
-    for prior in entries:
-        if type(prior) is Gamma:
-            kind.append(0)
-            a.append(prior.shape)
-            b.append(prior.scale)
-            const.append(-prior.shape * np.log(prior.scale) - gammaln(prior.shape))
-        elif type(prior) is LogNormal:
-            kind.append(1)
-            a.append(prior.mu)
-            b.append(prior.sigma)
-            const.append(-np.log(prior.sigma) - 0.5 * _LOG_2PI)
-        else:
-            return None
-    return (np.array(kind), np.array(a), np.array(b), np.array(const))
 
 
 # --------------------------------------------------------------------------
@@ -318,12 +285,12 @@ class SparseWhitenedTarget:
         self.n_params = self.n_hyper + self.n_inducing * n_latent
         check_prior(prior_set, self.n_hyper)
         # Facts fixed for the target's life, looked up once rather than on
-        # every evaluation (see _evaluate_compiled).
+        # every evaluation (see _sparse_compiled.evaluate_compiled).
         small = self.n_inducing <= COMPILED_MAX_INDUCING
         self._compiled = bool(adapter.is_fast) and small
         self._closed_form = type(likelihood) is Gaussian
         self._softmax = type(likelihood) is Softmax
-        self._prior_arrays = _compiled_prior(prior_set)
+        self._prior_arrays = compiled_prior(prior_set)
         if self._softmax:
             self._softmax_nodes = softmax_nodes(likelihood)
             # Validated once: the full-data labels are passed on every call.
@@ -334,7 +301,7 @@ class SparseWhitenedTarget:
             self._log_factorials = float(np.sum(gammaln(np.asarray(y) + 1.0)))
         self._logit = type(likelihood) is Bernoulli and likelihood.link == "logit"
         if self._logit:
-            self._logit_rules = _sparse_numba.logit_rules(likelihood.n_quadrature)
+            self._logit_rules = _likelihood_numba.logit_rules(likelihood.n_quadrature)
             self._logit_y = np.asarray(y, dtype=np.float64)
         self._fixed_log_noise = (
             float(np.log(likelihood.noise_variance))
@@ -609,7 +576,7 @@ class SparseWhitenedTarget:
         """Softmax ``elp``, ``d_mu``, ``d_var`` by :func:`_softmax_nodes`."""
         nodes, weights = self._softmax_nodes
         labels = self._softmax_labels if y is self.y else self.likelihood._labels(y)
-        return _sparse_numba.softmax_expectation(
+        return _likelihood_numba.softmax_expectation(
             labels,
             np.ascontiguousarray(mu),
             np.sqrt(gamma),
@@ -619,7 +586,7 @@ class SparseWhitenedTarget:
 
     def _evaluate(self, params, batch, grad):
         if self._compiled:
-            return self._evaluate_compiled(params, batch, grad)
+            return evaluate_compiled(self, params, batch, grad)
         theta, log_noise, v = self.split(params)
         X, y, offset, scale = self._data(batch)
         R = inducing_factor(
@@ -668,115 +635,6 @@ class SparseWhitenedTarget:
             out[: self.n_hyper] += prior_grad
         if not np.isfinite(value):
             # -inf stays -inf for the engine to reject; NaN never escapes.
-            value = -np.inf
-        return value, out
-
-    def _data_terms(self, y, mu, gamma, free, log_noise, scale, grad):
-        """The expected log likelihood and its derivatives in ``mu``, ``gamma``.
-
-        Returns ``(value, g_mu, gbar, d_noise_sum)``: the scaled sum of the
-        expectations, ``d/dmu`` ``(n, C)``, ``d/dgamma`` (zero where the
-        variance is clamped) and the noise derivative's sum (None without a
-        learned noise); only the value when ``grad`` is False.
-        """
-        C = self.n_latent
-        if self._closed_form:
-            return gaussian_terms(y, mu[:, 0], gamma, free, log_noise, scale, grad)
-        if self._poisson:
-            log_factorials = (
-                self._log_factorials if y is self.y else float(np.sum(gammaln(y + 1.0)))
-            )
-            return poisson_terms(y, mu[:, 0], gamma, free, log_factorials, scale, grad)
-        if self._softmax:
-            elp, d_mu, d_var = self._softmax_terms(y, mu, gamma)
-            value = scale * float(np.sum(elp))
-            if not grad:
-                return value, None, None, None
-            return value, scale * d_mu, scale * np.sum(d_var, axis=1) * free, None
-        if self._logit and grad and gamma.min() >= SMALL_VAR:
-            # Below SMALL_VAR the likelihood switches to the limit of the
-            # variance derivative; the general branch keeps that rule.
-            labels = self._logit_y if y is self.y else np.asarray(y, dtype=np.float64)
-            elp, d_mu, d_var = _sparse_numba.logit_expectation(
-                labels, mu[:, 0], np.sqrt(gamma), *self._logit_rules
-            )
-            value = scale * float(np.sum(elp))
-            return value, scale * d_mu[:, None], scale * d_var * free, None
-        likelihood = self._likelihood_at(log_noise)
-        var = np.repeat(gamma[:, None], C, axis=1)
-        if not grad:
-            elp = sparse_expected_log_prob(likelihood, y, mu, var, C)
-            return scale * float(np.sum(elp)), None, None, None
-        elp, d_mu, d_var, d_noise = likelihood_terms(
-            likelihood, y, mu, var, C, self.learn_noise
-        )
-        value = scale * float(np.sum(elp))
-        d_noise_sum = None if d_noise is None else float(np.sum(d_noise))
-        return value, scale * d_mu, scale * np.sum(d_var, axis=1) * free, d_noise_sum
-
-    def _evaluate_compiled(self, params, batch, grad):
-        """:meth:`_evaluate` for fast-path kernels, in a few compiled calls.
-
-        The same function and gradient as the NumPy path (to round-off):
-        :mod:`skgp_bayes.targets._sparse_numba` holds the kernel algebra, and
-        a Gaussian likelihood's closed form is written out here rather than
-        through a likelihood object rebuilt for every noise value. HMC calls
-        this tens of thousands of times on small problems, where per-call
-        overhead, not arithmetic, set the cost.
-        """
-        params = np.asarray(params, dtype=np.float64)
-        if params.shape != (self.n_params,):
-            raise ValueError(
-                f"params must have shape ({self.n_params},); got {params.shape}."
-            )
-        nk, nh, C = self.n_kernel_params, self.n_hyper, self.n_latent
-        theta = params[:nk]
-        v = np.ascontiguousarray(params[nh:]).reshape(self.n_inducing, C)
-        X, y, offset, scale = self._data(batch)
-        variance, noise, inv_ell, ard = self.adapter._fast_params(theta, X.shape[1])
-        base = self.adapter.spec.base
-        ok, R, A, gamma, free, mu, Kuu, Kuf = _sparse_numba.forward(
-            X, self.Z, inv_ell, variance, noise, base, self.jitter, v, LAPACK
-        )
-        if not ok:
-            raise NotPSDError(
-                "The jittered K(Z, Z) is not positive definite "
-                f"({self._context(theta)})."
-            )
-        if offset is not None:
-            mu += offset[:, None]
-        value = -0.5 * float(v.ravel() @ v.ravel())
-        prior_grad = None
-        if self._prior_arrays is not None:
-            prior_value, prior_grad = _sparse_numba.log_prior_theta(
-                params[:nh], *self._prior_arrays
-            )
-            value += prior_value
-        elif self.prior_set is not None:
-            prior_value, prior_grad = self.prior_set.log_prob(params[:nh])
-            value += prior_value
-        log_noise = float(params[nk]) if self.learn_noise else self._fixed_log_noise
-        data, g_mu, gbar, d_noise_sum = self._data_terms(
-            y, mu, gamma, free, log_noise, scale, grad
-        )
-        value += data
-        if not grad:
-            return value if np.isfinite(value) else -np.inf
-        g_mu = np.ascontiguousarray(g_mu, dtype=np.float64)
-        out = np.empty(self.n_params)
-        out[nh:] = (A @ g_mu - v).ravel()
-        if nk:
-            gbar = np.ascontiguousarray(gbar, dtype=np.float64)
-            g_phi = _sparse_numba.backward(
-                X, self.Z, inv_ell, variance, noise, base, ard, self.jitter,
-                R, A, Kuu, Kuf, v, g_mu, gbar,
-            )  # fmt: skip
-            out[:nk] = g_phi[self.adapter.spec.theta_index]
-        if self.learn_noise:
-            out[nk] = scale * d_noise_sum
-        if prior_grad is not None:
-            out[:nh] += prior_grad
-        if not np.isfinite(value):
             value = -np.inf
         return value, out
 

@@ -60,7 +60,8 @@ class GuardedTarget:
 
     def __call__(self, params):
         h = params[: self.lower.size]
-        if np.any(h < self.lower) or np.any(h > self.upper):
+        # The array methods: np.any's dispatch cost more than the test.
+        if (h < self.lower).any() or (h > self.upper).any():
             return -np.inf, np.full(params.size, np.nan)
         try:
             return self.target.logp_and_grad(params)

@@ -97,6 +97,26 @@ def test_compiled_and_numpy_paths_agree_and_clamp(kernel):
         np.testing.assert_allclose(g1, g2, rtol=1e-9, atol=1e-9)
 
 
+def test_compiled_path_with_lapack_solves_agrees_with_numpy():
+    # From _sparse_numba.LAPACK_MIN_INDUCING (80) inducing inputs the
+    # compiled bound factorises and solves with LAPACK and BLAS. 100 inputs
+    # near the data in 2 dimensions leave K(Z, Z) with a condition number
+    # near m / jitter = 1e8, so two correct orders of the same arithmetic
+    # agree to about 1e8 x machine epsilon = 1e-8 relative.
+    from skgp_bayes.targets._sparse_numba import LAPACK_MIN_INDUCING
+
+    X, y, Z = _problem(n=160, m=100)
+    assert Z.shape[0] >= LAPACK_MIN_INDUCING
+    adapter = KernelAdapter(ConstantKernel(1.3) * RBF([0.8, 1.4]))
+    target = CollapsedSparseTarget(adapter, X, y, Z)
+    assert target._compiled
+    params = _params(adapter.kernel)
+    v1, g1 = target.logp_and_grad(params)
+    v2, g2 = target._value_and_grad(params)
+    assert v1 == pytest.approx(v2, rel=1e-8)
+    np.testing.assert_allclose(g1, g2, rtol=1e-6, atol=1e-6 * np.abs(g2).max())
+
+
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: type(k).__name__)
 def test_value_is_the_joint_target_with_v_integrated_out(kernel):
     # psi(theta, v) = psi(theta) N(v | mean, cov) exactly, so for any v the

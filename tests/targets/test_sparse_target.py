@@ -7,7 +7,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 from skgp_bayes.kernels import KernelAdapter, force_generic
 from skgp_bayes.likelihoods import Bernoulli, Gaussian, Poisson, RobustMax, Softmax
 from skgp_bayes.priors import LogNormal, PriorSet
-from skgp_bayes.targets._sparse_numba import LOGIT_RULE_LIMITS
+from skgp_bayes.targets._likelihood_numba import LOGIT_RULE_LIMITS
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
 
@@ -254,7 +254,7 @@ def test_compiled_path_raises_not_psd_for_duplicate_inducing_inputs(m):
 
 
 def test_compiled_softmax_expectation_matches_the_likelihood():
-    from skgp_bayes.targets import _sparse_numba
+    from skgp_bayes.targets import _likelihood_numba
 
     rng = np.random.default_rng(4)
     lik = Softmax(3, n_samples=40)
@@ -267,7 +267,7 @@ def test_compiled_softmax_expectation_matches_the_likelihood():
     ref = lik.expected_log_prob(y, mu, var, grad=True)
     draws = lik.default_draws()
     weights = np.full(draws.shape[0], 1.0 / draws.shape[0])
-    got = _sparse_numba.softmax_expectation(y, mu, sd, draws, weights)
+    got = _likelihood_numba.softmax_expectation(y, mu, sd, draws, weights)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
@@ -300,22 +300,22 @@ def test_softmax_rule_integrates_degree_five_exactly(n_classes):
 def test_compiled_prior_matches_the_prior_set():
     from skgp_bayes.priors import Gamma, HalfNormal
     from skgp_bayes.targets import _sparse_numba
-    from skgp_bayes.targets.sparse import _compiled_prior
+    from skgp_bayes.targets._sparse_compiled import compiled_prior
 
     slices = {"a": slice(0, 1), "b": slice(1, 4), "c": slice(4, 5)}
     named = {"a": Gamma(2.5, 0.7), "b": LogNormal(0.3, 1.7)}
     prior_set = PriorSet(slices, named)  # "c" gets the default Gamma(1, 2)
     theta = np.random.default_rng(6).normal(scale=2.0, size=5)
-    got = _sparse_numba.log_prior_theta(theta, *_compiled_prior(prior_set))
+    got = _sparse_numba.log_prior_theta(theta, *compiled_prior(prior_set))
     want = prior_set.log_prob(theta)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-14)
     # any other prior keeps the PriorSet's own evaluation
-    assert _compiled_prior(PriorSet(slices, {"c": HalfNormal(1.0)})) is None
+    assert compiled_prior(PriorSet(slices, {"c": HalfNormal(1.0)})) is None
 
 
 def test_compiled_logit_expectation_matches_the_likelihood():
-    from skgp_bayes.targets import _sparse_numba
+    from skgp_bayes.targets import _likelihood_numba
 
     rng = np.random.default_rng(5)
     lik = Bernoulli("logit")
@@ -324,8 +324,8 @@ def test_compiled_logit_expectation_matches_the_likelihood():
     sd = rng.uniform(1e-4, 3.0, 30)
     y = rng.integers(0, 2, 30).astype(float)
     ref = lik.expected_log_prob(y, mu, sd**2, grad=True)
-    got = _sparse_numba.logit_expectation(
-        y, mu, sd, *_sparse_numba.logit_rules(lik.n_quadrature)
+    got = _likelihood_numba.logit_expectation(
+        y, mu, sd, *_likelihood_numba.logit_rules(lik.n_quadrature)
     )
     # Below 0.6 each point takes a shorter rule, within 1e-12 of the
     # likelihood's 20 nodes (the table checked below).
@@ -339,13 +339,13 @@ def test_shorter_logit_rules_resolve_their_sds(n_nodes, largest_sd):
     # a 150-node rule for every mean the targets meet; a tenth beyond its sd
     # it is not (the limit is not loose by much). Labels of 0 mirror the mean.
     from skgp_bayes.likelihoods import gauss_hermite
-    from skgp_bayes.targets import _sparse_numba
+    from skgp_bayes.targets import _likelihood_numba
 
     def expectation(sd, rule):
         nodes, weights = rule
         rules = (nodes[None], weights[None], np.array([nodes.size]), np.array([np.inf]))
         mu = np.linspace(-30.0, 30.0, 1201)
-        return _sparse_numba.logit_expectation(
+        return _likelihood_numba.logit_expectation(
             np.ones(mu.size), mu, np.full(mu.size, sd), *rules
         )
 
@@ -400,3 +400,59 @@ def test_many_inducing_inputs_take_the_lapack_path_with_the_same_result():
     np.testing.assert_allclose(
         grad, ref_grad, rtol=1e-7, atol=1e-7 * np.abs(ref_grad).max()
     )
+
+
+def test_logit_target_in_one_compiled_call_equals_the_three_call_path():
+    # _likelihood_numba.logit_joint chains forward, the logit expectation and
+    # backward in one call; the three-call path (taken with a mean offset)
+    # is the same algebra, so with a zero offset they agree to round-off.
+    fused = _target("logit")
+    three_calls = _target("logit")
+    three_calls.offset = np.zeros(three_calls.n)
+    params = _params(fused)
+    value, grad = fused.logp_and_grad(params)
+    ref_value, ref_grad = three_calls.logp_and_grad(params)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-13)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-11, atol=1e-12)
+
+
+def test_logit_target_falls_back_where_a_variance_is_below_the_likelihoods_floor():
+    # Inducing inputs on the training inputs leave conditional variances of
+    # about the jitter (1e-12 here), below SMALL_VAR: the one-call path hands
+    # over to the likelihood's rule, and the result is the NumPy path's.
+    from skgp_bayes.likelihoods._base import SMALL_VAR
+    from skgp_bayes.targets import _likelihood_numba, _sparse_numba
+
+    likelihood, kernel = CASES["logit"]
+    X, y, _ = _data(likelihood)
+    adapter = KernelAdapter(kernel)
+    target = SparseWhitenedTarget(adapter, X, y, X.copy(), likelihood, jitter=1e-12)
+    params = _params(target)
+    variance, noise, inv_ell, ard = adapter._fast_params(
+        params[: target.n_kernel_params], X.shape[1]
+    )
+    status = _likelihood_numba.logit_joint(
+        X, X, inv_ell, variance, noise, adapter.spec.base, ard, target.jitter,
+        params[target.n_hyper :].reshape(-1, 1), y, 1.0,
+        *target._logit_rules, SMALL_VAR, _sparse_numba.LAPACK,
+    )[0]  # fmt: skip
+    assert status == _likelihood_numba.SMALL_VARIANCE
+    numpy_path = SparseWhitenedTarget(adapter, X, y, X.copy(), likelihood, jitter=1e-12)
+    numpy_path._compiled = False
+    value, grad = target.logp_and_grad(params)
+    ref_value, ref_grad = numpy_path.logp_and_grad(params)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-9)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-6, atol=1e-6)
+
+
+def test_logit_target_in_one_call_raises_not_psd_for_duplicate_inducing_inputs():
+    from skgp_bayes.exceptions import NotPSDError
+
+    likelihood, kernel = CASES["logit"]
+    X, y, _ = _data(likelihood)
+    Z = np.repeat(X[:1], 3, axis=0)
+    target = SparseWhitenedTarget(
+        KernelAdapter(kernel), X, y, Z, likelihood, jitter=0.0
+    )
+    with pytest.raises(NotPSDError):
+        target.logp_and_grad(np.zeros(target.n_params))
