@@ -26,11 +26,12 @@ __all__ = [
     "logit_joint",
     "logit_rules",
     "softmax_expectation",
+    "softmax_joint",
     "softmax_mean_proba",
 ]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def softmax_expectation(labels, mu, sd, eps, weights):
     """Weighted-node ``E[log softmax(F_i)[y_i]]`` and its gradients.
 
@@ -61,34 +62,54 @@ def softmax_expectation(labels, mu, sd, eps, weights):
     """
     n, C = mu.shape
     S = eps.shape[0]
+    # Passes as in logit_expectation: the shifted logits F - max_c F, their
+    # exponentials and the logs of their sums each in a loop of their own
+    # (those two vectorise), then the weighted sums per point.
+    shifted = np.empty((n, S, C))
+    top = np.empty((n, S))
+    for i in range(n):
+        for s in range(S):
+            t = -np.inf
+            for c in range(C):
+                t = max(t, mu[i, c] + sd[i] * eps[s, c])
+            top[i, s] = t
+            for c in range(C):
+                shifted[i, s, c] = mu[i, c] + sd[i] * eps[s, c] - t
+    flat = shifted.reshape(n * S * C)
+    expo = np.empty(n * S * C)
+    for t in range(n * S * C):
+        expo[t] = vector_exp(flat[t])
+    expo3 = expo.reshape((n, S, C))
+    # The largest term is exp(0) = 1, so the sum lies in [1, C] and the sum
+    # minus 1 is exact: log1p keeps all its digits.
+    log_total = np.empty(n * S)
+    total = np.empty(n * S)
+    for i in range(n):
+        for s in range(S):
+            acc = 0.0
+            for c in range(C):
+                acc += expo3[i, s, c]
+            total[i * S + s] = acc
+    for t in range(n * S):
+        log_total[t] = vector_log1p(total[t] - 1.0)
     elp = np.zeros(n)
     d_mu = np.zeros((n, C))
     d_var = np.zeros((n, C))
-    f = np.empty(C)
     for i in range(n):
-        s_i = sd[i]
         yi = labels[i]
         for s in range(S):
-            top = -np.inf
-            for c in range(C):
-                f[c] = mu[i, c] + s_i * eps[s, c]
-                if f[c] > top:
-                    top = f[c]
-            total = 0.0
-            for c in range(C):
-                f[c] = math.exp(f[c] - top)
-                total += f[c]
             w = weights[s]
-            # F_y - lse, from F_y itself: exp(F_y - top) may underflow to 0
-            elp[i] += w * (mu[i, yi] + s_i * eps[s, yi] - top - math.log(total))
+            inv_total = 1.0 / total[i * S + s]
+            # F_y - lse, from the shifted F_y: exp(F_y - top) may underflow
+            elp[i] += w * (shifted[i, s, yi] - log_total[i * S + s])
             for c in range(C):
-                g = -f[c] / total
+                g = -expo3[i, s, c] * inv_total
                 if c == yi:
                     g += 1.0
                 d_mu[i, c] += w * g
                 d_var[i, c] += w * g * eps[s, c]
         for c in range(C):
-            d_var[i, c] /= 2.0 * s_i
+            d_var[i, c] /= 2.0 * sd[i]
     return elp, d_mu, d_var
 
 
@@ -278,25 +299,82 @@ def logit_joint(
     elp, d_mu, d_var = logit_expectation(
         y, np.ascontiguousarray(mu[:, 0]), sd, nodes, weights, counts, limits
     )
+    value, g_phi, g_v = _whitened_gradients(
+        X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
+        R, A, Kuu, Kuf, free, scale, elp, d_mu.reshape((n, 1)), d_var,
+    )  # fmt: skip
+    return DONE, value, g_phi, g_v
+
+
+@njit(cache=True, nogil=True)
+def softmax_joint(
+    X, Z, inv_ell, variance, noise, base, ard, jitter, v, labels, scale,
+    eps, weights, lapack,
+):  # fmt: skip
+    """:func:`logit_joint` for the softmax likelihood (``v`` of shape (m, C)).
+
+    The expectation is :func:`softmax_expectation` with the nodes and
+    weights ``eps``, ``weights``; ``labels`` are class indices. There is no
+    small-variance hand-over (the softmax rule has none). Returns
+    ``(status, value, g_phi, g_v)`` with ``g_v`` of shape ``(m * C,)``
+    (row-major, as ``v.ravel()``); ``status`` is :data:`DONE` or
+    :data:`NOT_PSD`.
+    """
+    n = X.shape[0]
+    C = v.shape[1]
+    ok, R, A, gamma, free, mu, Kuu, Kuf = forward(
+        X, Z, inv_ell, variance, noise, base, jitter, v, lapack
+    )
+    if not ok:
+        return NOT_PSD, 0.0, np.zeros(0), np.zeros(0)
+    sd = np.empty(n)
+    for i in range(n):
+        sd[i] = math.sqrt(gamma[i])
+    elp, d_mu, d_var = softmax_expectation(labels, mu, sd, eps, weights)
+    d_var_sum = np.zeros(n)
+    for i in range(n):
+        for c in range(C):
+            d_var_sum[i] += d_var[i, c]
+    value, g_phi, g_v = _whitened_gradients(
+        X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
+        R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var_sum,
+    )  # fmt: skip
+    return DONE, value, g_phi, g_v
+
+
+@njit(cache=True, nogil=True)
+def _whitened_gradients(
+    X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
+    R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var,
+):  # fmt: skip
+    """Value and gradients from the expectation's terms (see logit_joint).
+
+    ``d_mu`` of shape (n, C) and ``d_var`` of shape (n,), the derivative in
+    the variance that the latents share, unscaled; the clamped variances'
+    entries are dropped here.
+    """
+    n, C = d_mu.shape
+    m = Z.shape[0]
     data = 0.0
-    g_mu = np.empty((n, 1))
+    g_mu = np.empty((n, C))
     gbar = np.empty(n)
     for i in range(n):
         data += elp[i]
-        g_mu[i, 0] = scale * d_mu[i]
+        for c in range(C):
+            g_mu[i, c] = scale * d_mu[i, c]
         gbar[i] = scale * d_var[i] if free[i] else 0.0
     vv = 0.0
+    g_v = np.empty(m * C)
+    Ag = A @ g_mu
     for j in range(m):
-        vv += v[j, 0] * v[j, 0]
-        s = 0.0
-        for i in range(n):
-            s += A[j, i] * g_mu[i, 0]
-        g_v[j] = s - v[j, 0]
+        for c in range(C):
+            vv += v[j, c] * v[j, c]
+            g_v[j * C + c] = Ag[j, c] - v[j, c]
     g_phi = backward(
         X, Z, inv_ell, variance, noise, base, ard, jitter, R, A, Kuu, Kuf, v,
         g_mu, gbar, lapack,
     )  # fmt: skip
-    return DONE, scale * data - 0.5 * vv, g_phi, g_v
+    return scale * data - 0.5 * vv, g_phi, g_v
 
 
 @njit(cache=True, nogil=True)

@@ -7,9 +7,10 @@ algebra in :mod:`skgp_bayes.targets._sparse_numba` and a Gaussian
 likelihood's closed form written out rather than through a likelihood
 object rebuilt for every noise value. HMC calls this tens of thousands of
 times on small problems, where per-call overhead, not arithmetic, set the
-cost; so a Bernoulli-logit target with no mean offset, the variational MCMC
-classifier's, takes one compiled call for the whole value and gradient
-(:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`): on fair
+cost; so a Bernoulli-logit or softmax target with no mean offset, the
+variational MCMC classifier's, takes one compiled call for the whole value
+and gradient (:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`,
+:func:`~skgp_bayes.targets._likelihood_numba.softmax_joint`): on fair
 (n = 300, m = 18) one gradient in an HMC fit went from 127 to 112 us, the
 Python between three compiled calls having been most of the difference.
 """
@@ -143,22 +144,32 @@ def _prior_terms(target, hyper):
     return 0.0, None
 
 
-def _logit_in_one_call(target, params, X, y, scale):
-    """Value and gradient by :func:`_likelihood_numba.logit_joint`, or None.
+def _in_one_call(target, params, X, y, scale):
+    """Value and gradient by one compiled call, or None.
 
-    None where a conditional variance is below ``SMALL_VAR``: the general
-    path applies the likelihood's rule there.
+    :func:`_likelihood_numba.logit_joint` or
+    :func:`_likelihood_numba.softmax_joint`; None where a logit target's
+    conditional variance is below ``SMALL_VAR`` (the general path applies
+    the likelihood's rule there).
     """
-    nk, nh = target.n_kernel_params, target.n_hyper
+    nk, nh, C = target.n_kernel_params, target.n_hyper, target.n_latent
     theta = params[:nk]
-    v = np.ascontiguousarray(params[nh:]).reshape(target.n_inducing, 1)
+    v = np.ascontiguousarray(params[nh:]).reshape(target.n_inducing, C)
     adapter = target.adapter
     variance, noise, inv_ell, ard = adapter._fast_params(theta, X.shape[1])
-    status, value, g_phi, g_v = _likelihood_numba.logit_joint(
-        X, target.Z, inv_ell, variance, noise, adapter.spec.base, ard,
-        target.jitter, v, _labels(target, y), scale, *target._logit_rules,
-        SMALL_VAR, LAPACK,
-    )  # fmt: skip
+    kernel = (X, target.Z, inv_ell, variance, noise, adapter.spec.base, ard)
+    if target._logit:
+        status, value, g_phi, g_v = _likelihood_numba.logit_joint(
+            *kernel, target.jitter, v, _labels(target, y), scale,
+            *target._logit_rules, SMALL_VAR, LAPACK,
+        )  # fmt: skip
+    else:
+        labels = (
+            target._softmax_labels if y is target.y else target.likelihood._labels(y)
+        )
+        status, value, g_phi, g_v = _likelihood_numba.softmax_joint(
+            *kernel, target.jitter, v, labels, scale, *target._softmax_nodes, LAPACK
+        )
     if status == _likelihood_numba.NOT_PSD:
         raise _not_psd(target, theta)
     if status != _likelihood_numba.DONE:
@@ -220,8 +231,8 @@ def evaluate_compiled(target, params, batch, grad):
     """
     params = _checked_params(target, params)
     X, y, offset, scale = target._data(batch)
-    if target._logit and grad and offset is None:
-        fused = _logit_in_one_call(target, params, X, y, scale)
+    if (target._logit or target._softmax) and grad and offset is None:
+        fused = _in_one_call(target, params, X, y, scale)
         if fused is not None:
             return fused
     nk, nh, C = target.n_kernel_params, target.n_hyper, target.n_latent

@@ -402,12 +402,14 @@ def test_many_inducing_inputs_take_the_lapack_path_with_the_same_result():
     )
 
 
-def test_logit_target_in_one_compiled_call_equals_the_three_call_path():
-    # _likelihood_numba.logit_joint chains forward, the logit expectation and
-    # backward in one call; the three-call path (taken with a mean offset)
-    # is the same algebra, so with a zero offset they agree to round-off.
-    fused = _target("logit")
-    three_calls = _target("logit")
+@pytest.mark.parametrize("name", ["logit", "softmax"])
+def test_target_in_one_compiled_call_equals_the_three_call_path(name):
+    # _likelihood_numba.logit_joint and softmax_joint chain forward, the
+    # expectation and backward in one call; the three-call path (taken with
+    # a mean offset) is the same algebra, so with a zero offset they agree
+    # to round-off.
+    fused = _target(name)
+    three_calls = _target(name)
     three_calls.offset = np.zeros(three_calls.n)
     params = _params(fused)
     value, grad = fused.logp_and_grad(params)
