@@ -334,16 +334,20 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
         rows[j] = row_sum
     g[0] += total
     GX = G @ Xs
+    # Rows outer, columns inner: contiguous reads, one accumulator per column.
+    per_column = np.zeros(d)
+    for j in range(m):
+        for c in range(d):
+            per_column[c] += Zs[j, c] * (Zs[j, c] * rows[j] - 2.0 * GX[j, c])
+    for a in range(n):
+        col_sum = cols[a]
+        for c in range(d):
+            per_column[c] += Xs[a, c] * Xs[a, c] * col_sum
     for c in range(d):
-        s = 0.0
-        for j in range(m):
-            s += Zs[j, c] * (Zs[j, c] * rows[j] - 2.0 * GX[j, c])
-        for a in range(n):
-            s += Xs[a, c] * Xs[a, c] * cols[a]
         if ard:
-            g[1 + c] += s
+            g[1 + c] += per_column[c]
         else:
-            g[1] += s
+            g[1] += per_column[c]
 
 
 @njit(cache=True, nogil=True)
