@@ -18,6 +18,7 @@ from ._sparse_numba import (
     cross_contract,
     gram_contract,
     inducing_projection,
+    kernel_scales,
     lower_factor,
     lower_solve,
     scaled,
@@ -199,28 +200,11 @@ def value_and_grad_params(
     ``grad`` of shape ``(len(theta_index) + 1,)``.
     """
     n_theta = theta_index.size
-    phi = phi_defaults.copy()
-    for k in range(n_theta):
-        phi[theta_index[k]] = params[k]
-    n_ls = phi.size - 2
-    ard = n_ls > 1
-    d = X.shape[1]
-    inv_ell = np.empty(d)
-    for c in range(d):
-        inv_ell[c] = math.exp(-phi[1 + c if ard else 1])
-    noise = math.exp(phi[n_ls + 1])  # exp(-inf) = 0 without a noise term
+    variance, noise, inv_ell, ard = kernel_scales(
+        params, phi_defaults, theta_index, X.shape[1]
+    )
     ok, value, g_phi, g_s2 = value_and_grad(
-        X,
-        Z,
-        y,
-        inv_ell,
-        math.exp(phi[0]),
-        noise,
-        base,
-        ard,
-        jitter,
-        params[n_theta],
-        lapack,
+        X, Z, y, inv_ell, variance, noise, base, ard, jitter, params[n_theta], lapack
     )
     grad = np.empty(n_theta + 1)
     for k in range(n_theta):

@@ -18,7 +18,7 @@ from numba import njit
 
 from .._vector_exp import vector_exp, vector_log1p
 from ..likelihoods._quadrature import gauss_hermite
-from ._sparse_numba import backward, forward
+from ._sparse_numba import backward, forward, kernel_scales
 
 __all__ = [
     "LOGIT_RULE_LIMITS",
@@ -244,7 +244,7 @@ DONE, NOT_PSD, SMALL_VARIANCE = 0, 1, 2
 
 @njit(cache=True, nogil=True)
 def logit_joint(
-    X, Z, inv_ell, variance, noise, base, ard, jitter, v, y, scale,
+    X, Z, theta, phi_defaults, theta_index, base, jitter, v, y, scale,
     nodes, weights, counts, limits, small_var, lapack,
 ):  # fmt: skip
     """The Bernoulli-logit whitened target's data term, prior on ``v`` and
@@ -253,12 +253,16 @@ def logit_joint(
     :func:`forward`, :func:`logit_expectation` and :func:`backward` chained
     without returning to Python between them: the value ``scale sum_i
     E[log sigmoid(s_i f_i)] - v'v / 2`` (no hyperparameter prior), its
-    gradient in ``phi`` (:func:`backward`'s layout) and in ``v``.
+    gradient in the kernel's ``theta`` and in ``v``.
 
     Parameters
     ----------
-    X, Z, inv_ell, variance, noise, base, ard, jitter, v
-        As in :func:`forward` and :func:`backward`; ``v`` of shape (m, 1).
+    X, Z, base, jitter, v
+        As in :func:`forward`; ``v`` of shape (m, 1).
+    theta, phi_defaults, theta_index
+        The kernel's log hyperparameters and its spec's layout (see
+        :func:`~skgp_bayes.targets._sparse_numba.kernel_scales`, which
+        needs one length scale or one per input column).
     y : ndarray of shape (n,)
         Labels in {0, 1}.
     scale : float
@@ -279,22 +283,25 @@ def logit_joint(
         variance is below ``small_var`` (the caller takes the general
         path). The other outputs are meaningful only with :data:`DONE`.
     value : float
-    g_phi : ndarray of shape (n_ls + 2,)
+    g_theta : ndarray of shape (len(theta_index),)
     g_v : ndarray of shape (m,)
     """
     n = X.shape[0]
     m = Z.shape[0]
     g_v = np.zeros(m)
-    g_phi = np.zeros((inv_ell.size if ard else 1) + 2)
+    g_theta = np.zeros(theta_index.size)
+    variance, noise, inv_ell, ard = kernel_scales(
+        theta, phi_defaults, theta_index, X.shape[1]
+    )
     ok, R, A, gamma, free, mu, Kuu, Kuf = forward(
         X, Z, inv_ell, variance, noise, base, jitter, v, lapack
     )
     if not ok:
-        return NOT_PSD, 0.0, g_phi, g_v
+        return NOT_PSD, 0.0, g_theta, g_v
     sd = np.empty(n)
     for i in range(n):
         if gamma[i] < small_var:
-            return SMALL_VARIANCE, 0.0, g_phi, g_v
+            return SMALL_VARIANCE, 0.0, g_theta, g_v
         sd[i] = math.sqrt(gamma[i])
     elp, d_mu, d_var = logit_expectation(
         y, np.ascontiguousarray(mu[:, 0]), sd, nodes, weights, counts, limits
@@ -303,12 +310,12 @@ def logit_joint(
         X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
         R, A, Kuu, Kuf, free, scale, elp, d_mu.reshape((n, 1)), d_var,
     )  # fmt: skip
-    return DONE, value, g_phi, g_v
+    return DONE, value, _in_theta(g_phi, theta_index), g_v
 
 
 @njit(cache=True, nogil=True)
 def softmax_joint(
-    X, Z, inv_ell, variance, noise, base, ard, jitter, v, labels, scale,
+    X, Z, theta, phi_defaults, theta_index, base, jitter, v, labels, scale,
     eps, weights, lapack,
 ):  # fmt: skip
     """:func:`logit_joint` for the softmax likelihood (``v`` of shape (m, C)).
@@ -316,12 +323,15 @@ def softmax_joint(
     The expectation is :func:`softmax_expectation` with the nodes and
     weights ``eps``, ``weights``; ``labels`` are class indices. There is no
     small-variance hand-over (the softmax rule has none). Returns
-    ``(status, value, g_phi, g_v)`` with ``g_v`` of shape ``(m * C,)``
+    ``(status, value, g_theta, g_v)`` with ``g_v`` of shape ``(m * C,)``
     (row-major, as ``v.ravel()``); ``status`` is :data:`DONE` or
     :data:`NOT_PSD`.
     """
     n = X.shape[0]
     C = v.shape[1]
+    variance, noise, inv_ell, ard = kernel_scales(
+        theta, phi_defaults, theta_index, X.shape[1]
+    )
     ok, R, A, gamma, free, mu, Kuu, Kuf = forward(
         X, Z, inv_ell, variance, noise, base, jitter, v, lapack
     )
@@ -339,7 +349,15 @@ def softmax_joint(
         X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
         R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var_sum,
     )  # fmt: skip
-    return DONE, value, g_phi, g_v
+    return DONE, value, _in_theta(g_phi, theta_index), g_v
+
+
+@njit(cache=True, nogil=True)
+def _in_theta(g_phi, theta_index):
+    g_theta = np.empty(theta_index.size)
+    for k in range(theta_index.size):
+        g_theta[k] = g_phi[theta_index[k]]
+    return g_theta
 
 
 @njit(cache=True, nogil=True)

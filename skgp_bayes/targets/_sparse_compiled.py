@@ -155,11 +155,10 @@ def _in_one_call(target, params, X, y, scale):
     nk, nh, C = target.n_kernel_params, target.n_hyper, target.n_latent
     theta = params[:nk]
     v = np.ascontiguousarray(params[nh:]).reshape(target.n_inducing, C)
-    adapter = target.adapter
-    variance, noise, inv_ell, ard = adapter._fast_params(theta, X.shape[1])
-    kernel = (X, target.Z, inv_ell, variance, noise, adapter.spec.base, ard)
+    spec = target.adapter.spec
+    kernel = (X, target.Z, theta, spec.defaults, spec.theta_index, spec.base)
     if target._logit:
-        status, value, g_phi, g_v = _likelihood_numba.logit_joint(
+        status, value, g_theta, g_v = _likelihood_numba.logit_joint(
             *kernel, target.jitter, v, _labels(target, y), scale,
             *target._logit_rules, SMALL_VAR, LAPACK,
         )  # fmt: skip
@@ -167,7 +166,7 @@ def _in_one_call(target, params, X, y, scale):
         labels = (
             target._softmax_labels if y is target.y else target.likelihood._labels(y)
         )
-        status, value, g_phi, g_v = _likelihood_numba.softmax_joint(
+        status, value, g_theta, g_v = _likelihood_numba.softmax_joint(
             *kernel, target.jitter, v, labels, scale, *target._softmax_nodes, LAPACK
         )
     if status == _likelihood_numba.NOT_PSD:
@@ -177,7 +176,7 @@ def _in_one_call(target, params, X, y, scale):
     prior_value, prior_grad = _prior_terms(target, params[:nh])
     out = np.empty(target.n_params)
     out[nh:] = g_v
-    out[:nk] = g_phi[adapter.spec.theta_index]
+    out[:nk] = g_theta
     if prior_grad is not None:
         out[:nh] += prior_grad
     value += prior_value
@@ -231,7 +230,7 @@ def evaluate_compiled(target, params, batch, grad):
     """
     params = _checked_params(target, params)
     X, y, offset, scale = target._data(batch)
-    if (target._logit or target._softmax) and grad and offset is None:
+    if target._one_call and grad and offset is None:
         fused = _in_one_call(target, params, X, y, scale)
         if fused is not None:
             return fused

@@ -143,6 +143,28 @@ def solve_lower_t(R, B):
 
 
 @njit(cache=True, nogil=True)
+def kernel_scales(theta, phi_defaults, theta_index, d):
+    """``(variance, noise, inv_ell, ard)`` from the kernel's ``theta``.
+
+    ``phi_defaults`` and ``theta_index`` are the kernel spec's (see
+    :mod:`skgp_bayes.kernels._lowering`): ``phi[theta_index] = theta``,
+    ``phi = [log variance, log ell..., log noise]`` with ``-inf`` for an
+    absent noise (whose exponential is then 0). An isotropic length scale
+    is repeated over the ``d`` input columns; an ARD kernel must have ``d``
+    of them (the caller checks).
+    """
+    phi = phi_defaults.copy()
+    for k in range(theta_index.size):
+        phi[theta_index[k]] = theta[k]
+    n_ls = phi.size - 2
+    ard = n_ls > 1
+    inv_ell = np.empty(d)
+    for c in range(d):
+        inv_ell[c] = math.exp(-phi[1 + c if ard else 1])
+    return math.exp(phi[0]), math.exp(phi[n_ls + 1]), inv_ell, ard
+
+
+@njit(cache=True, nogil=True)
 def lower_factor(K, lapack):
     """``(ok, R)``: the lower Cholesky factor of ``K``, left untouched.
 

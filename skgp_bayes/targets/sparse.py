@@ -300,6 +300,14 @@ class SparseWhitenedTarget:
             # log(y!) of the full data, summed once (minibatches sum theirs)
             self._log_factorials = float(np.sum(gammaln(np.asarray(y) + 1.0)))
         self._logit = type(likelihood) is Bernoulli and likelihood.link == "logit"
+        # The one-call path maps theta to the kernel's scales itself, for one
+        # length scale or one per column; a mismatch is the general path's
+        # error to raise.
+        self._one_call = (
+            (self._logit or self._softmax)
+            and self._compiled
+            and adapter.spec.n_length_scales in (1, X.shape[1])
+        )
         if self._logit:
             self._logit_rules = _likelihood_numba.logit_rules(likelihood.n_quadrature)
             self._logit_y = np.asarray(y, dtype=np.float64)

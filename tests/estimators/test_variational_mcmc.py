@@ -275,9 +275,8 @@ def test_run_length_rule_extends_until_met():
     # = 64), so the rule must extend; it must then stop at the first block
     # boundary where R-hat <= 1.01 and the bulk ESS >= 100. The rule itself
     # is what is tested, on a seed where it is met well inside the budget
-    # (600 iterations): over seeds 0-7 this two-chain toy needed 180 to 600
-    # iterations but once (seed 0) more than 2,000, its length scale's
-    # R-hat noise alone.
+    # (2,000 iterations): over seeds 0-7 this two-chain toy needed 120 to
+    # 1,000 iterations, the spread being its length scale's R-hat noise.
     X, y = _binary(30)
     clf = VariationalMCMCClassifier(
         n_inducing=5,
@@ -298,7 +297,14 @@ def test_run_length_rule_extends_until_met():
     chains = clf.draws_.reshape(2, done, -1)
     met, _, _ = _run_length_met(chains[:, : done - 20])
     assert not met  # one block earlier the rule was not yet met
-    assert clf.trace_["accept_prob"].shape == (2, 100 + done)
+    # A divergence's back-off turns the draws before it into warm-up, which
+    # the trace keeps: without one the trace is warm-up plus sampling.
+    n_chains, n_trace = clf.trace_["accept_prob"].shape
+    assert n_chains == 2
+    if clf.diagnostics_["step_backoffs"] == 0:
+        assert n_trace == 100 + done
+    else:
+        assert n_trace > 100 + done
 
 
 def test_run_length_rule_on_known_chains():

@@ -430,12 +430,10 @@ def test_logit_target_falls_back_where_a_variance_is_below_the_likelihoods_floor
     adapter = KernelAdapter(kernel)
     target = SparseWhitenedTarget(adapter, X, y, X.copy(), likelihood, jitter=1e-12)
     params = _params(target)
-    variance, noise, inv_ell, ard = adapter._fast_params(
-        params[: target.n_kernel_params], X.shape[1]
-    )
+    spec = adapter.spec
     status = _likelihood_numba.logit_joint(
-        X, X, inv_ell, variance, noise, adapter.spec.base, ard, target.jitter,
-        params[target.n_hyper :].reshape(-1, 1), y, 1.0,
+        X, X, params[: target.n_kernel_params], spec.defaults, spec.theta_index,
+        spec.base, target.jitter, params[target.n_hyper :].reshape(-1, 1), y, 1.0,
         *target._logit_rules, SMALL_VAR, _sparse_numba.LAPACK,
     )[0]  # fmt: skip
     assert status == _likelihood_numba.SMALL_VARIANCE
