@@ -165,10 +165,9 @@ def logit_expectation(y, mu, sd, nodes, weights, counts, limits):
 
     The same rule as :meth:`skgp_bayes.likelihoods.Bernoulli.
     expected_log_prob` with the logistic link (``s_i = 2 y_i - 1``, nodes
-    ``mu_i + sd_i x_k``), in one pass over the nodes: the NumPy version
-    builds four temporaries of size ``n * K`` and a ``logaddexp`` and an
-    ``expit`` over them, whose per-call cost was half of a sparse-target
-    gradient at a few hundred points. Each point takes the fewest nodes of
+    ``mu_i + sd_i x_k``), without the NumPy version's temporaries of size
+    ``n * K``, whose cost was half of a sparse-target gradient at a few
+    hundred points. Each point takes the fewest nodes of
     :func:`logit_rules` that resolve its ``sd`` to 1e-12, and the
     likelihood's own rule beyond :data:`LOGIT_RULE_LIMITS`. The variance
     derivative is the exact derivative of the rule, ``sum_k w_k g_k x_k /
