@@ -17,20 +17,21 @@ from numba import njit
 from skgp_bayes._vector_exp import vector_exp, vector_log1p
 
 
-@njit(error_model="numpy")
-def _exp_all(x):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        out[i] = vector_exp(x[i])
-    return out
+def _elementwise(scalar):
+    """A compiled loop of ``scalar`` over an array, as the callers run it."""
+
+    @njit(error_model="numpy")
+    def apply(x):
+        out = np.empty_like(x)
+        for i in range(x.size):
+            out[i] = scalar(x[i])
+        return out
+
+    return apply
 
 
-@njit(error_model="numpy")
-def _log1p_all(x):
-    out = np.empty_like(x)
-    for i in range(x.size):
-        out[i] = vector_log1p(x[i])
-    return out
+_exp_all = _elementwise(vector_exp)
+_log1p_all = _elementwise(vector_log1p)
 
 
 def _ulps(value, reference):
