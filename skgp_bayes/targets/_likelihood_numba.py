@@ -31,6 +31,28 @@ __all__ = [
 ]
 
 
+@njit(cache=True, nogil=True)
+def _shifted_logits(mu, sd, eps_t):
+    """``F - max_c F`` of shape (n, C, S), ``F = mu_ic + sd_i eps_t[c, s]``."""
+    n, C = mu.shape
+    S = eps_t.shape[1]
+    shifted = np.empty((n, C, S))
+    top = np.empty(S)
+    for i in range(n):
+        for s in range(S):
+            top[s] = -np.inf
+        for c in range(C):
+            row = shifted[i, c]
+            for s in range(S):
+                row[s] = mu[i, c] + sd[i] * eps_t[c, s]
+                top[s] = max(top[s], row[s])
+        for c in range(C):
+            row = shifted[i, c]
+            for s in range(S):
+                row[s] -= top[s]
+    return shifted
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def softmax_expectation(labels, mu, sd, eps, weights):
     """Weighted-node ``E[log softmax(F_i)[y_i]]`` and its gradients.
@@ -62,54 +84,52 @@ def softmax_expectation(labels, mu, sd, eps, weights):
     """
     n, C = mu.shape
     S = eps.shape[0]
-    # Passes as in logit_expectation: the shifted logits F - max_c F, their
-    # exponentials and the logs of their sums each in a loop of their own
-    # (those two vectorise), then the weighted sums per point.
-    shifted = np.empty((n, S, C))
-    top = np.empty((n, S))
-    for i in range(n):
-        for s in range(S):
-            t = -np.inf
-            for c in range(C):
-                t = max(t, mu[i, c] + sd[i] * eps[s, c])
-            top[i, s] = t
-            for c in range(C):
-                shifted[i, s, c] = mu[i, c] + sd[i] * eps[s, c] - t
-    flat = shifted.reshape(n * S * C)
-    expo = np.empty(n * S * C)
-    for t in range(n * S * C):
+    # Node-major layout: every inner loop runs over the S nodes of one class
+    # of one point, contiguously, so the shifted logits, their exponentials
+    # and the logs of their sums vectorise; the sums over nodes stay in
+    # node order.
+    eps_t = np.ascontiguousarray(eps.T)
+    shifted = _shifted_logits(mu, sd, eps_t)
+    flat = shifted.reshape(n * C * S)
+    expo = np.empty(n * C * S)
+    for t in range(n * C * S):
         expo[t] = vector_exp(flat[t])
-    expo3 = expo.reshape((n, S, C))
-    # The largest term is exp(0) = 1, so the sum lies in [1, C] and the sum
+    expo3 = expo.reshape((n, C, S))
+    # The largest term is exp(0) = 1, so each sum lies in [1, C] and the sum
     # minus 1 is exact: log1p keeps all its digits.
-    log_total = np.empty(n * S)
-    total = np.empty(n * S)
+    total = np.zeros((n, S))
     for i in range(n):
-        for s in range(S):
-            acc = 0.0
-            for c in range(C):
-                acc += expo3[i, s, c]
-            total[i * S + s] = acc
+        for c in range(C):
+            for s in range(S):
+                total[i, s] += expo3[i, c, s]
+    log_total = np.empty(n * S)
+    total_flat = total.reshape(n * S)
     for t in range(n * S):
-        log_total[t] = vector_log1p(total[t] - 1.0)
+        log_total[t] = vector_log1p(total_flat[t] - 1.0)
     elp = np.zeros(n)
     d_mu = np.zeros((n, C))
     d_var = np.zeros((n, C))
+    share = np.empty(S)
     for i in range(n):
         yi = labels[i]
         for s in range(S):
-            w = weights[s]
-            inv_total = 1.0 / total[i * S + s]
+            share[s] = weights[s] / total[i, s]
+        value = 0.0
+        for s in range(S):
             # F_y - lse, from the shifted F_y: exp(F_y - top) may underflow
-            elp[i] += w * (shifted[i, s, yi] - log_total[i * S + s])
-            for c in range(C):
-                g = -expo3[i, s, c] * inv_total
-                if c == yi:
-                    g += 1.0
-                d_mu[i, c] += w * g
-                d_var[i, c] += w * g * eps[s, c]
+            value += weights[s] * (shifted[i, yi, s] - log_total[i * S + s])
+        elp[i] = value
         for c in range(C):
-            d_var[i, c] /= 2.0 * sd[i]
+            slope = 0.0
+            moment = 0.0
+            for s in range(S):
+                g = -expo3[i, c, s] * share[s]
+                if c == yi:
+                    g += weights[s]
+                slope += g
+                moment += g * eps_t[c, s]
+            d_mu[i, c] = slope
+            d_var[i, c] = moment / (2.0 * sd[i])
     return elp, d_mu, d_var
 
 
