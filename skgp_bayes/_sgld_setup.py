@@ -9,7 +9,7 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 
 import numpy as np
 
-from ._starts import best_of_searches, screened_exact_start
+from ._starts import best_of_searches, screened_exact_starts
 from .diagnostics import (
     effective_sample_size,
     rank_normalize,
@@ -254,7 +254,7 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
         lambda search_start: find_map(target, search_start, bounds),
         lambda found: target.log_prob(found.params),
         start,
-        screened_exact_start(target, start, bounds),
+        screened_exact_starts(target, start, bounds),
     )
     map_params = result.params
     if log is not None:

@@ -37,8 +37,11 @@ __all__ = [
     "finite_value",
     "SCREEN_ROWS",
     "length_scale_grid",
+    "per_input_candidates",
     "screened_exact_start",
+    "screened_exact_starts",
     "screened_start",
+    "screened_starts",
     "shortest_resolvable_scale",
     "subset_rows",
 ]
@@ -62,6 +65,7 @@ _N_FACTORS = 16
 _FACTOR_STEP = 0.5
 _NOISE_FRACTIONS = (0.01, 0.1, 0.5)
 _LONGEST_FACTOR = 10.0
+_N_PER_INPUT = 8
 
 
 def _length_scale_entries(names):
@@ -70,6 +74,21 @@ def _length_scale_entries(names):
         for i, name in enumerate(names)
         if name.split("__")[-1].split("[")[0] == "length_scale"
     ]
+
+
+def _per_input_entries(names, n_features):
+    """Length-scale entries that belong one to each input column, or [].
+
+    One ARD kernel's ``length_scale[0]`` ... ``length_scale[d-1]``, in the
+    order of the columns; an isotropic length scale, or several kernels'
+    length scales, give nothing (the common grid covers them).
+    """
+    entries = _length_scale_entries(names)
+    prefixes = {names[i].split("[")[0] for i in entries}
+    indexed = all("[" in names[i] for i in entries)
+    if len(prefixes) != 1 or not indexed or len(entries) != n_features:
+        return []
+    return entries
 
 
 def _noise_entry(names):
@@ -168,6 +187,54 @@ def length_scale_grid(names, start, X):
     return np.array(candidates)
 
 
+def per_input_candidates(names, base, X):
+    """Candidates that shorten one input's length scale at a time from ``base``.
+
+    Parameters
+    ----------
+    names : list of str
+    base : ndarray of shape (n_params,)
+        The point the candidates vary, log scale: every other entry keeps
+        its value there.
+    X : ndarray of shape (n_samples, n_features)
+        Training inputs in the units of the length scales.
+
+    Returns
+    -------
+    ndarray of shape (n_candidates, n_params)
+        For each input of an ARD kernel, length scales from the shortest
+        that input resolves alone (:func:`shortest_resolvable_scale` of its
+        column) up to, not including, its value in ``base``, at least 0.5
+        apart in log and at most ``_N_PER_INPUT`` of them; empty without an
+        ARD kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._starts import per_input_candidates
+    >>> X = np.column_stack([np.linspace(-1.7, 1.7, 35), np.tile([-1.0, 1.0], 35)[:35]])
+    >>> names = ["k2__length_scale[0]", "k2__length_scale[1]", "noise_variance"]
+    >>> grid = per_input_candidates(names, np.zeros(3), X)
+    >>> grid.shape  # input 0 from log 0.1 towards 0; input 1 resolves only 2.0
+    (5, 3)
+    >>> bool(np.all(grid[:, 1] == 0.0))
+    True
+    """
+    base = np.asarray(base, dtype=np.float64)
+    candidates = []
+    for column, entry in enumerate(_per_input_entries(names, X.shape[1])):
+        shortest = shortest_resolvable_scale(X[:, [column]])
+        if shortest is None or np.log(shortest) >= base[entry]:
+            continue
+        low = np.log(shortest)
+        count = int(min(_N_PER_INPUT, np.ceil((base[entry] - low) / _FACTOR_STEP)))
+        for value in np.linspace(low, base[entry], count + 1)[:-1]:
+            point = base.copy()
+            point[entry] = value
+            candidates.append(point)
+    return np.array(candidates).reshape(-1, base.size)
+
+
 def finite_value(log_density, params):
     """``log_density(params)``, or ``-inf`` where it fails or is not finite.
 
@@ -200,8 +267,25 @@ def finite_value(log_density, params):
     return value if np.isfinite(value) else -np.inf
 
 
-def screened_start(log_density, names, start, X, bounds):
-    """The best grid point of :func:`length_scale_grid`, if it beats ``start``.
+def _best_point(log_density, grid, bounds):
+    """The grid's best point, clipped into ``bounds``, and its value."""
+    if grid.shape[0] == 0:
+        return None, -np.inf
+    grid = np.clip(grid, bounds[:, 0], bounds[:, 1])
+    values = np.array([finite_value(log_density, point) for point in grid])
+    top = int(np.argmax(values))
+    return grid[top], values[top]
+
+
+def screened_starts(log_density, names, start, X, bounds, per_input=True):
+    """The screen's points that beat ``start``: at most two, better each.
+
+    The best point of :func:`length_scale_grid`, when it beats ``start``;
+    then (``per_input``) the best of :func:`per_input_candidates` around it
+    (or around ``start``), when that beats both. Each starts a search of
+    its own (:func:`best_of_searches`): a point that shortens one input may
+    climb to a lower mode than the common grid's, on data where no single
+    input needs it.
 
     Parameters
     ----------
@@ -213,12 +297,55 @@ def screened_start(log_density, names, start, X, bounds):
     X : ndarray of shape (n_samples, n_features)
         The inputs ``log_density`` is evaluated on, in length-scale units.
     bounds : ndarray of shape (n_params, 2)
-        Grid points are clipped into them.
+        Screened points are clipped into them.
+    per_input : bool, default=True
+        Also shorten one ARD length scale at a time (at most
+        ``_N_PER_INPUT`` evaluations per input).
+
+    Returns
+    -------
+    list of ndarray of shape (n_params,)
+        Empty when no screened point has a higher log posterior than
+        ``start``; otherwise in increasing log posterior.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._starts import screened_starts
+    >>> X = np.random.default_rng(0).normal(size=(40, 2))
+    >>> def log_density(p):  # input 1 matters at scale 0.2, input 0 not
+    ...     return -(p[0] - 1.0) ** 2 - (p[1] - np.log(0.2)) ** 2
+    >>> names = ["length_scale[0]", "length_scale[1]"]
+    >>> found = screened_starts(log_density, names, np.zeros(2), X,
+    ...                         np.tile([-5.0, 5.0], (2, 1)))
+    >>> len(found), bool(found[-1][0] > found[-1][1])
+    (2, True)
+    """
+    start = np.asarray(start, dtype=np.float64)
+    base_value = finite_value(log_density, start)
+    base, found = start, []
+    point, value = _best_point(log_density, length_scale_grid(names, start, X), bounds)
+    if value > base_value:
+        found.append(point)
+        base, base_value = point, value
+    if per_input:
+        grid = per_input_candidates(names, base, X)
+        point, value = _best_point(log_density, grid, bounds)
+        if value > base_value:
+            found.append(point)
+    return found
+
+
+def screened_start(log_density, names, start, X, bounds, per_input=True):
+    """The best of :func:`screened_starts`, or None.
+
+    Parameters as for :func:`screened_starts`.
 
     Returns
     -------
     ndarray of shape (n_params,) or None
-        None when no grid point has a higher log posterior than ``start``.
+        None when no screened point has a higher log posterior than
+        ``start``.
 
     Examples
     --------
@@ -232,17 +359,8 @@ def screened_start(log_density, names, start, X, bounds):
     >>> bool(abs(np.exp(best[0]) - 0.1) < 0.05)
     True
     """
-    grid = length_scale_grid(names, start, X)
-    if grid.shape[0] == 0:
-        return None
-    grid = np.clip(grid, bounds[:, 0], bounds[:, 1])
-    values = np.array([finite_value(log_density, point) for point in grid])
-    best = int(np.argmax(values))
-    if not values[best] > finite_value(
-        log_density, np.asarray(start, dtype=np.float64)
-    ):
-        return None
-    return grid[best]
+    found = screened_starts(log_density, names, start, X, bounds, per_input)
+    return found[-1] if found else None
 
 
 def subset_rows(n, cap=None):
@@ -274,8 +392,8 @@ def subset_rows(n, cap=None):
     return np.unique(np.linspace(0, n - 1, cap).round().astype(int))
 
 
-def screened_exact_start(target, start, bounds, cap=None):
-    """:func:`screened_start` for an exact marginal target.
+def screened_exact_starts(target, start, bounds, cap=None):
+    """:func:`screened_starts` for an exact marginal target.
 
     The log posterior (marginal likelihood plus log prior, values only) of
     ``target``'s model on :func:`subset_rows` of its data.
@@ -290,20 +408,21 @@ def screened_exact_start(target, start, bounds, cap=None):
 
     Returns
     -------
-    ndarray of shape (n_params,) or None
+    list of ndarray of shape (n_params,)
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
-    >>> from skgp_bayes._starts import screened_exact_start
+    >>> from skgp_bayes._starts import screened_exact_starts
     >>> from skgp_bayes.kernels import KernelAdapter
     >>> from skgp_bayes.targets import ExactMarginalTarget
     >>> X = np.linspace(-1.7, 1.7, 200)[:, None]
     >>> y = np.sin(40 * X[:, 0])  # a length scale far below the start's 1
     >>> target = ExactMarginalTarget(
     ...     KernelAdapter(ConstantKernel() * RBF()), X, y, None)
-    >>> best = screened_exact_start(target, np.zeros(3), np.tile([-11.0, 11.0], (3, 1)))
+    >>> bounds = np.tile([-11.0, 11.0], (3, 1))
+    >>> best = screened_exact_starts(target, np.zeros(3), bounds)[-1]
     >>> bool(np.exp(best[1]) < 0.2)
     True
     """
@@ -319,7 +438,29 @@ def screened_exact_start(target, start, bounds, cap=None):
         target.prior_set,
         target.log_noise_variance,
     )
-    return screened_start(screen.log_prob, screen.param_names, start, screen.X, bounds)
+    return screened_starts(screen.log_prob, screen.param_names, start, screen.X, bounds)
+
+
+def screened_exact_start(target, start, bounds, cap=None):
+    """The best of :func:`screened_exact_starts`, or None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._starts import screened_exact_start
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.targets import ExactMarginalTarget
+    >>> X = np.linspace(-1.7, 1.7, 100)[:, None]
+    >>> y = np.sin(30 * X[:, 0])
+    >>> target = ExactMarginalTarget(KernelAdapter(RBF()), X, y, None)
+    >>> bounds = np.tile([-11.0, 11.0], (2, 1))
+    >>> best = screened_exact_start(target, np.zeros(2), bounds)
+    >>> bool(np.exp(best[0]) < 0.2)
+    True
+    """
+    found = screened_exact_starts(target, start, bounds, cap)
+    return found[-1] if found else None
 
 
 def best_of_searches(search, value, start, screened):
@@ -333,15 +474,15 @@ def best_of_searches(search, value, start, screened):
         ``result -> float``, the maximum a result reached; an error or a
         non-finite value counts as ``-inf``.
     start : ndarray of shape (n_params,)
-    screened : ndarray of shape (n_params,) or None
-        The screen's point (:func:`screened_start`); None searches from
-        ``start`` alone.
+    screened : ndarray of shape (n_params,), list of them, or None
+        The screen's points (:func:`screened_starts`); None or an empty
+        list searches from ``start`` alone.
 
     Returns
     -------
     object
-        The search from ``screened`` only when its maximum is higher by
-        more than ``BETTER_BY`` nats.
+        A search from a screened point only when its maximum is higher by
+        more than ``BETTER_BY`` nats than every earlier one's.
 
     Examples
     --------
@@ -366,7 +507,9 @@ def best_of_searches(search, value, start, screened):
     result = search(start)
     if screened is None:
         return result
-    other = search(screened)
-    if finite_value(value, other) > finite_value(value, result) + BETTER_BY:
-        return other
+    points = [screened] if isinstance(screened, np.ndarray) else screened
+    for point in points:
+        other = search(point)
+        if finite_value(value, other) > finite_value(value, result) + BETTER_BY:
+            result = other
     return result

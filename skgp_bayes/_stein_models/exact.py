@@ -13,7 +13,7 @@ SVGD follows in its stochastic mode.
 
 import numpy as np
 
-from .._starts import screened_exact_start
+from .._starts import screened_exact_starts
 from .._stein_base import (
     Start,
     SteinModel,
@@ -137,10 +137,9 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     restarts = prior_set.sample(rng, estimator.n_restarts)
     # The screen's best point reaches short-length-scale modes that the
     # start and the prior draws never start in (see skgp_bayes._starts).
-    screened = None
+    extra = []
     if type(target) is ExactMarginalTarget:
-        screened = screened_exact_start(target, start, bounds)
-    extra = [] if screened is None else [screened]
+        extra = screened_exact_starts(target, start, bounds)
     starts = np.vstack([start, *extra, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
     modes = laplace_modes(target, starts, bounds)
     if not modes:  # every optimum failed: let the caller report the error

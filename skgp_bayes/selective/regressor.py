@@ -25,7 +25,7 @@ from .._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
 )
-from .._starts import best_of_searches, screened_start
+from .._starts import best_of_searches, screened_starts
 from .._threads import blas_threads_for
 from .._validation import (
     VersionedStateMixin,
@@ -481,10 +481,10 @@ class SelectiveSVGP(
         def value(h):
             return bound.value(h, everything)
 
-        screened = None
+        screened = []
         if self.n_pre_iter:  # with nothing optimised the start stands
             names = [*bound.adapter.param_names, "noise_variance"]
-            screened = screened_start(value, names, hyper, bound.X, bounds)
+            screened = screened_starts(value, names, hyper, bound.X, bounds)
         return best_of_searches(search, lambda found: value(found[0]), hyper, screened)
 
     def _post_train(self, bound, hyper, bounds, kept):

@@ -21,8 +21,8 @@ from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
 from .._starts import (
     best_of_searches,
     finite_value,
-    screened_exact_start,
-    screened_start,
+    screened_exact_starts,
+    screened_starts,
 )
 from .._warnings import warn_user
 from ..inference.laplace import find_map
@@ -355,7 +355,7 @@ class ApproximationStage:
             lambda start: find_map(exact, start, hyper_bounds),
             lambda result: exact.log_prob(result.params),
             hyper,
-            screened_exact_start(exact, hyper, hyper_bounds, cap=X.shape[0]),
+            screened_exact_starts(exact, hyper, hyper_bounds, cap=X.shape[0]),
         )
         value = finite_value(exact.log_prob, found.params)
         return (
@@ -363,17 +363,17 @@ class ApproximationStage:
         )
 
     def _screened_start(self, problem, Z0, hyper):
-        """The length-scale screen's best start on the collapsed bound at ``Z0``.
+        """The length-scale screen's starts on the collapsed bound at ``Z0``.
 
-        None when it does not beat ``hyper`` or nothing is optimised (see
+        Empty when none beats ``hyper`` or nothing is optimised (see
         :mod:`skgp_bayes._starts`).
         """
         if self.max_iter == 0:
-            return None
+            return []
         adapter, X, y, prior_set, hyper_bounds = problem
         bound = CollapsedSparseTarget(adapter, X, y, Z0, prior_set)
         names = [*adapter.param_names, "noise_variance"]
-        return screened_start(bound.log_prob, names, hyper, X, hyper_bounds)
+        return screened_starts(bound.log_prob, names, hyper, X, hyper_bounds)
 
     def _maximise_collapsed(self, problem, Z0, start_hyper, t_start):
         """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
