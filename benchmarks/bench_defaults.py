@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
+from _holdout_data import HOLDOUT_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
 from scipy.stats import norm
 from sklearn.gaussian_process import (
@@ -626,6 +627,12 @@ def parse_args(argv=None):
         "--datasets", help=f"comma-separated names (default: all): {list(LOADERS)}"
     )
     parser.add_argument(
+        "--holdout",
+        action="store_true",
+        help="the held-out data sets instead (benchmarks/_holdout_data.py): "
+        f"{list(HOLDOUT_LOADERS)}",
+    )
+    parser.add_argument(
         "--max-train",
         type=int,
         help=f"cap on training rows (default {DEFAULT_MAX_TRAIN}; 0: no cap)",
@@ -651,7 +658,10 @@ def parse_args(argv=None):
     )
     args = parser.parse_args(argv)
     estimators = _parse_list(args.estimators, REGRESSORS + CLASSIFIERS, "estimators")
-    datasets = _parse_list(args.datasets, LOADERS, "data sets")
+    known = {**LOADERS, **HOLDOUT_LOADERS}
+    datasets = _parse_list(args.datasets, known, "data sets")
+    if args.holdout and datasets is None:
+        datasets = list(HOLDOUT_LOADERS)
     if args.quick:
         estimators = QUICK["estimators"] if estimators is None else estimators
         datasets = QUICK["datasets"] if datasets is None else datasets
@@ -678,7 +688,7 @@ def _write_json(report, path):
 def load_all(names):
     """Every requested data set, before any fit: a missing extra stops at once."""
     try:
-        return {name: LOADERS[name]() for name in names}
+        return {name: {**LOADERS, **HOLDOUT_LOADERS}[name]() for name in names}
     except ImportError as error:
         raise SystemExit(str(error)) from error
 
