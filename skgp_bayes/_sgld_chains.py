@@ -90,6 +90,7 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
             adapt_steps=options["adapt_steps"],
             metric_windows=options["metric_windows"] if solver.metropolis else (),
             progress=progress,
+            jumps=options.get("jumps"),
         )
     record = solver.record(target, options["n_iter"])
     if resumed is not None:
@@ -103,6 +104,8 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
         "accepted": result.accepted,
         "frozen_at": result.frozen_at,
         "n_rejected": result.n_rejected,
+        "n_jumps": result.n_jumps,
+        "n_jumps_accepted": result.n_jumps_accepted,
         "warnings": log,
         **record,
         "state": {
@@ -172,7 +175,7 @@ class SGLDChainsMixin:
         chains, steps, accepted = previous
         auto = self.n_iter == "auto"
         limit = chains.shape[1] + self.max_iter if auto else None
-        record = {"blocks": 0, "budget": [0, 0, 0.0]}
+        record = {"blocks": 0, "budget": [0, 0, 0.0], "mode_jumps": [0, 0]}
         ran = 0
         while True:
             runs = self._run_block(chain_args, chain_inputs, options)
@@ -188,6 +191,8 @@ class SGLDChainsMixin:
             )
             _count_budget(record["budget"], runs)
             for r in runs:
+                record["mode_jumps"][0] += r["n_jumps"]
+                record["mode_jumps"][1] += r["n_jumps_accepted"]
                 report(r["warnings"])
             frozen_at = [r["frozen_at"] for r in runs]
             notes = []

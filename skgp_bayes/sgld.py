@@ -346,7 +346,11 @@ class SGLDGPRegressor(
         otherwise), ``blocks`` (runs of the chains in this fit),
         ``converged`` (the run-length rule was met), ``rhat``, ``ess``,
         ``fit_time``, ``notes``, ``metrics`` (each chain's preconditioner as MALA's
-        warm-up left it; None where it kept ``preconditioner_``).
+        warm-up left it; None where it kept ``preconditioner_``),
+        ``mode_jumps`` (``modes``: distinct posterior modes the MAP searches
+        reached, 0 with one; ``tried`` and ``accepted``: the MALA chains'
+        independence moves between them, one every ten iterations; see the
+        user guide).
     fit_time_ : dict
         ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
@@ -566,6 +570,8 @@ class SGLDGPRegressor(
             data = (adapter, X, y_model, prior_set, log_noise)
             setup = self._new_chains(data, start, bounds, y_mean, y_std)
         data = (adapter, X, y_model, prior_set, log_noise)
+        # Mode jumps need exact log densities: MALA's, not SGLD's estimates.
+        options["jumps"] = setup["jumps"] if solver.metropolis else None
         runs, ran = self._sample(
             (data, setup["M"], bounds),
             setup["chain_inputs"],
@@ -593,7 +599,7 @@ class SGLDGPRegressor(
         """MAP, preconditioner and chain starts of a fresh fit."""
         rng = check_random_state(self.random_state)
         identity = self.preconditioner == "identity"
-        map_params, M = map_and_preconditioner(
+        map_params, M, jumps = map_and_preconditioner(
             data,
             start,
             bounds,
@@ -608,6 +614,7 @@ class SGLDGPRegressor(
             "y_std": y_std,
             "map_params": map_params,
             "M": M,
+            "jumps": jumps,
             "chain_inputs": starts,
             "previous": None,
         }
@@ -625,6 +632,8 @@ class SGLDGPRegressor(
             "y_std": self._y_std,
             "map_params": self.map_params_,
             "M": self.preconditioner_,
+            # fits pickled before mode jumps continue without them
+            "jumps": getattr(self, "_mode_jumps", None),
             # Copies: the stored states stay as they are if this fit fails.
             "chain_inputs": [{"state": copy.deepcopy(s)} for s in self._chain_states],
             "previous": (self.chains_, self.step_sizes_, self._accepted),
@@ -675,12 +684,20 @@ class SGLDGPRegressor(
             "ess_": runs["ess"],
             "map_params_": setup["map_params"],
             "preconditioner_": setup["M"],
+            "_mode_jumps": setup["jumps"],
             "n_iter_": chains.shape[1],
             "solver_": solver.name,
             "diagnostics_": {
                 "cg_iterations_mean": float(cg_iters.mean()) if cg_iters.size else 0.0,
                 "cg_max_residual": runs["max_residual"],
                 "n_rejected": runs["n_rejected"],
+                "mode_jumps": {
+                    "modes": 0
+                    if setup["jumps"] is None
+                    else int(setup["jumps"].means.shape[0]),
+                    "tried": runs["mode_jumps"][0],
+                    "accepted": runs["mode_jumps"][1],
+                },
                 "acceptance_rate": float(accepted[:, burn:].mean())
                 if solver.metropolis and burn < chains.shape[1]
                 else float("nan"),

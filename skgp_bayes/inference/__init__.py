@@ -10,6 +10,7 @@ from .hmc import (
     run_hmc,
     run_hmc_chains,
 )
+from .mode_jumps import ModeJumps, laplace_mixture, mode_jump
 from .nuts import NUTSInfo, nuts_step
 from .optimize import MaximizeResult, maximize
 from .score_function import (
@@ -66,6 +67,9 @@ __all__ = [
     "SGLDResult",
     "SGLDState",
     "mala_step",
+    "ModeJumps",
+    "laplace_mixture",
+    "mode_jump",
     "run_sgld",
     "sgld_init",
     "sgld_schedule",

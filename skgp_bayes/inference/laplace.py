@@ -27,7 +27,7 @@ MAX_LAPLACE_STD = 1.0
 # Step of the central differences of the gradient.
 _LAPLACE_STEP = 1e-4
 # Two optima closer than this in every coordinate are one mode.
-_SAME_MODE = 0.3
+SAME_MODE = 0.3
 
 
 def find_map(target, start, bounds):
@@ -126,7 +126,7 @@ def laplace_covariance(
 def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
     """Distinct local maxima of ``target`` found by L-BFGS-B from ``starts``.
 
-    Optima closer than ``_SAME_MODE`` in every coordinate are one mode.
+    Optima closer than ``SAME_MODE`` in every coordinate are one mode.
 
     Parameters
     ----------
@@ -158,7 +158,7 @@ def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
     modes = []
     for start in starts:
         mode = find_map(target, start, bounds).params
-        if any(np.max(np.abs(mode - m)) < _SAME_MODE for m, _, _ in modes):
+        if any(np.max(np.abs(mode - m)) < SAME_MODE for m, _, _ in modes):
             continue
         try:
             value = target.logp_and_grad(mode)[0]

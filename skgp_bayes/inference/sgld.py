@@ -32,6 +32,7 @@ One update is :func:`~skgp_bayes.inference.langevin.sgld_step` or
 freezing, rejections and adaptation outside the step.
 """
 
+import copy
 import math
 import time
 
@@ -48,6 +49,7 @@ from .langevin import (
     sgld_init,
     sgld_step,
 )
+from .mode_jumps import mode_jump
 
 __all__ = [
     "LangevinMetric",
@@ -123,6 +125,8 @@ class SGLDResult:
         Product of the halvings after rejections (1 if none).
     state : SGLDState
         Where the chain stopped; ``run_sgld(..., resume=state)`` continues.
+    n_jumps, n_jumps_accepted : int
+        Mode-jumping moves tried and accepted (``jumps``; 0 without).
 
     Examples
     --------
@@ -145,6 +149,7 @@ class SGLDResult:
         self.n_rejected = state.n_rejected
         self.step_scale = state.scale
         self.state = state
+        self.n_jumps = self.n_jumps_accepted = 0
 
 
 # Long because the docstring documents 20 parameters; the body is a thin loop.
@@ -170,6 +175,7 @@ def run_sgld(
     target_accept=MALA_TARGET_ACCEPT,
     metric_windows=(),
     progress=None,
+    jumps=None,
 ):
     """Run one SGLD chain, or one MALA chain with ``metropolis=True``.
 
@@ -234,6 +240,12 @@ def run_sgld(
     progress : callable, optional
         ``progress(iteration, n_iter, stats)`` after every iteration of this
         run, with the step size and, for MALA, the acceptance rate so far.
+    jumps : ModeJumps, optional
+        With ``metropolis=True``: after every ``jumps.every`` iterations an
+        independence Metropolis-Hastings move from ``jumps``' mixture of
+        Gaussians (:func:`~skgp_bayes.inference.mode_jumps.mode_jump`), so
+        that the chain moves between the modes it describes. The result's
+        ``n_jumps`` and ``n_jumps_accepted`` count the moves.
 
     Returns
     -------
@@ -281,6 +293,8 @@ def run_sgld(
     metric = LangevinMetric(preconditioner, resume.x.shape[0])
     bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64)
     chain = _Chain(resume, metric, bounds, rng, verbose, print_fn, n_iter)
+    if jumps is not None and not metropolis:
+        raise ValueError("jumps need exact log densities: metropolis=True.")
     if metropolis:
         if not 0.0 < float(target_accept) < 1.0:
             raise ValueError(f"target_accept must lie in (0, 1); got {target_accept}.")
@@ -303,12 +317,31 @@ def run_sgld(
             freeze_window,
             max_failures,
         )
+    n_jumps = n_jumps_accepted = 0
     for t in range(chain.t0, chain.t0 + n_iter):
         step(t)
+        if jumps is not None and (t + 1) % jumps.every == 0:
+            n_jumps += 1
+            n_jumps_accepted += _jump(chain, logp_and_grad, jumps)
         chain.record(t)
         if progress is not None:
             progress(t - chain.t0 + 1, n_iter, chain.stats(t))
-    return chain.result()
+    result = chain.result()
+    result.n_jumps, result.n_jumps_accepted = n_jumps, n_jumps_accepted
+    return result
+
+
+def _jump(chain, logp_and_grad, jumps):
+    """One mode-jumping move of the chain's state; whether it was accepted."""
+    s = chain.s
+    accepted, x, logp, grad = mode_jump(
+        s.x, s.logp, logp_and_grad, chain.rng, jumps, chain.bounds
+    )
+    if accepted:
+        # a copy, as every step makes: the bookkeeping fields are shared
+        chain.s = copy.copy(s)
+        chain.s.x, chain.s.logp, chain.s.grad = x, logp, grad
+    return accepted
 
 
 class _Chain:

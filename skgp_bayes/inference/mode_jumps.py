@@ -1,0 +1,244 @@
+"""Independence Metropolis-Hastings moves between known modes.
+
+A Langevin or Hamiltonian chain moves by small steps: between two modes of
+a posterior separated by a valley it crosses rarely, and chains started in
+one mode can look converged while the other holds much of the mass. When
+the modes are known (L-BFGS searches from several starts, each with its
+Laplace covariance), an independence proposal from the mixture of their
+Gaussians, accepted by Metropolis-Hastings, moves a chain from one to
+another in one step (Tjelmeland and Hegstad, 2001, use such mode-jumping
+proposals). The move leaves the target invariant whatever the mixture is
+(a poor mixture is only accepted less often), so interleaving it with the
+chain's own transitions keeps the chain exact.
+
+The engine knows nothing about Gaussian processes: it calls
+``logp_and_grad(x) -> (value, gradient)``.
+
+References
+----------
+H. Tjelmeland and B. K. Hegstad, "Mode jumping proposals in MCMC",
+Scandinavian Journal of Statistics 28(1), 2001.
+"""
+
+import math
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = ["ModeJumps", "laplace_mixture", "mode_jump"]
+
+
+class ModeJumps:
+    """A mixture of Gaussians to propose from, and how often.
+
+    Parameters
+    ----------
+    means : ndarray of shape (k, d)
+        The modes.
+    factors : ndarray of shape (k, d, d)
+        Lower Cholesky factors of the components' covariances.
+    log_weights : ndarray of shape (k,)
+        Unnormalised log weights (a Laplace estimate of each mode's mass).
+    every : int, default=10
+        One move after every ``every`` transitions of the chain.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+    >>> jumps = ModeJumps(np.array([[-2.0], [2.0]]), np.ones((2, 1, 1)),
+    ...                   np.log([0.5, 0.5]))
+    >>> bool(np.isclose(jumps.log_q(np.array([2.0])),
+    ...                 np.log(0.5 / np.sqrt(2 * np.pi) * (1 + np.exp(-8)))))
+    True
+    """
+
+    def __init__(self, means, factors, log_weights, every=10):
+        self.means = np.asarray(means, dtype=np.float64)
+        self.factors = np.asarray(factors, dtype=np.float64)
+        log_weights = np.asarray(log_weights, dtype=np.float64)
+        self.log_weights = log_weights - logsumexp(log_weights)
+        self.every = int(every)
+        if self.every < 1:
+            raise ValueError(f"every must be at least 1; got {every}.")
+        k, d = self.means.shape
+        if self.factors.shape != (k, d, d) or self.log_weights.shape != (k,):
+            raise ValueError(
+                "means (k, d), factors (k, d, d) and log_weights (k,) must agree; "
+                f"got {self.means.shape}, {self.factors.shape}, "
+                f"{self.log_weights.shape}."
+            )
+        diagonals = np.diagonal(self.factors, axis1=1, axis2=2)
+        if not np.all(diagonals > 0):
+            raise ValueError("factors must be lower Cholesky factors.")
+        # log N(x; m, L L') = -d/2 log 2 pi - sum log diag L - |L^-1 (x - m)|^2 / 2
+        self._log_norm = -0.5 * d * math.log(2 * math.pi) - np.sum(
+            np.log(diagonals), axis=1
+        )
+
+    def log_q(self, x):
+        """Log density of the mixture at ``x`` (shape ``(d,)``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+        >>> one = ModeJumps(np.zeros((1, 1)), np.ones((1, 1, 1)), np.zeros(1))
+        >>> bool(np.isclose(one.log_q(np.zeros(1)), -0.5 * np.log(2 * np.pi)))
+        True
+        """
+        from scipy.linalg import solve_triangular
+
+        terms = np.empty(self.means.shape[0])
+        for k, (mean, factor) in enumerate(zip(self.means, self.factors, strict=True)):
+            z = solve_triangular(factor, x - mean, lower=True)
+            terms[k] = self.log_weights[k] + self._log_norm[k] - 0.5 * float(z @ z)
+        return float(logsumexp(terms))
+
+    def propose(self, rng):
+        """One draw from the mixture.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+        >>> far = ModeJumps(np.array([[-50.0], [50.0]]), np.ones((2, 1, 1)),
+        ...                 np.log([1e-300, 1.0]))
+        >>> bool(far.propose(np.random.default_rng(0))[0] > 40)
+        True
+        """
+        k = int(rng.choice(self.means.shape[0], p=np.exp(self.log_weights)))
+        z = rng.standard_normal(self.means.shape[1])
+        return self.means[k] + self.factors[k] @ z
+
+
+def mode_jump(x, logp, logp_and_grad, rng, jumps, bounds=None):
+    """One independence Metropolis-Hastings move from ``jumps``' mixture.
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        The chain's state.
+    logp : float
+        Its log density.
+    logp_and_grad : callable
+        ``x -> (value, grad)``, both exact.
+    rng : numpy.random.Generator
+    jumps : ModeJumps
+    bounds : ndarray of shape (d, 2), optional
+        The target is zero outside: a proposal there is rejected.
+
+    Returns
+    -------
+    accepted : bool
+    x_new, logp_new, grad_new
+        The proposal, its log density and gradient when accepted; None
+        otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.mode_jumps import ModeJumps, mode_jump
+    >>> jumps = ModeJumps(np.zeros((1, 1)), np.ones((1, 1, 1)), np.zeros(1))
+    >>> normal = lambda x: (-0.5 * float(x @ x), -x)  # the proposal itself
+    >>> mode_jump(np.ones(1), -0.5, normal, np.random.default_rng(0), jumps)[0]
+    True
+    """
+    proposal = jumps.propose(rng)
+    log_u = math.log(rng.random())
+    if bounds is not None and (
+        np.any(proposal < bounds[:, 0]) or np.any(proposal > bounds[:, 1])
+    ):
+        return False, None, None, None
+    with np.errstate(all="ignore"):
+        try:
+            value, grad = logp_and_grad(proposal)
+        except (ArithmeticError, np.linalg.LinAlgError):
+            return False, None, None, None
+        value = float(value)
+        grad = np.asarray(grad, dtype=np.float64)
+    if not (math.isfinite(value) and np.all(np.isfinite(grad))):
+        return False, None, None, None
+    log_ratio = value - logp + jumps.log_q(x) - jumps.log_q(proposal)
+    if log_u < log_ratio:
+        return True, proposal, value, grad
+    return False, None, None, None
+
+
+# A mode whose Laplace mass is below this share of the total is left out:
+# the mixture would propose it too rarely to matter.
+_MIN_SHARE = 1e-3
+
+
+def laplace_mixture(target, optima, bounds, every=10):
+    """The mixture of the distinct optima's Laplace approximations, or None.
+
+    Parameters
+    ----------
+    target : object
+        With ``logp_and_grad(params) -> (value, grad)``.
+    optima : sequence of ndarray of shape (d,)
+        Local maxima (L-BFGS results from several starts), repeats allowed:
+        optima closer than ``SAME_MODE`` in every coordinate are one mode.
+    bounds : ndarray of shape (d, 2)
+    every : int, default=10
+        As in :class:`ModeJumps`.
+
+    Returns
+    -------
+    ModeJumps or None
+        Components weighted by each mode's Laplace mass (log density plus
+        log volume, covariances capped as in
+        :func:`~skgp_bayes.inference.laplace.laplace_covariance`); None
+        when fewer than two modes hold at least ``_MIN_SHARE`` of it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.mode_jumps import laplace_mixture
+    >>> class TwoBumps:
+    ...     def logp_and_grad(self, x):
+    ...         a, b = np.exp(-(x - 2.0) ** 2), np.exp(-(x + 2.0) ** 2)
+    ...         grad = (-2 * (x - 2) * a - 2 * (x + 2) * b) / (a + b)
+    ...         return float(np.log(a + b)[0]), grad
+    >>> jumps = laplace_mixture(TwoBumps(), [np.array([2.0]), np.array([-2.0])],
+    ...                         np.array([[-5.0, 5.0]]))
+    >>> np.round(np.exp(jumps.log_weights), 2)
+    array([0.5, 0.5])
+    >>> laplace_mixture(TwoBumps(), [np.array([2.0])] * 2, np.array([[-5.0, 5.0]]))
+    """
+    from ..exceptions import NotPSDError
+    from .laplace import SAME_MODE, laplace_covariance
+
+    distinct = []
+    for optimum in optima:
+        optimum = np.asarray(optimum, dtype=np.float64)
+        if all(np.max(np.abs(optimum - m)) >= SAME_MODE for m in distinct):
+            distinct.append(optimum)
+    if len(distinct) < 2:  # no Hessian to pay for
+        return None
+    modes = []
+    for optimum in distinct:
+        try:
+            value = float(target.logp_and_grad(optimum)[0])
+            cov, log_volume = laplace_covariance(
+                target, optimum, bounds, return_log_volume=True
+            )
+            factor = np.linalg.cholesky(cov)
+        except (NotPSDError, np.linalg.LinAlgError):
+            continue
+        if math.isfinite(value + log_volume):
+            modes.append((optimum, factor, value + log_volume))
+    if len(modes) < 2:
+        return None
+    log_mass = np.array([m[2] for m in modes])
+    keep = np.exp(log_mass - logsumexp(log_mass)) >= _MIN_SHARE
+    if keep.sum() < 2:
+        return None
+    modes = [m for m, k in zip(modes, keep, strict=True) if k]
+    return ModeJumps(
+        np.array([m[0] for m in modes]),
+        np.array([m[1] for m in modes]),
+        np.array([m[2] for m in modes]),
+        every,
+    )
