@@ -13,9 +13,12 @@ from .optimize import maximize
 
 __all__ = [
     "MAX_LAPLACE_STD",
+    "SAME_MODE",
+    "distinct_optima",
     "find_map",
     "gaussian_draws",
     "gaussian_factor",
+    "laplace_component",
     "laplace_covariance",
     "laplace_modes",
 ]
@@ -155,21 +158,71 @@ def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
     >>> len(modes), np.round(modes[0][0], 4)
     (1, array([2.]))
     """
+    optima = distinct_optima(find_map(target, s, bounds).params for s in starts)
     modes = []
-    for start in starts:
-        mode = find_map(target, start, bounds).params
-        if any(np.max(np.abs(mode - m)) < SAME_MODE for m, _, _ in modes):
-            continue
-        try:
-            value = target.logp_and_grad(mode)[0]
-        except NotPSDError:
-            continue
-        cov, log_volume = laplace_covariance(
-            target, mode, bounds, max_std, return_log_volume=True
-        )
-        modes.append((mode, cov, value + log_volume))
+    for mode in optima:
+        component = laplace_component(target, mode, bounds, max_std)
+        if component is not None:
+            modes.append((mode, *component))
     modes.sort(key=lambda entry: -entry[2])
     return modes
+
+
+def distinct_optima(optima):
+    """``optima`` without repeats: closer than ``SAME_MODE`` in every
+    coordinate is one mode, the first one given stands for it.
+
+    Parameters
+    ----------
+    optima : iterable of ndarray of shape (p,)
+
+    Returns
+    -------
+    list of ndarray of shape (p,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import distinct_optima
+    >>> distinct_optima([np.zeros(2), np.full(2, 0.1), np.ones(2)])
+    [array([0., 0.]), array([1., 1.])]
+    """
+    distinct = []
+    for optimum in optima:
+        optimum = np.asarray(optimum, dtype=np.float64)
+        if all(np.max(np.abs(optimum - m)) >= SAME_MODE for m in distinct):
+            distinct.append(optimum)
+    return distinct
+
+
+def laplace_component(target, mode, bounds, max_std=MAX_LAPLACE_STD):
+    """``(capped_cov, log_mass)`` of the Laplace approximation at ``mode``.
+
+    ``log_mass`` is ``log p(mode) + log volume``, the volume ``sqrt(det
+    cov)`` without the constants every mode shares; None where the density
+    cannot be evaluated there (a kernel matrix that is not positive
+    definite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import laplace_component
+    >>> class Normal:
+    ...     def logp_and_grad(self, x):
+    ...         return -0.5 * float(x @ x), -x
+    >>> bounds = np.array([[-9.0, 9.0]])
+    >>> cov, log_mass = laplace_component(Normal(), np.zeros(1), bounds)
+    >>> np.round(cov, 6), round(log_mass, 4)  # log p(0) + log sqrt(det cov)
+    (array([[1.]]), 0.0)
+    """
+    try:
+        value = float(target.logp_and_grad(mode)[0])
+    except NotPSDError:
+        return None
+    cov, log_volume = laplace_covariance(
+        target, mode, bounds, max_std, return_log_volume=True
+    )
+    return cov, value + log_volume
 
 
 def gaussian_factor(cov):

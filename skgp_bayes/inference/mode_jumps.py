@@ -207,28 +207,21 @@ def laplace_mixture(target, optima, bounds, every=10):
     array([0.5, 0.5])
     >>> laplace_mixture(TwoBumps(), [np.array([2.0])] * 2, np.array([[-5.0, 5.0]]))
     """
-    from ..exceptions import NotPSDError
-    from .laplace import SAME_MODE, laplace_covariance
+    from .laplace import distinct_optima, laplace_component
 
-    distinct = []
-    for optimum in optima:
-        optimum = np.asarray(optimum, dtype=np.float64)
-        if all(np.max(np.abs(optimum - m)) >= SAME_MODE for m in distinct):
-            distinct.append(optimum)
+    distinct = distinct_optima(optima)
     if len(distinct) < 2:  # no Hessian to pay for
         return None
     modes = []
     for optimum in distinct:
-        try:
-            value = float(target.logp_and_grad(optimum)[0])
-            cov, log_volume = laplace_covariance(
-                target, optimum, bounds, return_log_volume=True
-            )
-            factor = np.linalg.cholesky(cov)
-        except (NotPSDError, np.linalg.LinAlgError):
+        component = laplace_component(target, optimum, bounds)
+        if component is None or not math.isfinite(component[1]):
             continue
-        if math.isfinite(value + log_volume):
-            modes.append((optimum, factor, value + log_volume))
+        try:
+            factor = np.linalg.cholesky(component[0])
+        except np.linalg.LinAlgError:
+            continue
+        modes.append((optimum, factor, component[1]))
     if len(modes) < 2:
         return None
     log_mass = np.array([m[2] for m in modes])
