@@ -66,6 +66,8 @@ _FACTOR_STEP = 0.5
 _NOISE_FRACTIONS = (0.01, 0.1, 0.5)
 _LONGEST_FACTOR = 10.0
 _N_PER_INPUT = 8
+# Inputs that agree to this many decimals of their column's spread are one.
+_SAME_INPUT_DIGITS = 9
 
 
 def _length_scale_entries(names):
@@ -126,7 +128,15 @@ def shortest_resolvable_scale(X):
     # The distances are n x n: beyond SCREEN_ROWS rows an evenly spaced
     # subset, whose nearest neighbours are a little further apart (the
     # grid then starts a little higher; its step is 0.5 in log anyway).
-    X = np.unique(X[subset_rows(X.shape[0])], axis=0)
+    # Inputs equal to _SAME_INPUT_DIGITS decimals of their column's spread
+    # are one input: a duplicated row and one moved by 1e-15 must give the
+    # same grid, and so the same fit (RELIABILITY.md, duplicate rows).
+    X = X[subset_rows(X.shape[0])]
+    spread = np.std(X, axis=0)
+    spread = np.where(spread > 0, spread, 1.0)
+    rounded = np.round(X / spread, _SAME_INPUT_DIGITS)
+    _, first = np.unique(rounded, axis=0, return_index=True)
+    X = X[np.sort(first)]
     if X.shape[0] < 2:
         return None
     squares = np.sum(X * X, axis=1)
