@@ -18,13 +18,11 @@ STAGES = {
     "SteinGPRegressor": ["SVGD"],
     "SteinGPClassifier": ["SVGD"],
     "SGLDGPRegressor": ["Langevin chains"],
-    # The collapsed bound is maximised from the start and again from each
-    # of the length-scale screen's points (skgp_bayes._starts: the common
-    # grid's, then the per-input stage's), which both beat the start on this
-    # data: three searches, three tasks.
+    # The collapsed bound is maximised from the start and again from the
+    # length-scale screen's point (skgp_bayes._starts), which beats the
+    # start on this data: two searches, two tasks.
     # Warm-up is a task of its own: the chains then share one step size.
     "VariationalMCMCRegressor": [
-        "Gaussian approximation",
         "Gaussian approximation",
         "Gaussian approximation",
         "HMC warm-up",

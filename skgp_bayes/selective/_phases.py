@@ -152,7 +152,7 @@ def _screened_kernel(adapter, theta, X, y):
         [kernel_log_bounds(adapter.kernel, adapter), np.log(NOISE_VARIANCE_BOUNDS)]
     )
     exact = ExactMarginalTarget(adapter, X, y, None)
-    best = screened_exact_start(exact, start, bounds, cap=X.shape[0])
+    best = screened_exact_start(exact, start, bounds, cap=X.shape[0], per_input=False)
     best = start if best is None else best
     return best[:-1], float(best[-1])
 

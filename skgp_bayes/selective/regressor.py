@@ -484,7 +484,10 @@ class SelectiveSVGP(
         screened = []
         if self.n_pre_iter:  # with nothing optimised the start stands
             names = [*bound.adapter.param_names, "noise_variance"]
-            screened = screened_starts(value, names, hyper, bound.X, bounds)
+            # the common grid alone: see skgp_bayes._starts
+            screened = screened_starts(
+                value, names, hyper, bound.X, bounds, per_input=False
+            )
         return best_of_searches(search, lambda found: value(found[0]), hyper, screened)
 
     def _post_train(self, bound, hyper, bounds, kept):

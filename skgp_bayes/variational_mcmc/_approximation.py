@@ -355,7 +355,9 @@ class ApproximationStage:
             lambda start: find_map(exact, start, hyper_bounds),
             lambda result: exact.log_prob(result.params),
             hyper,
-            screened_exact_starts(exact, hyper, hyper_bounds, cap=X.shape[0]),
+            screened_exact_starts(
+                exact, hyper, hyper_bounds, cap=X.shape[0], per_input=False
+            ),
         )
         value = finite_value(exact.log_prob, found.params)
         return (
@@ -373,7 +375,10 @@ class ApproximationStage:
         adapter, X, y, prior_set, hyper_bounds = problem
         bound = CollapsedSparseTarget(adapter, X, y, Z0, prior_set)
         names = [*adapter.param_names, "noise_variance"]
-        return screened_starts(bound.log_prob, names, hyper, X, hyper_bounds)
+        # the common grid alone: see skgp_bayes._starts
+        return screened_starts(
+            bound.log_prob, names, hyper, X, hyper_bounds, per_input=False
+        )
 
     def _maximise_collapsed(self, problem, Z0, start_hyper, t_start):
         """L-BFGS-B on the collapsed bound plus the log prior, from ``Z0``.
