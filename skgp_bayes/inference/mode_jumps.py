@@ -75,6 +75,10 @@ class ModeJumps:
         self._log_norm = -0.5 * d * math.log(2 * math.pi) - np.sum(
             np.log(diagonals), axis=1
         )
+        # A move runs between two cheap transitions: the inverse factors and
+        # the cumulative weights are computed once, not per move.
+        self._inverse_factors = np.linalg.inv(self.factors)
+        self._cumulative = np.cumsum(np.exp(self.log_weights))
 
     def log_q(self, x):
         """Log density of the mixture at ``x`` (shape ``(d,)``).
@@ -87,13 +91,10 @@ class ModeJumps:
         >>> bool(np.isclose(one.log_q(np.zeros(1)), -0.5 * np.log(2 * np.pi)))
         True
         """
-        from scipy.linalg import solve_triangular
-
-        terms = np.empty(self.means.shape[0])
-        for k, (mean, factor) in enumerate(zip(self.means, self.factors, strict=True)):
-            z = solve_triangular(factor, x - mean, lower=True)
-            terms[k] = self.log_weights[k] + self._log_norm[k] - 0.5 * float(z @ z)
-        return float(logsumexp(terms))
+        z = np.einsum("kij,kj->ki", self._inverse_factors, x - self.means)
+        terms = self.log_weights + self._log_norm - 0.5 * np.einsum("ki,ki->k", z, z)
+        top = terms.max()
+        return float(top + math.log(np.exp(terms - top).sum()))
 
     def propose(self, rng):
         """One draw from the mixture.
@@ -107,7 +108,9 @@ class ModeJumps:
         >>> bool(far.propose(np.random.default_rng(0))[0] > 40)
         True
         """
-        k = int(rng.choice(self.means.shape[0], p=np.exp(self.log_weights)))
+        u = rng.random() * self._cumulative[-1]
+        k = int(np.searchsorted(self._cumulative, u, side="right"))
+        k = min(k, self.means.shape[0] - 1)  # u at the total, by round-off
         z = rng.standard_normal(self.means.shape[1])
         return self.means[k] + self.factors[k] @ z
 
