@@ -263,8 +263,21 @@ def _evaluate_start(logp_and_grad, state):
         )
 
 
-def _moved(state, x, logp=None, grad=None):
-    """A copy of ``state`` at ``x``; the bookkeeping fields are shared."""
+def moved_state(state, x, logp=None, grad=None):
+    """A copy of ``state`` at ``x``; the bookkeeping fields are shared.
+
+    Every transition that moves a chain (a Langevin step, a mode jump)
+    returns its new state through this.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.langevin import moved_state, sgld_init
+    >>> state = sgld_init(np.zeros(2))
+    >>> moved = moved_state(state, np.ones(2), -1.0)
+    >>> moved.x.tolist(), moved.logp, state.x.tolist()
+    ([1.0, 1.0], -1.0, [0.0, 0.0])
+    """
     new = copy.copy(state)
     new.x, new.logp, new.grad = x, logp, grad
     return new
@@ -320,7 +333,7 @@ def sgld_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
         proposal = _reflect(proposal, bounds)
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
         return state, SGLDInfo(False, 0.0, True, grad)
-    return _moved(state, proposal, state.logp, state.grad), SGLDInfo(
+    return moved_state(state, proposal, state.logp, state.grad), SGLDInfo(
         True, 1.0, False, grad
     )
 
@@ -391,7 +404,7 @@ def mala_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
         prob = math.exp(min(0.0, log_ratio))
     info = SGLDInfo(u < prob, prob, inside and grad is None)
     if info.accepted:
-        return _moved(state, proposal, logp, grad), info
+        return moved_state(state, proposal, logp, grad), info
     return state, info
 
 

@@ -32,7 +32,6 @@ One update is :func:`~skgp_bayes.inference.langevin.sgld_step` or
 freezing, rejections and adaptation outside the step.
 """
 
-import copy
 import math
 import time
 
@@ -46,6 +45,7 @@ from .langevin import (
     SGLDInfo,
     SGLDState,
     mala_step,
+    moved_state,
     sgld_init,
     sgld_step,
 )
@@ -338,9 +338,7 @@ def _jump(chain, logp_and_grad, jumps):
         s.x, s.logp, logp_and_grad, chain.rng, jumps, chain.bounds
     )
     if accepted:
-        # a copy, as every step makes: the bookkeeping fields are shared
-        chain.s = copy.copy(s)
-        chain.s.x, chain.s.logp, chain.s.grad = x, logp, grad
+        chain.s = moved_state(s, x, logp, grad)
     return accepted
 
 
