@@ -283,10 +283,11 @@ class SGLDGPRegressor(
         Chains run in parallel processes (joblib); results do not depend on
         it.
     backend : {"numpy", "cupy"}, default="numpy"
-        Array module of the CG solves and ``K @ V`` products. ``"cupy"``
-        stores the kernel matrix on the GPU (built on the CPU); fitted
-        attributes stay NumPy arrays. The factorising solvers
-        (``"cholesky"``, ``"stochastic_trace"``) run on the CPU.
+        Array module of the fit's CG-based gradients. ``"cupy"`` builds and
+        stores the kernel matrix on the GPU and runs the CG solves and the
+        gradient contraction there; fitted attributes stay NumPy arrays and
+        predictions run on the CPU. The factorising solvers (``"cholesky"``,
+        ``"stochastic_trace"``) run on the CPU.
     normalize_X : bool, default=True
         Standardise each input column (mean 0, standard deviation 1 on the
         training data) inside the estimator. The kernel's hyperparameters,

@@ -156,3 +156,7 @@ module.concatenate = lambda arrays, axis=0: DeviceArray(
     np.concatenate(_unwrap_all(arrays), axis=axis)
 )
 module.float64 = np.float64
+module.zeros = lambda shape, dtype=np.float64: DeviceArray(np.zeros(shape, dtype))
+module.arange = lambda *args: DeviceArray(np.arange(*args))
+module.exp = lambda x: DeviceArray(np.exp(_operand(x)))
+module.sqrt = lambda x: DeviceArray(np.sqrt(_operand(x)))

@@ -3,7 +3,11 @@
 CI has no GPU; these tests run the ``backend="cupy"`` code (CG, ULISSE, the
 preconditioner, the stochastic gradient and SGLD) with
 ``tests/_strict_device.py`` as the array module, which raises wherever host
-and device arrays are mixed, and compare with the NumPy backend bit for bit.
+and device arrays are mixed, and compare with the NumPy backend. The device
+path builds ``K`` and contracts the gradient with the array-module kernels
+(``kernels/_array_forms``), whose entries differ from the compiled host
+kernels' by rounding (``tests/test_kernel_array_forms.py``), so results agree
+to a tolerance, each derived where it is used, not bit for bit.
 """
 
 import numpy as np
@@ -71,8 +75,17 @@ def test_cg_and_ulisse_on_device_equal_host(data, rank):
             results[name] = (cg.x.get(), ul.estimates.get(), cg.n_iter, ul.n_iter)
         else:
             results[name] = (cg.x, ul.estimates, cg.n_iter, ul.n_iter)
-    for host, dev in zip(results["host"], results["device"], strict=True):
-        np.testing.assert_array_equal(host, dev)
+    (cg_h, ul_h, it_h, ul_it_h), (cg_d, ul_d, it_d, ul_it_d) = (
+        results["host"],
+        results["device"],
+    )
+    # CG stops at relative residual 1e-10; K differs by ~1e-15, so the two
+    # runs' iterates differ by about the tolerance times cond(K) (~1e3 here)
+    # and a column can stop one iteration apart.
+    scale = np.abs(cg_h).max()
+    np.testing.assert_allclose(cg_d, cg_h, rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(ul_d, ul_h, rtol=0, atol=1e-6 * scale)
+    assert abs(it_h - it_d) <= 1 and abs(ul_it_h - ul_it_d) <= 1
 
 
 def test_stochastic_gradient_on_device_equals_host(data):
@@ -97,7 +110,9 @@ def test_stochastic_gradient_on_device_equals_host(data):
         state = grad.get_state()  # host copies, picklable without a device
         assert isinstance(state["probes"], np.ndarray)
         assert isinstance(state["x_prev"], np.ndarray)
-    np.testing.assert_array_equal(grads["host"], grads["device"])
+    # same probes and stopping draws; the solves differ by rounding (above)
+    scale = np.abs(grads["host"]).max()
+    np.testing.assert_allclose(grads["device"], grads["host"], atol=1e-8 * scale)
 
 
 def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
@@ -126,8 +141,10 @@ def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
         ).fit(X, y)
         fits[backend] = reg
     assert "cupy" in used
-    np.testing.assert_array_equal(fits["numpy"].chains_, fits["cupy"].chains_)
+    # the same random numbers drive both chains; gradients agree to ~1e-12
+    # relative (above), which 40 steps carry into the states
+    np.testing.assert_allclose(fits["cupy"].chains_, fits["numpy"].chains_, atol=1e-8)
     assert isinstance(fits["cupy"].samples_, np.ndarray)
-    np.testing.assert_array_equal(
-        fits["numpy"].predict(X[:5]), fits["cupy"].predict(X[:5])
+    np.testing.assert_allclose(
+        fits["cupy"].predict(X[:5]), fits["numpy"].predict(X[:5]), atol=1e-8
     )

@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import Kernel
 
 from . import _numba
+from ._array_forms import array_gram
 from ._lowering import lower_kernel
 
 __all__ = ["KernelAdapter", "force_generic"]
@@ -349,6 +350,34 @@ class KernelAdapter:
         return _serial(_numba.gram)(
             self._scaled(X, inv_ell), variance, noise, self.spec.base
         )
+
+    def gram_in(self, theta, X, xp):
+        """:meth:`gram` as an array of module ``xp`` (NumPy or CuPy).
+
+        Built in ``xp`` on the fast path (``_array_forms``), else copied.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_params,)
+        X : array-like of shape (n, d)
+        xp : module
+
+        Returns
+        -------
+        K : array of shape (n, n), of module ``xp``
+
+        Examples
+        --------
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> adapter, X = KernelAdapter(RBF(1.0)), np.array([[0.0], [1.0]])
+        >>> bool(np.allclose(adapter.gram_in([0.0], X, np), adapter.gram([0.0], X)))
+        True
+        """
+        if xp is np:
+            return self.gram(theta, X)
+        if self.is_fast:
+            return array_gram(self, theta, _as_2d(X), xp)
+        return xp.asarray(self.gram(theta, X))
 
     def cross(self, theta, X, Y):
         """Cross-kernel matrix ``K(X, Y)``; a WhiteKernel contributes 0.

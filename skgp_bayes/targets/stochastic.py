@@ -18,6 +18,7 @@ contraction.
 import numpy as np
 from scipy.linalg import lapack
 
+from ..kernels._array_forms import array_lowrank_grad_contract
 from ..linalg import (
     batched_cg,
     cho_solve,
@@ -313,14 +314,26 @@ class StochasticMarginalGradient:
         )
         solve = self._solve_ulisse if self.solver == "ulisse" else self._solve_cg
         a1, a2, S = solve(matvec, B, x0, precond)
-        U = np.column_stack([0.5 * to_host(a1), -to_host(S) / (2.0 * self.n_probes)])
-        V = np.column_stack([to_host(a2), to_host(self._probes)])
         grad = np.empty(self.n_params)
-        grad[: self.n_kernel_params] = lowrank_grad_contract(
-            self.adapter, theta, self.X, U, V
-        )
+        if xp is not np and self.adapter.is_fast:
+            # contracted where the solutions live (kernels/_array_forms)
+            U = xp.concatenate([0.5 * a1[:, None], S * (-0.5 / self.n_probes)], axis=1)
+            V = xp.concatenate([a2[:, None], self._probes], axis=1)
+            grad[: self.n_kernel_params] = array_lowrank_grad_contract(
+                self.adapter, theta, self.X, U, V, xp
+            )
+            trace_uv = float(xp.sum(U * V))
+        else:
+            U = np.column_stack(
+                [0.5 * to_host(a1), -to_host(S) / (2.0 * self.n_probes)]
+            )
+            V = np.column_stack([to_host(a2), to_host(self._probes)])
+            grad[: self.n_kernel_params] = lowrank_grad_contract(
+                self.adapter, theta, self.X, U, V
+            )
+            trace_uv = float(np.sum(U * V))
         if self.log_noise_variance is None:
-            grad[-1] = noise * float(np.sum(U * V))
+            grad[-1] = noise * trace_uv
         return grad
 
     def _solve_ulisse(self, matvec, B, x0, precond):

@@ -1,0 +1,257 @@
+"""The CuPy backend on a GPU against the same machine's CPU and a GPU peer.
+
+One SGLD iteration of :class:`~skgp_bayes.SGLDGPRegressor` at scale is one
+stochastic gradient (:class:`~skgp_bayes.targets.StochasticMarginalGradient`:
+``K`` built and stored, a pivoted-Cholesky preconditioner, one batched
+ULISSE/CG solve, the gradient contraction, on the host by the compiled
+kernels or on the device by the array-module ones). This times it with
+``backend="numpy"`` and ``backend="cupy"`` on synthetic data of the census
+size used in ``bench_sgld.py``, splits the time into those four parts, and
+sets it against, in the same run:
+
+- the Cholesky floor: one LAPACK ``dpotrf`` on the host and one
+  ``cupy.linalg.cholesky`` on the device, of the same ``K``;
+- GPyTorch's exact GP on the same device in float64: one marginal
+  log-likelihood gradient (``loss.backward()``) with its defaults (CG with
+  stochastic Lanczos quadrature beyond 800 points), and with a Cholesky.
+
+    python benchmarks/bench_gpu.py                 # n = 5000 and 22784
+    python benchmarks/bench_gpu.py --sizes 2000    # quicker
+
+Needs CuPy and a GPU; GPyTorch is optional. Prints Markdown tables.
+"""
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+from scipy.linalg import lapack
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+import skgp_bayes.targets.stochastic as stochastic
+from skgp_bayes._backend import get_array_module
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.targets import StochasticMarginalGradient
+
+PARTS = (
+    "kernel_operator",
+    "kernel_preconditioner",
+    "ulisse_solve",
+    "lowrank_grad_contract",
+    "array_lowrank_grad_contract",
+)
+# the census benchmark's settings in bench_sgld.py
+GRADIENT_OPTIONS = dict(
+    q=0.1,
+    beta=0.1,
+    max_random_steps=10,
+    storage="dense",
+    preconditioner_rank=100,
+    n_probes=16,
+)
+PARAMS = np.log([1.0, 2.0, 0.1])  # constant, length scale, noise variance
+
+
+def synthetic(n, d=8):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X @ np.full(d, 0.4)) + 0.3 * rng.standard_normal(n)
+    return X, (y - y.mean()) / y.std()
+
+
+def adapter():
+    return KernelAdapter(ConstantKernel(1.0) * RBF(1.0))
+
+
+class PartTimer:
+    """Wraps the four parts of a gradient in the stochastic module with clocks
+    that wait for the device, so that each part is charged its own time."""
+
+    def __init__(self, sync):
+        self.sync = sync
+        self.seconds = dict.fromkeys(PARTS, 0.0)
+        self._saved = {}
+
+    def __enter__(self):
+        for name in PARTS:
+            original = getattr(stochastic, name)
+            self._saved[name] = original
+            setattr(stochastic, name, self._timed(name, original))
+        return self
+
+    def _timed(self, name, func):
+        def wrapper(*args, **kwargs):
+            self.sync()
+            start = time.perf_counter()
+            out = func(*args, **kwargs)
+            self.sync()
+            self.seconds[name] += time.perf_counter() - start
+            return out
+
+        return wrapper
+
+    def __exit__(self, *exc):
+        for name, func in self._saved.items():
+            setattr(stochastic, name, func)
+
+
+def our_gradient(X, y, xp, sync, repeats=2):
+    grad = StochasticMarginalGradient(
+        adapter(),
+        X,
+        y,
+        None,
+        rng=np.random.default_rng(1),
+        xp=xp,
+        **GRADIENT_OPTIONS,
+    )
+    sync()
+    start = time.perf_counter()
+    grad(PARAMS)
+    sync()
+    cold = time.perf_counter() - start
+    best, parts = np.inf, None
+    for step in range(repeats):
+        with PartTimer(sync) as timer:
+            start = time.perf_counter()
+            # a nearby point: K^-1 y starts from the last solution, probes new
+            grad(PARAMS + 0.01 * (step + 1))
+            sync()
+            seconds = time.perf_counter() - start
+        if seconds < best:
+            best, parts = seconds, dict(timer.seconds)
+    return cold, best, parts, grad.cg_iterations
+
+
+def host_cholesky(X):
+    K = adapter().gram(PARAMS[:2], X)
+    K[np.diag_indices_from(K)] += np.exp(PARAMS[2])
+    start = time.perf_counter()
+    _, info = lapack.dpotrf(K, lower=1, clean=0, overwrite_a=1)
+    assert info == 0
+    return time.perf_counter() - start
+
+
+def device_cholesky(X, cupy, repeats=3):
+    K = adapter().gram(PARAMS[:2], X)
+    K[np.diag_indices_from(K)] += np.exp(PARAMS[2])
+    Kd = cupy.asarray(K)
+    del K
+    times = []
+    for _ in range(repeats + 1):  # the first call loads cuSOLVER
+        cupy.cuda.Device().synchronize()
+        start = time.perf_counter()
+        L = cupy.linalg.cholesky(Kd)
+        cupy.cuda.Device().synchronize()
+        times.append(time.perf_counter() - start)
+        del L
+    return min(times[1:])
+
+
+def gpytorch_gradient(X, y, cholesky, repeats=3):
+    import gpytorch
+    import torch
+
+    Xt = torch.as_tensor(X, dtype=torch.float64, device="cuda")
+    yt = torch.as_tensor(y, dtype=torch.float64, device="cuda")
+
+    class Model(gpytorch.models.ExactGP):
+        def __init__(self, likelihood):
+            super().__init__(Xt, yt, likelihood)
+            self.mean = gpytorch.means.ZeroMean()
+            self.covar = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+
+        def forward(self, x):
+            return gpytorch.distributions.MultivariateNormal(
+                self.mean(x), self.covar(x)
+            )
+
+    likelihood = gpytorch.likelihoods.GaussianLikelihood().double().cuda()
+    model = Model(likelihood).double().cuda()
+    model.covar.outputscale = 1.0
+    model.covar.base_kernel.lengthscale = 2.0
+    likelihood.noise = 0.1
+    model.train()
+    likelihood.train()
+    mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
+    size = 10**7 if cholesky else 800  # 800 is GPyTorch's default
+    times = []
+    with gpytorch.settings.max_cholesky_size(size):
+        for _ in range(repeats + 1):  # the first call builds and compiles
+            model.zero_grad()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            loss = -mll(model(Xt), yt)
+            loss.backward()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    return min(times[1:])
+
+
+def row(label, seconds, floor):
+    return f"| {label} | {seconds:.3f} | {seconds / floor:.2f} |"
+
+
+def run_size(n, cupy):
+    X, y = synthetic(n)
+    sync_device = cupy.cuda.Device().synchronize
+    chol_host = host_cholesky(X)
+    chol_device = device_cholesky(X, cupy)
+    cold_h, warm_h, parts_h, iters_h = our_gradient(X, y, np, lambda: None)
+    cold_d, warm_d, parts_d, iters_d = our_gradient(X, y, cupy, sync_device)
+    peers = {}
+    for label, cholesky in (("CG (its default)", False), ("Cholesky", True)):
+        try:
+            peers[label] = gpytorch_gradient(X, y, cholesky)
+        except Exception as err:  # a missing GPyTorch, or out of memory
+            peers[label] = f"{type(err).__name__}: {err}"
+    print(f"\n### n = {n}, d = 8 (RBF), float64\n")
+    print(
+        "| one gradient (warm CG start, new probes) | seconds | ratio to the "
+        "device Cholesky |"
+    )
+    print("| --- | --- | --- |")
+    print(row("device Cholesky (cupy.linalg.cholesky)", chol_device, chol_device))
+    print(row("host Cholesky (LAPACK dpotrf)", chol_host, chol_device))
+    print(row('ours, backend="cupy"', warm_d, chol_device))
+    print(row('ours, backend="numpy"', warm_h, chol_device))
+    for label, value in peers.items():
+        if isinstance(value, str):
+            print(f"| GPyTorch, {label} | failed: {value} | |")
+        else:
+            print(row(f"GPyTorch, {label}", value, chol_device))
+    print(
+        f"\nFirst gradient (cold start): cupy {cold_d:.3f} s, numpy {cold_h:.3f} s. "
+        f"Block CG iterations (cold, warm...): cupy {iters_d}, numpy {iters_h}."
+    )
+    for label, value in peers.items():
+        if not isinstance(value, str):
+            print(f"Ours (cupy) / GPyTorch {label}: {warm_d / value:.2f}.")
+    print(f"Ours cupy / ours numpy: {warm_d / warm_h:.3f}.\n")
+    print("| part of one gradient | cupy s | numpy s |")
+    print("| --- | --- | --- |")
+    for name in PARTS:
+        print(f"| {name} | {parts_d[name]:.3f} | {parts_h[name]:.3f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 22784])
+    args = parser.parse_args()
+    cupy = get_array_module("cupy")
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    print(
+        f"# CuPy backend benchmark\n\n{props['name'].decode()}, CuPy "
+        f"{cupy.__version__}; host {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, NumPy {np.__version__}"
+    )
+    warm_up = synthetic(300)
+    our_gradient(*warm_up, np, lambda: None, repeats=1)  # Numba compiles
+    for n in args.sizes:
+        run_size(n, cupy)
+
+
+if __name__ == "__main__":
+    main()
