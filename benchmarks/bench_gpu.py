@@ -33,6 +33,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 import skgp_bayes.targets.stochastic as stochastic
 from skgp_bayes._backend import get_array_module
 from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.predictive.exact import CGGPDraws
 from skgp_bayes.targets import StochasticMarginalGradient
 
 PARTS = (
@@ -190,6 +191,27 @@ def gpytorch_gradient(X, y, cholesky, repeats=3):
     return min(times[1:])
 
 
+def prediction_seconds(X, y, backend, sync, n_draws=2, n_query=128):
+    """Predictive means and variances by CG (``predict_solver="cg"``): the
+    set-up solves ``K_j^-1 y`` of ``n_draws`` draws, then the moments at
+    ``n_query`` new points (one block of the query loop per draw)."""
+    thetas = np.tile(PARAMS[:2], (n_draws, 1)) + 0.01 * np.arange(n_draws)[:, None]
+    noise = np.full(n_draws, np.exp(PARAMS[2]))
+    X_query = synthetic(n_query + 7)[0][7:]
+    sync()
+    start = time.perf_counter()
+    draws = CGGPDraws(
+        adapter(), X, y, thetas, noise, 1e-8, "dense", 100, backend=backend
+    )
+    sync()
+    setup = time.perf_counter() - start
+    start = time.perf_counter()
+    means, variances = draws.moments(X_query)
+    sync()
+    assert np.all(np.isfinite(means)) and np.all(variances >= 0)
+    return setup, time.perf_counter() - start
+
+
 def row(label, seconds, floor):
     return f"| {label} | {seconds:.3f} | {seconds / floor:.2f} |"
 
@@ -230,6 +252,14 @@ def run_size(n, cupy):
         if not isinstance(value, str):
             print(f"Ours (cupy) / GPyTorch {label}: {warm_d / value:.2f}.")
     print(f"Ours cupy / ours numpy: {warm_d / warm_h:.3f}.\n")
+    predictions = {"cupy": prediction_seconds(X, y, "cupy", sync_device)}
+    if n <= 5000:  # the host's dense CG at 22,784 points takes minutes
+        predictions["numpy"] = prediction_seconds(X, y, "numpy", lambda: None)
+    print("| predictions by CG, 2 draws | set-up solves s | moments at 128 points s |")
+    print("| --- | --- | --- |")
+    for backend, (setup, moments) in predictions.items():
+        print(f'| backend="{backend}" | {setup:.3f} | {moments:.3f} |')
+    print()
     print("| part of one gradient | cupy s | numpy s |")
     print("| --- | --- | --- |")
     for name in PARTS:

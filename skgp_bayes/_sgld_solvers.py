@@ -318,7 +318,9 @@ def choose_solver(solver, n_samples, **params):
     )
 
 
-def predictive_draws(predict_solver, data, thetas, noise, *, tol, storage, rank):
+def predictive_draws(
+    predict_solver, data, thetas, noise, *, tol, storage, rank, backend="numpy"
+):
     """The per-draw GP posteriors predictions average over.
 
     Parameters
@@ -332,6 +334,8 @@ def predictive_draws(predict_solver, data, thetas, noise, *, tol, storage, rank)
         Noise variances on the model's scale.
     tol, storage, rank
         CG's relative tolerance, kernel storage and preconditioner rank.
+    backend : {"numpy", "cupy"}, default="numpy"
+        Where the CG solves run (the host where no GPU is usable).
 
     Returns
     -------
@@ -355,5 +359,5 @@ def predictive_draws(predict_solver, data, thetas, noise, *, tol, storage, rank)
         predict_solver == "auto" and n_samples > CHOLESKY_PREDICT_MAX_N
     )
     if use_cg:
-        return CGGPDraws(*data, thetas, noise, tol, storage, rank)
+        return CGGPDraws(*data, thetas, noise, tol, storage, rank, backend)
     return ExactGPDraws(*data, thetas, noise)

@@ -285,9 +285,11 @@ class SGLDGPRegressor(
     backend : {"numpy", "cupy"}, default="numpy"
         Array module of the fit's CG-based gradients. ``"cupy"`` builds and
         stores the kernel matrix on the GPU and runs the CG solves and the
-        gradient contraction there; fitted attributes stay NumPy arrays and
-        predictions run on the CPU. The factorising solvers (``"cholesky"``,
-        ``"stochastic_trace"``) run on the CPU.
+        gradient contraction there; so do the CG solves of predictions
+        (``predict_solver="cg"``, or ``"auto"`` beyond 5000 points), on the
+        host where no GPU is usable (a model loaded on another machine).
+        Fitted attributes stay NumPy arrays. The factorising solvers
+        (``"cholesky"``, ``"stochastic_trace"``) run on the CPU.
     normalize_X : bool, default=True
         Standardise each input column (mean 0, standard deviation 1 on the
         training data) inside the estimator. The kernel's hyperparameters,
@@ -661,6 +663,7 @@ class SGLDGPRegressor(
             tol=self.cg_tol,
             storage=self.storage,
             rank=self.cg_preconditioner_rank,
+            backend=self.backend,
         )
         return {
             "draws_": draws_params,

@@ -17,6 +17,7 @@ from _strict_device import module as device
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 import skgp_bayes._sgld_chains as sgld_chains
+import skgp_bayes.predictive.exact as predictive_exact
 import skgp_bayes.sgld as sgld_module
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes.kernels import KernelAdapter
@@ -147,4 +148,59 @@ def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
     assert isinstance(fits["cupy"].samples_, np.ndarray)
     np.testing.assert_allclose(
         fits["cupy"].predict(X[:5]), fits["numpy"].predict(X[:5]), atol=1e-8
+    )
+
+
+def _cg_predicting_fit(backend, X, y):
+    return SGLDGPRegressor(
+        ConstantKernel() * RBF([1.0, 1.0]),
+        n_iter=30,
+        burn_in=10,
+        thin=2,
+        n_chains=2,
+        n_predict_draws=3,
+        solver="ulisse",
+        predict_solver="cg",
+        backend=backend,
+        random_state=0,
+    ).fit(X, y)
+
+
+def test_cg_predictions_run_on_the_device(data, monkeypatch):
+    _, _, X, y = data
+    host = _cg_predicting_fit("numpy", X, y)
+    used = []
+
+    def strict_module(backend="numpy"):
+        used.append(backend)
+        return device if backend == "cupy" else np
+
+    for module in (sgld_module, sgld_chains, predictive_exact):
+        monkeypatch.setattr(module, "get_array_module", strict_module)
+    fitted = _cg_predicting_fit("cupy", X, y)
+    used.clear()
+    mean, sd = fitted.predict(X[:7], return_std=True)
+    assert "cupy" in used  # the solves of predict ran on the device module
+    host_mean, host_sd = host.predict(X[:7], return_std=True)
+    # CG to cg_tol (1e-8 relative) on both sides, K differing by rounding:
+    # the solutions differ by about cg_tol times cond(K), ~1e2 here
+    np.testing.assert_allclose(mean, host_mean, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(sd, host_sd, rtol=0, atol=1e-5)
+
+
+def test_a_gpu_model_predicts_where_cupy_is_missing(data, monkeypatch):
+    _, _, X, y = data
+
+    def strict_module(backend="numpy"):
+        return device if backend == "cupy" else np
+
+    for module in (sgld_module, sgld_chains):
+        monkeypatch.setattr(module, "get_array_module", strict_module)
+    fitted = _cg_predicting_fit("cupy", X, y)
+    # predictive_exact keeps the real get_array_module: CuPy is absent in CI
+    # (and when present, answers on its GPU), and the host takes over
+    mean = fitted.predict(X[:5])
+    assert np.all(np.isfinite(mean))
+    np.testing.assert_allclose(
+        mean, _cg_predicting_fit("numpy", X, y).predict(X[:5]), rtol=0, atol=1e-5
     )

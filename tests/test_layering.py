@@ -18,7 +18,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "skgp_bayes"
 
 # _vector_exp is a compiled arithmetic primitive (exp, log1p) that kernels,
 # likelihoods and targets all inline; it imports nothing from the package.
+# _backend picks the array module (NumPy or CuPy); it imports only exceptions.
 FOUNDATION = {
+    "_backend",
     "_config",
     "_warnings",
     "exceptions",
@@ -29,6 +31,7 @@ FOUNDATION = {
 # Each lower unit (a subpackage or a foundation module) and what it may import
 # from the package besides the foundation.
 ALLOWED = {
+    "_backend": set(),
     "_config": set(),
     "_version": set(),
     "_vector_exp": set(),

@@ -241,14 +241,18 @@ def kernel_preconditioner(adapter, theta, X, noise_variance, rank, xp=np):
     # noise, and the factor approximates the rest (a low-rank factor cannot
     # represent a multiple of the identity).
     full_diag = adapter.diag(theta, X)
-    smooth_diag = np.concatenate(
-        [
-            np.diag(
-                adapter.cross(theta, X[i : i + _DIAG_BLOCK], X[i : i + _DIAG_BLOCK])
-            )
-            for i in range(0, n, _DIAG_BLOCK)
-        ]
-    )
+    if getattr(adapter, "is_fast", False):
+        # the recognised kernels are stationary: k(x, x) is one number
+        smooth_diag = np.full(n, adapter.cross(theta, X[:1], X[:1])[0, 0])
+    else:
+        smooth_diag = np.concatenate(
+            [
+                np.diag(
+                    adapter.cross(theta, X[i : i + _DIAG_BLOCK], X[i : i + _DIAG_BLOCK])
+                )
+                for i in range(0, n, _DIAG_BLOCK)
+            ]
+        )
     white = np.maximum(full_diag - smooth_diag, 0.0)
     L, _ = pivoted_cholesky(
         smooth_diag, lambda i: adapter.cross(theta, X, X[i : i + 1])[:, 0], rank

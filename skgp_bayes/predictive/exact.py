@@ -7,6 +7,8 @@ the training data; the estimators average these predictives with
 
 import numpy as np
 
+from .._backend import get_array_module, to_numpy
+from ..exceptions import BackendUnavailableError
 from ..linalg import (
     batched_cg,
     cho_solve,
@@ -135,7 +137,10 @@ class CGGPDraws:
     from a zero start, so predictions are deterministic. With
     ``preconditioner_rank > 0`` every solve is preconditioned by a pivoted
     Cholesky factor of that rank, rebuilt per draw when needed (storing one
-    per draw would cost ``n_draws * n * rank`` floats).
+    per draw would cost ``n_draws * n * rank`` floats). ``backend="cupy"``
+    solves on the GPU (``K`` built and stored there); where CuPy or a GPU is
+    missing, as for a model fitted on a GPU and loaded elsewhere, the solves
+    run on the host to the same tolerance.
     """
 
     def __init__(
@@ -148,8 +153,10 @@ class CGGPDraws:
         tol,
         storage,
         preconditioner_rank=0,
+        backend="numpy",
     ):
         self.adapter = adapter
+        self.backend = backend
         self.X = X
         self.y = y
         self.kernel_thetas = np.asarray(kernel_thetas, dtype=np.float64)
@@ -171,25 +178,42 @@ class CGGPDraws:
         The pathwise sampler accepts a callable wherever it would solve with
         a Cholesky factor, so function samples need no factorisation here.
         """
-        operator = self._operator(j)
+        xp = self._array_module()
+        operator = self._operator(j, xp)
         precond = kernel_preconditioner(
             self.adapter,
             self.kernel_thetas[j],
             self.X,
             self.noise_variances[j],
             self.preconditioner_rank,
-        )
-        return lambda rhs: (
-            batched_cg(operator, rhs, tol=self.tol, precondition=precond).x
+            xp=xp,
         )
 
-    def _operator(self, j):
+        def solve(rhs):
+            result = batched_cg(
+                operator, xp.asarray(rhs), tol=self.tol, xp=xp, precondition=precond
+            )
+            return to_numpy(result.x)
+
+        return solve
+
+    def _array_module(self):
+        backend = getattr(self, "backend", "numpy")  # pickles from before it
+        if backend == "numpy":
+            return np
+        try:
+            return get_array_module(backend)
+        except BackendUnavailableError:
+            return np
+
+    def _operator(self, j, xp):
         op, _ = kernel_operator(
             self.adapter,
             self.kernel_thetas[j],
             self.X,
             self.noise_variances[j],
             storage=self.storage,
+            xp=xp,
         )
         return op
 
