@@ -49,3 +49,21 @@ CHEAP = {
 }
 
 ESTIMATOR_CLASSES = [type(make()) for make in CHEAP.values()]
+
+
+def cg_predicting_sgld(backend, X, y):
+    """A short Langevin fit whose solves (fit and predict) all run by CG."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    return SGLDGPRegressor(
+        ConstantKernel() * RBF([1.0] * X.shape[1]),
+        n_iter=30,
+        burn_in=10,
+        thin=2,
+        n_chains=2,
+        n_predict_draws=3,
+        solver="ulisse",
+        predict_solver="cg",
+        backend=backend,
+        random_state=0,
+    ).fit(X, y)

@@ -12,6 +12,7 @@ to a tolerance, each derived where it is used, not bit for bit.
 
 import numpy as np
 import pytest
+from _estimators import cg_predicting_sgld
 from _strict_device import DeviceArray
 from _strict_device import module as device
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
@@ -151,24 +152,9 @@ def test_sgld_backend_cupy_runs_the_device_path(data, monkeypatch):
     )
 
 
-def _cg_predicting_fit(backend, X, y):
-    return SGLDGPRegressor(
-        ConstantKernel() * RBF([1.0, 1.0]),
-        n_iter=30,
-        burn_in=10,
-        thin=2,
-        n_chains=2,
-        n_predict_draws=3,
-        solver="ulisse",
-        predict_solver="cg",
-        backend=backend,
-        random_state=0,
-    ).fit(X, y)
-
-
 def test_cg_predictions_run_on_the_device(data, monkeypatch):
     _, _, X, y = data
-    host = _cg_predicting_fit("numpy", X, y)
+    host = cg_predicting_sgld("numpy", X, y)
     used = []
 
     def strict_module(backend="numpy"):
@@ -177,7 +163,7 @@ def test_cg_predictions_run_on_the_device(data, monkeypatch):
 
     for module in (sgld_module, sgld_chains, predictive_exact):
         monkeypatch.setattr(module, "get_array_module", strict_module)
-    fitted = _cg_predicting_fit("cupy", X, y)
+    fitted = cg_predicting_sgld("cupy", X, y)
     used.clear()
     mean, sd = fitted.predict(X[:7], return_std=True)
     assert "cupy" in used  # the solves of predict ran on the device module
@@ -196,11 +182,11 @@ def test_a_gpu_model_predicts_where_cupy_is_missing(data, monkeypatch):
 
     for module in (sgld_module, sgld_chains):
         monkeypatch.setattr(module, "get_array_module", strict_module)
-    fitted = _cg_predicting_fit("cupy", X, y)
+    fitted = cg_predicting_sgld("cupy", X, y)
     # predictive_exact keeps the real get_array_module: CuPy is absent in CI
     # (and when present, answers on its GPU), and the host takes over
     mean = fitted.predict(X[:5])
     assert np.all(np.isfinite(mean))
     np.testing.assert_allclose(
-        mean, _cg_predicting_fit("numpy", X, y).predict(X[:5]), rtol=0, atol=1e-5
+        mean, cg_predicting_sgld("numpy", X, y).predict(X[:5]), rtol=0, atol=1e-5
     )

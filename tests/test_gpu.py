@@ -17,6 +17,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _estimators import cg_predicting_sgld
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SGLDGPRegressor
@@ -172,21 +173,7 @@ def test_sgld_regressor_fits_on_device_and_predicts_on_host(data):
 
 def test_cg_predictions_on_device_match_host(data):
     _, _, X, y = data
-    fits = {
-        backend: SGLDGPRegressor(
-            ConstantKernel() * RBF([1.0, 1.0, 1.0]),
-            n_iter=30,
-            burn_in=10,
-            thin=2,
-            n_chains=2,
-            n_predict_draws=3,
-            solver="ulisse",
-            predict_solver="cg",
-            backend=backend,
-            random_state=0,
-        ).fit(X, y)
-        for backend in ("numpy", "cupy")
-    }
+    fits = {backend: cg_predicting_sgld(backend, X, y) for backend in ("numpy", "cupy")}
     Xt = X[:50]
     mean, sd = fits["cupy"].predict(Xt, return_std=True)
     host_mean, host_sd = fits["numpy"].predict(Xt, return_std=True)

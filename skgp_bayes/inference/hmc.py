@@ -58,6 +58,7 @@ from .adaptation import (
     gradient_scaled_inv_mass,
     mass_adaptation_windows,
 )
+from .mode_jumps import mode_jump
 from .nuts import nuts_step
 
 __all__ = [
@@ -112,6 +113,8 @@ class HMCResult:
     final_state : ndarray of shape (n_params,)
         The chain's last state (kept or not), from which a continuation
         with ``n_warmup=0`` picks up.
+    n_jumps, n_jumps_accepted : int
+        Mode-jumping moves tried and accepted (``jumps``; 0 without).
 
     Examples
     --------
@@ -138,6 +141,8 @@ class HMCResult:
     n_divergent: int
     elapsed: float
     final_state: np.ndarray = None
+    n_jumps: int = 0
+    n_jumps_accepted: int = 0
 
 
 def _finite(value, grad):
@@ -459,7 +464,7 @@ class _Trace:
                 f"{acceptance:.2f}, divergences {divergences}"
             )
 
-    def result(self, state, warmup, elapsed):
+    def result(self, state, warmup, elapsed, jumps=(0, 0)):
         sampling = slice(self.n_warmup, self.total)
         return HMCResult(
             samples=self.samples,
@@ -481,6 +486,8 @@ class _Trace:
             n_divergent=int(self.divergent[sampling].sum()),
             elapsed=elapsed,
             final_state=state.x,
+            n_jumps=jumps[0],
+            n_jumps_accepted=jumps[1],
         )
 
 
@@ -506,6 +513,7 @@ def run_hmc(
     verbose=0,
     print_fn=print,
     progress=None,
+    jumps=None,
 ):
     """Sample a density by HMC with warm-up adaptation.
 
@@ -568,6 +576,12 @@ def run_hmc(
         ``progress(iteration, n_warmup + n_samples, stats)`` after every
         iteration, warm-up included, with the mean acceptance probability
         so far and the divergences.
+    jumps : ModeJumps, optional
+        After every ``jumps.every`` transitions, warm-up included, an
+        independence Metropolis-Hastings move from ``jumps``' mixture of
+        Gaussians (:func:`~skgp_bayes.inference.mode_jumps.mode_jump`), so
+        that a chain crosses between known modes; the moves keep the target
+        invariant. ``n_jumps`` and ``n_jumps_accepted`` count them.
 
     Returns
     -------
@@ -614,6 +628,7 @@ def run_hmc(
         target_accept=target_accept,
     )
     trace = _Trace(n_warmup, n_samples, thin, state.x.size)
+    jump_counts = [0, 0]
     for it in range(trace.total):
         # Also switches to the averaged step when warm-up ends.
         bound_step = warmup.bound_step(it)
@@ -638,6 +653,14 @@ def run_hmc(
                 max_leapfrog=bound,
                 max_energy_error=limit,
             )
+        if jumps is not None and (it + 1) % jumps.every == 0:
+            accepted, x, logp, grad = mode_jump(
+                state.x, state.logp, logp_and_grad, rng, jumps
+            )
+            jump_counts[0] += 1
+            if accepted:
+                jump_counts[1] += 1
+                state = HMCState(x, logp, grad)
         trace.record(it, info, warmup.step, state)
         if it < n_warmup:
             warmup.update(it, state, info.accept_prob)
@@ -645,7 +668,9 @@ def run_hmc(
     # A warm-up-only run ends on the averaged step, as a longer one would
     # have switched to it at its first sampling iteration.
     warmup.bound_step(trace.total)
-    return trace.result(state, warmup, time.perf_counter() - t_start)
+    return trace.result(
+        state, warmup, time.perf_counter() - t_start, tuple(jump_counts)
+    )
 
 
 def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kwargs):

@@ -96,6 +96,40 @@ class ModeJumps:
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
 
+    def in_coordinates(self, shift, transform):
+        """The same mixture in coordinates ``w``, where ``x = shift + transform w``.
+
+        A sampler that runs on affine coordinates (HMC scaled by the
+        curvature) proposes in them; the Jacobian is constant and cancels
+        from the acceptance ratio, so the moves are those of the original
+        mixture.
+
+        Parameters
+        ----------
+        shift : ndarray of shape (d,)
+        transform : ndarray of shape (d, d)
+            Invertible.
+
+        Returns
+        -------
+        ModeJumps
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+        >>> jumps = ModeJumps(np.array([[3.0]]), np.full((1, 1, 1), 2.0), np.zeros(1))
+        >>> w = jumps.in_coordinates(np.array([1.0]), np.array([[2.0]]))
+        >>> w.means, w.factors
+        (array([[1.]]), array([[[1.]]]))
+        """
+        inverse = np.linalg.inv(np.asarray(transform, dtype=np.float64))
+        means = (self.means - np.asarray(shift, dtype=np.float64)) @ inverse.T
+        mapped = inverse @ self.factors  # (k, d, d): factors, not triangular
+        covs = mapped @ np.transpose(mapped, (0, 2, 1))
+        factors = np.linalg.cholesky(0.5 * (covs + np.transpose(covs, (0, 2, 1))))
+        return ModeJumps(means, factors, self.log_weights, self.every)
+
     def propose(self, rng):
         """One draw from the mixture.
 

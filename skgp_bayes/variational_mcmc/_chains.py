@@ -269,6 +269,7 @@ sampler, target_accept, n_jobs
                 verbose=self.engine_verbose,
                 print_fn=Printer(self.name),
                 progress=progress.engine,
+                jumps=sampler.jumps(),
                 **options,
             )
 
@@ -289,6 +290,7 @@ sampler, target_accept, n_jobs
                 verbose=max(0, self.engine_verbose - 1),
                 print_fn=Printer(self.name),
                 progress=progress.engine,
+                jumps=sampler.jumps(),
                 **options,
             )
 
@@ -331,6 +333,7 @@ sampler, target_accept, n_jobs
                 inv_mass=sampler.inv_mass,
                 verbose=0,
                 progress=progress.engine,
+                jumps=sampler.jumps(),
                 **{**options, "thin": 1},
             )
         chains = np.stack([r.samples for r in first])

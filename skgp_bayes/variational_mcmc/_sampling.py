@@ -101,6 +101,9 @@ class Sampler:
     there (a hyperparameter drawn beyond its bounds).
     """
 
+    # A ModeJumps mixture over x, or None: see jumps().
+    mode_jumps = None
+
     def __init__(
         self, guarded, x0, transform, rng, n_chains, inits=None, inv_mass=None
     ):
@@ -120,6 +123,12 @@ class Sampler:
 
     def to_x(self, w):
         return w if self.transform is None else self.target.to_x(w)
+
+    def jumps(self):
+        """``mode_jumps`` in the coordinates the chains run on, or None."""
+        if self.mode_jumps is None or self.transform is None:
+            return self.mode_jumps
+        return self.mode_jumps.in_coordinates(self.target.shift, self.transform)
 
     def refined(self, chains, states):
         """The same density in coordinates refined from draws.
@@ -220,6 +229,8 @@ def merge(first, then):
         n_divergent=first.n_divergent + then.n_divergent,
         elapsed=first.elapsed + then.elapsed,
         final_state=then.final_state,
+        n_jumps=first.n_jumps + then.n_jumps,
+        n_jumps_accepted=first.n_jumps_accepted + then.n_jumps_accepted,
     )
 
 
@@ -284,6 +295,8 @@ def after_warmup(first, then):
         **joined,
         n_warmup=first.accept_prob.size + then.n_warmup,
         elapsed=first.elapsed + then.elapsed,
+        n_jumps=first.n_jumps + then.n_jumps,
+        n_jumps_accepted=first.n_jumps_accepted + then.n_jumps_accepted,
     )
 
 

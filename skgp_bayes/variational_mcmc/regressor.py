@@ -107,7 +107,10 @@ normalize_X, random_state, n_jobs, verbose
         ``[kernel theta, (log noise variance), v]`` per kept draw (for the
         Gaussian likelihood ``v`` is the exact draw of ``v | theta``).
         ``inv_mass_`` is NaN for ``v`` then, ``diagnostics_["collapsed"]`` is
-        True, ``diagnostics_["exact_marginal"]`` says if ``Z`` is ``X``.
+        True, ``diagnostics_["exact_marginal"]`` says if ``Z`` is ``X``, and
+        ``diagnostics_["mode_jumps"]`` gives the distinct modes the HMC
+        chains jump between (``modes``, 0 without jumps) and the moves
+        ``tried`` and ``accepted``.
     noise_variance_ : ndarray of shape (n_chains * n_kept,)
         Gaussian likelihood only: the noise variance of each draw, in the
         units of ``y``.

@@ -7,9 +7,9 @@ import pytest
 from scipy.special import logsumexp
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from skgp_bayes import SGLDGPRegressor
+from skgp_bayes import SGLDGPRegressor, VariationalMCMCRegressor
 from skgp_bayes.diagnostics import effective_sample_size
-from skgp_bayes.inference import run_sgld
+from skgp_bayes.inference import run_hmc, run_sgld
 from skgp_bayes.inference.mode_jumps import ModeJumps, laplace_mixture, mode_jump
 
 # 0.3 N(-4, 0.5^2) + 0.7 N(4, 0.5^2): a valley of 32 nats between the modes,
@@ -179,3 +179,70 @@ def test_sgld_regressor_moves_between_the_modes_its_searches_found():
         warnings.simplefilter("ignore")  # a short run: only the record matters
         one.fit(grid[:, None], np.sin(6 * grid) + 0.1 * np.cos(40 * grid))
     assert one.diagnostics_["mode_jumps"] == {"modes": 0, "tried": 0, "accepted": 0}
+
+
+def _hmc_chains(seeds, jumps, n_samples=1500):
+    return [
+        run_hmc(
+            _two_modes,
+            np.array([-4.0]),
+            n_warmup=300,
+            n_samples=n_samples,
+            random_state=seed,
+            jumps=jumps,
+        )
+        for seed in seeds
+    ]
+
+
+@pytest.mark.statistical
+def test_hmc_chains_with_jumps_hold_each_mode_at_its_weight(stat_seed):
+    runs = _hmc_chains([2 * stat_seed + c for c in range(2)], _proposal(every=1))
+    upper = np.stack([(r.samples[:, 0] > 0).astype(float) for r in runs])
+    share = upper.mean()
+    # as for the Langevin chains above: 5 standard errors from the ESS
+    se = np.sqrt(share * (1 - share) / effective_sample_size(upper))
+    assert abs(share - 0.7) < 5 * se, (share, se)
+    assert all(r.n_jumps == 1800 for r in runs)  # after every transition
+    assert all(0 < r.n_jumps_accepted < r.n_jumps for r in runs)
+
+
+def test_hmc_without_jumps_stays_in_its_mode():
+    (run,) = _hmc_chains([0], None, n_samples=500)
+    assert np.all(run.samples[:, 0] < 0)
+    assert run.n_jumps == run.n_jumps_accepted == 0
+
+
+def test_the_mixture_in_affine_coordinates_is_the_same_mixture():
+    rng = np.random.default_rng(0)
+    factors = np.array([np.tril(rng.normal(size=(3, 3))) for _ in range(2)])
+    factors[:, range(3), range(3)] = np.abs(factors[:, range(3), range(3)]) + 0.5
+    jumps = ModeJumps(rng.normal(size=(2, 3)), factors, np.log([0.4, 0.6]))
+    shift, transform = rng.normal(size=3), rng.normal(size=(3, 3)) + 3 * np.eye(3)
+    mapped = jumps.in_coordinates(shift, transform)
+    log_det = np.linalg.slogdet(transform)[1]
+    for w in rng.normal(size=(5, 3)):
+        # densities of x = shift + T w and of w differ by the constant log|T|
+        np.testing.assert_allclose(
+            mapped.log_q(w), jumps.log_q(shift + transform @ w) + log_det, rtol=1e-10
+        )
+    assert mapped.every == jumps.every
+
+
+def test_variational_mcmc_regressor_moves_between_the_modes():
+    # The collapsed bound's optimum has the third input's length scale long;
+    # the length-scale screen's per-input point finds the short mode on the
+    # sampled target, and every chain visits both.
+    X, y = _one_short_input()
+    reg = VariationalMCMCRegressor(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg.fit(X, y)
+    jumps = reg.diagnostics_["mode_jumps"]
+    assert jumps["modes"] >= 2
+    assert 0 < jumps["accepted"] < jumps["tried"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # samples_' new shape
+        per_chain = reg.samples_
+    short = np.exp(per_chain[:, :, 3]) < 1.0
+    assert np.all((short.mean(axis=1) > 0.05) & (short.mean(axis=1) < 0.95))
