@@ -106,18 +106,15 @@ normalize_X, random_state, n_jobs, verbose
     draws_ : ndarray of shape (n_chains * n_kept, n_params)
         ``[kernel theta, (log noise variance), v]`` per kept draw (for the
         Gaussian likelihood ``v`` is the exact draw of ``v | theta``).
-        ``inv_mass_`` is NaN for ``v`` then, ``diagnostics_["collapsed"]`` is
-        True, ``diagnostics_["exact_marginal"]`` says if ``Z`` is ``X``, and
-        ``diagnostics_["mode_jumps"]`` gives the distinct modes the HMC
-        chains jump between (``modes``, 0 without jumps) and the moves
-        ``tried`` and ``accepted``.
+        ``inv_mass_`` is NaN for ``v``; ``diagnostics_`` has ``collapsed``,
+        ``exact_marginal`` (whether ``Z`` is ``X``) and ``mode_jumps``
+        (modes jumped between, moves tried and accepted).
     noise_variance_ : ndarray of shape (n_chains * n_kept,)
         Gaussian likelihood only: the noise variance of each draw, in the
         units of ``y``.
     samples_, param_names_, inducing_points_, kernel_, kernels_, rhat_, \
-ess_, acceptance_rate_, \
-n_divergences_, step_size_, inv_mass_, svgp_params_, svgp_elbo_, trace_, \
-fit_time_, diagnostics_, n_features_in_, feature_names_in_
+ess_, acceptance_rate_, n_divergences_, step_size_, inv_mass_, svgp_params_, \
+svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         As in :class:`VariationalMCMCClassifier`.
     y_mean_, y_std_ : float
         Standardisation of ``y``. For Poisson ``y_std_`` is 1 and
