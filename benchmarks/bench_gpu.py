@@ -27,8 +27,8 @@ import platform
 import time
 
 import numpy as np
+from bench_sgld import CENSUS_GRADIENT, CENSUS_PARAMS, census_data, kernel
 from scipy.linalg import lapack
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 import skgp_bayes.targets.stochastic as stochastic
 from skgp_bayes._backend import get_array_module
@@ -43,27 +43,14 @@ PARTS = (
     "lowrank_grad_contract",
     "array_lowrank_grad_contract",
 )
-# the census benchmark's settings in bench_sgld.py
-GRADIENT_OPTIONS = dict(
-    q=0.1,
-    beta=0.1,
-    max_random_steps=10,
-    storage="dense",
-    preconditioner_rank=100,
-    n_probes=16,
-)
-PARAMS = np.log([1.0, 2.0, 0.1])  # constant, length scale, noise variance
 
 
-def synthetic(n, d=8):
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, d))
-    y = np.sin(X @ np.full(d, 0.4)) + 0.3 * rng.standard_normal(n)
-    return X, (y - y.mean()) / y.std()
+def synthetic(n):
+    return census_data(n, np.random.default_rng(0))
 
 
 def adapter():
-    return KernelAdapter(ConstantKernel(1.0) * RBF(1.0))
+    return KernelAdapter(kernel())
 
 
 class PartTimer:
@@ -106,11 +93,11 @@ def our_gradient(X, y, xp, sync, repeats=2):
         None,
         rng=np.random.default_rng(1),
         xp=xp,
-        **GRADIENT_OPTIONS,
+        **CENSUS_GRADIENT,
     )
     sync()
     start = time.perf_counter()
-    grad(PARAMS)
+    grad(CENSUS_PARAMS)
     sync()
     cold = time.perf_counter() - start
     best, parts = np.inf, None
@@ -118,7 +105,7 @@ def our_gradient(X, y, xp, sync, repeats=2):
         with PartTimer(sync) as timer:
             start = time.perf_counter()
             # a nearby point: K^-1 y starts from the last solution, probes new
-            grad(PARAMS + 0.01 * (step + 1))
+            grad(CENSUS_PARAMS + 0.01 * (step + 1))
             sync()
             seconds = time.perf_counter() - start
         if seconds < best:
@@ -126,9 +113,15 @@ def our_gradient(X, y, xp, sync, repeats=2):
     return cold, best, parts, grad.cg_iterations
 
 
+def noisy_gram(X):
+    """``K + s2 I`` at the timed parameters: the matrix every solve uses."""
+    K = adapter().gram(CENSUS_PARAMS[:2], X)
+    K[np.diag_indices_from(K)] += np.exp(CENSUS_PARAMS[2])
+    return K
+
+
 def host_cholesky(X):
-    K = adapter().gram(PARAMS[:2], X)
-    K[np.diag_indices_from(K)] += np.exp(PARAMS[2])
+    K = noisy_gram(X)
     start = time.perf_counter()
     _, info = lapack.dpotrf(K, lower=1, clean=0, overwrite_a=1)
     assert info == 0
@@ -136,10 +129,7 @@ def host_cholesky(X):
 
 
 def device_cholesky(X, cupy, repeats=3):
-    K = adapter().gram(PARAMS[:2], X)
-    K[np.diag_indices_from(K)] += np.exp(PARAMS[2])
-    Kd = cupy.asarray(K)
-    del K
+    Kd = cupy.asarray(noisy_gram(X))
     times = []
     for _ in range(repeats + 1):  # the first call loads cuSOLVER
         cupy.cuda.Device().synchronize()
@@ -195,8 +185,10 @@ def prediction_seconds(X, y, backend, sync, n_draws=2, n_query=128):
     """Predictive means and variances by CG (``predict_solver="cg"``): the
     set-up solves ``K_j^-1 y`` of ``n_draws`` draws, then the moments at
     ``n_query`` new points (one block of the query loop per draw)."""
-    thetas = np.tile(PARAMS[:2], (n_draws, 1)) + 0.01 * np.arange(n_draws)[:, None]
-    noise = np.full(n_draws, np.exp(PARAMS[2]))
+    thetas = (
+        np.tile(CENSUS_PARAMS[:2], (n_draws, 1)) + 0.01 * np.arange(n_draws)[:, None]
+    )
+    noise = np.full(n_draws, np.exp(CENSUS_PARAMS[2]))
     X_query = synthetic(n_query + 7)[0][7:]
     sync()
     start = time.perf_counter()

@@ -288,12 +288,9 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
             f"L-BFGS iterations: {target.describe(map_params)}"
         )
     if log is not None and jumps is not None:
-        shares = np.exp(jumps.log_weights)
         log(
-            f"{shares.size} modes, Laplace masses "
-            + ", ".join(f"{w:.3f}" for w in shares)
-            + f": the MALA chains also jump between them every {jumps.every} "
-            "iterations"
+            f"{jumps.describe()}: the MALA chains also jump between them every "
+            f"{jumps.every} iterations"
         )
     if identity:
         return map_params, np.eye(start.shape[0]), jumps

@@ -40,6 +40,7 @@ from ._validation import (
     target_scale,
     variance_in_units,
 )
+from .inference.mode_jumps import jump_record
 
 __all__ = ["SGLDGPRegressor"]
 
@@ -352,8 +353,8 @@ class SGLDGPRegressor(
         warm-up left it; None where it kept ``preconditioner_``),
         ``mode_jumps`` (``modes``: distinct posterior modes the MAP searches
         reached, 0 with one; ``tried`` and ``accepted``: the MALA chains'
-        independence moves between them, one every ten iterations; see the
-        user guide).
+        independence moves between them, one every second iteration; see
+        the user guide).
     fit_time_ : dict
         ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
@@ -695,13 +696,7 @@ class SGLDGPRegressor(
                 "cg_iterations_mean": float(cg_iters.mean()) if cg_iters.size else 0.0,
                 "cg_max_residual": runs["max_residual"],
                 "n_rejected": runs["n_rejected"],
-                "mode_jumps": {
-                    "modes": 0
-                    if setup["jumps"] is None
-                    else int(setup["jumps"].means.shape[0]),
-                    "tried": runs["mode_jumps"][0],
-                    "accepted": runs["mode_jumps"][1],
-                },
+                "mode_jumps": jump_record(setup["jumps"], [runs["mode_jumps"]]),
                 "acceptance_rate": float(accepted[:, burn:].mean())
                 if solver.metropolis and burn < chains.shape[1]
                 else float("nan"),

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["ModeJumps", "laplace_mixture", "mode_jump"]
+__all__ = ["ModeJumps", "jump_record", "laplace_mixture", "mode_jump"]
 
 
 class ModeJumps:
@@ -95,6 +95,19 @@ class ModeJumps:
         terms = self.log_weights + self._log_norm - 0.5 * np.einsum("ki,ki->k", z, z)
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
+
+    def describe(self):
+        """The modes and their weights, for a progress line.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+        >>> ModeJumps(np.zeros((2, 1)), np.ones((2, 1, 1)), np.log([1, 3])).describe()
+        '2 modes, Laplace masses 0.250, 0.750'
+        """
+        shares = ", ".join(f"{w:.3f}" for w in np.exp(self.log_weights))
+        return f"{self.means.shape[0]} modes, Laplace masses {shares}"
 
     def in_coordinates(self, shift, transform):
         """The same mixture in coordinates ``w``, where ``x = shift + transform w``.
@@ -205,6 +218,34 @@ def mode_jump(x, logp, logp_and_grad, rng, jumps, bounds=None):
 # A mode whose Laplace mass is below this share of the total is left out:
 # the mixture would propose it too rarely to matter.
 _MIN_SHARE = 1e-3
+
+
+def jump_record(jumps, counts):
+    """A fit's record of its mode jumps, as ``diagnostics_["mode_jumps"]``.
+
+    Parameters
+    ----------
+    jumps : ModeJumps or None
+    counts : iterable of (int, int)
+        Moves tried and accepted, per chain or per run.
+
+    Returns
+    -------
+    dict
+        ``modes`` (0 without jumps), and ``tried`` and ``accepted`` summed.
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference.mode_jumps import jump_record
+    >>> jump_record(None, [(0, 0)])
+    {'modes': 0, 'tried': 0, 'accepted': 0}
+    """
+    tried, accepted = np.sum(np.reshape(list(counts), (-1, 2)), axis=0, dtype=int)
+    return {
+        "modes": 0 if jumps is None else int(jumps.means.shape[0]),
+        "tried": int(tried),
+        "accepted": int(accepted),
+    }
 
 
 def laplace_mixture(target, optima, bounds, every=10):

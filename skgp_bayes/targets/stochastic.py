@@ -314,24 +314,20 @@ class StochasticMarginalGradient:
         )
         solve = self._solve_ulisse if self.solver == "ulisse" else self._solve_cg
         a1, a2, S = solve(matvec, B, x0, precond)
+        U = xp.concatenate([0.5 * a1[:, None], S / (-2.0 * self.n_probes)], axis=1)
+        V = xp.concatenate([a2[:, None], self._probes], axis=1)
+        trace_uv = float(xp.sum(U * V))
         grad = np.empty(self.n_params)
         if xp is not np and self.adapter.is_fast:
             # contracted where the solutions live (kernels/_array_forms)
-            U = xp.concatenate([0.5 * a1[:, None], S * (-0.5 / self.n_probes)], axis=1)
-            V = xp.concatenate([a2[:, None], self._probes], axis=1)
-            grad[: self.n_kernel_params] = array_lowrank_grad_contract(
+            kernel_grad = array_lowrank_grad_contract(
                 self.adapter, theta, self.X, U, V, xp
             )
-            trace_uv = float(xp.sum(U * V))
         else:
-            U = np.column_stack(
-                [0.5 * to_host(a1), -to_host(S) / (2.0 * self.n_probes)]
+            kernel_grad = lowrank_grad_contract(
+                self.adapter, theta, self.X, to_host(U), to_host(V)
             )
-            V = np.column_stack([to_host(a2), to_host(self._probes)])
-            grad[: self.n_kernel_params] = lowrank_grad_contract(
-                self.adapter, theta, self.X, U, V
-            )
-            trace_uv = float(np.sum(U * V))
+        grad[: self.n_kernel_params] = kernel_grad
         if self.log_noise_variance is None:
             grad[-1] = noise * trace_uv
         return grad

@@ -18,7 +18,7 @@ from .._fit_checks import warn_at_bounds
 from .._starts import screened_exact_starts
 from ..inference.affine import curvature_preconditioner
 from ..inference.laplace import find_map
-from ..inference.mode_jumps import laplace_mixture
+from ..inference.mode_jumps import jump_record, laplace_mixture
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
 from ..priors import PriorSet
@@ -226,7 +226,9 @@ def fit_collapsed(start, stages, data, Z0):
         svgp_iterations=int(optimum.n_iter),
         collapsed=True,
         exact_marginal=bool(optimum.exact),
-        mode_jumps=jump_record(sampler.mode_jumps, run.results),
+        mode_jumps=jump_record(
+            sampler.mode_jumps, [(r.n_jumps, r.n_jumps_accepted) for r in run.results]
+        ),
     )
     fitted.update(
         inducing_points_=Z,
@@ -269,21 +271,8 @@ def collapsed_mode_jumps(sampled, points, bounds, problem, log=None):
     optima = [hyper, *(find_map(sampled, point, bounds).params for point in starts)]
     jumps = laplace_mixture(sampled, optima, bounds, every=_MODE_JUMP_EVERY)
     if log is not None and jumps is not None:
-        shares = ", ".join(f"{w:.3f}" for w in np.exp(jumps.log_weights))
-        log(
-            f"{jumps.means.shape[0]} modes, Laplace masses {shares}: the HMC "
-            "chains also jump between them"
-        )
+        log(f"{jumps.describe()}: the HMC chains also jump between them")
     return jumps
-
-
-def jump_record(jumps, results):
-    """``diagnostics_["mode_jumps"]``: modes, moves tried and accepted."""
-    return {
-        "modes": 0 if jumps is None else int(jumps.means.shape[0]),
-        "tried": int(sum(r.n_jumps for r in results)),
-        "accepted": int(sum(r.n_jumps_accepted for r in results)),
-    }
 
 
 def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
