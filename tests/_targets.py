@@ -237,5 +237,8 @@ STOCHASTIC = {
 }
 
 # Public classes of skgp_bayes.targets with no value and gradient of their
-# own, each with the reason: none today.
-NOT_TARGETS = {}
+# own, each with the reason.
+NOT_TARGETS = {
+    "ExactInducingConditional": "draws v | theta for a sampled exact target; "
+    "tested in tests/targets/test_exact_inducing.py",
+}

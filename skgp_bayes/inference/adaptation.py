@@ -6,6 +6,8 @@
   schedule of windows of doubling length at whose ends HMC's diagonal
   inverse mass matrix is re-estimated, with dual averaging restarted after
   each.
+* :func:`calibrated_step`: the step whose acceptance meets the target,
+  from warm-up's pairs of step and acceptance.
 * The estimates minimise the Fisher divergence between the window's draws
   and a Gaussian (nutpie's estimator; Seyboldt, Carlson and Carpenter):
   ``sqrt(Var(x) / Var(grad log p))`` per coordinate for HMC's diagonal
@@ -19,13 +21,17 @@ transition.
 """
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.special import ndtr, ndtri
 
 __all__ = [
     "DualAveraging",
     "WarmupAdaptation",
+    "calibrated_step",
     "fisher_metric",
     "gradient_scaled_inv_mass",
     "mass_adaptation_windows",
+    "terminal_buffer",
 ]
 
 
@@ -161,6 +167,104 @@ def mass_adaptation_windows(n_warmup):
         windows.append((start, end))
         start, size = end, 2 * size
     return windows
+
+
+def terminal_buffer(n_warmup):
+    """Warm-up iterations after the last mass window: the step adapts alone.
+
+    Parameters
+    ----------
+    n_warmup : int
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference.adaptation import terminal_buffer
+    >>> terminal_buffer(1000), terminal_buffer(150), terminal_buffer(10)
+    (50, 50, 10)
+    """
+    windows = mass_adaptation_windows(n_warmup)
+    return n_warmup - windows[-1][1] if windows else n_warmup
+
+
+def _mean_acceptance(scale, steps):
+    # E[min(1, exp(-D))] = 2 Phi(-sigma / 2) for D ~ N(sigma^2 / 2, sigma^2)
+    return float(np.mean(2.0 * ndtr(-0.5 * scale * steps**2)))
+
+
+def calibrated_step(steps, accept_probs, target_accept):
+    """The step at which the mean acceptance probability is ``target_accept``.
+
+    Dual averaging's final step (the average of its log iterates) samples
+    with a mean acceptance well above its target: in warm-up the iterates
+    scatter around that average, and since the rejection rate grows like
+    the fourth power of the step, the long iterates' rejections pull the
+    mean acceptance of the scattered steps down to the target while the
+    average step itself rejects far less. Measured on the variational MCMC
+    classifier's default fits (target 0.9): 0.975 on breast cancer, 0.969
+    on iris, 0.968 on modechoice, and on the collapsed regressor's 0.96 on
+    diabetes, 0.947 on the sunspot numbers. A step that rejects a tenth as
+    often as asked takes a third more leapfrog steps per unit of time.
+
+    This fits the acceptance law of the leapfrog integrator to the warm-up
+    transitions themselves, each at its own step. For a target close to a
+    product of Gaussians the energy error ``D`` of a trajectory is
+    approximately ``N(sigma^2 / 2, sigma^2)`` with ``sigma = s eps^2``
+    (Beskos, Pillai, Roberts, Sanz-Serna and Stuart, 2013; Neal, 2011,
+    section 4.4), so the mean acceptance at step ``eps`` is ``2 Phi(-s eps^2
+    / 2)``. ``s`` is chosen so that this law gives the pairs' mean
+    acceptance (one equation, decreasing in ``s``), and the step returned
+    solves ``2 Phi(-s eps^2 / 2) = target_accept``. On the five fits above
+    the law, fitted to the last 50 warm-up transitions of four chains,
+    predicted acceptances of 0.953, 0.948, 0.926 at the averaged step where
+    0.975, 0.969 and 0.947 were realised: it still overestimates the
+    rejections, so its step errs short; at its step the realised
+    acceptance was 0.93-0.94.
+
+    Parameters
+    ----------
+    steps : array-like of shape (n,)
+        The step of each warm-up transition.
+    accept_probs : array-like of shape (n,)
+        Its acceptance probability (0 for a divergence).
+    target_accept : float
+        In (0, 1).
+
+    Returns
+    -------
+    float or None
+        None where the pairs carry no information: every transition
+        accepted with probability one, or none with a positive one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import ndtr
+    >>> from skgp_bayes.inference.adaptation import calibrated_step
+    >>> steps = np.geomspace(0.05, 0.5, 40)
+    >>> accept = 2 * ndtr(-0.5 * 30.0 * steps**2)  # the law with s = 30
+    >>> bool(np.isclose(calibrated_step(steps, accept, 0.9), 0.0915, atol=1e-4))
+    True
+    """
+    steps = np.asarray(steps, dtype=np.float64)
+    accept = np.clip(np.asarray(accept_probs, dtype=np.float64), 0.0, 1.0)
+    finite = np.isfinite(steps) & (steps > 0) & np.isfinite(accept)
+    steps, accept = steps[finite], accept[finite]
+    mean = float(np.mean(accept)) if accept.size else np.nan
+    if not 1e-12 < mean < 1.0 - 1e-12:
+        return None
+    # The law's mean acceptance falls from 1 at s = 0 towards 0: bracket
+    # the root in log s from the pairs' own scale.
+    typical = 1.0 / float(np.median(steps)) ** 2
+    low, high = np.log(typical) - 40.0, np.log(typical) + 40.0
+    log_scale = brentq(
+        lambda t: _mean_acceptance(np.exp(t), steps) - mean, low, high, xtol=1e-12
+    )
+    z = -float(ndtri(0.5 * target_accept))
+    return float(np.sqrt(2.0 * z / np.exp(log_scale)))
 
 
 class _WindowMoments:

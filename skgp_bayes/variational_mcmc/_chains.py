@@ -19,6 +19,7 @@ from .._base import Printer
 from .._progress import engine_verbose, fit_progress
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
+from ..inference.adaptation import terminal_buffer
 from ..inference.affine import curvature_preconditioner
 from ..likelihoods import RobustMax
 from ..predictive.sparse import q_draw, q_marginal_variances
@@ -29,6 +30,7 @@ from ._sampling import (
     RHAT_MAX,
     Sampler,
     after_warmup,
+    further_block,
     merge,
     pool_step_sizes,
     restarted_with_smaller_step,
@@ -220,11 +222,12 @@ sampler, target_accept, n_jobs
         results = self._warmup(sampler, seed, options, n_warmup, first)
         if first is not None:
             results = [after_warmup(a, b) for a, b in zip(first, results, strict=True)]
-        results = pool_step_sizes(results)
+        results = self._pooled(results, n_warmup)
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
         while True:
-            block = min(self.n_samples, budget - done)
+            wanted = further_block(done, self.n_samples) if done else self.n_samples
+            block = min(wanted, budget - done)
             # [seed, 0] drew the refinement's iterations.
             n_runs += 1
             more = self._further_block(sampler, results, [seed, n_runs], block, options)
@@ -253,6 +256,17 @@ sampler, target_accept, n_jobs
             if met or done >= budget:
                 seconds = time.perf_counter() - t_start
                 return ChainRun(chains, results, n_blocks, seconds, backoffs)
+
+    def _pooled(self, results, n_warmup):
+        """The chains after warm-up at one step, calibrated for static HMC.
+
+        :func:`~skgp_bayes.inference.adaptation.calibrated_step` fits the
+        leapfrog's acceptance law of static trajectories; NUTS's statistic
+        averages over a tree, and its step stays dual averaging's.
+        """
+        if self.sampler == "nuts":
+            return pool_step_sizes(results)
+        return pool_step_sizes(results, terminal_buffer(n_warmup), self.target_accept)
 
     def _warmup(self, sampler, seed, options, n_warmup, first):
         """(The rest of) warm-up: each chain adapts its step and mass."""

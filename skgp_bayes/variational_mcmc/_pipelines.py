@@ -24,6 +24,7 @@ from ..likelihoods import Gaussian
 from ..priors import PriorSet
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
+from ..targets.exact_inducing import ExactInducingConditional
 from ..targets.sparse import SparseWhitenedTarget
 from ..targets.svgp import SVGPBound
 from ._sampling import CollapsedSampler, GuardedTarget, rhat_and_bulk_ess
@@ -190,11 +191,7 @@ def fit_collapsed(start, stages, data, Z0):
     )
     hyper, Z = optimum.hyper, optimum.Z
     target = CollapsedSparseTarget(adapter, X, y, Z, prior_set)
-    # With the training inputs as inducing inputs the bound is the exact
-    # marginal likelihood, which the exact target computes in one n x n
-    # factorisation rather than the bound's several; the collapsed target
-    # still completes every draw with v | theta.
-    sampled = ExactMarginalTarget(adapter, X, y, prior_set) if optimum.exact else target
+    sampled, draws_v = _sampled_and_conditional(optimum, target, prior_set)
     guarded = GuardedTarget(sampled, bounds[:, 0], bounds[:, 1])
     t_hmc = time.perf_counter()
     transform = curvature_preconditioner(guarded, hyper)
@@ -204,7 +201,7 @@ def fit_collapsed(start, stages, data, Z0):
         transform,
         np.random.default_rng(int(start.seeds[2])),
         hmc.n_chains,
-        target,
+        draws_v,
         int(start.seeds[1]),
     )
     sampler.mode_jumps = collapsed_mode_jumps(
@@ -241,6 +238,23 @@ def fit_collapsed(start, stages, data, Z0):
     )
     fitted["trace_"]["svgp_elbo"] = np.asarray(trace)
     return fitted
+
+
+def _sampled_and_conditional(optimum, target, prior_set):
+    """The target the chains sample and the one that draws ``v | theta``.
+
+    With the training inputs as inducing inputs the bound is the exact
+    marginal likelihood, which the exact target computes in one ``n x n``
+    factorisation rather than the bound's several, and ``v | theta`` comes
+    by Matheron's rule in two factorisations rather than four.
+    """
+    if not optimum.exact:
+        return target, target
+    adapter, X, y = target.adapter, target.X, target.y
+    return (
+        ExactMarginalTarget(adapter, X, y, prior_set),
+        ExactInducingConditional(adapter, X, y, optimum.Z, target.jitter),
+    )
 
 
 def collapsed_mode_jumps(sampled, points, bounds, problem, log=None):

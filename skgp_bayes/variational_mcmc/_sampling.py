@@ -15,6 +15,7 @@ from ..diagnostics import (
 from ..diagnostics import rank_normalize as _rank_normalize
 from ..diagnostics import split_chains as _split_chains
 from ..exceptions import NotPSDError
+from ..inference.adaptation import calibrated_step
 from ..inference.affine import (
     AffineTarget,
     coordinates_in,
@@ -31,6 +32,15 @@ HYPER_INV_MASS = 0.1
 # standard deviation (the Monte Carlo error is sd / sqrt(ESS)).
 RHAT_MAX = 1.01
 BULK_ESS_MIN = 100
+# After the first block the rule is checked again once the chains are a
+# quarter longer (at most a first block later). With fixed blocks of 250 a
+# rule met at 260 iterations ran to 500: on the sunspot numbers R-hat was
+# 1.011 at 250 and 1.008 at 300, and the fit ran 500. A check costs a rank
+# transform of every parameter's draws, a few hundredths of a second for
+# tens of parameters and thousands of draws, against a transition's
+# milliseconds; checking more often lets R-hat's noise stop a run a little
+# earlier, at run lengths where the bulk ESS is already in the hundreds.
+FURTHER_BLOCK_FRACTION = 0.25
 # A sampling block with a divergent transition becomes warm-up, and the
 # chains restart with their step times STEP_BACKOFF, at most MAX_BACKOFFS
 # times (so down to half the adapted step; the usual remedy, a target
@@ -41,6 +51,9 @@ BULK_ESS_MIN = 100
 # pool_step_sizes for the step the chains share).
 STEP_BACKOFF = 2.0**-0.5
 MAX_BACKOFFS = 2
+# The calibrated step at most this many times dual averaging's (see
+# pool_step_sizes).
+_MAX_CALIBRATED_RATIO = 2.0
 # Most inducing inputs chosen by default (the former fixed default).
 _MAX_DEFAULT_INDUCING = 50
 
@@ -234,8 +247,8 @@ def merge(first, then):
     )
 
 
-def pool_step_sizes(results):
-    """The chains' results after warm-up, all at the geometric mean step.
+def pool_step_sizes(results, tail=0, target_accept=None):
+    """The chains' results after warm-up, all at one step.
 
     Each chain's dual averaging adapts to the part of the posterior its
     warm-up visited, and the chains sample one posterior: on modechoice the
@@ -248,8 +261,28 @@ def pool_step_sizes(results):
     fit. Over 14 default fits (breast cancer, modechoice and coal counts,
     4-6 seeds each, quiet) the geometric mean took 271 s against 338 s with
     the smallest step, with 2 restarts against 1 and no warning either way.
+
+    With ``tail`` and ``target_accept``, the step is then calibrated
+    (:func:`~skgp_bayes.inference.adaptation.calibrated_step`) on the last
+    ``tail`` warm-up transitions of all chains, the terminal buffer where
+    only the step adapts: dual averaging's averaged step rejects far less
+    often than its target says. The calibrated step is kept between the
+    geometric mean and twice it: the correction only undoes that bias,
+    which shortens the step, and beyond twice it the fitted law would be
+    extrapolated. Measured on default fits at target 0.9 (one run each,
+    quiet): leapfrog steps per unit of bulk ESS of the slowest parameter in
+    sampling fell from 217 to 155 on breast cancer, 269 to 213 on iris, 71
+    to 56 on modechoice and 17 to 13 on diabetes, with realised
+    acceptances of 0.93-0.94 against 0.96-0.975, no divergence, and the
+    same test log loss or density to 0.002.
     """
     step = float(np.exp(np.mean([np.log(r.step_size) for r in results])))
+    if tail and target_accept is not None:
+        steps = np.concatenate([r.step_sizes[-tail:] for r in results])
+        accept = np.concatenate([r.accept_prob[-tail:] for r in results])
+        calibrated = calibrated_step(steps, accept, target_accept)
+        if calibrated is not None:
+            step = min(max(calibrated, step), _MAX_CALIBRATED_RATIO * step)
     return [dataclasses.replace(r, step_size=step) for r in results]
 
 
@@ -317,6 +350,21 @@ def rhat_and_bulk_ess(chains):
         ranks = _rank_normalize(_split_chains(chains))
         ess = np.atleast_1d(np.asarray(effective_sample_size(ranks), dtype=np.float64))
     return rhat, ess
+
+
+def further_block(done, first_block):
+    """Iterations of the next sampling block after ``done`` kept ones.
+
+    A quarter of ``done`` (rounded up), at least one and at most
+    ``first_block`` (see ``FURTHER_BLOCK_FRACTION``).
+
+    Examples
+    --------
+    >>> from skgp_bayes.variational_mcmc._sampling import further_block
+    >>> further_block(250, 250), further_block(1000, 250)
+    (63, 250)
+    """
+    return int(min(first_block, max(1, np.ceil(FURTHER_BLOCK_FRACTION * done))))
 
 
 def run_length_met(chains):

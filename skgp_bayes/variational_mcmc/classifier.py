@@ -93,14 +93,15 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         ones (each part with Stan's schedule: a step-size buffer, doubling
         windows of the diagonal mass adaptation, a terminal buffer).
     n_samples : int, default=250
-        Sampling iterations per chain in the first block after warm-up,
-        and in every further block.
+        Sampling iterations per chain in the first block after warm-up.
+        Each further block adds a quarter of the iterations so far, at
+        most ``n_samples``.
     max_samples : int, default=5000
         Budget of sampling iterations per chain. After each block the
         split R-hat and the bulk effective sample size of every parameter
         are computed over all kept draws; sampling stops once R-hat is at
         most 1.01 and the bulk ESS at least 100 for every parameter, and
-        otherwise continues by another block of ``n_samples`` until the
+        otherwise continues by another block (see ``n_samples``) until the
         budget is spent, when a :class:`~skgp_bayes.exceptions.SamplerWarning`
         gives the figures. The budget binds only on chains that mix
         slowly: R-hat's own noise is about ``1 / (2 ESS)`` per split chain,

@@ -290,12 +290,17 @@ def test_run_length_rule_extends_until_met():
         warnings.simplefilter("error", SamplerWarning)
         clf.fit(X, y)
     done = clf.diagnostics_["sampling_iterations"]
-    assert done % 20 == 0 and 20 < done < 2000
-    assert clf.diagnostics_["sampling_blocks"] == done // 20
+    # The block ends: 20, then a quarter more each time (rounded up), by at
+    # most 20: 25, 32, 40, 50, 63, 79, 99, 119, ...
+    ends = [20]
+    while ends[-1] < 2000:
+        ends.append(ends[-1] + min(20, -(-ends[-1] // 4)))
+    assert done in ends and 20 < done < 2000
+    assert clf.diagnostics_["sampling_blocks"] == ends.index(done) + 1
     assert clf.draws_.shape[0] == 2 * done
     assert np.nanmax(clf.rhat_) <= 1.01 and np.nanmin(clf.ess_) >= 100
     chains = clf.draws_.reshape(2, done, -1)
-    met, _, _ = _run_length_met(chains[:, : done - 20])
+    met, _, _ = _run_length_met(chains[:, : ends[ends.index(done) - 1]])
     assert not met  # one block earlier the rule was not yet met
     # A divergence's back-off turns the draws before it into warm-up, which
     # the trace keeps: without one the trace is warm-up plus sampling.
@@ -500,8 +505,8 @@ def test_fit_restarts_with_a_shorter_step_after_a_divergence(monkeypatch):
     pooled = _chains.pool_step_sizes
     adapted = []
 
-    def too_long(results):
-        out = pooled(results)
+    def too_long(*args):
+        out = pooled(*args)
         adapted.append(out[0].step_size)
         return [dataclasses.replace(r, step_size=20 * r.step_size) for r in out]
 

@@ -1,0 +1,185 @@
+"""Draws of the whitened inducing values when they sit on the training inputs.
+
+When the inducing inputs ``Z`` are the distinct training inputs, the
+collapsed bound is the exact marginal likelihood and the variational MCMC
+regressor samples the hyperparameters on the exact target
+(:class:`~skgp_bayes.targets.exact.ExactMarginalTarget`). Each draw is then
+completed by ``v | theta``, and
+:meth:`~skgp_bayes.targets.collapsed.CollapsedSparseTarget.sample_v` does
+that through the sparse algebra: ``A = R^-1 K(Z, X)`` and ``P = I + A A' /
+s2``, two ``m^2 n`` products and two factorisations, ``8/3 n^3`` flops with
+``m = n``; on 216 yearly sunspot numbers a quarter of the fit went there.
+
+With ``Z`` the distinct inputs, ``f(X) = S u`` for the 0/1 matrix ``S``
+that maps each row of ``X`` to its row of ``Z``, and ``u = R v`` with ``R
+R' = K(Z, Z) + jitter``, ``v ~ N(0, I)``. So ``y = B v + e``, ``B = S R``,
+``e ~ N(0, s2 I)``: a linear-Gaussian model whose posterior draws are, by
+Matheron's rule (the pathwise update of seed paper 001),
+
+``v = z1 + B' (B B' + s2 I)^-1 (y - B z1 - s z2)``, ``z1, z2 ~ N(0, I)``,
+
+with ``B B' = S (K(Z, Z) + jitter) S'`` read off the kernel matrix: one
+``m x m`` and one ``n x n`` factorisation and matrix-vector products,
+``2/3 n^3`` flops, about four times fewer. The draw is exact for this
+model; the sparse algebra's differs from it only by the jitter (its ``A``
+is ``R' S'`` up to ``jitter R^-1 S'`` and its conditional variances of
+``f(X)`` given ``u`` are the jitter's), a relative ``1e-6``.
+"""
+
+import numpy as np
+from scipy.linalg import cho_solve
+from scipy.linalg.lapack import dpotrf
+
+from ..exceptions import NotPSDError
+from ._sparse_shared import TINY, check_jitter
+from .sparse import JITTER
+
+__all__ = ["ExactInducingConditional"]
+
+
+def _factor(matrix, what):
+    factor, info = dpotrf(matrix, lower=1, clean=1, overwrite_a=1)
+    if info != 0 or not np.all(np.isfinite(np.diagonal(factor))):
+        raise NotPSDError(f"{what} is not positive definite.")
+    return factor
+
+
+class ExactInducingConditional:
+    """Exact draws of ``v | theta, y`` with the distinct training inputs as ``Z``.
+
+    See the module notes for the model and the update.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+        Real targets (standardised by the estimator).
+    Z : ndarray of shape (m, d)
+        The distinct rows of ``X``, in the order of ``np.unique(X, axis=0)``.
+    jitter : float, default=1e-6
+        Relative diagonal jitter on ``K(Z, Z)``, as in
+        :class:`~skgp_bayes.targets.collapsed.CollapsedSparseTarget`.
+
+    Attributes
+    ----------
+    n_inducing : int
+        ``m``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.targets.exact_inducing import ExactInducingConditional
+    >>> X = np.linspace(0, 5, 12)[:, None]
+    >>> draws = ExactInducingConditional(KernelAdapter(RBF()), X, np.sin(X[:, 0]), X)
+    >>> draws.sample_v(np.zeros((3, 2)), np.random.default_rng(0)).shape
+    (3, 12)
+    """
+
+    def __init__(self, adapter, X, y, Z, jitter=JITTER):
+        X = np.asarray(X, dtype=np.float64)
+        Z = np.asarray(Z, dtype=np.float64)
+        distinct, index = np.unique(X, axis=0, return_inverse=True)
+        if distinct.shape != Z.shape or not np.array_equal(distinct, Z):
+            raise ValueError(
+                "Z must be the distinct rows of X, as np.unique orders them."
+            )
+        self.adapter = adapter
+        self.Z = Z
+        self.y = np.asarray(y, dtype=np.float64)
+        self.jitter = check_jitter(jitter)
+        self.index = np.asarray(index).ravel()
+        self.n_inducing = Z.shape[0]
+        self.n_kernel_params = adapter.n_params
+
+    def _jittered_gram(self, theta):
+        """``K(Z, Z) + jitter``, as the sparse target takes it."""
+        K = self.adapter.gram(theta, self.Z)
+        K[np.abs(K) < TINY] = 0.0
+        diag = np.diag_indices_from(K)
+        K[diag] += self.jitter * float(np.mean(K[diag]))
+        return K
+
+    def draw(self, params, z1, z2):
+        """``v`` for given standard normal ``z1`` (m,) and ``z2`` (n,).
+
+        Linear in ``(z1, z2)``: zeros give the posterior mean.
+
+        Parameters
+        ----------
+        params : ndarray of shape (n_kernel_params + 1,)
+            ``[theta, log s2]``.
+        z1 : ndarray of shape (m,)
+        z2 : ndarray of shape (n,)
+
+        Returns
+        -------
+        ndarray of shape (m,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.exact_inducing import ExactInducingConditional
+        >>> X = np.linspace(0, 5, 6)[:, None]
+        >>> y = np.sin(X[:, 0])
+        >>> draws = ExactInducingConditional(KernelAdapter(RBF()), X, y, X)
+        >>> draws.draw(np.zeros(2), np.zeros(6), np.zeros(6)).shape
+        (6,)
+        """
+        params = np.asarray(params, dtype=np.float64)
+        theta, s2 = params[: self.n_kernel_params], float(np.exp(params[-1]))
+        K = self._jittered_gram(theta)
+        index = self.index
+        # B B' = S K S': rows and columns of K gathered, no product.
+        gram = K[np.ix_(index, index)]
+        gram[np.diag_indices_from(gram)] += s2
+        R = _factor(K, "The jittered K(Z, Z)")
+        L = _factor(gram, "S K(Z, Z) S' + s2 I")
+        Bz1 = (R @ z1)[index]  # dpotrf(clean=1) zeroed R's upper triangle
+        w = cho_solve((L, True), self.y - Bz1 - np.sqrt(s2) * z2)
+        # B'w = R' S'w, S'w summing w over the rows that share an input
+        return z1 + R.T @ np.bincount(index, weights=w, minlength=self.n_inducing)
+
+    def sample_v(self, hyper, rng):
+        """One exact draw of ``v | theta`` per row of ``hyper``.
+
+        The same interface as
+        :meth:`~skgp_bayes.targets.collapsed.CollapsedSparseTarget.sample_v`.
+
+        Parameters
+        ----------
+        hyper : ndarray of shape (S, n_kernel_params + 1)
+            ``[theta, log s2]`` per draw.
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        ndarray of shape (S, m)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.exact_inducing import ExactInducingConditional
+        >>> X = np.linspace(0, 5, 8)[:, None]
+        >>> y = np.sin(X[:, 0])
+        >>> draws = ExactInducingConditional(KernelAdapter(RBF()), X, y, X)
+        >>> draws.sample_v(np.zeros((4, 2)), np.random.default_rng(0)).shape
+        (4, 8)
+        """
+        hyper = np.atleast_2d(np.asarray(hyper, dtype=np.float64))
+        n, m = self.index.size, self.n_inducing
+        out = np.empty((hyper.shape[0], m))
+        for s, params in enumerate(hyper):
+            z1 = rng.standard_normal(m)
+            z2 = rng.standard_normal(n)
+            out[s] = self.draw(params, z1, z2)
+        return out
+
+    def __repr__(self):
+        return f"ExactInducingConditional(n={self.index.size}, m={self.n_inducing})"
