@@ -28,20 +28,12 @@ is ``R' S'`` up to ``jitter R^-1 S'`` and its conditional variances of
 
 import numpy as np
 from scipy.linalg import cho_solve
-from scipy.linalg.lapack import dpotrf
 
-from ..exceptions import NotPSDError
+from ..linalg import cholesky
 from ._sparse_shared import TINY, check_jitter
 from .sparse import JITTER
 
 __all__ = ["ExactInducingConditional"]
-
-
-def _factor(matrix, what):
-    factor, info = dpotrf(matrix, lower=1, clean=1, overwrite_a=1)
-    if info != 0 or not np.all(np.isfinite(np.diagonal(factor))):
-        raise NotPSDError(f"{what} is not positive definite.")
-    return factor
 
 
 class ExactInducingConditional:
@@ -137,9 +129,9 @@ class ExactInducingConditional:
         # B B' = S K S': rows and columns of K gathered, no product.
         gram = K[np.ix_(index, index)]
         gram[np.diag_indices_from(gram)] += s2
-        R = _factor(K, "The jittered K(Z, Z)")
-        L = _factor(gram, "S K(Z, Z) S' + s2 I")
-        Bz1 = (R @ z1)[index]  # dpotrf(clean=1) zeroed R's upper triangle
+        R, _ = cholesky(K, max_tries=0, context="the jittered K(Z, Z)")
+        L, _ = cholesky(gram, max_tries=0, context="S K(Z, Z) S' + s2 I")
+        Bz1 = (R @ z1)[index]
         w = cho_solve((L, True), self.y - Bz1 - np.sqrt(s2) * z2)
         # B'w = R' S'w, S'w summing w over the rows that share an input
         return z1 + R.T @ np.bincount(index, weights=w, minlength=self.n_inducing)
