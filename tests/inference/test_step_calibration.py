@@ -97,7 +97,9 @@ def test_pooled_step_stays_between_the_average_and_twice_it():
 
     logp, d = _gaussian(4)
     result = run_hmc(logp, np.zeros(d), n_warmup=60, n_samples=0, random_state=0)
-    tail = terminal_buffer(60)
+    # every warm-up transition as the buffer: 2 x 60 pairs, past the 100
+    # below which the plain geometric mean is kept
+    tail = result.accept_prob.size
     # every terminal transition accepted with certainty but one: the law
     # asks a far longer step, capped at twice the geometric mean
     accept = np.ones(result.accept_prob.size)
@@ -112,3 +114,5 @@ def test_pooled_step_stays_between_the_average_and_twice_it():
         dataclasses.replace(result, accept_prob=accept, step_size=s) for s in (0.1, 0.4)
     ]
     assert pool_step_sizes(shy, tail, 0.8)[0].step_size == pytest.approx(0.2)
+    # too few pairs to calibrate on: the geometric mean as it is
+    assert pool_step_sizes(chains, 40, 0.8)[0].step_size == pytest.approx(0.2)
