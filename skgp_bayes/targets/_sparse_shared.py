@@ -94,13 +94,21 @@ def inducing_factor(adapter, theta, Z, jitter, context=None):
     return factor_of_gram(adapter.gram(theta, Z), jitter, context)
 
 
-def factor_of_gram(Kuu, jitter, context=None):
-    """:func:`inducing_factor` from ``K(Z, Z)`` itself (overwritten)."""
+def jittered_gram(Kuu, jitter):
+    """``K(Z, Z)`` as the sparse targets factorise it, in place: entries
+    below ``TINY`` zeroed, ``jitter * mean(diag)`` added to the diagonal."""
     Kuu[np.abs(Kuu) < TINY] = 0.0
     idx = np.diag_indices_from(Kuu)
     Kuu[idx] += jitter * float(np.mean(Kuu[idx]))
+    return Kuu
+
+
+def factor_of_gram(Kuu, jitter, context=None):
+    """:func:`inducing_factor` from ``K(Z, Z)`` itself (overwritten)."""
     # No jitter ladder: escalating jitter would make the target jump.
-    R, _ = cholesky(Kuu, max_tries=0, warn=False, context=context)
+    R, _ = cholesky(
+        jittered_gram(Kuu, jitter), max_tries=0, warn=False, context=context
+    )
     return R
 
 

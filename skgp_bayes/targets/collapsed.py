@@ -59,7 +59,7 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
 from . import _collapsed_numba, _sparse_numba
-from ._sparse_shared import MIN_VAR, TINY, check_jitter, check_prior
+from ._sparse_shared import MIN_VAR, TINY, check_jitter, check_prior, jittered_gram
 from .sparse import JITTER
 
 __all__ = ["CollapsedSparseTarget"]
@@ -241,10 +241,7 @@ class CollapsedSparseTarget:
             if not ok:
                 raise NotPSDError("The jittered K(Z, Z) is not positive definite.")
             return R, A, gamma, free, (Kuu, Kuf, variance, noise, inv_ell, ard)
-        Kuu = adapter.gram(theta, Z)
-        Kuu[np.abs(Kuu) < TINY] = 0.0
-        diag = np.diag_indices_from(Kuu)
-        Kuu[diag] += self.jitter * float(np.mean(Kuu[diag]))
+        Kuu = jittered_gram(adapter.gram(theta, Z), self.jitter)
         R = _lower_factor(Kuu, "The jittered K(Z, Z)")
         Kuf = adapter.cross(theta, Z, self.X)
         Kuf[np.abs(Kuf) < TINY] = 0.0

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from ..linalg import cholesky
-from ._sparse_shared import TINY, check_jitter
+from ._sparse_shared import check_jitter, jittered_gram
 from .sparse import JITTER
 
 __all__ = ["ExactInducingConditional"]
@@ -86,14 +86,6 @@ class ExactInducingConditional:
         self.n_inducing = Z.shape[0]
         self.n_kernel_params = adapter.n_params
 
-    def _jittered_gram(self, theta):
-        """``K(Z, Z) + jitter``, as the sparse target takes it."""
-        K = self.adapter.gram(theta, self.Z)
-        K[np.abs(K) < TINY] = 0.0
-        diag = np.diag_indices_from(K)
-        K[diag] += self.jitter * float(np.mean(K[diag]))
-        return K
-
     def draw(self, params, z1, z2):
         """``v`` for given standard normal ``z1`` (m,) and ``z2`` (n,).
 
@@ -124,7 +116,7 @@ class ExactInducingConditional:
         """
         params = np.asarray(params, dtype=np.float64)
         theta, s2 = params[: self.n_kernel_params], float(np.exp(params[-1]))
-        K = self._jittered_gram(theta)
+        K = jittered_gram(self.adapter.gram(theta, self.Z), self.jitter)
         index = self.index
         # B B' = S K S': rows and columns of K gathered, no product.
         gram = K[np.ix_(index, index)]

@@ -271,8 +271,8 @@ def pool_step_sizes(results, tail=0, target_accept=None):
     (:func:`~skgp_bayes.inference.adaptation.calibrated_step`) on the last
     ``tail`` warm-up transitions of all chains (at least 100 of them in
     all), the terminal buffer where only the step adapts: dual averaging's
-    averaged step rejects far less
-    often than its target says. The calibrated step is kept between the
+    averaged step rejects far less often than its target says. The
+    calibrated step is kept between the
     geometric mean and twice it: the correction only undoes that bias,
     which shortens the step, and beyond twice it the fitted law would be
     extrapolated. Measured on default fits at target 0.9 (one run each,

@@ -5,6 +5,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.targets._sparse_shared import jittered_gram
 from skgp_bayes.targets.collapsed import CollapsedSparseTarget
 from skgp_bayes.targets.exact_inducing import ExactInducingConditional
 
@@ -39,7 +40,7 @@ def test_draws_give_the_exact_gp_posterior_of_the_inducing_values(duplicates):
     draws = ExactInducingConditional(adapter, X, y, Z)
     mean_v, cov_v = _moments(draws, params)
     theta, s2 = params[:-1], np.exp(params[-1])
-    K = draws._jittered_gram(theta)
+    K = jittered_gram(adapter.gram(theta, Z), draws.jitter)
     R = np.linalg.cholesky(K)
     Kzz = adapter.gram(theta, Z)
     Kzx = adapter.cross(theta, Z, X)
