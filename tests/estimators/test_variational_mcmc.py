@@ -585,6 +585,42 @@ def test_inducing_set_short_of_the_exact_mode_becomes_the_training_inputs(
     assert np.mean(fixed.log_predictive_density(X_test, y_test)) < peer_lpd - 1.0
 
 
+def test_few_distinct_inputs_are_the_inducing_inputs_from_the_start():
+    # With at most _MAX_COLLAPSED_INDUCING (64) distinct inputs the default
+    # set could only grow to all of them: they are the inducing inputs at
+    # once, the chains sample the exact target from its mode, and the
+    # predictive is the full GP's. 90 rows on 30 distinct inputs (three
+    # replicates each) check that the distinct rows, not the rows, count.
+    from scipy.stats import norm
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    rng = np.random.default_rng(3)
+    X = np.repeat(rng.uniform(0, 10, (30, 1)), 3, axis=0)
+    y = np.sin(X[:, 0]) + 5 + 0.3 * rng.standard_normal(90)
+    X_test = rng.uniform(0, 10, (200, 1))
+    y_test = np.sin(X_test[:, 0]) + 5 + 0.3 * rng.standard_normal(200)
+    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
+    _quiet_fit(reg, X, y)
+    assert reg.diagnostics_["exact_marginal"]
+    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
+    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
+    # As in the test above: the peer's MAP predictive and the posterior
+    # average differ by the hyperparameter uncertainty and the Monte Carlo
+    # error of 200 draws, each about 0.01 nats here.
+    peer = GaussianProcessRegressor(
+        ConstantKernel() * RBF() + WhiteKernel(), normalize_y=True, random_state=0
+    ).fit(X, y)
+    mean, sd = peer.predict(X_test, return_std=True)
+    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
+    assert abs(np.mean(reg.log_predictive_density(X_test, y_test)) - peer_lpd) < 0.1
+    # a set the user sizes is kept as given
+    fixed = VariationalMCMCRegressor(n_inducing=5, random_state=0, **_SHORT_CHAINS)
+    _quiet_fit(fixed, X, y)
+    assert not fixed.diagnostics_["exact_marginal"]
+    assert fixed.inducing_points_.shape[0] == 5
+
+
 def test_inducing_set_short_of_the_exact_mode_warns_beyond_exact_sampling(
     monkeypatch,
 ):
