@@ -11,6 +11,11 @@
 3. A 10-dimensional binary problem, n = 20,000, 100 inducing inputs,
    minibatch SVGP initialisation: seconds per gradient of the sparse target,
    per HMC iteration and per effective sample (slowest parameter).
+4. ``--sections crossover``: one value and gradient of the exact marginal
+   target against the collapsed bound with 64 inducing inputs (the default
+   set's cap), one BLAS thread, over n and the input dimension: where the
+   regressor samples the exact target from the start
+   (``_approximation._EXACT_FROM_START_MAX_N``).
 
     python benchmarks/bench_variational_mcmc.py            # everything
     python benchmarks/bench_variational_mcmc.py --quick    # smaller sizes
@@ -19,6 +24,7 @@ Prints Markdown tables.
 """
 
 import argparse
+import functools
 import platform
 import time
 import warnings
@@ -237,6 +243,47 @@ def bench_large(n, m, n_warmup, n_samples, max_leapfrog, svgp_steps):
     )
 
 
+def _best_seconds(call, repeats=30, rounds=5):
+    """Best of ``rounds`` mean times of ``repeats`` calls."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            call()
+        times.append((time.perf_counter() - start) / repeats)
+    return min(times)
+
+
+def bench_crossover(sizes=(64, 100, 150, 200, 300, 400), dims=(1, 5, 10)):
+    """Exact target against the collapsed bound at 64 inducing inputs."""
+    from threadpoolctl import threadpool_limits
+
+    from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+    from skgp_bayes.targets.exact import ExactMarginalTarget
+
+    print("\n## Exact target against the collapsed bound at m = 64 (one BLAS thread)")
+    print("\n| d | n | exact (ms) | collapsed, m = 64 (ms) | exact / collapsed |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    rng = np.random.default_rng(0)
+    with threadpool_limits(1):
+        for d in dims:
+            for n in sizes:
+                X = rng.standard_normal((n, d))
+                y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(n)
+                adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(d)))
+                params = np.append(np.zeros(adapter.n_params), np.log(0.1))
+                Z = X[rng.choice(n, min(n, 64), replace=False)]
+                exact = ExactMarginalTarget(adapter, X, y, None)
+                bound = CollapsedSparseTarget(adapter, X, y, Z, None)
+                t_exact = _best_seconds(functools.partial(exact.logp_and_grad, params))
+                t_bound = _best_seconds(functools.partial(bound.logp_and_grad, params))
+                print(
+                    f"| {d} | {n} | {1e3 * t_exact:.3f} | {1e3 * t_bound:.3f} "
+                    f"| {t_exact / t_bound:.2f} |",
+                    flush=True,
+                )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -249,7 +296,8 @@ def main():
     parser.add_argument(
         "--sections",
         default="coal,cancer,large",
-        help="comma-separated subset of coal, cancer, large",
+        help="comma-separated subset of coal, cancer, large, crossover "
+        "(the last only when named)",
     )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
@@ -264,6 +312,8 @@ def main():
         bench_coal(*sizes, priors=priors)
     if "cancer" in sections:
         bench_breast_cancer(*((100, 100, 2, 30) if args.quick else (200, 300, 4, 50)))
+    if "crossover" in sections:
+        bench_crossover()
     if "large" in sections:
         if args.quick:
             bench_large(5000, 50, 10, 10, 10, 200)

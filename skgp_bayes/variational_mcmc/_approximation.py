@@ -63,14 +63,20 @@ _MAX_COLLAPSED_INDUCING = 64
 # ConvergenceWarning says the inducing set falls short.
 _EXACT_REFERENCE_MAX_N = 1000
 _EXACT_SAMPLING_MAX_N = 400
-# With at most _MAX_COLLAPSED_INDUCING distinct training inputs the default
-# set would grow at most to all of them, so they are the inducing inputs
-# from the start and the chains sample the exact target: its gradient costs
-# O(n^3) <= O(n m^2) of the bound at the cap, and there is no approximation
-# left to check. On credit-card spending (50 training rows, two modes) the
-# 16 inducing inputs the growth kept held both modes but gave the
-# short-length-scale one 15% of the draws where the exact posterior gives
-# it about 40%.
+# Up to this many training rows the distinct inputs are the inducing inputs
+# from the start and the chains sample the exact target from its mode. The
+# default set could grow to all of them anyway (the growth's cap is 64), the
+# exact gradient then costs less than the bound's at the cap (one BLAS
+# thread: 0.06 ms against 0.22 ms at 64 rows for 1, 5 and 10 inputs; `python
+# benchmarks/bench_variational_mcmc.py --sections crossover`), and no
+# approximation is left to check. On credit-card spending (50 rows, two
+# modes) the 16 inducing inputs the growth kept held both modes but gave the
+# short-length-scale one 15% of the draws where the exact posterior gives it
+# about 40%. Beyond 64 rows the bound at the sizes the growth keeps (9 on
+# the binned coal counts) costs several times less than the exact target:
+# at 150 rows the exact target made default fits 2-3 times longer (coal,
+# mcycle, nile) for test log densities equal to 0.01.
+_EXACT_FROM_START_MAX_N = _MAX_COLLAPSED_INDUCING
 
 
 def _bound_reached(found):
@@ -118,10 +124,10 @@ class CollapsedOptimum:
         Its iterations, all sizes together.
     exact : bool
         The inducing inputs are the distinct training inputs, chosen because
-        they are few (at most ``_MAX_COLLAPSED_INDUCING``) or because no
-        smaller set came within ``_GAP_TOL`` nats per point of the exact
-        marginal posterior's mode; ``hyper`` is that mode, and the chains
-        sample the exact target.
+        the training rows are few (at most ``_EXACT_FROM_START_MAX_N``) or
+        because no smaller set came within ``_GAP_TOL`` nats per point of
+        the exact marginal posterior's mode; ``hyper`` is that mode, and the
+        chains sample the exact target.
     """
 
     hyper: np.ndarray
@@ -275,11 +281,14 @@ class ApproximationStage:
         """
         X = problem[1]
         distinct = np.unique(X, axis=0)
-        if self.grow_inducing and self.max_iter:
-            if distinct.shape[0] <= _MAX_COLLAPSED_INDUCING:
-                exact = self._exact_from_the_start(problem, distinct, hyper)
-                if exact is not None:
-                    return exact
+        if (
+            self.grow_inducing
+            and self.max_iter
+            and X.shape[0] <= _EXACT_FROM_START_MAX_N
+        ):
+            exact = self._exact_from_the_start(problem, distinct, hyper)
+            if exact is not None:
+                return exact
         tol = _GAP_TOL * X.shape[0]
         cap = min(_MAX_COLLAPSED_INDUCING, distinct.shape[0])
         traces, searches, previous = [], [], None
@@ -333,7 +342,7 @@ class ApproximationStage:
 
         The inducing inputs are ``distinct``, the training inputs, and the
         chains start at the exact marginal posterior's mode (see
-        ``_MAX_COLLAPSED_INDUCING``); None when no exact search ends finite.
+        ``_EXACT_FROM_START_MAX_N``); None when no exact search ends finite.
         """
         value, mode, search = self.exact_reference(problem, hyper, with_search=True)
         if mode is None:

@@ -74,10 +74,11 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         name ``"noise_variance"``, in standardised units).
     n_inducing : int, default=None
         As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
-        Gaussian likelihood, None with at most 64 distinct training inputs
-        takes them all, where the bound is the exact marginal likelihood
-        and its gradient costs no more than at the cap below; with more it
-        starts from ``min(50, ceil(sqrt(n)))``
+        Gaussian likelihood, None with at most 64 training rows takes the
+        distinct training inputs, where the bound is the exact marginal
+        likelihood, whose gradient costs less there than the bound's at the
+        cap below (user guide); with more rows it starts from
+        ``min(50, ceil(sqrt(n)))``
         and doubles the number of inducing inputs (new k-means centres,
         hyperparameters warm-started) while, at the collapsed bound's
         optimum, its gap to Titsias' upper bound on the log marginal

@@ -585,19 +585,19 @@ def test_inducing_set_short_of_the_exact_mode_becomes_the_training_inputs(
     assert np.mean(fixed.log_predictive_density(X_test, y_test)) < peer_lpd - 1.0
 
 
-def test_few_distinct_inputs_are_the_inducing_inputs_from_the_start():
-    # With at most _MAX_COLLAPSED_INDUCING (64) distinct inputs the default
-    # set could only grow to all of them: they are the inducing inputs at
-    # once, the chains sample the exact target from its mode, and the
-    # predictive is the full GP's. 90 rows on 30 distinct inputs (three
-    # replicates each) check that the distinct rows, not the rows, count.
+def test_few_training_rows_make_the_inducing_inputs_from_the_start():
+    # With at most 64 training rows (the default set's growth cap) the
+    # distinct inputs are the inducing inputs at once, the chains sample the
+    # exact target from its mode, and the predictive is the full GP's. 60
+    # rows on 20 distinct inputs (three replicates each) check that the
+    # inducing inputs are the distinct rows.
     from scipy.stats import norm
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import WhiteKernel
 
     rng = np.random.default_rng(3)
-    X = np.repeat(rng.uniform(0, 10, (30, 1)), 3, axis=0)
-    y = np.sin(X[:, 0]) + 5 + 0.3 * rng.standard_normal(90)
+    X = np.repeat(rng.uniform(0, 10, (20, 1)), 3, axis=0)
+    y = np.sin(X[:, 0]) + 5 + 0.3 * rng.standard_normal(60)
     X_test = rng.uniform(0, 10, (200, 1))
     y_test = np.sin(X_test[:, 0]) + 5 + 0.3 * rng.standard_normal(200)
     reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
