@@ -207,14 +207,30 @@ class CollapsedSampler(Sampler):
         self.conditional = target
         self._rngs = [np.random.default_rng([seed, c]) for c in range(n_chains)]
         self._v = [np.empty((0, target.n_inducing)) for _ in range(n_chains)]
+        # the hyperparameter draws the v's above complete
+        self._completed = [np.empty((0, x0.size)) for _ in range(n_chains)]
 
     def to_x(self, w):
+        """The draws ``w`` as ``[theta, log s2, v]``, each with its own ``v``.
+
+        A chain that extends the draws of an earlier call keeps their
+        ``v``; one that does not (its draws dropped after a divergence, see
+        :func:`restarted_with_smaller_step`) has every ``v`` drawn anew:
+        a ``v`` drawn for another ``theta`` is no draw of ``v | theta``.
+        """
         hyper = super().to_x(w)
         for c, chain in enumerate(hyper):
-            new = chain[self._v[c].shape[0] :]
+            done = self._completed[c]
+            if done.shape[0] > chain.shape[0] or not np.array_equal(
+                chain[: done.shape[0]], done
+            ):
+                self._v[c] = self._v[c][:0]
+                done = done[:0]
+            new = chain[done.shape[0] :]
             if new.shape[0]:
                 more = self.conditional.sample_v(new, self._rngs[c])
                 self._v[c] = np.concatenate([self._v[c], more])
+            self._completed[c] = chain.copy()
         v = np.stack([v_c[: hyper.shape[1]] for v_c in self._v])
         return np.concatenate([hyper, v], axis=2)
 

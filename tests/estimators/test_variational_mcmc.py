@@ -660,3 +660,53 @@ def test_fit_checks_predict_from_a_thinned_copy():
     np.testing.assert_allclose(
         checked.predict_proba(X), clf.predict_proba(X), atol=0.05
     )
+
+
+def test_collapsed_draws_get_their_own_v_after_a_restart(monkeypatch):
+    # After a divergence the draws so far are dropped and the chains
+    # restart; each kept draw's v must be drawn for its own theta, not
+    # reused from the dropped draw at the same position (such v's had made
+    # a default fit on 142 rows of US macroeconomic series predict with
+    # sds 20 times too wide). With v | theta replaced by its mean, every
+    # kept draw's v must be that of its own theta.
+    import dataclasses
+
+    from skgp_bayes.targets.exact_inducing import ExactInducingConditional
+    from skgp_bayes.variational_mcmc import _chains
+
+    used = []
+
+    def posterior_mean(self, hyper, rng):
+        used.append(self)
+        m, n = self.n_inducing, self.index.size
+        return np.array([self.draw(h, np.zeros(m), np.zeros(n)) for h in hyper])
+
+    further = _chains.HMCStage._further_block
+    calls = []
+
+    def second_too_long(self, sampler, results, seed, block, options):
+        # The first block ends with the run-length check, which completes
+        # its draws with v; the second, at 20 times the step, diverges.
+        calls.append(block)
+        if len(calls) == 2:
+            results = [
+                dataclasses.replace(r, step_size=20 * r.step_size) for r in results
+            ]
+        return further(self, sampler, results, seed, block, options)
+
+    monkeypatch.setattr(ExactInducingConditional, "sample_v", posterior_mean)
+    monkeypatch.setattr(_chains.HMCStage, "_further_block", second_too_long)
+    # the rule unmet, so that a second block follows the first
+    monkeypatch.setattr(_chains, "run_length_met", lambda chains: (False, 2.0, 1.0))
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 10, (40, 1))
+    y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(40)
+    reg = VariationalMCMCRegressor(
+        random_state=0, **{**_SHORT_CHAINS, "max_samples": 200}
+    )
+    _quiet_fit(reg, X, y)
+    assert reg.diagnostics_["exact_marginal"]
+    assert reg.diagnostics_["step_backoffs"] >= 1
+    m = reg.inducing_points_.shape[0]
+    hyper, v = reg.draws_[:, :-m], reg.draws_[:, -m:]
+    np.testing.assert_allclose(v, posterior_mean(used[0], hyper, None), atol=1e-10)
