@@ -415,17 +415,28 @@ def warn_diagnostics(names, rhat, ess, n_div, n_iterations, max_samples):
             "steps, slower sampling).",
             SamplerWarning,
         )
-    bad_rhat = np.any(np.isfinite(rhat)) and np.nanmax(rhat) > RHAT_MAX
-    bad_ess = np.any(np.isfinite(ess)) and np.nanmin(ess) < BULK_ESS_MIN
+    # Either statistic can be NaN for every parameter (one chain of a few
+    # draws has no split R-hat) while the other is known.
+    has_rhat, has_ess = np.any(np.isfinite(rhat)), np.any(np.isfinite(ess))
+    bad_rhat = has_rhat and np.nanmax(rhat) > RHAT_MAX
+    bad_ess = has_ess and np.nanmin(ess) < BULK_ESS_MIN
     if bad_rhat or bad_ess:
-        j = int(np.nanargmax(rhat))
-        k = int(np.nanargmin(ess))
+        worst = []
+        if has_rhat:
+            j = int(np.nanargmax(rhat))
+            worst.append(
+                f"split R-hat {rhat[j]:.3f} for {names[j]} (goal <= {RHAT_MAX})"
+            )
+        if has_ess:
+            k = int(np.nanargmin(ess))
+            worst.append(
+                f"bulk effective sample size {ess[k]:.0f} for {names[k]} "
+                f"(goal >= {BULK_ESS_MIN})"
+            )
         warn_user(
             f"The chains did not meet the run-length rule in "
             f"{n_iterations} sampling iterations per chain (max_samples="
-            f"{max_samples}): split R-hat {rhat[j]:.3f} for {names[j]} "
-            f"(goal <= {RHAT_MAX}), bulk effective sample size {ess[k]:.0f} "
-            f"for {names[k]} (goal >= {BULK_ESS_MIN}), the worst parameters. "
+            f"{max_samples}): {', '.join(worst)}, the worst parameters. "
             "Raise max_samples, or n_warmup if R-hat is far above the goal.",
             SamplerWarning,
         )

@@ -710,3 +710,16 @@ def test_collapsed_draws_get_their_own_v_after_a_restart(monkeypatch):
     m = reg.inducing_points_.shape[0]
     hyper, v = reg.draws_[:, :-m], reg.draws_[:, -m:]
     np.testing.assert_allclose(v, posterior_mean(used[0], hyper, None), atol=1e-10)
+
+
+def test_run_length_warning_without_r_hat():
+    # One chain of a few draws can have no split R-hat for any parameter
+    # but a bulk ESS (a default classifier on breast cancer with one chain
+    # of four draws did): the warning must name what is known rather than
+    # fail on the all-NaN R-hat.
+    from skgp_bayes.variational_mcmc._chains import warn_diagnostics
+
+    with pytest.warns(SamplerWarning, match="bulk effective sample size 3 for b"):
+        warn_diagnostics(["a", "b"], np.full(2, np.nan), np.array([50.0, 3.0]), 0, 4, 4)
+    with pytest.warns(SamplerWarning, match="split R-hat 1.500 for a"):
+        warn_diagnostics(["a", "b"], np.array([1.5, 1.0]), np.full(2, np.nan), 0, 4, 4)
