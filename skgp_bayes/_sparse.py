@@ -32,7 +32,7 @@ def initial_inducing(X, n_inducing, seed):
     if X.shape[0] > MINIBATCH_KMEANS_N:
         km = MiniBatchKMeans(n_clusters=m, random_state=seed, n_init=3)
     else:
-        km = KMeans(n_clusters=m, random_state=seed, n_init=1)
+        km = KMeans(n_clusters=m, random_state=seed, n_init=10)
     with warnings.catch_warnings():
         # Duplicated inputs can leave k-means with fewer distinct clusters;
         # the jitter on K(Z, Z) copes with coincident inducing inputs.

@@ -28,7 +28,11 @@ STAGES = {
         "HMC warm-up",
         "HMC chains",
     ],
+    # The SVGP bound is maximised from three k-means placements of the
+    # inducing inputs (_approximation._SVGP_STARTS): three tasks.
     "VariationalMCMCClassifier": [
+        "Gaussian approximation",
+        "Gaussian approximation",
         "Gaussian approximation",
         "HMC warm-up",
         "HMC chains",

@@ -79,6 +79,18 @@ _EXACT_SAMPLING_MAX_N = 400
 _EXACT_FROM_START_MAX_N = _MAX_COLLAPSED_INDUCING
 
 
+# The SVGP bound of a non-Gaussian likelihood is maximised from this many
+# k-means placements of the inducing inputs (when k-means placed them and
+# full-batch L-BFGS-B fits), keeping the highest ELBO: the optimised
+# inducing inputs have local optima. On modechoice (210 training rows, 18
+# inputs, 13 inducing inputs) single starts from six seeds reached ELBOs of
+# -121.4 to -122.1 or -125.4 to -126.1, three in the lower group, whose
+# fit then predicted with a test log loss of 0.638 against 0.575-0.580; the
+# other suite sets' ELBOs agreed within 0.15 nats over the six seeds. A
+# start costs a fraction of the chains (0.7-0.9 s against 4-16 s there).
+_SVGP_STARTS = 3
+
+
 def _bound_reached(found):
     """The bound at the end of a :meth:`ApproximationStage._maximise_collapsed`."""
     trace = found[3]
@@ -150,6 +162,10 @@ class ApproximationStage:
     grow_inducing : bool
         Whether the collapsed fit may grow the default inducing set (no
         ``n_inducing`` and no ``inducing_points`` given).
+    kmeans_inducing : bool
+        Whether k-means placed the initial inducing inputs (no
+        ``inducing_points`` given), so that other placements can start the
+        SVGP bound's maximisation too (:meth:`more_inducing_starts`).
     progress : callable
         ``progress(stage, length)``, a :func:`fit_progress` bound to the
         estimator.
@@ -172,6 +188,7 @@ class ApproximationStage:
     learning_rate: float
     optimize_inducing: bool
     grow_inducing: bool
+    kmeans_inducing: bool
     progress: Callable
     log: Callable
     verbose: int
@@ -187,6 +204,7 @@ class ApproximationStage:
             grow_inducing=(
                 estimator.n_inducing is None and estimator.inducing_points is None
             ),
+            kmeans_inducing=estimator.inducing_points is None,
             progress=functools.partial(fit_progress, estimator),
             log=estimator._log,
             verbose=estimator.verbose,
@@ -216,6 +234,20 @@ class ApproximationStage:
 
         report.close = progress.close
         return report
+
+    def more_inducing_starts(self, X, Z0, seed):
+        """Further k-means placements of ``Z0.shape[0]`` inducing inputs.
+
+        ``_SVGP_STARTS - 1`` of them, seeded ``seed + 1``, ... where k-means
+        placed ``Z0``, the bound is optimised by L-BFGS-B, and the inputs are
+        not simply every distinct training input; otherwise none.
+        """
+        m, n = Z0.shape[0], X.shape[0]
+        if not (self.kmeans_inducing and self.max_iter) or self.uses_adam(n):
+            return []
+        if m >= np.unique(X, axis=0).shape[0]:
+            return []
+        return [initial_inducing(X, m, seed + k) for k in range(1, _SVGP_STARTS)]
 
     def joint(self, bound, start, opt_bounds, n, seed, t_start):
         """Maximise the SVGP ``bound`` on ``n`` points from ``start``.

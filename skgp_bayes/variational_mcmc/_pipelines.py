@@ -111,29 +111,16 @@ def fit_joint(start, stages, data, Z0):
     approximation, hmc = stages
     X, y, likelihood, offset = data
     is_gaussian = isinstance(likelihood, Gaussian)
-    bound = SVGPBound(
-        start.adapter,
-        X,
-        y,
-        Z0,
-        likelihood,
-        start.prior_set,
-        learn_inducing=None if approximation.optimize_inducing else False,
-        offset=offset,
-    )
-    params0 = bound.initial_params(start.theta0())
-    opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
-    opt_bounds[: bound.n_hyper] = start.hyper_bounds
-    svgp = approximation.joint(
-        bound, params0, opt_bounds, X.shape[0], int(start.seeds[1]), start.t_start
+    bound, svgp, svgp_elbo, n_starts, n_iter = gaussian_approximation(
+        start, approximation, data, Z0
     )
     theta, log_noise, q_mean, q_L, Z = bound.split(svgp.params)
     Z = np.array(Z)
-    svgp_elbo = float(svgp.trace[-1]) if svgp.trace else float(bound.elbo(svgp.params))
     if approximation.verbose:
         approximation.log(
-            f"Gaussian approximation: ELBO {svgp_elbo:.4g} after {svgp.n_iter} "
-            f"{'Adam' if svgp.use_adam else 'L-BFGS'} iterations "
+            f"Gaussian approximation: ELBO {svgp_elbo:.4g}, the best of "
+            f"{n_starts} start{'s' if n_starts > 1 else ''}, after {n_iter} "
+            f"{'Adam' if svgp.use_adam else 'L-BFGS'} iterations in all "
             f"({time.perf_counter() - start.t_start:.2f} s)"
         )
     target = SparseWhitenedTarget(
@@ -149,7 +136,7 @@ def fit_joint(start, stages, data, Z0):
     run = hmc.sample(sampler, int(start.seeds[3]), t_hmc)
     fitted = chain_attributes(start, hmc, run, sampler, target, target.param_names)
     fitted["fit_time_"]["svgp"] = t_hmc - start.t_start
-    fitted["diagnostics_"].update(svgp_elbo=svgp_elbo, svgp_iterations=int(svgp.n_iter))
+    fitted["diagnostics_"].update(svgp_elbo=svgp_elbo, svgp_iterations=int(n_iter))
     fitted.update(
         inducing_points_=Z,
         kernel_=start.kernel.clone_with_theta(theta),
@@ -161,6 +148,41 @@ def fit_joint(start, stages, data, Z0):
     )
     fitted["trace_"]["svgp_elbo"] = np.asarray(svgp.trace)
     return fitted
+
+
+def gaussian_approximation(start, approximation, data, Z0):
+    """The SVGP bound's maximum from ``Z0`` and any further k-means starts.
+
+    Returns ``(bound, SVGPFit, ELBO)`` of the start that reached the highest
+    ELBO (see :meth:`ApproximationStage.more_inducing_starts`), the number
+    of starts and their iterations in all.
+    """
+    X, y, likelihood, offset = data
+    seed = int(start.seeds[0])
+    starts = [Z0, *approximation.more_inducing_starts(X, Z0, seed)]
+    best, n_iter = None, 0
+    for Z_start in starts:
+        bound = SVGPBound(
+            start.adapter,
+            X,
+            y,
+            Z_start,
+            likelihood,
+            start.prior_set,
+            learn_inducing=None if approximation.optimize_inducing else False,
+            offset=offset,
+        )
+        params0 = bound.initial_params(start.theta0())
+        opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
+        opt_bounds[: bound.n_hyper] = start.hyper_bounds
+        svgp = approximation.joint(
+            bound, params0, opt_bounds, X.shape[0], int(start.seeds[1]), start.t_start
+        )
+        elbo = float(svgp.trace[-1]) if svgp.trace else float(bound.elbo(svgp.params))
+        n_iter += svgp.n_iter
+        if best is None or elbo > best[2]:
+            best = (bound, svgp, elbo)
+    return (*best, len(starts), n_iter)
 
 
 def fit_collapsed(start, stages, data, Z0):

@@ -332,7 +332,10 @@ def test_gaussian_approximation_stops_on_its_rule(capsys):
     clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=2, **SMALL), X, y)
     n_iter = clf.diagnostics_["svgp_iterations"]
     trace = clf.trace_["svgp_elbo"]
-    assert n_iter < clf.svgp_max_iter
+    # the kept start's trace, which stopped before its budget; the
+    # iterations count every start's
+    assert len(trace) < clf.svgp_max_iter
+    assert len(trace) <= n_iter
     # stopped because the bound rose by less than 1e-4 nats per point over
     # the last 10 iterations
     assert trace[-1] - trace[-11] < 1e-4 * 40
@@ -723,3 +726,31 @@ def test_run_length_warning_without_r_hat():
         warn_diagnostics(["a", "b"], np.full(2, np.nan), np.array([50.0, 3.0]), 0, 4, 4)
     with pytest.warns(SamplerWarning, match="split R-hat 1.500 for a"):
         warn_diagnostics(["a", "b"], np.array([1.5, 1.0]), np.full(2, np.nan), 0, 4, 4)
+
+
+def test_gaussian_approximation_keeps_the_best_of_its_starts(monkeypatch):
+    # k-means places the inducing inputs three ways; the SVGP bound is
+    # maximised from each and the highest ELBO is kept (its inducing inputs,
+    # its ELBO); a user's inducing inputs start the one search they give.
+    from skgp_bayes.variational_mcmc import _approximation
+
+    reached = []
+    joint = _approximation.ApproximationStage.joint
+
+    def recording(self, bound, *args):
+        fit = joint(self, bound, *args)
+        reached.append((float(fit.trace[-1]), bound.split(fit.params)[-1]))
+        return fit
+
+    monkeypatch.setattr(_approximation.ApproximationStage, "joint", recording)
+    X, y = _binary(60)
+    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, **SMALL), X, y)
+    assert len(reached) == _approximation._SVGP_STARTS
+    best = max(range(len(reached)), key=lambda k: reached[k][0])
+    assert clf.svgp_elbo_ == reached[best][0]
+    np.testing.assert_array_equal(clf.inducing_points_, reached[best][1])
+    starts = [Z for _, Z in reached]
+    assert not np.allclose(starts[0], starts[1])
+    reached.clear()
+    _quiet_fit(VariationalMCMCClassifier(inducing_points=X[:6], **SMALL), X, y)
+    assert len(reached) == 1
