@@ -75,24 +75,19 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
     n_inducing : int, default=None
         As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
         Gaussian likelihood, None with at most 64 training rows takes the
-        distinct training inputs, where the bound is the exact marginal
-        likelihood, whose gradient costs less there than the bound's at the
-        cap below (user guide); with more rows it starts from
-        ``min(50, ceil(sqrt(n)))``
-        and doubles the number of inducing inputs (new k-means centres,
-        hyperparameters warm-started) while, at the collapsed bound's
-        optimum, its gap to Titsias' upper bound on the log marginal
-        likelihood exceeds 0.05 nats per training point, up to 64; a
-        doubling that raises the bound by less than 0.05 nats per point
-        ends the growth and keeps the smaller set. The gap bounds the
-        divergence of the sparse posterior from the exact one (Burt,
-        Rasmussen and van der Wilk, 2020); 0.05 nats per point is the
-        smallest difference in mean log predictive density that matters.
-        The upper bound is loose, so the gap alone would grow most sets to
-        the cap. With ``v`` integrated out, more inducing inputs
-        make each gradient dearer (``O(n m^2)``) but no longer lengthen the
-        chains; the cap bounds the former. A set short of the exact mode
-        grows on, then becomes the training inputs (user guide).
+        distinct inputs (the bound is then exact and no dearer than at the
+        cap below); with more it starts from ``min(50, ceil(sqrt(n)))`` and
+        doubles the set (new k-means centres, hyperparameters warm-started)
+        while, at the collapsed bound's optimum, its gap to Titsias' upper
+        bound on the log marginal likelihood exceeds 0.05 nats per point,
+        up to 64; a doubling that raises the bound by less than 0.05 nats
+        per point keeps the smaller set. The gap bounds the divergence of
+        the sparse posterior from the exact one (Burt, Rasmussen and van der
+        Wilk, 2020); 0.05 nats per point is the smallest difference in mean
+        log predictive density that matters. More inducing inputs make each
+        gradient dearer (``O(n m^2)``) but, ``v`` integrated out, not the
+        chains longer. A set short of the exact mode grows on, then becomes
+        the training inputs (user guide).
     inducing_points, optimize_inducing, n_chains, n_warmup, \
 n_samples, max_samples, thin, max_leapfrog, sampler, target_accept, priors, \
 normalize_X, random_state, n_jobs, verbose
