@@ -548,6 +548,29 @@ def _short_periodic(seed=0):
 _SHORT_CHAINS = dict(n_chains=2, n_warmup=100, n_samples=100, max_samples=100)
 
 
+def _assert_the_exact_gp(reg, X, y, X_test, y_test):
+    """``reg`` sampled the exact target on the distinct rows of ``X``, and
+    its test log density is scikit-learn's exact GP's to 0.1; returns the
+    latter. The peer's MAP predictive and the posterior average differ by
+    the hyperparameter uncertainty (about 0.01 on these well-identified
+    problems) and the Monte Carlo error of 200 draws (below 0.01)."""
+    from scipy.stats import norm
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import WhiteKernel
+
+    assert reg.diagnostics_["exact_marginal"]
+    # inducing_points_ are in the model's (standardised) input units
+    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
+    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
+    peer = GaussianProcessRegressor(
+        ConstantKernel() * RBF() + WhiteKernel(), normalize_y=True, random_state=0
+    ).fit(X, y)
+    mean, sd = peer.predict(X_test, return_std=True)
+    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
+    assert abs(np.mean(reg.log_predictive_density(X_test, y_test)) - peer_lpd) < 0.1
+    return peer_lpd
+
+
 def test_inducing_set_short_of_the_exact_mode_becomes_the_training_inputs(
     monkeypatch,
 ):
@@ -559,28 +582,13 @@ def test_inducing_set_short_of_the_exact_mode_becomes_the_training_inputs(
     # (-0.40 here) differs from the posterior average by the hyperparameter
     # uncertainty (0.01 on this well-identified problem) and the Monte Carlo
     # error of 200 draws (below 0.01); 8 inducing inputs give -2.2.
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import WhiteKernel
-
     from skgp_bayes.variational_mcmc import _approximation
 
     monkeypatch.setattr(_approximation, "_MAX_COLLAPSED_INDUCING", 8)
     X, y, X_test, y_test = _short_periodic()
     reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
     _quiet_fit(reg, X, y)
-    assert reg.diagnostics_["exact_marginal"]
-    # inducing_points_ are in the model's (standardised) input units
-    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
-    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
-    peer = GaussianProcessRegressor(
-        ConstantKernel() * RBF() + WhiteKernel(), normalize_y=True, random_state=0
-    ).fit(X, y)
-    mean, sd = peer.predict(X_test, return_std=True)
-    from scipy.stats import norm
-
-    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
-    ours = np.mean(reg.log_predictive_density(X_test, y_test))
-    assert abs(ours - peer_lpd) < 0.1
+    peer_lpd = _assert_the_exact_gp(reg, X, y, X_test, y_test)
     # the same fit with its inducing set fixed at 8 (no growth, no check)
     fixed = VariationalMCMCRegressor(n_inducing=8, random_state=0, **_SHORT_CHAINS)
     _quiet_fit(fixed, X, y)
@@ -594,10 +602,6 @@ def test_few_training_rows_make_the_inducing_inputs_from_the_start():
     # exact target from its mode, and the predictive is the full GP's. 60
     # rows on 20 distinct inputs (three replicates each) check that the
     # inducing inputs are the distinct rows.
-    from scipy.stats import norm
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import WhiteKernel
-
     rng = np.random.default_rng(3)
     X = np.repeat(rng.uniform(0, 10, (20, 1)), 3, axis=0)
     y = np.sin(X[:, 0]) + 5 + 0.3 * rng.standard_normal(60)
@@ -605,18 +609,7 @@ def test_few_training_rows_make_the_inducing_inputs_from_the_start():
     y_test = np.sin(X_test[:, 0]) + 5 + 0.3 * rng.standard_normal(200)
     reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
     _quiet_fit(reg, X, y)
-    assert reg.diagnostics_["exact_marginal"]
-    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
-    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
-    # As in the test above: the peer's MAP predictive and the posterior
-    # average differ by the hyperparameter uncertainty and the Monte Carlo
-    # error of 200 draws, each about 0.01 nats here.
-    peer = GaussianProcessRegressor(
-        ConstantKernel() * RBF() + WhiteKernel(), normalize_y=True, random_state=0
-    ).fit(X, y)
-    mean, sd = peer.predict(X_test, return_std=True)
-    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
-    assert abs(np.mean(reg.log_predictive_density(X_test, y_test)) - peer_lpd) < 0.1
+    _assert_the_exact_gp(reg, X, y, X_test, y_test)
     # a set the user sizes is kept as given
     fixed = VariationalMCMCRegressor(n_inducing=5, random_state=0, **_SHORT_CHAINS)
     _quiet_fit(fixed, X, y)
