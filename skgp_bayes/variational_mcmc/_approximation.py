@@ -370,15 +370,16 @@ class ApproximationStage:
             Z0 = initial_inducing(X, min(2 * m, cap), seed)
 
     def _exact_from_the_start(self, problem, distinct, hyper):
-        """The exact target's optimum when the distinct inputs are few.
+        """The exact target's optimum when the training rows are few.
 
         The inducing inputs are ``distinct``, the training inputs, and the
         chains start at the exact marginal posterior's mode (see
         ``_EXACT_FROM_START_MAX_N``); None when no exact search ends finite.
         """
-        value, mode, search = self.exact_reference(problem, hyper, with_search=True)
-        if mode is None:
+        value, search = self._exact_search(problem, hyper)
+        if not np.isfinite(value):
             return None
+        mode = np.array(search.params)
         if self.verbose:
             self.log(
                 f"{distinct.shape[0]} distinct training inputs: they are the "
@@ -419,15 +420,23 @@ class ApproximationStage:
         )
         return largest
 
-    def exact_reference(self, problem, hyper, with_search=False):
+    def exact_reference(self, problem, hyper):
         """The exact marginal posterior's mode: ``(log density, [theta, log s2])``.
 
-        L-BFGS-B on the exact target (plus the log prior) from ``hyper`` and
-        from the length-scale screen's best point (on every row), as the
-        SGLD regressor finds its MAP. ``(-inf, None)`` when no search ends
-        finite. ``with_search`` appends the kept search's
-        :class:`~skgp_bayes.inference.MaximizeResult` (its trace and
-        iterations).
+        ``(-inf, None)`` when no search ends finite (see :meth:`_exact_search`).
+        """
+        value, found = self._exact_search(problem, hyper)
+        return (
+            (value, np.array(found.params)) if np.isfinite(value) else (-np.inf, None)
+        )
+
+    def _exact_search(self, problem, hyper):
+        """L-BFGS-B on the exact target (plus the log prior), best of its starts.
+
+        From ``hyper`` and from the length-scale screen's best point (on
+        every row), as the SGLD regressor finds its MAP. Returns the log
+        density the kept search reached (``-inf`` where it is not finite)
+        and that search's :class:`~skgp_bayes.inference.MaximizeResult`.
         """
         adapter, X, y, prior_set, hyper_bounds = problem
         exact = ExactMarginalTarget(adapter, X, y, prior_set)
@@ -439,11 +448,7 @@ class ApproximationStage:
                 exact, hyper, hyper_bounds, cap=X.shape[0], per_input=True
             ),
         )
-        value = finite_value(exact.log_prob, found.params)
-        reference = (
-            (value, np.array(found.params)) if np.isfinite(value) else (-np.inf, None)
-        )
-        return (*reference, found) if with_search else reference
+        return finite_value(exact.log_prob, found.params), found
 
     def _misses_exact_mode(self, problem, reference, hyper, Z):
         """Whether the exact posterior holds mass at a mode the bound lacks.

@@ -206,9 +206,10 @@ class CollapsedSampler(Sampler):
         super().__init__(guarded, x0, transform, rng, n_chains, inits, inv_mass)
         self.conditional = target
         self._rngs = [np.random.default_rng([seed, c]) for c in range(n_chains)]
-        self._v = [np.empty((0, target.n_inducing)) for _ in range(n_chains)]
-        # the hyperparameter draws the v's above complete
-        self._completed = [np.empty((0, x0.size)) for _ in range(n_chains)]
+        # each chain's draws so far, completed: [theta, log s2, v] per row
+        self._completed = [
+            np.empty((0, x0.size + target.n_inducing)) for _ in range(n_chains)
+        ]
 
     def to_x(self, w):
         """The draws ``w`` as ``[theta, log s2, v]``, each with its own ``v``.
@@ -219,20 +220,19 @@ class CollapsedSampler(Sampler):
         a ``v`` drawn for another ``theta`` is no draw of ``v | theta``.
         """
         hyper = super().to_x(w)
+        n_hyper = hyper.shape[2]
         for c, chain in enumerate(hyper):
             done = self._completed[c]
             if done.shape[0] > chain.shape[0] or not np.array_equal(
-                chain[: done.shape[0]], done
+                chain[: done.shape[0]], done[:, :n_hyper]
             ):
-                self._v[c] = self._v[c][:0]
                 done = done[:0]
             new = chain[done.shape[0] :]
             if new.shape[0]:
                 more = self.conditional.sample_v(new, self._rngs[c])
-                self._v[c] = np.concatenate([self._v[c], more])
-            self._completed[c] = chain.copy()
-        v = np.stack([v_c[: hyper.shape[1]] for v_c in self._v])
-        return np.concatenate([hyper, v], axis=2)
+                done = np.concatenate([done, np.hstack([new, more])])
+            self._completed[c] = done
+        return np.stack(self._completed)
 
     def x_inv_mass(self, inv_mass):
         """Inverse mass of the hyperparameters; NaN for ``v``, which HMC never moves."""
