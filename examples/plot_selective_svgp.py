@@ -34,10 +34,17 @@ y = f + 0.1 * rng.standard_normal(200)
 grid = np.linspace(-0.5, 10.5, 400)[:, None]
 kernel = ConstantKernel(1.0) * RBF(1.0)
 
-# (a) every candidate kept: no selection steps, probabilities stay at 0.9
+# (a) every candidate kept: no selection steps, probabilities stay at 0.9,
+# all above the threshold of one half (keep="expected" would keep the 45
+# candidates of E|Z| = 0.9 x 50)
 candidates = X[np.sort(rng.choice(200, 50, replace=False))]
 full = SelectiveSVGP(
-    kernel, candidates=candidates, n_select_iter=0, n_post_iter=0, random_state=0
+    kernel,
+    candidates=candidates,
+    n_select_iter=0,
+    n_post_iter=0,
+    keep="threshold",
+    random_state=0,
 ).fit(X, y)
 # (b, c) the selective model on the same candidates
 selective = SelectiveSVGP(

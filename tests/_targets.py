@@ -131,6 +131,16 @@ def subset_bound():
     )
 
 
+def subset_bound_with_prior():
+    X, y = _data()
+    adapter = _scaled_rbf()
+    bound = SubsetBound(adapter, X, y, X[::2], prior_set=_hyper_prior(adapter))
+    return (
+        lambda hyper: bound.logp_and_grad(hyper, [0, 2, 3]),
+        _near([0.0, 0.0, np.log(0.1)], 13),
+    )
+
+
 def shared_subset_bound():
     X, y = _data()
     bound = SharedSubsetBound(_scaled_rbf(), X, y, X[::2], Gaussian(0.1))
@@ -167,6 +177,7 @@ EXACT = {
     "SVGPBound": svgp_bound,
     "CollapsedSparseTarget": collapsed_sparse,
     "SubsetBound": subset_bound,
+    "SubsetBound-prior": subset_bound_with_prior,
     "SharedSubsetBound": shared_subset_bound,
     "LaplaceSurrogate": laplace_surrogate,
     "BinaryLaplaceProblem": binary_laplace_problem,

@@ -153,26 +153,21 @@ def test_one_sample_selective_keeps_the_initial_kernel():
 # ------------------------------------------------ the reproducers
 @pytest.mark.slow
 def test_selective_on_30_points_with_50_features_warns_no_signal():
-    # 30 random points with 50 features and a target X does not predict:
-    # the default fit is a constant: X does not predict y, whatever points
-    # are kept (the expected number of them)
+    # 30 random points with 50 features and a target X does not predict,
+    # with the signal variance fixed near zero: the fit is a constant,
+    # whatever points are kept (the expected number of them). Under the
+    # default priors the fitted signal variance no longer falls to its
+    # bound on such data by itself (the prior of log variance vanishes
+    # there; with ML-II it did): the default fit explains 8% of the
+    # training variance, as uninformative away from the inputs.
     rng = np.random.RandomState(0)
     X, y = rng.randn(30, 50), rng.randn(30)
-    # One length scale: with 52 point-estimated hyperparameters (the ARD
-    # default) on 30 points, type-II maximum likelihood interpolates the
-    # noise instead, which this reproducer is not about.
-    kernel = ConstantKernel(1.0) * RBF(np.sqrt(50.0))
-    # Hyperparameters fitted to the kept set, whose bound drives the signal
-    # variance to its lower bound here. The default's, from the bound of all
-    # 30 points, split the diagonal between signal and noise (the kernel is
-    # near diagonal on these inputs), a fit that is as uninformative away
-    # from the training inputs but not a constant at them.
+    kernel = ConstantKernel(1e-5, "fixed") * RBF(np.sqrt(50.0))
     est = SelectiveSVGP(kernel=kernel, hyperparameters_from="kept", random_state=0)
     messages = _degenerate(lambda: est.fit(X, y))
     assert est.score(X, y) < 1e-4
     assert any("kept no signal" in m and "50 features" in m for m in messages)
     assert est.n_inducing_ == max(1, round(est.expected_n_inducing_))
-    assert any("constant_value is at its lower bound" in m for m in messages)
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from .._defaults import (
     NOISE_VARIANCE_BOUNDS,
     fit_input_scaling,
     in_natural_units,
+    merged_priors,
 )
 from .._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
@@ -45,6 +46,7 @@ from ..predictive._distributions import (
 )
 from ..predictive.mixture import gaussian_joint_draws
 from ..predictive.sparse import q_moments, sparse_function_samples
+from ..priors import PriorSet
 from ..sampling import require_spectral_spec
 from ..targets.selective import (
     BernoulliPointProcess,
@@ -92,7 +94,8 @@ class SelectiveSVGP(
     ----------
     kernel : sklearn kernel, default=None
         Prior covariance of the latent function; its hyperparameters are
-        the starting point and are fitted. None gives
+        the starting point and are fitted, as MAP estimates under the
+        default priors of :ref:`defaults` (the noise variance too). None gives
         ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on standardised inputs, one
         length scale per input (see :ref:`defaults`).
     n_candidates : int, default=80
@@ -217,9 +220,11 @@ class SelectiveSVGP(
     elbo_history_ : dict of ndarray
         ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
         ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
-        selection step. Standardised-target units.
+        selection step. Standardised-target units; every bound includes
+        the log prior of the hyperparameters.
     elbo_ : float
-        The bound of the kept set after post-training.
+        The bound of the kept set after post-training, plus the log prior
+        of the hyperparameters.
     kernel_ : sklearn kernel
         The kernel with the fitted hyperparameters.
     param_names_ : list of str
@@ -372,9 +377,17 @@ class SelectiveSVGP(
         theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
         log_noise0 = np.clip(np.log(self.noise_variance), *_LOG_NOISE_BOUNDS)
         hyper = np.append(theta0, log_noise0)
-        bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter)
+        # the default policy's priors, as every other estimator: without them
+        # the bound's maximum on a dozen rows interpolates them with a length
+        # scale of a thousandth and no noise (doc/selective_svgp.rst)
+        slices = dict(adapter.hyperparameter_slices)
+        slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+        prior_set = PriorSet(slices, merged_priors(None, slices, X.shape[1]))
+        bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter, prior_set=prior_set)
         if self.batch_size is not None and self.batch_size < X.shape[0]:
-            out = self._minibatch_phases(adapter, X, y, Zc, hyper, bounds, seeds)
+            out = self._minibatch_phases(
+                adapter, X, y, Zc, hyper, bounds, seeds, prior_set
+            )
         else:
             out = self._collapsed_phases(bound, hyper, bounds, seeds, t0)
         hyper, kept = out["hyper"], out["kept"]
@@ -484,10 +497,9 @@ class SelectiveSVGP(
         screened = []
         if self.n_pre_iter:  # with nothing optimised the start stands
             names = [*bound.adapter.param_names, "noise_variance"]
-            # the common grid alone: see skgp_bayes._starts
-            screened = screened_starts(
-                value, names, hyper, bound.X, bounds, per_input=False
-            )
+            # per input too, as the exact-target regressors: see
+            # skgp_bayes._starts
+            screened = screened_starts(value, names, hyper, bound.X, bounds)
         return best_of_searches(search, lambda found: value(found[0]), hyper, screened)
 
     def _post_train(self, bound, hyper, bounds, kept):
@@ -506,7 +518,7 @@ class SelectiveSVGP(
             )
         return hyper, trace
 
-    def _minibatch_phases(self, adapter, X, y, Zc, hyper, bounds, seeds):
+    def _minibatch_phases(self, adapter, X, y, Zc, hyper, bounds, seeds, prior_set):
         # minibatches need the uncollapsed bound, with q(v*) learned and
         # shared by the subsets (as in the classifier)
         shared = SharedSubsetBound(
@@ -517,6 +529,7 @@ class SelectiveSVGP(
             Gaussian(float(np.exp(hyper[-1]))),
             jitter=self.jitter,
             learn_noise=True,
+            prior_set=prior_set,
         )
         shared_bounds = np.tile([-np.inf, np.inf], (shared.n_params, 1))
         shared_bounds[: shared.n_hyper] = bounds

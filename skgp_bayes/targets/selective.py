@@ -123,6 +123,10 @@ class SubsetBound:
         Candidate inducing inputs; a subset is an index array into them.
     jitter : float, default=1e-6
         Relative diagonal jitter on ``K(Z, Z)``.
+    prior_set : PriorSet or None, default=None
+        Log prior of ``[kernel theta, log s2]``, added to every value and
+        gradient (the bound then bounds the log joint density, and its
+        maximum is a MAP estimate); ``None`` leaves the hyperparameters flat.
 
     Attributes
     ----------
@@ -143,12 +147,13 @@ class SubsetBound:
     (2,)
     """
 
-    def __init__(self, adapter, X, y, candidates, jitter=JITTER):
+    def __init__(self, adapter, X, y, candidates, jitter=JITTER, prior_set=None):
         self.adapter = adapter
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.candidates = np.ascontiguousarray(candidates, dtype=np.float64)
         self.jitter = float(jitter)
+        self.prior_set = prior_set
         self.n_kernel_params = adapter.n_params
         self.n_hyper = self.n_kernel_params + 1
 
@@ -288,6 +293,17 @@ class SubsetBound:
         >>> values.shape, grad.shape
         ((2,), (2,))
         """
+        values, grad = self._bound_values_and_mean_grad(hyper, masks)
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(
+                np.asarray(hyper, dtype=np.float64)
+            )
+            values += prior_value
+            grad += prior_grad
+        return values, grad
+
+    def _bound_values_and_mean_grad(self, hyper, masks):
+        """:meth:`values_and_mean_grad` without the log prior."""
         theta, log_noise = self._split(hyper)
         masks = np.asarray(masks, dtype=bool)
         K, n = self.candidates.shape[0], self.X.shape[0]
