@@ -86,6 +86,9 @@ class SelectiveSVGPClassifier(
     ----------
     kernel : sklearn kernel, default=None
         As in :class:`SelectiveSVGP`.
+    priors : dict, default=None
+        As in :class:`SelectiveSVGP`, for the kernel's hyperparameters (the
+        classifier has no noise variance).
     n_candidates : int, default=80
         Most candidates, spread over the inputs as in the regressor:
         greedy conditional variance under the starting kernel (Burt,
@@ -147,6 +150,7 @@ feature_names_in_
         self,
         kernel=None,
         *,
+        priors=None,
         n_candidates=80,
         candidates=None,
         alpha=0.01,
@@ -165,6 +169,7 @@ feature_names_in_
         verbose=0,
     ):
         self.kernel = kernel
+        self.priors = priors
         self.n_candidates = n_candidates
         self.candidates = candidates
         self.alpha = alpha
@@ -238,7 +243,7 @@ feature_names_in_
         # the default policy's priors, as the other classifiers: without them
         # nearly separable classes drive the signal variance up for ever
         slices = dict(adapter.hyperparameter_slices)
-        prior_set = PriorSet(slices, merged_priors(None, slices, X.shape[1]))
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
         bound = SharedSubsetBound(
             adapter, X, y, Zc, likelihood, jitter=self.jitter, prior_set=prior_set
         )

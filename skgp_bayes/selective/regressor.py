@@ -98,6 +98,14 @@ class SelectiveSVGP(
         default priors of :ref:`defaults` (the noise variance too). None gives
         ``ConstantKernel(1.0) * RBF(sqrt(d) * ones(d))`` on standardised inputs, one
         length scale per input (see :ref:`defaults`).
+    priors : dict, default=None
+        Hyperparameter name (``"k2__length_scale"``, ``"noise_variance"``,
+        or one entry ``"k2__length_scale[0]"``) to a prior on the natural
+        scale: a :class:`skgp_bayes.priors.Prior` or a frozen
+        ``scipy.stats`` distribution. Unnamed length scales get
+        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
+        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`); the fitted
+        hyperparameters maximise the bound plus their log prior.
     n_candidates : int, default=80
         Most candidates, chosen among the training inputs when
         ``candidates`` is None: spread over the inputs by greedy
@@ -258,6 +266,7 @@ class SelectiveSVGP(
 
     _parameter_constraints = {
         "kernel": [None, Kernel],
+        "priors": [None, dict],
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "candidates": [None, "array-like"],
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -281,6 +290,7 @@ class SelectiveSVGP(
         self,
         kernel=None,
         *,
+        priors=None,
         n_candidates=80,
         candidates=None,
         alpha=0.01,
@@ -300,6 +310,7 @@ class SelectiveSVGP(
         verbose=0,
     ):
         self.kernel = kernel
+        self.priors = priors
         self.n_candidates = n_candidates
         self.candidates = candidates
         self.alpha = alpha
@@ -382,7 +393,7 @@ class SelectiveSVGP(
         # scale of a thousandth and no noise (doc/selective_svgp.rst)
         slices = dict(adapter.hyperparameter_slices)
         slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-        prior_set = PriorSet(slices, merged_priors(None, slices, X.shape[1]))
+        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
         bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter, prior_set=prior_set)
         if self.batch_size is not None and self.batch_size < X.shape[0]:
             out = self._minibatch_phases(
