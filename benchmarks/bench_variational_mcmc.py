@@ -15,7 +15,9 @@
    target against the collapsed bound with 64 inducing inputs (the default
    set's cap), one BLAS thread, over n and the input dimension: where the
    regressor samples the exact target from the start
-   (``_approximation._EXACT_FROM_START_MAX_N``).
+   (``_approximation._EXACT_FROM_START_MAX_N``); then, at 80-128 rows, the
+   smallest inducing set whose bound costs as much as the exact target, as
+   a fraction of the rows (``_approximation._EXACT_AFTER_GROWTH_FRACTION``).
 
     python benchmarks/bench_variational_mcmc.py            # everything
     python benchmarks/bench_variational_mcmc.py --quick    # smaller sizes
@@ -283,6 +285,51 @@ def bench_crossover(sizes=(64, 100, 150, 200, 300, 400), dims=(1, 5, 10)):
                 )
 
 
+def bench_crossover_fraction(sizes=(80, 100, 128), dims=(1, 3, 8)):
+    """Inducing-set size at which the collapsed bound costs the exact target."""
+    from threadpoolctl import threadpool_limits
+
+    from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+    from skgp_bayes.targets.exact import ExactMarginalTarget
+
+    sets = (24, 32, 40, 48, 56, 64)
+    print("\n## Collapsed bound over m against the exact target (one BLAS thread)")
+    print(
+        "\n| d | n | exact (ms) | "
+        + " | ".join(f"m = {m} (ms)" for m in sets)
+        + " | first m / n at least as dear |"
+    )
+    print("| ---: " * (len(sets) + 4) + "|")
+    rng = np.random.default_rng(1)
+    with threadpool_limits(1):
+        for d in dims:
+            for n in sizes:
+                X = rng.standard_normal((n, d))
+                y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(n)
+                adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(d)))
+                params = np.append(np.zeros(adapter.n_params), np.log(0.1))
+                exact = ExactMarginalTarget(adapter, X, y, None)
+                t_exact = _mean_of_best_round(
+                    functools.partial(exact.logp_and_grad, params)
+                )
+                t_bound = []
+                for m in sets:
+                    Z = X[rng.choice(n, m, replace=False)]
+                    bound = CollapsedSparseTarget(adapter, X, y, Z, None)
+                    t_bound.append(
+                        _mean_of_best_round(
+                            functools.partial(bound.logp_and_grad, params)
+                        )
+                    )
+                dear = [m for m, t in zip(sets, t_bound, strict=True) if t >= t_exact]
+                cells = " | ".join(f"{1e3 * t:.3f}" for t in t_bound)
+                fraction = f"{dear[0] / n:.2f}" if dear else "-"
+                print(
+                    f"| {d} | {n} | {1e3 * t_exact:.3f} | {cells} | {fraction} |",
+                    flush=True,
+                )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -313,6 +360,7 @@ def main():
         bench_breast_cancer(*((100, 100, 2, 30) if args.quick else (200, 300, 4, 50)))
     if "crossover" in sections:
         bench_crossover()
+        bench_crossover_fraction()
     if "large" in sections:
         if args.quick:
             bench_large(5000, 50, 10, 10, 10, 200)
