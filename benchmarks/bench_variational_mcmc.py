@@ -251,12 +251,31 @@ def _mean_of_best_round(call, repeats=30, rounds=5):
     return best_time(lambda: [call() for _ in range(repeats)], rounds) / repeats
 
 
+def _crossover_times(rng, n, d):
+    """One value and gradient of the exact target at ``theta = 0`` on ``n``
+    random rows of ``d`` inputs (seconds), and a timer of the collapsed
+    bound's with ``m`` of those rows as inducing inputs."""
+    from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+    from skgp_bayes.targets.exact import ExactMarginalTarget
+
+    X = rng.standard_normal((n, d))
+    y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(n)
+    adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(d)))
+    params = np.append(np.zeros(adapter.n_params), np.log(0.1))
+
+    def bound_time(m):
+        Z = X[rng.choice(n, min(n, m), replace=False)]
+        bound = CollapsedSparseTarget(adapter, X, y, Z, None)
+        return _mean_of_best_round(functools.partial(bound.logp_and_grad, params))
+
+    exact = ExactMarginalTarget(adapter, X, y, None)
+    t_exact = _mean_of_best_round(functools.partial(exact.logp_and_grad, params))
+    return t_exact, bound_time
+
+
 def bench_crossover(sizes=(64, 100, 150, 200, 300, 400), dims=(1, 5, 10)):
     """Exact target against the collapsed bound at 64 inducing inputs."""
     from threadpoolctl import threadpool_limits
-
-    from skgp_bayes.targets.collapsed import CollapsedSparseTarget
-    from skgp_bayes.targets.exact import ExactMarginalTarget
 
     print("\n## Exact target against the collapsed bound at m = 64 (one BLAS thread)")
     print("\n| d | n | exact (ms) | collapsed, m = 64 (ms) | exact / collapsed |")
@@ -265,19 +284,8 @@ def bench_crossover(sizes=(64, 100, 150, 200, 300, 400), dims=(1, 5, 10)):
     with threadpool_limits(1):
         for d in dims:
             for n in sizes:
-                X = rng.standard_normal((n, d))
-                y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(n)
-                adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(d)))
-                params = np.append(np.zeros(adapter.n_params), np.log(0.1))
-                Z = X[rng.choice(n, min(n, 64), replace=False)]
-                exact = ExactMarginalTarget(adapter, X, y, None)
-                bound = CollapsedSparseTarget(adapter, X, y, Z, None)
-                t_exact = _mean_of_best_round(
-                    functools.partial(exact.logp_and_grad, params)
-                )
-                t_bound = _mean_of_best_round(
-                    functools.partial(bound.logp_and_grad, params)
-                )
+                t_exact, bound_time = _crossover_times(rng, n, d)
+                t_bound = bound_time(64)
                 print(
                     f"| {d} | {n} | {1e3 * t_exact:.3f} | {1e3 * t_bound:.3f} "
                     f"| {t_exact / t_bound:.2f} |",
@@ -288,9 +296,6 @@ def bench_crossover(sizes=(64, 100, 150, 200, 300, 400), dims=(1, 5, 10)):
 def bench_crossover_fraction(sizes=(80, 100, 128), dims=(1, 3, 8)):
     """Inducing-set size at which the collapsed bound costs the exact target."""
     from threadpoolctl import threadpool_limits
-
-    from skgp_bayes.targets.collapsed import CollapsedSparseTarget
-    from skgp_bayes.targets.exact import ExactMarginalTarget
 
     sets = (24, 32, 40, 48, 56, 64)
     print("\n## Collapsed bound over m against the exact target (one BLAS thread)")
@@ -304,23 +309,8 @@ def bench_crossover_fraction(sizes=(80, 100, 128), dims=(1, 3, 8)):
     with threadpool_limits(1):
         for d in dims:
             for n in sizes:
-                X = rng.standard_normal((n, d))
-                y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(n)
-                adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(d)))
-                params = np.append(np.zeros(adapter.n_params), np.log(0.1))
-                exact = ExactMarginalTarget(adapter, X, y, None)
-                t_exact = _mean_of_best_round(
-                    functools.partial(exact.logp_and_grad, params)
-                )
-                t_bound = []
-                for m in sets:
-                    Z = X[rng.choice(n, m, replace=False)]
-                    bound = CollapsedSparseTarget(adapter, X, y, Z, None)
-                    t_bound.append(
-                        _mean_of_best_round(
-                            functools.partial(bound.logp_and_grad, params)
-                        )
-                    )
+                t_exact, bound_time = _crossover_times(rng, n, d)
+                t_bound = [bound_time(m) for m in sets]
                 dear = [m for m, t in zip(sets, t_bound, strict=True) if t >= t_exact]
                 cells = " | ".join(f"{1e3 * t:.3f}" for t in t_bound)
                 fraction = f"{dear[0] / n:.2f}" if dear else "-"
