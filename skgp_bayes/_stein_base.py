@@ -22,6 +22,7 @@ from . import _config
 from ._base import seconds_since
 from ._fit_checks import warn_at_bounds
 from ._progress import engine_verbose, fit_progress
+from ._validation import copied_columns
 from ._warnings import warn_user
 from .diagnostics import kernel_stein_discrepancy
 from .inference import SVGDResult, run_svgd
@@ -99,9 +100,25 @@ def batch_evaluator(target, **options):
     return ParticleEvaluator(target, **options)
 
 
-def warn_not_converged(estimator, result):
-    """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``."""
+def warn_not_converged(estimator, result, X=None):
+    """ConvergenceWarning when SVGD stopped at ``max_iter`` above ``tol``.
+
+    With the training inputs ``X``, it names input columns that are copies
+    of each other, whose length scales form a ridge the particles cross
+    slowly (see :func:`~skgp_bayes._validation.copied_columns`).
+    """
     field = result.history["field"][-1] if result.history["field"] else np.nan
+    copies = [] if X is None else copied_columns(X)
+    hint = (
+        " Input columns "
+        + ", ".join(f"{i} and {j}" for i, j in copies)
+        + " are affine copies of each other: their length scales trade off "
+        "along a ridge of equal likelihood that the particles cross slowly, "
+        "and the predictions do not depend on where along it they are. "
+        "Dropping one column of each pair removes the ridge."
+        if copies
+        else ""
+    )
     warn_user(
         f"SVGD did not meet its stopping rule in {estimator.max_iter} "
         f"iterations: the Stein field was still {field:.2e} posterior "
@@ -109,7 +126,7 @@ def warn_not_converged(estimator, result):
         f"tol={svgd_tol(estimator):.2e}. "
         "The particles are about that far from SVGD's fixed point; "
         "predictions average over them as they stand. A larger max_iter, or "
-        "warm_start=True and another fit, continues the run.",
+        "warm_start=True and another fit, continues the run." + hint,
         ConvergenceWarning,
         worst=field,
     )
@@ -342,7 +359,7 @@ class SteinModel:
             **self.svgd_options(start),
         )
         if self.warns_unconverged(result):
-            warn_not_converged(self.estimator, result)
+            warn_not_converged(self.estimator, result, self.X)
         self.after_run(evaluator)
         return result
 

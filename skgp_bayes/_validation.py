@@ -17,6 +17,7 @@ __all__ = [
     "pooled_log_rate",
     "check_exposure",
     "check_input_magnitude",
+    "copied_columns",
     "check_finite_theta",
     "log_noise_bounds",
     "check_bounds",
@@ -307,6 +308,65 @@ def check_input_magnitude(X):
             "distances between such inputs overflow. Rescale X (for example "
             "with sklearn.preprocessing.StandardScaler)."
         )
+
+
+# Columns whose correlation is this close to +-1 are copies of each other:
+# a column and its affine image (a temperature in C and in F) differ after
+# centring and scaling by rounding, about 1e-16 relative.
+_COPY_CORRELATION = 1.0 - 1e-9
+# Rows screened for copies; a pair found there is confirmed on every row.
+_COPY_SCREEN_ROWS = 1000
+
+
+def copied_columns(X):
+    """Pairs of input columns that are affine copies of each other.
+
+    With one ARD length scale per column, two copies enter the kernel only
+    through ``1/l_i^2 + 1/l_j^2``: the likelihood is flat along a curved
+    ridge of the two length scales, which samplers and SVGD cross slowly,
+    while the predictions do not depend on where along it they are.
+    Constant columns are not copies of anything.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    list of (int, int)
+        Column pairs ``(i, j)``, ``i < j``, whose correlation is +-1 to
+        rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import copied_columns
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> copied_columns(np.c_[X, 32 + 1.8 * X[:, 1]])
+    [(1, 3)]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    if d < 2 or n < 3:
+        return []
+    step = max(1, n // _COPY_SCREEN_ROWS)
+
+    def correlations(rows, columns):
+        Z = X[rows][:, columns]
+        Z = Z - Z.mean(axis=0)
+        norms = np.linalg.norm(Z, axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            Z = Z / norms
+        return np.abs(Z.T @ Z), norms > 0
+
+    C, live = correlations(slice(None, None, step), slice(None))
+    pairs = []
+    for i, j in zip(*np.nonzero(np.triu(C, 1) > _COPY_CORRELATION), strict=True):
+        if live[i] and live[j]:
+            full, ok = correlations(slice(None), [i, j])
+            if ok.all() and full[0, 1] > _COPY_CORRELATION:
+                pairs.append((int(i), int(j)))
+    return pairs
 
 
 def check_finite_theta(theta, names):

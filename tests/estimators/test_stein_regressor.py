@@ -646,6 +646,38 @@ def test_unmet_rule_is_reported(data):
     assert not reg.converged_ and reg.n_iter_ == 2
 
 
+def test_unmet_rule_names_input_columns_that_copy_each_other():
+    # The same temperature in C and in F: the two length scales trade off
+    # along a ridge the particles cross slowly (300 iterations end 2.3 times
+    # above tol here); the warning says so and how to remove it. The
+    # predictions depend on the ridge's level only: they match the fit on
+    # the three distinct columns to within the particles' spread.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = X[:, 0] + 0.1 * rng.standard_normal(40)
+    Xc = np.c_[X, 32 + 1.8 * X[:, 0]]
+    with pytest.warns(ConvergenceWarning, match="columns 0 and 3 are affine copies"):
+        reg = SteinGPRegressor(random_state=0).fit(Xc, y)
+    mean, sd = reg.predict(Xc[:10], return_std=True)
+    distinct = SteinGPRegressor(random_state=0).fit(X, y)
+    mean_distinct = distinct.predict(X[:10])
+    assert np.all(np.abs(mean - mean_distinct) < sd)
+
+
+def test_copied_columns_finds_affine_copies_only():
+    from skgp_bayes._validation import copied_columns
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((3000, 4))
+    Z = np.c_[X, -2.0 * X[:, 2] + 7.0, np.ones(3000), X[:, 0] + 1e-6 * X[:, 1]]
+    # a sign flip is a copy for a stationary kernel; a constant column is
+    # no copy; a column off another by 1e-6 of a third (correlation
+    # 1 - 5e-13) is one to the threshold 1 - 1e-9, one off by 1e-3
+    # (1 - 5e-7) is not
+    assert sorted(copied_columns(Z)) == [(0, 6), (2, 4)]
+    assert copied_columns(np.c_[X, X[:, 0] + 1e-3 * X[:, 1]]) == []
+
+
 @pytest.mark.parametrize(
     "params,model",
     [
