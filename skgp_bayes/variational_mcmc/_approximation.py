@@ -165,6 +165,14 @@ class CollapsedOptimum:
     exact: bool = False
 
 
+def _at_exact_mode(optimum, reference, distinct):
+    """``optimum`` with the distinct training inputs as inducing inputs, at
+    the exact marginal posterior's mode ``reference``: the exact target."""
+    return dataclasses.replace(
+        optimum, hyper=reference[1], Z=distinct, learn_Z=False, exact=True
+    )
+
+
 @dataclasses.dataclass
 class ApproximationStage:
     """The Gaussian approximation's settings and how it reports.
@@ -372,23 +380,22 @@ class ApproximationStage:
                 return self._short_of_exact(
                     X,
                     reference,
+                    distinct,
                     found,
                     CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter()),
                 )
-            if previous is not None and trace and previous[3]:
-                if trace[-1] - previous[3][-1] < tol:
-                    hyper, Z, learn_Z = previous[:3]
-                    return self._grown(
-                        reference,
-                        distinct,
-                        CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter()),
-                    )
-            if not self.grow_inducing or slack <= tol or m >= cap:
-                return self._grown(
-                    reference,
-                    distinct,
-                    CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter()),
-                )
+            kept = None
+            if (
+                previous is not None
+                and trace
+                and previous[3]
+                and trace[-1] - previous[3][-1] < tol
+            ):
+                kept = CollapsedOptimum(*previous[:3], traces, n_iter())
+            elif not self.grow_inducing or slack <= tol or m >= cap:
+                kept = CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter())
+            if kept is not None:
+                return self._grown(reference, distinct, kept)
             previous = found
             Z0 = initial_inducing(X, min(2 * m, cap), seed)
 
@@ -397,14 +404,10 @@ class ApproximationStage:
 
         A set of at least ``_EXACT_AFTER_GROWTH_FRACTION`` of the distinct
         inputs gives way to all of them at the exact mode ``reference``
-        (when the growth computed one).
+        (when the growth computed one: only a growing set is compared).
         """
         m, n_distinct = optimum.Z.shape[0], distinct.shape[0]
-        if (
-            not self.grow_inducing
-            or reference[1] is None
-            or m < _EXACT_AFTER_GROWTH_FRACTION * n_distinct
-        ):
+        if reference[1] is None or m < _EXACT_AFTER_GROWTH_FRACTION * n_distinct:
             return optimum
         if self.verbose:
             self.log(
@@ -412,9 +415,7 @@ class ApproximationStage:
                 "distinct training inputs: the exact target costs about as "
                 "much, and the chains sample it"
             )
-        return dataclasses.replace(
-            optimum, hyper=reference[1], Z=distinct, learn_Z=False, exact=True
-        )
+        return _at_exact_mode(optimum, reference, distinct)
 
     def _exact_from_the_start(self, problem, distinct, hyper):
         """The exact target's optimum when the training rows are few.
@@ -437,7 +438,7 @@ class ApproximationStage:
         trace = list(search.trace) or [value]
         return CollapsedOptimum(mode, distinct, False, trace, search.n_iter, exact=True)
 
-    def _short_of_exact(self, X, reference, found, largest):
+    def _short_of_exact(self, X, reference, distinct, found, largest):
         """The optimum when the largest inducing set is still short of exact.
 
         Up to ``_EXACT_SAMPLING_MAX_N`` points: the distinct training inputs
@@ -453,10 +454,7 @@ class ApproximationStage:
                 "posterior's mode"
             )
         if n <= _EXACT_SAMPLING_MAX_N:
-            Z = np.unique(X, axis=0)
-            return CollapsedOptimum(
-                reference[1], Z, False, largest.trace, largest.n_iter, exact=True
-            )
+            return _at_exact_mode(largest, reference, distinct)
         warn_user(
             f"The collapsed bound with {largest.Z.shape[0]} inducing inputs "
             f"stays {short:.3g} nats per point below the exact marginal "
