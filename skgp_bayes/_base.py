@@ -51,6 +51,7 @@ from .predictive.mixture import gaussian_joint_draws
 from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,
+    add_white_noise,
     exact_conditioner,
     pathwise_functions,
     require_spectral_spec,
@@ -539,12 +540,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
     def _sample_y_pathwise(self, X, spec, n_samples, random_state, n_features):
         rng = check_random_state(random_state)
         functions, white = self._pathwise(spec, n_samples, rng, n_features)
-        out = functions(X)
-        noise_sd = np.sqrt(white[functions.draws]) * self._y_std
-        if np.any(noise_sd > 0):
-            # A WhiteKernel adds independent noise at each query point.
-            out += rng.standard_normal(out.shape) * noise_sd
-        return out
+        return add_white_noise(functions(X), functions.draws, white, self._y_std, rng)
 
     @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):

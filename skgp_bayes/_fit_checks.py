@@ -290,6 +290,8 @@ def warn_at_bounds(values, bounds, names, what, tol=1e-6):
     if values.shape[0] == 0:
         return
     for j, name in enumerate(names[: bounds.shape[0]]):
+        if bounds[j, 0] == bounds[j, 1]:  # fixed by the user
+            continue
         near = tol
         if tol == "spread":
             near = float(np.clip(2.0 * np.std(values[:, j]), NEAR_BOUND, 0.5))

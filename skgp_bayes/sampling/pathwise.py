@@ -38,6 +38,7 @@ from ._numba import evaluate_group, gradient_group
 
 __all__ = [
     "FunctionSample",
+    "add_white_noise",
     "FunctionSamples",
     "exact_conditioner",
     "latent_conditioner",
@@ -645,6 +646,42 @@ def with_prior_noise(conditioner, extra):
         return points, factor, targets
 
     return condition
+
+
+def add_white_noise(values, draws, white, scale, rng):
+    """``values`` plus a ``WhiteKernel``'s noise, independent at each query.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_queries, n_samples)
+        Function samples, sample ``j`` from hyperparameter draw ``draws[j]``.
+    draws : ndarray of int, shape (n_samples,)
+    white : ndarray of shape (n_draws,)
+        Each hyperparameter draw's ``WhiteKernel`` variance (0 without one),
+        on the scale the model was fitted on.
+    scale : float
+        The target's scale: the noise's standard deviation is
+        ``sqrt(white) * scale``.
+    rng : numpy.random.RandomState or Generator
+
+    Returns
+    -------
+    ndarray of shape (n_queries, n_samples)
+        ``values`` itself, with the noise added in place where any.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.sampling import add_white_noise
+    >>> out = add_white_noise(np.zeros((1000, 2)), np.array([0, 1]),
+    ...                       np.array([0.0, 4.0]), 0.5, np.random.default_rng(0))
+    >>> float(out[:, 0].std()), round(float(out[:, 1].std()), 1)
+    (0.0, 1.0)
+    """
+    noise_sd = np.sqrt(white[draws]) * scale
+    if np.any(noise_sd > 0):
+        values += rng.standard_normal(values.shape) * noise_sd
+    return values
 
 
 def require_spectral_spec(kernel, fallback):

@@ -116,9 +116,14 @@ class VariationalMCMCBase(
         fitted["input_scaling_"] = scaling
         return fitted
 
-    def _fit_start(self, X, log_noise_bounds):
+    def _noise_box(self):
+        """Log bounds of a Gaussian likelihood's noise variance, and its start."""
+        return np.array(LOG_NOISE_BOUNDS), float(np.log(0.1))
+
+    def _fit_start(self, X, noise_box):
         """What every fit starts from: the clock, the seeds of its stages,
-        the kernel (checked), the bounds and the priors."""
+        the kernel (checked), the bounds and the priors; ``noise_box`` is
+        None, or a Gaussian likelihood's :meth:`_noise_box`."""
         t_start = time.perf_counter()
         if self.thin > self.n_samples:
             raise ValueError(
@@ -132,13 +137,16 @@ class VariationalMCMCBase(
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
         check_bounds(kernel_bounds, adapter.param_names)
-        return FitStart.build(
+        start = FitStart.build(
             (t_start, seeds, kernel, adapter),
             kernel_bounds,
-            log_noise_bounds,
+            None if noise_box is None else noise_box[0],
             self.priors,
             X.shape[1],
         )
+        if noise_box is not None:
+            start.log_noise0 = noise_box[1]
+        return start
 
     def _fit_model(self, likelihood):
         """The fit for ``likelihood``: :func:`fit_joint` here; the regressor
@@ -149,7 +157,7 @@ class VariationalMCMCBase(
         """Chooses the model once, then runs its stages."""
         model = self._fit_model(likelihood)
         gaussian = isinstance(likelihood, Gaussian)
-        start = self._fit_start(X, LOG_NOISE_BOUNDS if gaussian else None)
+        start = self._fit_start(X, self._noise_box() if gaussian else None)
         Z0 = self._inducing(X, int(start.seeds[0]), scaling)
         # The engine is read from this module at every fit: the estimator
         # composes target x engine, and a test may stand another in.

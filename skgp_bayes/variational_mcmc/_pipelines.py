@@ -27,7 +27,12 @@ from ..targets.exact import ExactMarginalTarget
 from ..targets.exact_inducing import ExactInducingConditional
 from ..targets.sparse import SparseWhitenedTarget
 from ..targets.svgp import SVGPBound
-from ._sampling import CollapsedSampler, GuardedTarget, rhat_and_bulk_ess
+from ._sampling import (
+    CollapsedSampler,
+    GuardedTarget,
+    bound_coordinates,
+    rhat_and_bulk_ess,
+)
 
 # Mode searches for the jumps up to this many training points, the size up
 # to which stage 1 also searches the exact marginal: each search is an
@@ -56,6 +61,8 @@ class FitStart:
         ``kernel_bounds`` and, for a Gaussian likelihood, the log noise
         variance's.
     prior_set : PriorSet
+    log_noise0 : float
+        A Gaussian likelihood's initial log noise variance.
 
     Examples
     --------
@@ -77,6 +84,7 @@ class FitStart:
     kernel_bounds: np.ndarray
     hyper_bounds: np.ndarray
     prior_set: PriorSet
+    log_noise0: float = float(np.log(0.1))
 
     @classmethod
     def build(cls, head, kernel_bounds, log_noise_bounds, user_priors, n_features):
@@ -203,7 +211,7 @@ def fit_collapsed(start, stages, data, Z0):
     approximation, hmc = stages
     X, y = data[0], data[1]
     adapter, prior_set, bounds = start.adapter, start.prior_set, start.hyper_bounds
-    initial = np.append(start.theta0(), np.log(0.1))
+    initial = np.append(start.theta0(), start.log_noise0)
     optimum = approximation.collapsed(
         (adapter, X, y, prior_set, bounds),
         Z0,
@@ -216,18 +224,8 @@ def fit_collapsed(start, stages, data, Z0):
     sampled, draws_v = _sampled_and_conditional(optimum, target, prior_set)
     guarded = GuardedTarget(sampled, bounds[:, 0], bounds[:, 1])
     t_hmc = time.perf_counter()
-    transform = curvature_preconditioner(guarded, hyper)
-    sampler = CollapsedSampler(
-        guarded,
-        hyper,
-        transform,
-        np.random.default_rng(int(start.seeds[2])),
-        hmc.n_chains,
-        draws_v,
-        int(start.seeds[1]),
-    )
-    sampler.mode_jumps = collapsed_mode_jumps(
-        sampled, (initial, hyper), bounds, (adapter, X, y, prior_set), hmc.log
+    sampler = _collapsed_sampler(
+        start, hmc, (guarded, sampled, draws_v), (initial, hyper), (X, y)
     )
     run = hmc.sample(sampler, int(start.seeds[3]), t_hmc)
     # the joint target's layout: [theta, noise_variance, v[0], ...]
@@ -260,6 +258,57 @@ def fit_collapsed(start, stages, data, Z0):
     )
     fitted["trace_"]["svgp_elbo"] = np.asarray(trace)
     return fitted
+
+
+def _collapsed_sampler(start, hmc, targets, points, data):
+    """The chains' sampler: curvature-scaled at the optimum, in
+    :func:`bound_coordinates` where needed, else with mode jumps.
+
+    ``targets`` is ``(guarded, sampled, draws_v)``, ``points`` ``(initial,
+    hyper)`` and ``data`` ``(X, y)``.
+    """
+    guarded, sampled, draws_v = targets
+    hyper = points[1]
+    coords = bound_coordinates(guarded, hyper)
+    if coords is None:
+        transform = curvature_preconditioner(guarded, hyper)
+    else:
+        transform = curvature_preconditioner(coords, coords.start)
+        _log_held(hmc.log, coords, sampled.param_names)
+    sampler = CollapsedSampler(
+        guarded,
+        hyper,
+        transform,
+        np.random.default_rng(int(start.seeds[2])),
+        hmc.n_chains,
+        draws_v,
+        int(start.seeds[1]),
+        coords,
+    )
+    if coords is None:  # the mixture's modes live in the hyperparameters' coordinates
+        sampler.mode_jumps = collapsed_mode_jumps(
+            sampled,
+            points,
+            start.hyper_bounds,
+            (start.adapter, *data, start.prior_set),
+            hmc.log,
+        )
+    return sampler
+
+
+def _log_held(log, coords, names):
+    if log is None:
+        return
+    free = np.array(names)[coords.free]
+    piled = ", ".join(free[coords.piled_coordinates()])
+    held_names = ", ".join(np.array(names)[coords.fixed])
+    if piled:
+        log(
+            f"HMC samples {piled} as the log distance from the bound its "
+            "optimum lies on"
+        )
+    if held_names:
+        log(f"HMC holds {held_names} fixed")
 
 
 def _sampled_and_conditional(optimum, target, prior_set):
@@ -322,7 +371,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
     """
     chains, results = run.chains, run.results
     samples = chains.reshape(-1, chains.shape[2])
-    warn_at_bounds(samples, start.kernel_bounds, names, "HMC draws", "spread")
+    warn_at_bounds(samples, start.hyper_bounds, names, "HMC draws", "spread")
     rhat, ess = rhat_and_bulk_ess(chains)
     n_div = hmc.report(run, names, rhat, ess, label)
     total = time.perf_counter() - start.t_start

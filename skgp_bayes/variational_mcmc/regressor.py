@@ -1,13 +1,15 @@
 """Gaussian-process regression on counts or real values by variational MCMC."""
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import fit_method, sample_y_spec
-from .._defaults import in_natural_units
+from .._defaults import NOISE_VARIANCE_BOUNDS, in_natural_units
 from .._fit_checks import warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
@@ -23,6 +25,7 @@ from .._validation import (
     check_exposure,
     check_n_samples,
     check_single_target,
+    log_noise_bounds,
     pooled_log_rate,
     safe_mean_std,
     variance_in_units,
@@ -34,10 +37,10 @@ from ..predictive._distributions import (
     lognormal_rate_prediction,
     mixture_prediction,
 )
-from ..predictive.sparse import sparse_joint_draws
 from ..sampling import require_spectral_spec
 from ._base import VariationalMCMCBase
 from ._pipelines import fit_collapsed
+from ._sample_y import exact_y, expected_counts, pathwise_y
 
 # Why the regressor takes one target (ValueError on a 2-D y).
 _SINGLE_TARGET = (
@@ -72,6 +75,14 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         ``"gaussian"``: ``y_i ~ N(f_i, noise_variance)``, with ``y``
         standardised internally and the noise variance a parameter (prior
         name ``"noise_variance"``, in standardised units).
+    noise_variance : float, default=0.1
+        Gaussian likelihood: initial noise variance, a fraction of
+        ``Var(y)``.
+    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
+        Gaussian likelihood: box for the noise variance, as fractions of
+        ``Var(y)``; ``"fixed"`` holds it at ``noise_variance``. An optimum
+        on a bound that the density falls away from steeply (noise-free
+        data) is held there too (user guide).
     n_inducing : int, default=None
         As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
         Gaussian likelihood, None with at most 64 training rows takes the
@@ -149,6 +160,8 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
     _parameter_constraints = {
         **VariationalMCMCBase._common_constraints,
         "likelihood": [StrOptions({"poisson", "gaussian"})],
+        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "noise_variance_bounds": [StrOptions({"fixed"}), tuple, list, np.ndarray],
     }
 
     def __init__(
@@ -156,6 +169,8 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         kernel=None,
         *,
         likelihood="gaussian",
+        noise_variance=0.1,
+        noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
         n_inducing=None,
         inducing_points=None,
         optimize_inducing=True,
@@ -178,6 +193,8 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
     ):
         self.kernel = kernel
         self.likelihood = likelihood
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.optimize_inducing = optimize_inducing
@@ -261,6 +278,13 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         rates = y if exposure is None else y / exposure  # what predict(X) gives
         warn_degenerate_fit(self._for_fit_checks(), X, rates)
         return self
+
+    def _noise_box(self):
+        log_noise = float(np.log(self.noise_variance))
+        bounds = log_noise_bounds(self.noise_variance_bounds, self.noise_variance)
+        if bounds is None:  # "fixed": held there, as a bound's pile is
+            return np.array([log_noise, log_noise]), log_noise
+        return bounds, float(np.clip(log_noise, *bounds))
 
     def _fit_model(self, likelihood):
         # A Gaussian likelihood integrates v out (see the module notes).
@@ -726,10 +750,8 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             Gaussian likelihood: draws of the latent function in the units
             of ``y`` (plus a ``WhiteKernel``'s noise), without the sampled
             observation noise, as in scikit-learn and as :meth:`predict`'s
-            ``std``. Poisson: draws of the expected
-            count ``exposure * exp(f)``, whose average over draws is
-            :meth:`predict`'s mean; counts themselves would add Poisson
-            noise.
+            ``std``. Poisson: draws of the expected count ``exposure *
+            exp(f)``, whose average over draws is :meth:`predict`'s mean.
 
         Examples
         --------
@@ -758,43 +780,8 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         draws = self._posterior_draws(posterior)
         spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
-        sample = self._exact_y if spec is None else self._pathwise_y
-        out = sample(X, n_samples, rng, n_features, posterior, draws)
-        return self._expected_counts(out, exposure)
-
-    def _expected_counts(self, out, exposure):
-        """Poisson: the log-rate draws ``out`` as expected counts; else ``out``."""
-        if self.likelihood == "poisson":
-            # y_std_ = 1 and out includes y_mean_: out is the log rate
-            if exposure is not None:
-                out += np.log(exposure)[:, None]
-            out = np.exp(out)
-        return out
-
-    def _pathwise_y(self, X, n_samples, rng, n_features, posterior, draws):
-        """``sample_y`` by pathwise samples, in the units of ``y``."""
-        functions, white = self._regression_functions(
-            n_samples, rng, n_features, posterior
-        )
-        out = functions(X)
-        noise_sd = np.sqrt(white[functions.draws]) * self.y_std_
-        if np.any(noise_sd > 0):
-            # A WhiteKernel adds independent noise at each query point.
-            out += rng.standard_normal(out.shape) * noise_sd
-        return out
-
-    def _exact_y(self, X, n_samples, rng, n_features, posterior, draws):
-        """``sample_y`` from the dense conditional of each draw, units of ``y``."""
-        thetas, v, factors = draws
-        out = sparse_joint_draws(
-            self._adapter,
-            self.inducing_points_,
-            self._jitter,
-            thetas,
-            v,
-            None if factors is None else factors[0],
-            X,
-            n_samples,
-            rng,
-        )
-        return out * self.y_std_ + self.y_mean_
+        if spec is None:
+            out = exact_y(self, X, n_samples, rng, draws)
+        else:
+            out = pathwise_y(self, X, n_samples, rng, n_features, posterior)
+        return expected_counts(self.likelihood, out, exposure)
