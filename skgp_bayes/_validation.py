@@ -20,6 +20,7 @@ __all__ = [
     "copied_columns",
     "check_finite_theta",
     "log_noise_bounds",
+    "noise_box",
     "check_bounds",
     "atomic_feature_state",
     "VersionedStateMixin",
@@ -396,6 +397,40 @@ def check_finite_theta(theta, names):
             "Kernel hyperparameters must be finite and positive; got "
             f"non-finite or non-positive values for {bad + big}."
         )
+
+
+def noise_box(noise_variance, bounds):
+    """Log bounds of a noise variance and its clipped log start.
+
+    ``"fixed"`` gives equal bounds at ``noise_variance``, which an optimiser
+    or a sampler then holds.
+
+    Parameters
+    ----------
+    noise_variance : float
+        Initial noise variance (validated positive).
+    bounds : "fixed" or pair of float
+
+    Returns
+    -------
+    log_bounds : ndarray of shape (2,)
+    log_start : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._validation import noise_box
+    >>> box, start = noise_box(10.0, (1e-2, 1.0))
+    >>> np.exp(box).round(6).tolist(), float(np.exp(start))
+    ([0.01, 1.0], 1.0)
+    >>> np.exp(noise_box(0.5, "fixed")[0]).tolist()
+    [0.5, 0.5]
+    """
+    log_start = float(np.log(noise_variance))
+    log_bounds = log_noise_bounds(bounds, noise_variance)
+    if log_bounds is None:
+        return np.array([log_start, log_start]), log_start
+    return log_bounds, float(np.clip(log_start, *log_bounds))
 
 
 def log_noise_bounds(bounds, initial):

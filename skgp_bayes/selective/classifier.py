@@ -141,7 +141,8 @@ feature_names_in_
         **{
             k: v
             for k, v in SelectiveSVGP._parameter_constraints.items()
-            if k not in ("noise_variance", "hyperparameters_from")
+            if k
+            not in ("noise_variance", "noise_variance_bounds", "hyperparameters_from")
         },
         "link": [StrOptions({"logit", "probit"})],
     }

@@ -34,6 +34,7 @@ from .._validation import (
     check_input_magnitude,
     check_n_samples,
     check_single_target,
+    noise_box,
     safe_mean_std,
     variance_in_units,
 )
@@ -70,8 +71,6 @@ _SINGLE_TARGET = (
     "the collapsed bound that selects the inducing points, and the optimal "
     "q(u) it keeps, are those of one target."
 )
-# Log noise variance bounds (standardised targets), as the other regressors.
-_LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 
 
 class SelectiveSVGP(
@@ -184,6 +183,9 @@ class SelectiveSVGP(
     noise_variance : float, default=1.0
         Initial Gaussian noise variance, in units of the standardised
         targets (the seed paper initialises every hyperparameter to 1).
+    noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
+        Box for the noise variance, in the same units; ``"fixed"`` keeps
+        it at ``noise_variance``.
     jitter : float, default=1e-6
         Relative diagonal jitter on ``K(Z, Z)``.
     normalize_X : bool, default=True
@@ -280,6 +282,7 @@ class SelectiveSVGP(
         "keep": [StrOptions({"expected", "threshold", "sample"})],
         "hyperparameters_from": [StrOptions({"candidates", "kept"})],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "noise_variance_bounds": [StrOptions({"fixed"}), tuple, list, np.ndarray],
         "jitter": [Interval(Real, 0, None, closed="left")],
         "normalize_X": ["boolean"],
         "random_state": ["random_state"],
@@ -304,6 +307,7 @@ class SelectiveSVGP(
         keep="expected",
         hyperparameters_from="candidates",
         noise_variance=1.0,
+        noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
         jitter=1e-6,
         normalize_X=True,
         random_state=None,
@@ -324,6 +328,7 @@ class SelectiveSVGP(
         self.keep = keep
         self.hyperparameters_from = hyperparameters_from
         self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
         self.jitter = jitter
         self.normalize_X = normalize_X
         self.random_state = random_state
@@ -384,9 +389,11 @@ class SelectiveSVGP(
         kernel = self._new_kernel(X.shape[1])
         adapter = KernelAdapter(kernel)
         kernel_bounds = kernel_log_bounds(kernel, adapter)
-        bounds = np.vstack([kernel_bounds, [_LOG_NOISE_BOUNDS]])
+        log_noise_box, log_noise0 = noise_box(
+            self.noise_variance, self.noise_variance_bounds
+        )
+        bounds = np.vstack([kernel_bounds, [log_noise_box]])
         theta0 = np.clip(kernel.theta, kernel_bounds[:, 0], kernel_bounds[:, 1])
-        log_noise0 = np.clip(np.log(self.noise_variance), *_LOG_NOISE_BOUNDS)
         hyper = np.append(theta0, log_noise0)
         # the default policy's priors, as every other estimator: without them
         # the bound's maximum on a dozen rows interpolates them with a length
@@ -416,12 +423,13 @@ class SelectiveSVGP(
         # without post-training the kept set's bound is the final one
         fitted["diagnostics_"]["final_elbo"] = float(elbo)
         theta = hyper[:-1].copy()
-        warn_at_bounds(theta, kernel_bounds, adapter.param_names, "point estimates")
+        names = [*adapter.param_names, "noise_variance"]
+        warn_at_bounds(hyper, bounds, names, "point estimates")
         fitted.update(
             {
                 "elbo_": float(elbo),
                 "kernel_": kernel.clone_with_theta(theta),
-                "param_names_": [*adapter.param_names, "noise_variance"],
+                "param_names_": names,
                 "_noise_std_units": float(np.exp(hyper[-1])),
                 "_adapter": adapter,
                 "_theta": theta,

@@ -25,7 +25,7 @@ from .._validation import (
     check_exposure,
     check_n_samples,
     check_single_target,
-    log_noise_bounds,
+    noise_box,
     pooled_log_rate,
     safe_mean_std,
     variance_in_units,
@@ -280,11 +280,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         return self
 
     def _noise_box(self):
-        log_noise = float(np.log(self.noise_variance))
-        bounds = log_noise_bounds(self.noise_variance_bounds, self.noise_variance)
-        if bounds is None:  # "fixed": held there, as a bound's pile is
-            return np.array([log_noise, log_noise]), log_noise
-        return bounds, float(np.clip(log_noise, *bounds))
+        return noise_box(self.noise_variance, self.noise_variance_bounds)
 
     def _fit_model(self, likelihood):
         # A Gaussian likelihood integrates v out (see the module notes).

@@ -1,5 +1,6 @@
-"""The variational MCMC regressor's noise variance: its bounds, "fixed", and
-an optimum piled on a bound, which the chains sample without the wall."""
+"""The regressors' noise variance: its bounds and "fixed" on every one, and
+the variational MCMC regressor's optimum piled on a bound, which its chains
+sample without the wall."""
 
 import warnings
 
@@ -7,7 +8,12 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from skgp_bayes import VariationalMCMCRegressor
+from skgp_bayes import (
+    SelectiveSVGP,
+    SGLDGPRegressor,
+    SteinGPRegressor,
+    VariationalMCMCRegressor,
+)
 from skgp_bayes._defaults import NOISE_VARIANCE_BOUNDS, merged_priors
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.exceptions import DegenerateFitWarning, SamplerWarning
@@ -105,43 +111,61 @@ def test_noise_free_data_pile_the_noise_on_its_bound_and_the_chains_sample_it():
     assert np.all(np.isfinite(sd))
 
 
-def test_fixed_noise_variance_is_held_where_given():
+_SHORT = {
+    VariationalMCMCRegressor: dict(
+        n_chains=2, n_warmup=100, n_samples=100, max_samples=100
+    ),
+    SteinGPRegressor: dict(n_particles=5, max_iter=30),
+    SGLDGPRegressor: dict(n_chains=2, max_iter=400),
+    SelectiveSVGP: {},
+}
+
+
+@pytest.mark.parametrize("cls", list(_SHORT), ids=lambda cls: cls.__name__)
+def test_fixed_noise_variance_is_held_where_given(cls):
     rng = np.random.default_rng(1)
     X = rng.uniform(0, 1, (40, 1))
     y = 3.0 * np.sin(6 * X[:, 0]) + 0.2 * rng.standard_normal(40)
-    reg = VariationalMCMCRegressor(
+    reg = cls(
         noise_variance=0.01,
         noise_variance_bounds="fixed",
         random_state=0,
-        n_chains=2,
-        n_warmup=100,
-        n_samples=100,
-        max_samples=100,
+        **_SHORT[cls],
     )
     caught = _fit(reg, X, y)
     # in the units of y: the fraction times Var(y)
-    np.testing.assert_allclose(reg.noise_variance_, 0.01 * reg.y_std_**2, rtol=1e-12)
+    np.testing.assert_allclose(reg.noise_variance_, 0.01 * np.var(y), rtol=1e-10)
     # a fixed value is the user's choice, not a bound the data pull at
     assert not [w for w in caught if issubclass(w.category, DegenerateFitWarning)]
 
 
-def test_noise_variance_bounds_are_kept_and_checked():
+@pytest.mark.parametrize("cls", list(_SHORT), ids=lambda cls: cls.__name__)
+def test_noise_free_data_warn_that_the_noise_is_on_its_lower_bound(cls):
+    X, y = _noise_free(n=40)
+    caught = _fit(cls(random_state=0, **_SHORT[cls]), X, y)
+    assert any(
+        issubclass(w.category, DegenerateFitWarning)
+        and "noise_variance is at its lower bound" in str(w.message)
+        for w in caught
+    ), [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("cls", list(_SHORT), ids=lambda cls: cls.__name__)
+def test_the_noise_variance_stays_in_its_bounds(cls):
     rng = np.random.default_rng(2)
     X = rng.uniform(0, 1, (40, 1))
     y = np.sin(6 * X[:, 0]) + 0.5 * rng.standard_normal(40)
-    reg = VariationalMCMCRegressor(
-        noise_variance_bounds=(0.3, 0.6),
-        random_state=0,
-        n_chains=2,
-        n_warmup=100,
-        n_samples=100,
-        max_samples=100,
-    )
+    reg = cls(noise_variance_bounds=(0.3, 0.6), random_state=0, **_SHORT[cls])
     _fit(reg, X, y)
-    fraction = reg.noise_variance_ / reg.y_std_**2
-    assert np.all((fraction >= 0.3) & (fraction <= 0.6))
+    fraction = np.asarray(reg.noise_variance_) / np.var(y)
+    assert np.all((fraction >= 0.3 - 1e-12) & (fraction <= 0.6 + 1e-12))
+
+
+@pytest.mark.parametrize("cls", list(_SHORT), ids=lambda cls: cls.__name__)
+def test_bad_noise_variance_bounds_are_refused_by_name(cls):
+    X, y = _noise_free(n=20)
     for bad in [(0.5, 0.1), (0.0, 1.0), (1.0, np.inf)]:
         with pytest.raises(ValueError, match="noise_variance_bounds must satisfy"):
-            VariationalMCMCRegressor(noise_variance_bounds=bad).fit(X, y)
+            cls(noise_variance_bounds=bad).fit(X, y)
     with pytest.raises(ValueError, match="noise_variance_bounds"):
-        VariationalMCMCRegressor(noise_variance_bounds="free").fit(X, y)
+        cls(noise_variance_bounds="free").fit(X, y)
