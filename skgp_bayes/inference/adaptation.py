@@ -24,6 +24,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
+from .laplace import PILED_RATE
+
 __all__ = [
     "DualAveraging",
     "WarmupAdaptation",
@@ -441,7 +443,7 @@ class WarmupAdaptation:
 _METRIC_PRIOR_DRAWS = 5
 
 
-def fisher_metric(xs, grads):
+def fisher_metric(xs, grads, bounds=None):
     """The Gaussian covariance closest to a window of draws and gradients.
 
     For a Gaussian target ``N(mu, S)`` the gradient is ``-S^-1 (x - mu)``,
@@ -454,12 +456,29 @@ def fisher_metric(xs, grads):
     alone (Stan's estimate), it needs no exploration of the wide
     directions, which a short warm-up of a slowly mixing chain lacks.
 
+    A coordinate piled on a bound is no Gaussian's: its gradient is
+    nearly constant (an exponential pile of rate ``r`` has gradient ``-r``
+    throughout), so ``Cov(grad)`` calls it wide. At stationarity the
+    gradient averages to zero in every coordinate whose density vanishes
+    at its ends, and to minus the density at the bound in one piled on it;
+    so with ``bounds``, a coordinate whose mean gradient points out of the
+    box at ``PILED_RATE`` or more, four standard errors from zero, and
+    whose draws' median distance from that bound is at most three times
+    the pile's mean ``1 / rate`` keeps the variance of its draws and no
+    covariance with the others (the distance rules out a chain still
+    drifting towards its mode, whose gradients do not average to zero
+    either). On noise-free data the Fisher estimate
+    gave a log noise variance whose draws spread 0.017 a metric variance
+    of 0.37-0.95, and the chains did not mix.
+
     Parameters
     ----------
     xs, grads : ndarray of shape (n_draws, n_params)
         States and gradients of the log density at them. Each covariance
         is shrunk toward its own diagonal by ``_METRIC_PRIOR_DRAWS``
         pseudo-draws.
+    bounds : ndarray of shape (n_params, 2), optional
+        The box the draws are kept in.
 
     Returns
     -------
@@ -481,6 +500,10 @@ def fisher_metric(xs, grads):
     k = xs.shape[0]
     if k < 2:
         return None
+    if bounds is not None:
+        piled = _piled(xs, grads, bounds)
+        if piled.any():
+            return _piled_apart(xs, grads, bounds, piled)
     with np.errstate(all="ignore"):
         try:
             cov_x, cov_g = _shrunk_cov(xs), _shrunk_cov(grads)
@@ -497,6 +520,30 @@ def fisher_metric(xs, grads):
     except np.linalg.LinAlgError:
         return None
     return metric
+
+
+def _piled_apart(xs, grads, bounds, piled):
+    """:func:`fisher_metric` with the ``piled`` coordinates apart: their
+    draws' variance and no covariance with the others."""
+    free = ~piled
+    metric = np.diag(np.var(xs, axis=0))
+    if free.any():
+        inner = fisher_metric(xs[:, free], grads[:, free], bounds[free])
+        if inner is None:
+            return None
+        metric[np.ix_(free, free)] = inner
+    return metric if np.all(np.diag(metric) > 0) else None
+
+
+def _piled(xs, grads, bounds):
+    """Coordinates of the draws piled on a bound (see fisher_metric)."""
+    mean = grads.mean(axis=0)
+    error = grads.std(axis=0) / np.sqrt(grads.shape[0])
+    rate = np.abs(mean)
+    steep = (rate >= PILED_RATE) & (rate > 4.0 * error)
+    near_lower = np.median(xs - bounds[:, 0], axis=0) <= 3.0 / np.maximum(rate, 1e-300)
+    near_upper = np.median(bounds[:, 1] - xs, axis=0) <= 3.0 / np.maximum(rate, 1e-300)
+    return steep & (((mean < 0) & near_lower) | ((mean > 0) & near_upper))
 
 
 def _shrunk_cov(values):

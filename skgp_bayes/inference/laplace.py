@@ -21,6 +21,8 @@ __all__ = [
     "laplace_component",
     "laplace_covariance",
     "laplace_modes",
+    "PILED_RATE",
+    "piled_on_bounds",
 ]
 
 # Cap on a Laplace standard deviation, in the units of the parameters (log
@@ -31,6 +33,47 @@ MAX_LAPLACE_STD = 1.0
 _LAPLACE_STEP = 1e-4
 # Two optima closer than this in every coordinate are one mode.
 SAME_MODE = 0.3
+# A coordinate whose centre lies on one of its bounds, the log density
+# falling away from the bound at least this fast (per unit), is piled on
+# the bound: its posterior there is close to an exponential with mean
+# distance 1 / rate, not a Gaussian. Noise-free data pile a noise
+# variance's log on its lower bound so (94 per log unit on 200 points of
+# sin(6x), 9.5 on 30). Below a rate of 1 the posterior spreads over more
+# than a unit and the bound matters little.
+PILED_RATE = 1.0
+# How near an optimum counts as on its bound: L-BFGS-B returns the bound
+# itself.
+_ON_BOUND = 1e-6
+
+
+def piled_on_bounds(centre, grad, bounds):
+    """Coordinates piled on their lower and upper bounds (see ``PILED_RATE``).
+
+    Parameters
+    ----------
+    centre, grad : ndarray of shape (p,)
+        A point and the log density's gradient there.
+    bounds : ndarray of shape (p, 2)
+
+    Returns
+    -------
+    lower, upper : ndarray of bool, shape (p,)
+        Equal bounds (a fixed coordinate) are neither.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import piled_on_bounds
+    >>> bounds = np.array([[0.0, 5.0], [0.0, 5.0], [0.0, 5.0]])
+    >>> piled_on_bounds(np.array([0.0, 0.0, 2.0]), np.array([-50.0, 0.1, -50.0]),
+    ...                 bounds)
+    (array([ True, False, False]), array([False, False, False]))
+    """
+    low, high = bounds[:, 0], bounds[:, 1]
+    free = high - low > _ON_BOUND
+    lower = free & (centre - low <= _ON_BOUND) & (grad <= -PILED_RATE)
+    upper = free & (high - centre <= _ON_BOUND) & (grad >= PILED_RATE)
+    return lower, upper
 
 
 def find_map(target, start, bounds):
@@ -70,6 +113,15 @@ def laplace_covariance(
     Differences of the exact gradient; a diagonal stands in where the
     inverse is not positive definite. The standard deviations of the
     result are capped at ``max_std``.
+
+    A coordinate piled on its bound (:func:`piled_on_bounds`, rate ``r``)
+    gets the variance ``1 / r^2`` of its exponential pile and no covariance
+    with the others, whose block is then their Laplace approximation given
+    it on the bound. Its curvature there says nothing of its spread, and
+    a cross-covariance would let its outward gradient, which the bound
+    answers, move the other coordinates in a sampler or SVGD preconditioned
+    by the result: with it, SVGD on noise-free data came to rest 5
+    posterior sds from the posterior, about 25 nats below it.
 
     Parameters
     ----------
@@ -113,6 +165,14 @@ def laplace_covariance(
             continue
         hess[i] = (target.logp_and_grad(up)[1] - target.logp_and_grad(down)[1]) / width
     precision = -0.5 * (hess + hess.T)
+    grad = target.logp_and_grad(centre)[1]
+    lower, upper = piled_on_bounds(centre, grad, bounds)
+    piled = lower | upper
+    if piled.any():
+        rate = np.abs(grad[piled])
+        precision[piled, :] = 0.0
+        precision[:, piled] = 0.0
+        precision[piled, piled] = rate**2
     try:
         cov = np.linalg.inv(precision)
         np.linalg.cholesky(cov)

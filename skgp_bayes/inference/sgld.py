@@ -544,7 +544,7 @@ def _adapt_metric(chain, eps, target_accept):
     xs = np.array([m[0] for m in s.moments])
     gs = np.array([m[1] for m in s.moments])
     s.moments = []
-    estimate = fisher_metric(xs, gs)
+    estimate = fisher_metric(xs, gs, chain.bounds)
     if estimate is not None:
         chain.set_metric(estimate)
         s.dual = _restarted_dual(eps, target_accept)

@@ -22,6 +22,7 @@ from ..inference.affine import (
     diagonal_inverse_mass,
     refine_from_draws,
 )
+from ..inference.laplace import PILED_RATE, piled_on_bounds
 
 # Initial inverse mass of a hyperparameter (log scale): posterior standard
 # deviations of log hyperparameters are typically a few tenths.
@@ -87,21 +88,15 @@ class GuardedTarget:
             return -np.inf, np.full(params.size, np.nan)
 
 
-# A hyperparameter whose optimum lies on one of its bounds, the log density
-# falling away from the bound at least this fast (per log unit), is sampled
-# as the log of its distance from the bound (Stan's transform of a bounded
-# parameter, with its Jacobian): the same posterior, without the wall. On
-# the wall, every HMC trajectory that reaches it diverges, whatever the
-# step: noise-free data pile the noise variance there (30 points of sin(6x)
-# fall away at 9.5 per log unit, 200 at 94), and the default fit of 200 such
-# points ran for over fifteen minutes where the transformed one takes
-# seconds. Below a rate of 1 the posterior spreads over more than a log
-# unit and the wall is rarely met; the transformed density's mode, at a
-# distance 1 / rate, would lie beyond most bounds' far side.
-PILED_RATE = 1.0
-# How near (log units) an optimum counts as on its bound: L-BFGS-B returns
-# the bound itself.
-_ON_BOUND = 1e-6
+# A hyperparameter piled on a bound (inference.laplace.piled_on_bounds) is
+# sampled as the log of its distance from the bound (Stan's transform of a
+# bounded parameter, with its Jacobian): the same posterior, without the
+# wall. On the wall every HMC trajectory that reaches it diverges, whatever
+# the step: noise-free data pile the noise variance there, and the default
+# fit of 200 points of sin(6x) ran for over fifteen minutes where the
+# transformed one takes seconds. Bounds closer than _FIXED (log units) hold
+# their coordinate fixed.
+_FIXED = 1e-6
 
 
 class BoundCoordinates:
@@ -169,10 +164,11 @@ def bound_coordinates(guarded, x0):
     """A :class:`BoundCoordinates` for ``x0``, or None where none is needed.
 
     A coordinate is held when its bounds are equal (a fixed one); it is
-    sampled as its log distance from a bound when ``x0`` lies on that bound
-    and the log density falls away from it at a rate ``r`` of at least
-    ``PILED_RATE`` per log unit, starting at distance ``1 / r`` (the mode
-    of an exponential pile in those coordinates).
+    sampled as its log distance from a bound when piled on it
+    (:func:`~skgp_bayes.inference.laplace.piled_on_bounds`: ``x0`` on the
+    bound, the log density falling away at a rate ``r`` of at least
+    ``PILED_RATE``), starting at distance ``1 / r`` (the mode of an
+    exponential pile in those coordinates).
 
     Examples
     --------
@@ -194,9 +190,9 @@ def bound_coordinates(guarded, x0):
     value, grad = guarded(x0)
     if x0.size > n or not np.isfinite(value) or not np.all(np.isfinite(grad)):
         return None
-    fixed = guarded.upper - guarded.lower <= _ON_BOUND
-    lower = ~fixed & (x0 - guarded.lower <= _ON_BOUND) & (grad <= -PILED_RATE)
-    upper = ~fixed & (guarded.upper - x0 <= _ON_BOUND) & (grad >= PILED_RATE)
+    fixed = guarded.upper - guarded.lower <= _FIXED
+    bounds = np.column_stack([guarded.lower, guarded.upper])
+    lower, upper = piled_on_bounds(x0, grad, bounds)
     if fixed.all() or not (fixed | lower | upper).any():
         return None
     distance = 1.0 / np.maximum(np.abs(grad), PILED_RATE)

@@ -517,6 +517,38 @@ def test_fisher_metric_finds_a_gaussian_from_a_corner():
     assert fisher_metric(np.ones((10, 3)), grads[:10]) is None  # never moved
 
 
+def test_fisher_metric_gives_a_coordinate_piled_on_its_bound_its_own_spread():
+    # log p = -(x0 - a x1)^2 / (2 s^2) - r x1 on x1 >= 0: x1 is an
+    # exponential pile of rate r on its bound (mean gradient -r), x0 given
+    # x1 is N(a x1, s^2). The Gaussian closest in Fisher divergence takes
+    # x1's nearly constant gradient for a wide direction; the piled x1 keeps
+    # its draws' variance 1 / r^2 (relative sd of a sample variance of
+    # 5,000 exponential draws: sqrt(8 / 5000) = 4%, so 20% is five of them)
+    # and no covariance with x0, whose own estimate uses x0's draws and
+    # gradients alone: s sqrt(s^2 + a^2 / r^2) (the geometric mean of
+    # Var x0 and 1 / Var grad0 = s^2), to the same 20%.
+    from skgp_bayes.inference.sgld import fisher_metric
+
+    a, s, r = 3.0, 0.5, 40.0
+    rng = np.random.default_rng(0)
+    x1 = rng.exponential(1 / r, 5000)
+    x0 = a * x1 + s * rng.standard_normal(5000)
+    xs = np.column_stack([x0, x1])
+    resid = x0 - a * x1
+    grads = np.column_stack([-resid / s**2, a * resid / s**2 - r])
+    bounds = np.array([[-10.0, 10.0], [0.0, 10.0]])
+    metric = fisher_metric(xs, grads, bounds)
+    assert metric[0, 1] == metric[1, 0] == 0.0
+    np.testing.assert_allclose(metric[1, 1], 1 / r**2, rtol=0.2)
+    np.testing.assert_allclose(metric[0, 0], s * np.sqrt(s**2 + a**2 / r**2), rtol=0.2)
+    # Without the bounds, or far from the bound (a chain still drifting
+    # towards its mode has gradients that do not average to zero either),
+    # the Fisher estimate is kept.
+    far = xs + np.array([0.0, 5.0])
+    for metric in (fisher_metric(xs, grads), fisher_metric(far, grads, bounds)):
+        assert metric is None or metric[0, 1] != 0.0
+
+
 def _quartic(x):
     # p(x) ~ exp(-x^4 / 4): a light tail, where MALA's drift overshoots.
     return -0.25 * float(np.sum(x**4)), -(x**3)
