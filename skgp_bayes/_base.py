@@ -23,7 +23,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _config
-from ._defaults import default_kernel, in_natural_units, merged_priors, query_inputs
+from ._defaults import (
+    default_kernel,
+    estimator_prior_set,
+    in_natural_units,
+    query_inputs,
+)
 from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
     LatentDraws,
@@ -48,7 +53,6 @@ from .predictive._distributions import (
     stack_target_columns,
 )
 from .predictive.mixture import gaussian_joint_draws
-from .priors import PriorSet
 from .sampling import (
     DEFAULT_N_FEATURES,
     add_white_noise,
@@ -311,7 +315,6 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
         names = list(adapter.param_names)
         bounds = adapter.bounds.copy()
         start = np.array(kernel.theta, dtype=np.float64)
-        slices = dict(adapter.hyperparameter_slices)
         if noise_bounds is None:
             fixed_log_noise = float(np.log(noise))
         else:
@@ -319,10 +322,11 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
             names.append("noise_variance")
             bounds = np.vstack([bounds, noise_bounds])
             start = np.append(start, np.log(noise))
-            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
         check_bounds(bounds, names)
         start = np.clip(start, bounds[:, 0], bounds[:, 1])
-        prior_set = PriorSet(slices, merged_priors(self.priors, slices, n_features))
+        prior_set = estimator_prior_set(
+            adapter, self.priors, n_features, noise=noise_bounds is not None
+        )
         return kernel, adapter, names, bounds, start, prior_set, fixed_log_noise
 
     fit_time_ = fit_time_from_diagnostics()

@@ -61,13 +61,14 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_input_magnitude, safe_mean_std
-from .priors import LogNormal
+from .priors import LogNormal, PriorSet
 
 __all__ = [
     "NOISE_VARIANCE_BOUNDS",
     "InputScaling",
     "default_kernel",
     "default_priors",
+    "estimator_prior_set",
     "fit_input_scaling",
     "query_inputs",
     "in_natural_units",
@@ -328,6 +329,38 @@ def default_priors(param_names, n_features):
         for name in param_names
         if name.split("__")[-1] == "length_scale"
     }
+
+
+def estimator_prior_set(adapter, user_priors, n_features, noise=False):
+    """The prior set of an estimator's hyperparameters: the user's priors
+    over the defaults, for the kernel's and (``noise``) a noise variance
+    after them.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+    user_priors : dict or None
+    n_features : int
+    noise : bool, default=False
+        Whether a log noise variance follows the kernel's hyperparameters.
+
+    Returns
+    -------
+    PriorSet
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._defaults import estimator_prior_set
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> prior_set = estimator_prior_set(KernelAdapter(RBF(1.0)), None, 1, noise=True)
+    >>> len(prior_set.entry_priors)  # the length scale, then the noise
+    2
+    """
+    slices = dict(adapter.hyperparameter_slices)
+    if noise:
+        slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+    return PriorSet(slices, merged_priors(user_priors, slices, n_features))
 
 
 def merged_priors(user_priors, param_names, n_features):

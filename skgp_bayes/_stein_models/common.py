@@ -2,11 +2,10 @@
 classifier's kernel block, prior and likelihood."""
 
 from .._base import mean_kernel
-from .._defaults import merged_priors
+from .._defaults import estimator_prior_set
 from .._validation import check_bounds, check_finite_theta, variance_in_units
 from ..kernels import KernelAdapter
 from ..likelihoods import Bernoulli, Softmax
-from ..priors import PriorSet
 
 __all__ = ["kernel_prior", "latent_likelihood", "regressor_attributes"]
 
@@ -75,8 +74,7 @@ def kernel_prior(estimator, n_features):
     check_finite_theta(kernel.theta, adapter.param_names)
     block_bounds = adapter.bounds.copy()
     check_bounds(block_bounds, adapter.param_names)
-    slices = dict(adapter.hyperparameter_slices)
-    prior_set = PriorSet(slices, merged_priors(estimator.priors, slices, n_features))
+    prior_set = estimator_prior_set(adapter, estimator.priors, n_features)
     return kernel, adapter, block_bounds, prior_set
 
 

@@ -541,8 +541,9 @@ def _piled(xs, grads, bounds):
     error = grads.std(axis=0) / np.sqrt(grads.shape[0])
     rate = np.abs(mean)
     steep = (rate >= PILED_RATE) & (rate > 4.0 * error)
-    near_lower = np.median(xs - bounds[:, 0], axis=0) <= 3.0 / np.maximum(rate, 1e-300)
-    near_upper = np.median(bounds[:, 1] - xs, axis=0) <= 3.0 / np.maximum(rate, 1e-300)
+    reach = 3.0 / np.maximum(rate, 1e-300)  # three of the pile's mean widths
+    near_lower = np.median(xs - bounds[:, 0], axis=0) <= reach
+    near_upper = np.median(bounds[:, 1] - xs, axis=0) <= reach
     return steep & (((mean < 0) & near_lower) | ((mean > 0) & near_upper))
 
 

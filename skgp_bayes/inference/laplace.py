@@ -21,6 +21,7 @@ __all__ = [
     "laplace_component",
     "laplace_covariance",
     "laplace_modes",
+    "ON_BOUND",
     "PILED_RATE",
     "piled_on_bounds",
 ]
@@ -41,9 +42,9 @@ SAME_MODE = 0.3
 # sin(6x), 9.5 on 30). Below a rate of 1 the posterior spreads over more
 # than a unit and the bound matters little.
 PILED_RATE = 1.0
-# How near an optimum counts as on its bound: L-BFGS-B returns the bound
-# itself.
-_ON_BOUND = 1e-6
+# How near an optimum counts as on its bound (L-BFGS-B returns the bound
+# itself), and how near two bounds make a fixed coordinate.
+ON_BOUND = 1e-6
 
 
 def piled_on_bounds(centre, grad, bounds):
@@ -70,9 +71,9 @@ def piled_on_bounds(centre, grad, bounds):
     (array([ True, False, False]), array([False, False, False]))
     """
     low, high = bounds[:, 0], bounds[:, 1]
-    free = high - low > _ON_BOUND
-    lower = free & (centre - low <= _ON_BOUND) & (grad <= -PILED_RATE)
-    upper = free & (high - centre <= _ON_BOUND) & (grad >= PILED_RATE)
+    free = high - low > ON_BOUND
+    lower = free & (centre - low <= ON_BOUND) & (grad <= -PILED_RATE)
+    upper = free & (high - centre <= ON_BOUND) & (grad >= PILED_RATE)
     return lower, upper
 
 

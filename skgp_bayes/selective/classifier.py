@@ -11,9 +11,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._arviz import InferenceDataMixin
 from .._base import EstimatorBase, fit_method
 from .._defaults import (
+    estimator_prior_set,
     fit_input_scaling,
     in_natural_units,
-    merged_priors,
 )
 from .._fit_checks import warn_at_bounds, warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
@@ -33,7 +33,6 @@ from .._validation import (
 from ..kernels import KernelAdapter
 from ..likelihoods import Softmax
 from ..predictive.sparse import q_moments, sparse_function_samples
-from ..priors import PriorSet
 from ..sampling import require_spectral_spec
 from ..targets.selective import SharedSubsetBound
 from ._phases import (
@@ -243,8 +242,7 @@ feature_names_in_
         likelihood = classification_likelihood(n_classes, self.link)
         # the default policy's priors, as the other classifiers: without them
         # nearly separable classes drive the signal variance up for ever
-        slices = dict(adapter.hyperparameter_slices)
-        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
+        prior_set = estimator_prior_set(adapter, self.priors, X.shape[1])
         bound = SharedSubsetBound(
             adapter, X, y, Zc, likelihood, jitter=self.jitter, prior_set=prior_set
         )

@@ -16,9 +16,9 @@ from .._arviz import InferenceDataMixin
 from .._base import EstimatorBase, fit_method, sample_y_spec
 from .._defaults import (
     NOISE_VARIANCE_BOUNDS,
+    estimator_prior_set,
     fit_input_scaling,
     in_natural_units,
-    merged_priors,
 )
 from .._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
 from .._interrupt import keyboard_interrupt_passes
@@ -47,7 +47,6 @@ from ..predictive._distributions import (
 )
 from ..predictive.mixture import gaussian_joint_draws
 from ..predictive.sparse import q_moments, sparse_function_samples
-from ..priors import PriorSet
 from ..sampling import require_spectral_spec
 from ..targets.selective import (
     BernoulliPointProcess,
@@ -398,9 +397,7 @@ class SelectiveSVGP(
         # the default policy's priors, as every other estimator: without them
         # the bound's maximum on a dozen rows interpolates them with a length
         # scale of a thousandth and no noise (doc/selective_svgp.rst)
-        slices = dict(adapter.hyperparameter_slices)
-        slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-        prior_set = PriorSet(slices, merged_priors(self.priors, slices, X.shape[1]))
+        prior_set = estimator_prior_set(adapter, self.priors, X.shape[1], noise=True)
         bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter, prior_set=prior_set)
         if self.batch_size is not None and self.batch_size < X.shape[0]:
             out = self._minibatch_phases(

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._arviz import InferenceDataMixin
 from .._base import EstimatorBase
-from .._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
+from .._defaults import fit_input_scaling
 from .._predictive_contract import per_chain_samples
 from .._sparse import initial_inducing
 from .._threads import blas_threads_for
@@ -37,8 +37,6 @@ from ._chains import HMCStage
 from ._pipelines import FitStart, fit_joint
 from ._sampling import default_n_inducing
 
-# Log noise variance bounds of a Gaussian likelihood (standardised targets).
-LOG_NOISE_BOUNDS = tuple(np.log(NOISE_VARIANCE_BOUNDS))
 # Query rows per block in prediction, bounding memory at O(rows * m).
 _PREDICT_ROWS = 4096
 # The end-of-fit checks (warn_degenerate_fit) predict from at most this many
@@ -116,14 +114,10 @@ class VariationalMCMCBase(
         fitted["input_scaling_"] = scaling
         return fitted
 
-    def _noise_box(self):
-        """Log bounds of a Gaussian likelihood's noise variance, and its start."""
-        return np.array(LOG_NOISE_BOUNDS), float(np.log(0.1))
-
     def _fit_start(self, X, noise_box):
         """What every fit starts from: the clock, the seeds of its stages,
         the kernel (checked), the bounds and the priors; ``noise_box`` is
-        None, or a Gaussian likelihood's :meth:`_noise_box`."""
+        None, or a Gaussian likelihood's log noise bounds and start."""
         t_start = time.perf_counter()
         if self.thin > self.n_samples:
             raise ValueError(
@@ -137,16 +131,13 @@ class VariationalMCMCBase(
         check_finite_theta(kernel.theta, adapter.param_names)
         kernel_bounds = np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
         check_bounds(kernel_bounds, adapter.param_names)
-        start = FitStart.build(
+        return FitStart.build(
             (t_start, seeds, kernel, adapter),
             kernel_bounds,
-            None if noise_box is None else noise_box[0],
+            noise_box,
             self.priors,
             X.shape[1],
         )
-        if noise_box is not None:
-            start.log_noise0 = noise_box[1]
-        return start
 
     def _fit_model(self, likelihood):
         """The fit for ``likelihood``: :func:`fit_joint` here; the regressor
@@ -156,6 +147,7 @@ class VariationalMCMCBase(
     def _fit_stages(self, X, y_lik, likelihood, offset, scaling):
         """Chooses the model once, then runs its stages."""
         model = self._fit_model(likelihood)
+        # only the regressor has a Gaussian likelihood, and noise settings
         gaussian = isinstance(likelihood, Gaussian)
         start = self._fit_start(X, self._noise_box() if gaussian else None)
         Z0 = self._inducing(X, int(start.seeds[0]), scaling)

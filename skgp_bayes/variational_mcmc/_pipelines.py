@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .._defaults import merged_priors
+from .._defaults import estimator_prior_set
 from .._fit_checks import warn_at_bounds
 from .._starts import screened_exact_starts
 from ..inference.affine import curvature_preconditioner
@@ -72,9 +72,10 @@ class FitStart:
     >>> from skgp_bayes.variational_mcmc._pipelines import FitStart
     >>> kernel = RBF(1.0)
     >>> head = (0.0, np.arange(4), kernel, KernelAdapter(kernel))
-    >>> start = FitStart.build(head, np.log([[1e-5, 1e5]]), (-9.0, 2.0), None, 1)
-    >>> start.hyper_bounds.shape
-    (2, 2)
+    >>> box = (np.array([-9.0, 2.0]), -1.0)  # log bounds, log start
+    >>> start = FitStart.build(head, np.log([[1e-5, 1e5]]), box, None, 1)
+    >>> start.hyper_bounds.shape, start.log_noise0
+    ((2, 2), -1.0)
     """
 
     t_start: float
@@ -87,21 +88,31 @@ class FitStart:
     log_noise0: float = float(np.log(0.1))
 
     @classmethod
-    def build(cls, head, kernel_bounds, log_noise_bounds, user_priors, n_features):
+    def build(cls, head, kernel_bounds, noise_box, user_priors, n_features):
         """The start of a fit from ``head = (t_start, seeds, kernel, adapter)``.
 
-        ``log_noise_bounds`` is None for a likelihood without a noise
-        variance; the user's priors are merged over the defaults.
+        ``noise_box`` is None for a likelihood without a noise variance,
+        else its log bounds and log start
+        (:func:`~skgp_bayes._validation.noise_box`); the user's priors are
+        merged over the defaults.
         """
         t_start, seeds, kernel, adapter = head
-        slices = dict(adapter.hyperparameter_slices)
-        hyper_bounds = kernel_bounds
-        if log_noise_bounds is not None:
-            slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-            hyper_bounds = np.vstack([kernel_bounds, [log_noise_bounds]])
-        prior_set = PriorSet(slices, merged_priors(user_priors, slices, n_features))
+        hyper_bounds, log_noise0 = kernel_bounds, cls.log_noise0
+        if noise_box is not None:
+            hyper_bounds = np.vstack([kernel_bounds, [noise_box[0]]])
+            log_noise0 = noise_box[1]
+        prior_set = estimator_prior_set(
+            adapter, user_priors, n_features, noise=noise_box is not None
+        )
         return cls(
-            t_start, seeds, kernel, adapter, kernel_bounds, hyper_bounds, prior_set
+            t_start,
+            seeds,
+            kernel,
+            adapter,
+            kernel_bounds,
+            hyper_bounds,
+            prior_set,
+            log_noise0,
         )
 
     def theta0(self):

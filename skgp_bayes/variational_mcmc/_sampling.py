@@ -22,7 +22,7 @@ from ..inference.affine import (
     diagonal_inverse_mass,
     refine_from_draws,
 )
-from ..inference.laplace import PILED_RATE, piled_on_bounds
+from ..inference.laplace import ON_BOUND, PILED_RATE, piled_on_bounds
 
 # Initial inverse mass of a hyperparameter (log scale): posterior standard
 # deviations of log hyperparameters are typically a few tenths.
@@ -94,9 +94,7 @@ class GuardedTarget:
 # wall. On the wall every HMC trajectory that reaches it diverges, whatever
 # the step: noise-free data pile the noise variance there, and the default
 # fit of 200 points of sin(6x) ran for over fifteen minutes where the
-# transformed one takes seconds. Bounds closer than _FIXED (log units) hold
-# their coordinate fixed.
-_FIXED = 1e-6
+# transformed one takes seconds.
 
 
 class BoundCoordinates:
@@ -190,7 +188,7 @@ def bound_coordinates(guarded, x0):
     value, grad = guarded(x0)
     if x0.size > n or not np.isfinite(value) or not np.all(np.isfinite(grad)):
         return None
-    fixed = guarded.upper - guarded.lower <= _FIXED
+    fixed = guarded.upper - guarded.lower <= ON_BOUND
     bounds = np.column_stack([guarded.lower, guarded.upper])
     lower, upper = piled_on_bounds(x0, grad, bounds)
     if fixed.all() or not (fixed | lower | upper).any():

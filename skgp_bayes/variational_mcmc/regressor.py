@@ -80,9 +80,9 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         ``Var(y)``.
     noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
         Gaussian likelihood: box for the noise variance, as fractions of
-        ``Var(y)``; ``"fixed"`` holds it at ``noise_variance``. An optimum
-        on a bound that the density falls away from steeply (noise-free
-        data) is held there too (user guide).
+        ``Var(y)``; ``"fixed"`` holds it at ``noise_variance``. A posterior
+        piled on a bound (noise-free data) is sampled in the log of its
+        distance from the bound (user guide).
     n_inducing : int, default=None
         As in :class:`VariationalMCMCClassifier` for Poisson counts. For the
         Gaussian likelihood, None with at most 64 training rows takes the
@@ -747,7 +747,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             of ``y`` (plus a ``WhiteKernel``'s noise), without the sampled
             observation noise, as in scikit-learn and as :meth:`predict`'s
             ``std``. Poisson: draws of the expected count ``exposure *
-            exp(f)``, whose average over draws is :meth:`predict`'s mean.
+            exp(f)`` (:meth:`predict`'s mean on average), not of counts.
 
         Examples
         --------

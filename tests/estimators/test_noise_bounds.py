@@ -14,12 +14,11 @@ from skgp_bayes import (
     SteinGPRegressor,
     VariationalMCMCRegressor,
 )
-from skgp_bayes._defaults import NOISE_VARIANCE_BOUNDS, merged_priors
+from skgp_bayes._defaults import NOISE_VARIANCE_BOUNDS, estimator_prior_set
 from skgp_bayes._validation import safe_mean_std
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.exceptions import DegenerateFitWarning, SamplerWarning
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.priors import PriorSet
 from skgp_bayes.targets import ExactMarginalTarget
 
 # False-failure rate of each Monte Carlo comparison below: two-sided at
@@ -44,9 +43,7 @@ def _exact_target(reg, X, y):
     """The exact marginal posterior of ``reg``'s hyperparameters, in its
     coordinates: standardised inputs and targets, the default priors."""
     adapter = KernelAdapter(reg.kernel_)
-    slices = dict(adapter.hyperparameter_slices)
-    slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-    prior_set = PriorSet(slices, merged_priors(None, slices, X.shape[1]))
+    prior_set = estimator_prior_set(adapter, None, X.shape[1], noise=True)
     Xs = reg.input_scaling_.transform(X)
     y_mean, y_std = safe_mean_std(y)
     return ExactMarginalTarget(adapter, Xs, (y - y_mean) / y_std, prior_set)
