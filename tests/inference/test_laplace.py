@@ -1,6 +1,8 @@
-"""Laplace covariances at a mode on a bound."""
+"""Laplace covariances at a mode on a bound, and the bound coordinates HMC
+moves in there."""
 
 import numpy as np
+import pytest
 
 from skgp_bayes.inference.laplace import laplace_covariance
 
@@ -45,3 +47,49 @@ def test_a_mode_inside_the_box_keeps_its_curvature():
     mode = np.linalg.solve(prec, np.array([0.0, -40.0 - 1.0]))
     cov = laplace_covariance(target, mode, bounds, max_std=100.0)
     np.testing.assert_allclose(cov, np.linalg.inv(prec), rtol=1e-5)
+
+
+def test_bound_coordinates_gradient_matches_finite_differences():
+    # The chains' density in bound coordinates: x0 free, x1 piled on its
+    # lower bound (u = log(x1 - lower)), x2 piled on its upper bound
+    # (u = log(upper - x2)), x3 fixed; the Jacobian of each log distance
+    # is added. Its gradient against central differences of its value.
+    from skgp_bayes.variational_mcmc._sampling import GuardedTarget, bound_coordinates
+
+    class Target:
+        def logp_and_grad(self, x):
+            value = (
+                -0.5 * (x[0] - 0.3 * x[1]) ** 2
+                - 30.0 * x[1]
+                + 20.0 * x[2]
+                - 0.5 * x[3] ** 2
+                + 0.1 * x[0] * x[2]
+            )
+            grad = np.array(
+                [
+                    -(x[0] - 0.3 * x[1]) + 0.1 * x[2],
+                    0.3 * (x[0] - 0.3 * x[1]) - 30.0,
+                    20.0 + 0.1 * x[0],
+                    -x[3],
+                ]
+            )
+            return value, grad
+
+    lower = np.array([-5.0, 0.0, -5.0, 0.5])
+    upper = np.array([5.0, 5.0, 1.0, 0.5])
+    guarded = GuardedTarget(Target(), lower, upper)
+    coords = bound_coordinates(guarded, np.array([0.2, 0.0, 1.0, 0.5]))
+    assert coords.fixed.tolist() == [False, False, False, True]
+    assert coords.piled_coordinates().tolist() == [False, True, True]
+    h = 1e-6
+    for z in (coords.start, coords.start + np.array([0.4, -1.0, 0.7])):
+        value, grad = coords(z)
+        fd = [
+            (coords(z + h * e)[0] - coords(z - h * e)[0]) / (2 * h)
+            for e in np.eye(z.size)
+        ]
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+        # the Jacobian: log p(u) = log p(x(u)) + sum of the piled u
+        x = coords.expand(z)
+        assert value == pytest.approx(Target().logp_and_grad(x)[0] + z[1] + z[2])
+        assert x[1] > lower[1] and x[2] < upper[2] and x[3] == 0.5
