@@ -11,6 +11,8 @@ from skgp_bayes.linalg import (
     log_det_from_cholesky,
 )
 from skgp_bayes.linalg._numba_ops import (
+    TINY,
+    flush_tiny,
     mirror_lower,
     residual_weight_from_lower_inverse,
 )
@@ -55,6 +57,25 @@ def test_not_psd_error_names_context():
         cholesky(-np.eye(3), context="length_scale=3")
     with pytest.raises(NotPSDError, match="non-finite"):
         cholesky(np.full((2, 2), np.nan))
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_flush_tiny_zeroes_only_entries_below_tiny_in_place(layout):
+    rng = np.random.default_rng(4)
+    values = np.array([0.0, 5e-324, -1e-300, 0.5 * TINY, TINY, -TINY, 1e-200, -2.0])
+    base = rng.choice(values, size=(9, 12))
+    matrix = {
+        "C": base.copy(),
+        "F": np.asfortranarray(base),
+        "strided": np.repeat(base, 2, axis=1)[:, ::2],
+    }[layout]
+    assert flush_tiny(matrix) is None
+    expected = np.where(np.abs(base) < TINY, 0.0, base)
+    np.testing.assert_array_equal(matrix, expected)
+    # the entries at TINY itself are kept: the rule is strict
+    assert np.count_nonzero(np.abs(matrix) == TINY) == np.count_nonzero(
+        np.abs(base) == TINY
+    )
 
 
 def test_residual_weight_kernel():

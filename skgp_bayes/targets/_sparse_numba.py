@@ -28,6 +28,7 @@ from numba import njit
 
 from ..kernels._numba import kernel_value_and_slope, kernel_value_vector
 from ..linalg._nogil_lapack import DPOTRF, DTRSM, cholesky_lower_c, solve_lower_c
+from ..linalg._numba_ops import TINY
 
 __all__ = ["backward", "forward"]
 
@@ -42,7 +43,6 @@ LAPACK = (DPOTRF, DTRSM)
 # 84 at m = 64, 137 against 118 at 80, 1,723 against 769 at 216 and 9,871
 # against 2,859 at 400 (the collapsed target's exact limit).
 LAPACK_MIN_INDUCING = 80
-_TINY = 1e-280
 
 
 @njit(cache=True, nogil=True)
@@ -78,7 +78,7 @@ def kernel_values(Ys, Xs, variance, base):
     for j in range(m):
         for i in range(n):
             k = variance * kernel_value_vector(base, K[j, i])
-            K[j, i] = 0.0 if abs(k) < _TINY else k
+            K[j, i] = 0.0 if abs(k) < TINY else k
     return K
 
 

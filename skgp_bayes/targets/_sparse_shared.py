@@ -5,15 +5,13 @@ import numpy as np
 
 from ..likelihoods import Gaussian
 from ..linalg import cholesky, cholesky_reverse, triangular_solve
+from ..linalg._numba_ops import flush_tiny
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 # Floor of the conditional variance gamma (see the notes on the clamp in
 # targets/sparse.py).
 MIN_VAR = 1e-200
-# Subnormal kernel entries (inputs far beyond the length scale) slow LAPACK
-# down a hundredfold and are zero for every practical purpose.
-TINY = 1e-280
 
 
 def check_inputs(adapter, X, y, Z, likelihood):
@@ -96,8 +94,9 @@ def inducing_factor(adapter, theta, Z, jitter, context=None):
 
 def jittered_gram(Kuu, jitter):
     """``K(Z, Z)`` as the sparse targets factorise it, in place: entries
-    below ``TINY`` zeroed, ``jitter * mean(diag)`` added to the diagonal."""
-    Kuu[np.abs(Kuu) < TINY] = 0.0
+    below ``linalg._numba_ops.TINY`` zeroed, ``jitter * mean(diag)`` added to
+    the diagonal."""
+    flush_tiny(Kuu)
     idx = np.diag_indices_from(Kuu)
     Kuu[idx] += jitter * float(np.mean(Kuu[idx]))
     return Kuu
@@ -119,7 +118,7 @@ def project(adapter, theta, Z, X, R):
 
 def project_cross(Kuf, kdiag, R):
     """:func:`project` from ``K(Z, X)`` (overwritten) and ``diag K(X, X)``."""
-    Kuf[np.abs(Kuf) < TINY] = 0.0
+    flush_tiny(Kuf)
     A = triangular_solve(R, Kuf)
     gamma = kdiag - np.einsum("ji,ji->i", A, A)
     free = gamma > MIN_VAR

@@ -58,8 +58,9 @@ from scipy.linalg.lapack import dtrtri as _dtrtri
 from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
+from ..linalg._numba_ops import flush_tiny
 from . import _collapsed_numba, _sparse_numba
-from ._sparse_shared import MIN_VAR, TINY, check_jitter, check_prior, jittered_gram
+from ._sparse_shared import MIN_VAR, check_jitter, check_prior, jittered_gram
 from .sparse import JITTER
 
 __all__ = ["CollapsedSparseTarget"]
@@ -244,7 +245,7 @@ class CollapsedSparseTarget:
         Kuu = jittered_gram(adapter.gram(theta, Z), self.jitter)
         R = _lower_factor(Kuu, "The jittered K(Z, Z)")
         Kuf = adapter.cross(theta, Z, self.X)
-        Kuf[np.abs(Kuf) < TINY] = 0.0
+        flush_tiny(Kuf)
         A = _solve_lower(R, Kuf)
         gamma = adapter.diag(theta, self.X) - np.einsum("ji,ji->i", A, A)
         free = gamma > MIN_VAR

@@ -18,12 +18,21 @@ Matheron's rule (the pathwise update of seed paper 001),
 
 ``v = z1 + B' (B B' + s2 I)^-1 (y - B z1 - s z2)``, ``z1, z2 ~ N(0, I)``,
 
-with ``B B' = S (K(Z, Z) + jitter) S'`` read off the kernel matrix: one
-``m x m`` and one ``n x n`` factorisation and matrix-vector products,
-``2/3 n^3`` flops, about four times fewer. The draw is exact for this
-model; the sparse algebra's differs from it only by the jitter (its ``A``
-is ``R' S'`` up to ``jitter R^-1 S'`` and its conditional variances of
-``f(X)`` given ``u`` are the jitter's), a relative ``1e-6``.
+with ``B B' = S (K(Z, Z) + jitter) S'``. The ``n x n`` system never needs
+forming: with ``D = S'S`` the diagonal matrix of each distinct input's
+count, ``S'(S K S' + s2 I)^-1 = (D K + s2 I)^-1 S'`` (multiply both sides
+by ``S K S' + s2 I``), and ``D K + s2 I = D^1/2 (D^1/2 K D^1/2 + s2 I)
+D^-1/2``, so
+
+``v = z1 + R' D^1/2 (D^1/2 K D^1/2 + s2 I)^-1 D^-1/2 S'(y - B z1 - s z2)``:
+
+two ``m x m`` factorisations and matrix-vector products, ``2/3 m^3``
+flops, about four times fewer than the sparse algebra's (the ``n x n``
+gather of ``S K S'`` it replaced took 1.4 ms of a 25 ms draw at 721 rows).
+The draw is exact for this model; the sparse algebra's differs from it
+only by the jitter (its ``A`` is ``R' S'`` up to ``jitter R^-1 S'`` and its
+conditional variances of ``f(X)`` given ``u`` are the jitter's), a
+relative ``1e-6``.
 """
 
 import numpy as np
@@ -84,6 +93,9 @@ class ExactInducingConditional:
         self.jitter = check_jitter(jitter)
         self.index = np.asarray(index).ravel()
         self.n_inducing = Z.shape[0]
+        counts = np.bincount(self.index, minlength=self.n_inducing)
+        # sqrt(D); None when every input is distinct (D = I)
+        self._root_counts = None if counts.max() == 1 else np.sqrt(counts)
         self.n_kernel_params = adapter.n_params
 
     def draw(self, params, z1, z2):
@@ -117,16 +129,19 @@ class ExactInducingConditional:
         params = np.asarray(params, dtype=np.float64)
         theta, s2 = params[: self.n_kernel_params], float(np.exp(params[-1]))
         K = jittered_gram(self.adapter.gram(theta, self.Z), self.jitter)
-        index = self.index
-        # B B' = S K S': rows and columns of K gathered, no product.
-        gram = K[np.ix_(index, index)]
-        gram[np.diag_indices_from(gram)] += s2
         R, _ = cholesky(K, max_tries=0, context="the jittered K(Z, Z)")
-        L, _ = cholesky(gram, max_tries=0, context="S K(Z, Z) S' + s2 I")
-        Bz1 = (R @ z1)[index]
-        w = cho_solve((L, True), self.y - Bz1 - np.sqrt(s2) * z2)
-        # B'w = R' S'w, S'w summing w over the rows that share an input
-        return z1 + R.T @ np.bincount(index, weights=w, minlength=self.n_inducing)
+        root = self._root_counts
+        if root is not None:  # K becomes D^1/2 K D^1/2 (R is a copy)
+            K *= root[:, None]
+            K *= root
+        K.flat[:: K.shape[0] + 1] += s2
+        L, _ = cholesky(K, max_tries=0, context="D^1/2 K(Z, Z) D^1/2 + s2 I")
+        residual = self.y - (R @ z1)[self.index] - np.sqrt(s2) * z2
+        # S'r sums r over the rows that share an input
+        summed = np.bincount(self.index, weights=residual, minlength=self.n_inducing)
+        if root is None:
+            return z1 + R.T @ cho_solve((L, True), summed)
+        return z1 + R.T @ (root * cho_solve((L, True), summed / root))
 
     def sample_v(self, hyper, rng):
         """One exact draw of ``v | theta`` per row of ``hyper``.

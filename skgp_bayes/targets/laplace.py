@@ -13,6 +13,7 @@ from scipy.linalg import block_diag, solve_triangular
 from scipy.special import expit, softmax
 
 from ..linalg import cho_inverse, cho_solve, cholesky
+from ..linalg._numba_ops import flush_tiny
 
 __all__ = [
     "example_binary_problem",
@@ -30,8 +31,6 @@ __all__ = [
 # quadratically in well under 20 from a warm start.
 _NEWTON_MAX_ITER = 50
 _NEWTON_TOL = 1e-9
-# Entries below this magnitude are flushed to zero before a factorisation.
-_TINY = 1e-280
 # One-sided step of the surrogate's Hessian in log units (see surrogate_cov).
 _HESSIAN_STEP = 1e-4
 
@@ -64,7 +63,7 @@ def _curvature(K, y, likelihood, f):
     B = sW[:, None] * K * sW[None, :]
     # Subnormal entries (a saturated likelihood has W near 1e-300) slow the
     # factorisation down a hundredfold and change nothing: flush them.
-    B[np.abs(B) < _TINY] = 0.0
+    flush_tiny(B)
     B[np.diag_indices_from(B)] += 1.0
     # B = I + sW K sW has eigenvalues >= 1: it always factorises.
     Lb, _ = cholesky(B, max_tries=0, warn=False)

@@ -65,6 +65,7 @@ from scipy.linalg.lapack import dtrtri as _dtrtri
 from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
+from ..linalg._numba_ops import flush_tiny
 from ._selection import (
     BernoulliPointProcess,
     greedy_variance_points,
@@ -72,7 +73,6 @@ from ._selection import (
 )
 from ._sparse_shared import (
     MIN_VAR,
-    TINY,
     batch_indices,
     factor_of_gram,
     gaussian_with_noise,
@@ -311,9 +311,9 @@ class SubsetBound:
             raise ValueError(f"masks must have shape (S, {K}); got {masks.shape}.")
         noise = float(np.exp(log_noise))
         Kcc = self.adapter.gram(theta, self.candidates)
-        Kcc[np.abs(Kcc) < TINY] = 0.0
+        flush_tiny(Kcc)
         Kcf = self.adapter.cross(theta, self.candidates, self.X)
-        Kcf[np.abs(Kcf) < TINY] = 0.0
+        flush_tiny(Kcf)
         kdiag = self.adapter.diag(theta, self.X)
         sums = {
             "cc": np.zeros((K, K)),

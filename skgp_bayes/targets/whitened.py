@@ -55,6 +55,7 @@ from scipy.linalg import blas, lapack
 from ..exceptions import NotPSDError
 from ..kernels._lowering import BASE_RBF
 from ..linalg import cholesky
+from ..linalg._numba_ops import flush_tiny
 
 __all__ = ["WhitenedLatentTarget", "JITTER"]
 
@@ -62,7 +63,6 @@ __all__ = ["WhitenedLatentTarget", "JITTER"]
 # any practical purpose, large enough that an RBF Gram matrix with duplicate
 # inputs or a very long length scale still factorises.
 JITTER = 1e-6
-_TINY = 1e-280
 
 
 @njit(cache=True, nogil=True)
@@ -469,7 +469,7 @@ class WhitenedLatentTarget:
             K = self.adapter.gram(theta, self.X)
         # Subnormal entries (distances far beyond the length scale) slow
         # LAPACK down a hundredfold and are zero for every practical purpose.
-        K[np.abs(K) < _TINY] = 0.0
+        flush_tiny(K)
         idx = np.diag_indices_from(K)
         delta = self.jitter * float(np.mean(K[idx])) if self.n else 0.0
         K[idx] += delta

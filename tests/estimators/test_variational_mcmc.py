@@ -655,24 +655,6 @@ def test_a_grown_set_of_nearly_half_the_rows_gives_way_to_the_exact_target():
     assert not fixed.diagnostics_["exact_marginal"]
 
 
-def test_inducing_set_short_of_the_exact_mode_warns_beyond_exact_sampling(
-    monkeypatch,
-):
-    from skgp_bayes.variational_mcmc import _approximation
-
-    monkeypatch.setattr(_approximation, "_MAX_COLLAPSED_INDUCING", 8)
-    monkeypatch.setattr(_approximation, "_EXACT_SAMPLING_MAX_N", 100)
-    X, y, _, _ = _short_periodic()
-    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        reg.fit(X, y)
-    messages = [str(w.message) for w in caught]
-    assert any("below the exact marginal likelihood" in m for m in messages)
-    assert not reg.diagnostics_["exact_marginal"]
-    assert reg.inducing_points_.shape[0] <= 13
-
-
 def test_fit_checks_predict_from_a_thinned_copy():
     # The end-of-fit signal check predicts from at most _CHECK_DRAWS evenly
     # spaced draws of a copy; the fit itself keeps all of them.
