@@ -32,6 +32,7 @@ from ..inference.laplace import (
     laplace_covariance,
     laplace_modes,
 )
+from ..inference.svgd import choose_kernel
 from ..predictive.exact import CGGPDraws, ExactGPDraws
 from ..targets import ExactMarginalTarget, StochasticTraceTarget
 from ..targets.cg_particles import (
@@ -245,6 +246,10 @@ class ExactCholeskyModel(SteinModel):
     def precondition(self, factor):
         """SVGD's preconditioner from the Laplace factor."""
         return factor
+
+    def svgd_options(self, start):
+        """The SVGD kernel for the particles' shape, as the classifier's."""
+        return {"kernel": choose_kernel(start.preconditioner, start.particles.shape)}
 
     def make_evaluator(self, start):
         """Every particle's exact value and gradient."""

@@ -20,9 +20,12 @@ distance left to travel: a field of ``tol`` means the particles are about
 by a field pointing out of the box count as settled (the projected field,
 as in L-BFGS-B).
 
-Coordinate-wise kernel. ``kernel="coordinatewise"`` gives each whitened
-coordinate its own RBF kernel, for targets with many coordinates and few
-particles; the field and its kernels are in :mod:`.stein_kernel`.
+Kernels. ``kernel="coordinatewise"`` gives each whitened coordinate its
+own RBF kernel, for targets with many coordinates and few particles;
+``kernel="rbf+linear"`` adds a linear kernel to the joint RBF one, against
+the joint kernel's shrinking of the spread with fewer coordinates than
+particles (:func:`choose_kernel` picks one from the shape); the fields and
+their kernels are in :mod:`.stein_kernel`.
 
 Step control. ``step_control="per_coordinate"`` (whitened runs) gives every
 particle and coordinate its own fraction of the field, at most
@@ -168,7 +171,7 @@ class SVGDState:
     metric : SteinCoordinates
         Working coordinates of the run (whitened by the preconditioner or
         not) and the posterior-sd unit of the stopping rule.
-    kernel : {"rbf", "coordinatewise"}
+    kernel : {"rbf", "rbf+linear", "coordinatewise"}
     per_coordinate : bool
         Whether steps are controlled per coordinate.
     stochastic : bool
@@ -634,11 +637,14 @@ def run_svgd(
         instead of Adam; on a target close to the Gaussian of covariance
         ``Q`` it converges in tens of iterations whatever the scales and
         correlations of the parameters.
-    kernel : {"rbf", "coordinatewise"}, default="rbf"
+    kernel : {"rbf", "rbf+linear", "coordinatewise"}, default="rbf"
         ``"rbf"``: one RBF kernel on the whole (whitened) vector.
-        ``"coordinatewise"``: the diagonal matrix-valued kernel of the module
-        notes, one RBF kernel per coordinate, for targets with many
-        coordinates and few particles. Needs a ``preconditioner``.
+        ``"rbf+linear"``: that kernel plus a linear one, whose fixed points
+        match a Gaussian target's covariance (fewer coordinates than
+        particles; :func:`choose_kernel`). ``"coordinatewise"``: the
+        diagonal matrix-valued kernel of the module notes, one RBF kernel
+        per coordinate, for targets with many coordinates and few
+        particles. The last two need a ``preconditioner``.
     step_control : {"global", "per_coordinate"}, default="global"
         How a whitened run adapts its step (module notes). Needs a
         ``preconditioner``.
@@ -733,16 +739,19 @@ def run_svgd(
 
 def _check_options(kernel, step_control, metric):
     """Validate ``kernel`` and ``step_control``; whether steps are per coordinate."""
-    if kernel not in ("rbf", "coordinatewise"):
-        raise ValueError(f"kernel must be 'rbf' or 'coordinatewise'; got {kernel!r}.")
+    if kernel not in ("rbf", "rbf+linear", "coordinatewise"):
+        raise ValueError(
+            f"kernel must be 'rbf', 'rbf+linear' or 'coordinatewise'; got {kernel!r}."
+        )
     if step_control not in ("global", "per_coordinate"):
         raise ValueError(
             f"step_control must be 'global' or 'per_coordinate'; got {step_control!r}."
         )
     if not metric.whitened and (kernel != "rbf" or step_control != "global"):
         raise ValueError(
-            "kernel='coordinatewise' and step_control='per_coordinate' need a "
-            "preconditioner: they act on whitened coordinates."
+            "kernel='rbf+linear' or 'coordinatewise' and "
+            "step_control='per_coordinate' need a preconditioner: they act on "
+            "whitened coordinates."
         )
     return step_control == "per_coordinate"
 
