@@ -66,6 +66,7 @@ import scipy
 import sklearn
 from _holdout_data import HOLDOUT_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
+from _warm_up import render_warm_up, warm_up
 from scipy.stats import norm
 from sklearn.gaussian_process import (
     GaussianProcessClassifier,
@@ -580,6 +581,7 @@ def render(report):
     if classification:
         lines += ["", "### Classification", ""] + _classification_table(classification)
     lines += ["", "### Against the goals", ""] + _summary(rows)
+    lines += [""] + render_warm_up(report.get("warm_up", []))
     lines += [
         "",
         "Goals (issue 15): fit time at most "
@@ -643,6 +645,12 @@ def parse_args(argv=None):
         default=DEFAULT_BLAS_THREADS,
         help="BLAS threads for every fit and prediction, peers included "
         f"(default {DEFAULT_BLAS_THREADS}; 0: leave the library's setting)",
+    )
+    parser.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="skip the untimed first fits (benchmarks/_warm_up.py), so that "
+        "the first data set's fits also pay the load of compiled code",
     )
     parser.add_argument("--test-fraction", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0, help="seed of the split")
@@ -734,6 +742,17 @@ def run_dataset(name, data, args, report):
         )
 
 
+def _warm_up_names(args, datasets):
+    """``(name, task)``: the peers of the tasks in the run, then the estimators."""
+    tasks = [
+        t
+        for t in ("regression", "classification")
+        if t in {data.task for data in datasets.values()}
+    ]
+    peers = [(PEERS[task], task) for task in tasks]
+    return peers + [(e, task_of(e)) for e in args.estimators if task_of(e) in tasks]
+
+
 def main(argv=None):
     args = parse_args(argv)
     datasets = load_all(args.datasets)
@@ -760,6 +779,10 @@ def main(argv=None):
     try:
         with limits:
             report["machine"]["thread_pools_in_run"] = _thread_pools()
+            if not args.no_warm_up:
+                report["warm_up"] = warm_up(
+                    _warm_up_names(args, datasets), make_estimator, _progress
+                )
             for name, data in datasets.items():
                 run_dataset(name, data, args, report)
     except KeyboardInterrupt:
