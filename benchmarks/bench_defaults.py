@@ -13,7 +13,9 @@ the same split in the same process:
   RBF(np.ones(d)), random_state=0)`` (one-vs-rest for several classes).
 
 One row per estimator and data set: fit time (``time.perf_counter`` around
-``fit`` only), the peer's fit time and the ratio; for regressors the test
+``fit`` only, after the warm-up fits of ``_warm_up.py``, whose one-off load
+of compiled code is reported in a table of its own), the peer's fit time
+and the ratio; for regressors the test
 mean log predictive density of ``y`` per point, its difference from the
 peer's, and the share of test targets inside the central 90% predictive
 interval; for classifiers the test log loss and its difference; the
