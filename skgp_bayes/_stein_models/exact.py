@@ -248,8 +248,13 @@ class ExactCholeskyModel(SteinModel):
         return factor
 
     def svgd_options(self, start):
-        """The SVGD kernel for the particles' shape, as the classifier's."""
-        return {"kernel": choose_kernel(start.preconditioner, start.particles.shape)}
+        """The SVGD kernel for the particles' shape and, where whitened, each
+        coordinate its own step: as the classifier's."""
+        root = start.preconditioner
+        return {
+            "kernel": choose_kernel(root, start.particles.shape),
+            "step_control": "global" if root is None else "per_coordinate",
+        }
 
     def make_evaluator(self, start):
         """Every particle's exact value and gradient."""
