@@ -267,6 +267,44 @@ def bench_solvers(seed, n_particles, max_iter):
         )
 
 
+def bench_small_sweep(sizes, d):
+    """The compiled small-n path of the exact target against the general one.
+
+    ``ExactMarginalTarget`` runs the whole value and gradient in one compiled
+    call up to ``targets._exact_numba.SMALL_N`` rows; both paths are timed
+    on the same target (the general one with that limit set to 0), one BLAS
+    thread, 2,000 calls a round, best of 5 rounds, taken in turn.
+    """
+    from threadpoolctl import threadpool_limits
+
+    import skgp_bayes.targets.exact as exact_module
+
+    limit = exact_module.SMALL_N
+    print(
+        f"\n### Exact target at small n, d = {d}: one compiled call "
+        f"(SMALL_N = {limit})\n"
+    )
+    print("| n | compiled (us) | general (us) | general / compiled |")
+    print("| ---: | ---: | ---: | ---: |")
+    for n in sizes:
+        _, _, _, target, params, _ = _problem(n, d)
+
+        def call(small, target=target, params=params, n=n):
+            exact_module.SMALL_N = n if small else 0
+            for _ in range(2000):
+                target.logp_and_grad(params)
+
+        with threadpool_limits(1):
+            call(True)
+            call(False)  # compile both
+            times = _interleaved_best((lambda: call(True), lambda: call(False)), 5)
+        exact_module.SMALL_N = limit
+        small, general = (1e6 * t / 2000 for t in times)
+        print(
+            f"| {n} | {small:.1f} | {general:.1f} | {general / small:.2f} |", flush=True
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -297,6 +335,12 @@ def main():
         help="--target-sweep timing rounds, scaled by 1000 / n (default: 10)",
     )
     parser.add_argument(
+        "--small-sweep",
+        action="store_true",
+        help="only the exact target's compiled small-n path against the general "
+        "one, n = 8 to 64",
+    )
+    parser.add_argument(
         "--only-svgd-iteration",
         action="store_true",
         help="only one SVGD iteration, exact and stochastic-trace gradients",
@@ -313,6 +357,9 @@ def main():
     )
     if args.target_sweep:
         bench_target_sweep(tuple(args.sizes), 8, args.repeats)
+        return
+    if args.small_sweep:
+        bench_small_sweep((8, 16, 24, 32, 40, 48, 64), 8)
         return
     if args.only_solvers:
         bench_solvers(0, 10, 300)

@@ -69,12 +69,14 @@ from ..linalg._numba_ops import (
     trace,
 )
 from ._exact_numba import (
+    SMALL_N,
     fill_lower,
     log_diagonal_sum,
     rbf_gradient,
     rbf_log_pack,
     rbf_residual_packed,
     rbf_scaled_inputs,
+    rbf_value_and_grad_small,
 )
 
 __all__ = ["ExactMarginalTarget"]
@@ -357,6 +359,11 @@ class ExactMarginalTarget:
             )
         X = self._X_centred
         n, d = X.shape
+        if n <= SMALL_N:
+            ok, value, grad = rbf_value_and_grad_small(
+                params, self._phi_defaults, self._param_index, X, self.y
+            )
+            return (value, grad) if ok else None
         # [Xs, 1]: one product V [Xs, 1] gives V Xs and the row sums V 1.
         Xs1 = np.empty((n, d + 1))
         variance, white, noise = rbf_scaled_inputs(

@@ -172,12 +172,13 @@ def _dense_reference(kernel, X, y, params):
     ],
     ids=lambda k: repr(k)[:40],
 )
-@pytest.mark.parametrize("n", [64, 151])
+@pytest.mark.parametrize("n", [1, 5, 32, 33, 64, 151])
 def test_rbf_path_equals_dense_reference(kernel, n):
-    # The RBF path (Gram product in one triangle, triangular inverse by
-    # halves past 64 rows) against the dense textbook formulas to rounding:
-    # both sides are backward-stable Cholesky computations of a matrix with
-    # condition number below 1e4, so they agree to about 1e-12.
+    # The RBF path (up to SMALL_N = 32 rows one compiled call with unblocked
+    # loops; beyond, the Gram product in one triangle and the triangular
+    # inverse by halves past 64 rows) against the dense textbook formulas to
+    # rounding: both sides are backward-stable Cholesky computations of a
+    # matrix with condition number below 1e4, so they agree to about 1e-12.
     rng = np.random.default_rng(3)
     X = rng.uniform(-2, 2, (n, 3)) + 10.0
     y = np.sin(X[:, 0]) - X[:, 1] + 0.1 * rng.normal(size=n)
