@@ -327,21 +327,25 @@ def test_bad_sparse_options_raise(options, message):
 def test_cg_solver_reaches_the_cholesky_posterior(stat_seed):
     # The CG gradients are unbiased estimates of the exact ones; with a
     # decaying step the particles settle where the exact-gradient particles
-    # do, up to the noise the stochastic gradients leave. Over seeds 0-5
-    # (data and starts) the largest gap of the particle means of the log
-    # hyperparameters was 0.013-0.035 log units (mean 0.024, sd 0.009;
-    # posterior sds here 0.08-0.57) and of the predictive mean 0.0003-0.0046
-    # (mean 0.0022, sd 0.0014). Tolerances: 0.08 log units and 0.01 on a
-    # unit-amplitude signal, 6 and 5.6 sds beyond the means.
+    # do, up to the noise the stochastic gradients leave, which scales with
+    # the particles' spread; so the gaps are measured in the exact particles'
+    # sds and the exact predictive sd. Over seeds 0-11 (data and starts; the
+    # RBF plus linear kernel, whose particles keep the posterior's spread)
+    # the largest gap of the particle means was 0.06-0.28 sds (mean 0.17, sd
+    # 0.065; an i.i.d. sample of 8 has a standard error of 0.35 sds) and of
+    # the predictive mean 0.02-0.14 predictive sds (mean 0.064, sd 0.030).
+    # Tolerances: 0.6 and 0.25 sds, 6.6 and 6.2 sds of those spreads beyond
+    # their means.
     X, y = _data(80, seed=11 + stat_seed)
     options = dict(n_particles=8, max_iter=300, random_state=stat_seed)
     exact = _quiet(SteinGPRegressor(**options), X, y)
     cg = _quiet(SteinGPRegressor(solver="cg", **options), X, y)
-    np.testing.assert_allclose(
-        cg.particles_.mean(axis=0), exact.particles_.mean(axis=0), atol=0.08
-    )
+    spread = exact.particles_.std(axis=0)
+    gap = np.abs(cg.particles_.mean(axis=0) - exact.particles_.mean(axis=0))
+    assert np.all(gap < 0.6 * spread), gap / spread
     Xq = np.linspace(-3, 3, 15)[:, None]
-    np.testing.assert_allclose(cg.predict(Xq), exact.predict(Xq), atol=0.01)
+    mean, sd = exact.predict(Xq, return_std=True)
+    assert np.all(np.abs(cg.predict(Xq) - mean) < 0.25 * sd)
     assert np.all(np.isnan(cg.log_posterior_))
     assert cg.diagnostics_["cg_max_residual"] < 1e-6
 
