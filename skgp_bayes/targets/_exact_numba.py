@@ -14,9 +14,11 @@ import math
 import numba as nb
 import numpy as np
 
+from ._sparse_numba import cholesky_lower, solve_lower, solve_lower_t
+
 __all__ = []
 
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -194,8 +196,8 @@ def rbf_gradient(Xs1, P, sums, scales, param_index, n_phi, grad):
 # (:func:`rbf_value_and_grad_small`): there each of the dozen LAPACK, BLAS
 # and NumPy calls of the general path costs more in dispatch than in
 # arithmetic, and the unblocked loops win. One thread, d = 8, ARD, with the
-# prior (quiet): 5.0 against 14.7 us at 8 rows, 8.2 against 17.5 at 16,
-# 22.7 against 26.1 at 32, 37.0 against 33.2 at 40, 115 against 62 at 64
+# prior (quiet): 5.0 against 14.1 us at 8 rows, 8.1 against 16.9 at 16,
+# 22.3 against 25.5 at 32, 34.6 against 32.9 at 40, 104 against 62 at 64
 # (python benchmarks/bench_stein_regressor.py --small-sweep).
 SMALL_N = 32
 
@@ -207,7 +209,8 @@ def rbf_value_and_grad_small(params, phi_defaults, param_index, X, y):
     The same computation as ``ExactMarginalTarget._rbf_value_and_grad``
     (kernel packed by :func:`rbf_log_pack`, Cholesky factor, ``K^-1`` in the
     lower triangle, :func:`rbf_residual_packed`, :func:`rbf_gradient`) with
-    unblocked loops in place of LAPACK and BLAS. ``ok`` is False where
+    the sparse target's unblocked factorisation and solves in place of
+    LAPACK and BLAS. ``ok`` is False where
     ``K`` is not numerically positive definite (the general path then adds
     jitter and says so).
     """
@@ -229,45 +232,15 @@ def rbf_value_and_grad_small(params, phi_defaults, param_index, X, y):
     for t in range(packed.size):
         packed[t] = math.exp(packed[t])
     fill_lower(B, packed, variance + white + noise)
-    # Cholesky, lower triangle in place
-    for j in range(n):
-        s = B[j, j]
-        for k in range(j):
-            s -= B[j, k] * B[j, k]
-        if not s > 0.0:
-            return False, 0.0, grad
-        pivot = math.sqrt(s)
-        B[j, j] = pivot
-        for i in range(j + 1, n):
-            s = B[i, j]
-            for k in range(j):
-                s -= B[i, k] * B[j, k]
-            B[i, j] = s / pivot
-    # alpha = K^-1 y by two triangular solves
-    alpha = y.copy()
-    for i in range(n):
-        s = alpha[i]
-        for k in range(i):
-            s -= B[i, k] * alpha[k]
-        alpha[i] = s / B[i, i]
-    for i in range(n - 1, -1, -1):
-        s = alpha[i]
-        for k in range(i + 1, n):
-            s -= B[k, i] * alpha[k]
-        alpha[i] = s / B[i, i]
+    if not cholesky_lower(B):
+        return False, 0.0, grad
+    alpha = solve_lower_t(B, solve_lower(B, y.reshape(n, 1)))[:, 0]
     fit = 0.0
     for i in range(n):
         fit += y[i] * alpha[i]
-    value = -0.5 * fit - log_diagonal_sum(B) - n * _HALF_LOG_2PI
-    # L^-1 in the lower triangle, then K^-1 = L^-T L^-1 there
-    inverse = np.zeros((n, n))
-    for j in range(n):
-        inverse[j, j] = 1.0 / B[j, j]
-        for i in range(j + 1, n):
-            s = 0.0
-            for k in range(j, i):
-                s -= B[i, k] * inverse[k, j]
-            inverse[i, j] = s / B[i, i]
+    value = -0.5 * fit - log_diagonal_sum(B) - n * HALF_LOG_2PI
+    # K^-1 = L^-T L^-1, into the lower triangle
+    inverse = solve_lower(B, np.eye(n))
     for j in range(n):
         for i in range(j, n):
             s = 0.0

@@ -69,6 +69,7 @@ from ..linalg._numba_ops import (
     trace,
 )
 from ._exact_numba import (
+    HALF_LOG_2PI,
     SMALL_N,
     fill_lower,
     log_diagonal_sum,
@@ -81,7 +82,6 @@ from ._exact_numba import (
 
 __all__ = ["ExactMarginalTarget"]
 
-_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 # Where the triangular inverse by halves stops recursing, and the largest
 # n it is used at (module notes).
 _INVERSE_LEAF = 64
@@ -322,7 +322,7 @@ class ExactMarginalTarget:
         value = (
             -0.5 * float(np.sum(self.y * alpha))
             - t * float(np.sum(np.log(np.diag(L))))
-            - t * n * _HALF_LOG_2PI
+            - t * n * HALF_LOG_2PI
         )
         if not eval_gradient:
             return value
@@ -380,7 +380,7 @@ class ExactMarginalTarget:
         # Two triangular solves: dpotrs does the same work with more set-up.
         alpha = blas.dtrsv(B, self.y, lower=1)
         alpha = blas.dtrsv(B, alpha, lower=1, trans=1, overwrite_x=1)
-        value = -0.5 * float(self.y @ alpha) - log_diagonal_sum(B) - n * _HALF_LOG_2PI
+        value = -0.5 * float(self.y @ alpha) - log_diagonal_sum(B) - n * HALF_LOG_2PI
         if not _lower_inverse_from_factor(B):
             return None
         sums = rbf_residual_packed(B, alpha, packed, variance)
