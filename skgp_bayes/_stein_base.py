@@ -27,6 +27,7 @@ from ._warnings import warn_user
 from .diagnostics import kernel_stein_discrepancy
 from .inference import SVGDResult, run_svgd
 from .inference.particles import ParticleEvaluator
+from .inference.stein_kernel import choose_kernel
 
 __all__ = []
 
@@ -421,8 +422,15 @@ class SteinModel:
 
     # Hooks with a default: most models need nothing here.
     def svgd_options(self, start):
-        """Further options of :func:`~skgp_bayes.inference.run_svgd`."""
-        return {}
+        """The SVGD kernel for the particles' shape and, where a preconditioner
+        whitens the coordinates, each coordinate its own step: for every model
+        (:func:`~skgp_bayes.inference.stein_kernel.choose_kernel`). Without a
+        preconditioner these are the engine's defaults."""
+        root = start.preconditioner
+        return {
+            "kernel": choose_kernel(root, start.particles.shape),
+            "step_control": "global" if root is None else "per_coordinate",
+        }
 
     def after_run(self, evaluator):
         """Warnings about the evaluator's work (none by default)."""

@@ -32,7 +32,6 @@ from ..inference.laplace import (
     laplace_covariance,
     laplace_modes,
 )
-from ..inference.svgd import choose_kernel
 from ..predictive.exact import CGGPDraws, ExactGPDraws
 from ..targets import ExactMarginalTarget, StochasticTraceTarget
 from ..targets.cg_particles import (
@@ -246,15 +245,6 @@ class ExactCholeskyModel(SteinModel):
     def precondition(self, factor):
         """SVGD's preconditioner from the Laplace factor."""
         return factor
-
-    def svgd_options(self, start):
-        """The SVGD kernel for the particles' shape and, where whitened, each
-        coordinate its own step: as the classifier's."""
-        root = start.preconditioner
-        return {
-            "kernel": choose_kernel(root, start.particles.shape),
-            "step_control": "global" if root is None else "per_coordinate",
-        }
 
     def make_evaluator(self, start):
         """Every particle's exact value and gradient."""

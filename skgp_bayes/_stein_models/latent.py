@@ -22,7 +22,6 @@ from ..inference.laplace import (
     gaussian_draws,
     gaussian_factor,
 )
-from ..inference.svgd import choose_kernel
 from ..likelihoods import Bernoulli
 from ..predictive.latent import LatentDraws
 from ..targets.laplace import (
@@ -342,15 +341,6 @@ class LatentModel(SteinModel):
     def make_evaluator(self, start):
         """Every particle's exact value and gradient."""
         return batch_evaluator(self.target)
-
-    def svgd_options(self, start):
-        """A kernel per whitened coordinate where they outnumber the
-        particles; each coordinate its own step where whitened."""
-        root = start.preconditioner
-        return {
-            "kernel": choose_kernel(root, start.particles.shape),
-            "step_control": "global" if root is None else "per_coordinate",
-        }
 
     def finish(self, result, start):
         """Classes, kernels (one per block), training data and draws."""
