@@ -375,25 +375,26 @@ def test_compiled_gradient_for_ard_matern_kernels(nu):
     np.testing.assert_allclose(grad, _fd(target.log_prob, params), rtol=1e-5, atol=1e-6)
 
 
-def test_many_inducing_inputs_take_the_lapack_path_with_the_same_result():
-    # Above COMPILED_MAX_INDUCING the NumPy path, whose triangular solves go
-    # through BLAS without the interpreter lock, is the quicker; it must
-    # agree with the compiled pass to round-off.
+def test_many_inducing_inputs_take_the_compiled_lapack_path_with_the_same_result():
+    # From LAPACK_MIN_INDUCING the compiled pass factorises and solves with
+    # LAPACK and BLAS; with a few hundred inducing inputs it must agree with
+    # the NumPy path to round-off.
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
     from skgp_bayes.kernels import KernelAdapter
     from skgp_bayes.likelihoods import Gaussian
-    from skgp_bayes.targets.sparse import COMPILED_MAX_INDUCING, SparseWhitenedTarget
+    from skgp_bayes.targets._sparse_numba import LAPACK_MIN_INDUCING
+    from skgp_bayes.targets.sparse import SparseWhitenedTarget
 
     rng = np.random.default_rng(4)
-    m = COMPILED_MAX_INDUCING + 10
+    m = 3 * LAPACK_MIN_INDUCING + 20
     X = rng.uniform(size=(400, 2))
     y = np.sin(4 * X[:, 0]) + 0.1 * rng.normal(size=400)
     adapter = KernelAdapter(ConstantKernel() * RBF([0.5, 0.7]))
-    target = SparseWhitenedTarget(adapter, X, y, X[:m], Gaussian(0.1))
-    assert not target._compiled
     compiled = SparseWhitenedTarget(adapter, X, y, X[:m], Gaussian(0.1))
-    compiled._compiled = True
+    assert compiled._compiled
+    target = SparseWhitenedTarget(adapter, X, y, X[:m], Gaussian(0.1))
+    target._compiled = False
     params = np.concatenate(
         [adapter.kernel.theta, [np.log(0.1)], 0.3 * rng.normal(size=m)]
     )
