@@ -58,6 +58,7 @@ from .adaptation import (
     gradient_scaled_inv_mass,
     mass_adaptation_windows,
 )
+from .leapfrog import delayed_second_stage, leapfrog
 from .mode_jumps import mode_jump
 from .nuts import nuts_step
 
@@ -115,6 +116,10 @@ class HMCResult:
         with ``n_warmup=0`` picks up.
     n_jumps, n_jumps_accepted : int
         Mode-jumping moves tried and accepted (``jumps``; 0 without).
+    n_retried, n_retried_accepted : int
+        Transitions, warm-up included, whose divergent first stage was tried
+        again with a shorter step, and those whose second stage was
+        accepted (``delayed_rejection``; 0 without).
 
     Examples
     --------
@@ -143,16 +148,12 @@ class HMCResult:
     final_state: np.ndarray = None
     n_jumps: int = 0
     n_jumps_accepted: int = 0
+    n_retried: int = 0
+    n_retried_accepted: int = 0
 
 
 def _finite(value, grad):
     return np.isfinite(value) and np.all(np.isfinite(grad))
-
-
-def _all_finite(a):
-    # One reduction instead of isfinite + all: a sum is finite exactly when
-    # every entry is (short of an overflow near 1e308, itself divergent).
-    return math.isfinite(a.sum())
 
 
 def _evaluate(logp_and_grad, x):
@@ -163,51 +164,40 @@ def _evaluate(logp_and_grad, x):
     return value, np.asarray(grad, dtype=np.float64)
 
 
-def _transition(logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit):
+def _transition(
+    logp_and_grad, x, logp, grad, step, inv_mass, n_steps, rng, limit, retry=None
+):  # fmt: skip
     """One HMC transition; returns the new state and its statistics.
 
     The statistics end with the Hamiltonian of the state kept (the proposal's
     if accepted, else the start with its fresh momentum), the ``energy`` of
-    Stan and ArviZ's energy plot.
-
-    The leapfrog loop is written for small targets, where each NumPy call
-    costs as much as the arithmetic: the two half kicks between positions
-    are fused into one full kick, and finiteness is one reduction.
+    Stan and ArviZ's energy plot, then the leapfrog steps taken and whether
+    a divergent first stage was retried (``retry``: the second stage's
+    step factor, see :mod:`skgp_bayes.inference.leapfrog`).
     """
     p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
     log_u = np.log(rng.random())
     h0 = -logp + 0.5 * float(np.sum(inv_mass * p * p))
-    half = 0.5 * step
-    drift = step * inv_mass
-    pn, gn, ln = p + half * grad, grad, logp
-    xn = x
-    divergent = False
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(n_steps):
-            if k:
-                pn = pn + step * gn
-            xn = xn + drift * pn
-            if not _all_finite(xn):
-                divergent = True
-                break
-            value, gn = logp_and_grad(xn)
-            ln = float(value)
-            if not (math.isfinite(ln) and _all_finite(gn)):
-                divergent = True
-                break
-        if not divergent:
-            pn = pn + half * gn
+    end = leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps)
+    if end is not None:
+        xn, pn, ln, gn = end
+        with np.errstate(over="ignore", invalid="ignore"):
             h1 = -ln + 0.5 * float(np.sum(inv_mass * pn * pn))
-            error = h1 - h0
-            if not np.isfinite(error) or error > limit:
-                divergent = True
-    if divergent:
-        return x, logp, grad, 0.0, False, True, h0
-    gn = np.asarray(gn, dtype=np.float64)
-    accept_prob = float(min(1.0, np.exp(-error)))
-    if log_u < -error:
-        return xn, ln, gn, accept_prob, True, False, h1
-    return x, logp, grad, accept_prob, False, False, h0
+        error = h1 - h0
+        if np.isfinite(error) and error <= limit:
+            accept_prob = float(min(1.0, np.exp(-error)))
+            if log_u < -error:
+                return xn, ln, gn, accept_prob, True, False, h1, n_steps, False
+            return x, logp, grad, accept_prob, False, False, h0, n_steps, False
+    if retry is None:
+        return x, logp, grad, 0.0, False, True, h0, n_steps, False
+    accepted, divergent, proposal, extra = delayed_second_stage(
+        logp_and_grad, x, p, grad, h0, step, inv_mass, n_steps, retry, rng, limit
+    )
+    if accepted:
+        xn, ln, gn, h2 = proposal
+        return xn, ln, gn, 0.0, True, False, h2, n_steps + extra, True
+    return x, logp, grad, 0.0, False, divergent, h0, n_steps + extra, True
 
 
 def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
@@ -215,7 +205,7 @@ def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
     step = 1.0
 
     def accept(step):
-        _, _, _, a, _, div, _ = _transition(
+        _, _, _, a, _, div, *_ = _transition(
             logp_and_grad, x, logp, grad, step, inv_mass, 1, rng, limit
         )
         return 0.0 if div else a
@@ -248,9 +238,14 @@ class HMCInfo:
     accepted : bool
     divergent : bool
     n_leapfrog : int
-        Leapfrog steps taken (drawn uniformly from ``1..max_leapfrog``).
+        Leapfrog steps taken: the number drawn uniformly from
+        ``1..max_leapfrog``, plus those of a delayed-rejection second stage.
     energy : float
         Hamiltonian of the state kept, as Stan reports it.
+    retried : bool
+        The first stage diverged and a second stage was tried
+        (``delayed_rejection``); ``divergent`` then says whether the second
+        diverged too.
 
     Examples
     --------
@@ -270,6 +265,7 @@ class HMCInfo:
     divergent: bool
     n_leapfrog: int
     energy: float
+    retried: bool = False
 
 
 def hmc_init(logp_and_grad, x0):
@@ -314,6 +310,7 @@ def hmc_step(
     inv_mass,
     max_leapfrog,
     max_energy_error=1000.0,
+    delayed_rejection=None,
 ):
     """One HMC transition with a random number of leapfrog steps.
 
@@ -336,6 +333,13 @@ def hmc_step(
         Largest number of leapfrog steps.
     max_energy_error : float, default=1000
         Energy error beyond which the transition is divergent.
+    delayed_rejection : int, optional
+        When the trajectory diverges, try again from the same position and
+        momentum with the step divided by this factor (at least 2) over
+        the same integration time, with the delayed-rejection acceptance
+        that keeps the target invariant
+        (:mod:`skgp_bayes.inference.leapfrog`). None: a divergent
+        transition is rejected.
 
     Returns
     -------
@@ -358,19 +362,28 @@ def hmc_step(
     (2,)
     """
     n_steps = int(rng.integers(1, max_leapfrog + 1))
-    x, logp, grad, accept_prob, accepted, divergent, energy = _transition(
-        logp_and_grad,
-        state.x,
-        state.logp,
-        state.grad,
-        step_size,
-        inv_mass,
-        n_steps,
-        rng,
-        float(max_energy_error),
+    x, logp, grad, accept_prob, accepted, divergent, energy, n_leapfrog, retried = (
+        _transition(
+            logp_and_grad,
+            state.x,
+            state.logp,
+            state.grad,
+            step_size,
+            inv_mass,
+            n_steps,
+            rng,
+            float(max_energy_error),
+            _retry_factor(delayed_rejection),
+        )
     )
-    info = HMCInfo(accept_prob, accepted, divergent, n_steps, energy)
+    info = HMCInfo(accept_prob, accepted, divergent, n_leapfrog, energy, retried)
     return (HMCState(x, logp, grad) if accepted else state), info
+
+
+def _retry_factor(delayed_rejection):
+    if delayed_rejection is None:
+        return None
+    return _check_counts("delayed_rejection", delayed_rejection, 2)
 
 
 def _check_counts(name, value, low):
@@ -434,8 +447,12 @@ class _Trace:
         self.samples = np.empty((self.n_kept, d))
         self.log_density = np.empty(self.n_kept)
         self.kept = 0
+        self.retried = [0, 0]
 
     def record(self, it, info, step, state):
+        if getattr(info, "retried", False):  # NUTSInfo has no second stage
+            self.retried[0] += 1
+            self.retried[1] += info.accepted
         self.accept_prob[it], self.accepted[it] = info.accept_prob, info.accepted
         self.divergent[it], self.energy[it] = info.divergent, info.energy
         self.n_leapfrog[it], self.step_sizes[it] = info.n_leapfrog, step
@@ -488,6 +505,8 @@ class _Trace:
             final_state=state.x,
             n_jumps=jumps[0],
             n_jumps_accepted=jumps[1],
+            n_retried=self.retried[0],
+            n_retried_accepted=self.retried[1],
         )
 
 
@@ -509,6 +528,7 @@ def run_hmc(
     adapt_mass=True,
     inv_mass=None,
     max_energy_error=1000.0,
+    delayed_rejection=None,
     random_state=None,
     verbose=0,
     print_fn=print,
@@ -567,6 +587,11 @@ def run_hmc(
         warm-up.
     max_energy_error : float, default=1000
         Energy error beyond which a transition is divergent.
+    delayed_rejection : int, optional
+        Static HMC only: a divergent trajectory is tried again with the
+        step divided by this factor (see :func:`hmc_step`); ``n_retried``
+        and ``n_retried_accepted`` count the second stages. The warm-up's
+        step adaptation sees the first stage's acceptance (0), as without.
     random_state : int, SeedSequence or numpy.random.Generator, optional
         Source of all random numbers.
     verbose : int, default=0
@@ -607,6 +632,7 @@ def run_hmc(
     trajectory_length = _check_options(trajectory_length, target_accept)
     if algorithm not in ("static", "nuts"):
         raise ValueError(f"algorithm must be 'static' or 'nuts'; got {algorithm!r}.")
+    _retry_factor(delayed_rejection)
     rng = (
         random_state
         if isinstance(random_state, np.random.Generator)
@@ -652,6 +678,7 @@ def run_hmc(
                 inv_mass=warmup.inv_mass,
                 max_leapfrog=bound,
                 max_energy_error=limit,
+                delayed_rejection=delayed_rejection,
             )
         if jumps is not None and (it + 1) % jumps.every == 0:
             accepted, x, logp, grad = mode_jump(

@@ -419,6 +419,8 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
             "sampling_iterations": int(chains.shape[1] * hmc.thin),
             "sampling_blocks": int(run.n_blocks),
             "step_backoffs": int(run.n_backoffs),
+            "retried_trajectories": int(sum(r.n_retried for r in results)),
+            "retried_accepted": int(sum(r.n_retried_accepted for r in results)),
             "preconditioned": sampler.transform is not None,
         },
         "_adapter": start.adapter,

@@ -390,6 +390,8 @@ def merge(first, then):
         final_state=then.final_state,
         n_jumps=first.n_jumps + then.n_jumps,
         n_jumps_accepted=first.n_jumps_accepted + then.n_jumps_accepted,
+        n_retried=first.n_retried + then.n_retried,
+        n_retried_accepted=first.n_retried_accepted + then.n_retried_accepted,
     )
 
 
@@ -479,6 +481,8 @@ def after_warmup(first, then):
         elapsed=first.elapsed + then.elapsed,
         n_jumps=first.n_jumps + then.n_jumps,
         n_jumps_accepted=first.n_jumps_accepted + then.n_jumps_accepted,
+        n_retried=first.n_retried + then.n_retried,
+        n_retried_accepted=first.n_retried_accepted + then.n_retried_accepted,
     )
 
 
