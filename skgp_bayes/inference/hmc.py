@@ -58,7 +58,7 @@ from .adaptation import (
     gradient_scaled_inv_mass,
     mass_adaptation_windows,
 )
-from .leapfrog import delayed_second_stage, leapfrog
+from .leapfrog import RETRY_ENERGY_ERROR, delayed_second_stage, leapfrog
 from .mode_jumps import mode_jump
 from .nuts import nuts_step
 
@@ -172,13 +172,17 @@ def _transition(
     The statistics end with the Hamiltonian of the state kept (the proposal's
     if accepted, else the start with its fresh momentum), the ``energy`` of
     Stan and ArviZ's energy plot, then the leapfrog steps taken and whether
-    a divergent first stage was retried (``retry``: the second stage's
-    step factor, see :mod:`skgp_bayes.inference.leapfrog`).
+    a failed first stage (rejected with an energy error above
+    ``RETRY_ENERGY_ERROR``, or divergent) was retried (``retry``: the
+    second stage's step factor, see :mod:`skgp_bayes.inference.leapfrog`).
+    The acceptance probability reported is the first stage's, which the
+    warm-up's step adaptation follows.
     """
     p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
     log_u = np.log(rng.random())
     h0 = -logp + 0.5 * float(np.sum(inv_mass * p * p))
     end = leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps)
+    error, accept_prob = math.inf, 0.0
     if end is not None:
         xn, pn, ln, gn = end
         with np.errstate(over="ignore", invalid="ignore"):
@@ -188,16 +192,17 @@ def _transition(
             accept_prob = float(min(1.0, np.exp(-error)))
             if log_u < -error:
                 return xn, ln, gn, accept_prob, True, False, h1, n_steps, False
-            return x, logp, grad, accept_prob, False, False, h0, n_steps, False
-    if retry is None:
-        return x, logp, grad, 0.0, False, True, h0, n_steps, False
+    divergent = not (np.isfinite(error) and error <= limit)
+    if retry is None or not error > RETRY_ENERGY_ERROR:
+        return x, logp, grad, accept_prob, False, divergent, h0, n_steps, False
     accepted, divergent, proposal, extra = delayed_second_stage(
-        logp_and_grad, x, p, grad, h0, step, inv_mass, n_steps, retry, rng, limit
-    )
+        logp_and_grad, x, p, grad, h0, error, step, inv_mass, n_steps, retry, rng,
+        limit,
+    )  # fmt: skip
     if accepted:
         xn, ln, gn, h2 = proposal
-        return xn, ln, gn, 0.0, True, False, h2, n_steps + extra, True
-    return x, logp, grad, 0.0, False, divergent, h0, n_steps + extra, True
+        return xn, ln, gn, accept_prob, True, False, h2, n_steps + extra, True
+    return x, logp, grad, accept_prob, False, divergent, h0, n_steps + extra, True
 
 
 def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):

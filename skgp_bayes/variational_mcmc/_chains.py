@@ -44,18 +44,22 @@ from ._sampling import (
 # 0.4), used only to cost the curvature against the warm-up.
 _LEAPFROG_CAP = 1024
 _TYPICAL_STEP = 0.3
-# A divergent static trajectory is tried again with the step divided by
-# _RETRY_FACTOR over the same time (delayed rejection, see
-# skgp_bayes.inference.leapfrog). Leapfrog is stable while the step times
-# the local frequency stays below 2, and the pooled step is calibrated to
-# an acceptance of 0.9 in the bulk, where that product is below 1: a factor
-# of 4 keeps the second stage stable where the curvature is up to 16 times
-# the bulk's. The divergent trajectories of default fits met it in a cliff
-# of the log density, the gradient's norm jumping from about 10 to 100-250
-# within a step (modechoice, breast cancer). Divergences are rare after
-# warm-up, so the 5 extra trajectories' worth of a retry cost little in all;
-# without it each divergence restarted the sampling at a shorter step for
-# every transition (restarted_with_smaller_step), doubling some fits' time.
+# A static trajectory that fails (rejected with an energy error above
+# inference.leapfrog.RETRY_ENERGY_ERROR, or divergent) is tried again with
+# the step divided by _RETRY_FACTOR over the same time (delayed rejection,
+# see skgp_bayes.inference.leapfrog). Leapfrog is stable while the step
+# times the local frequency stays below 2, and the pooled step is
+# calibrated to an acceptance of 0.9 in the bulk, where that product is
+# below 1: a factor of 4 keeps the second stage stable where the curvature
+# is up to 16 times the bulk's. The divergent trajectories of default fits
+# met such a region as a cliff in the log density, the gradient's norm
+# jumping from about 10 to 100-250 within a step (modechoice, breast
+# cancer). Failed trajectories are rare (1-3% of the transitions of the
+# default fits measured, warm-up included), so the 5 extra trajectories'
+# worth of a retry cost little in all; without it each divergence
+# restarted the sampling at a shorter step for every transition
+# (restarted_with_smaller_step), doubling some fits' time. The restart
+# stays for second stages that diverge too.
 _RETRY_FACTOR = 4
 # Shortest warm-up split into a curvature-scaled quarter, a quarter of draws
 # that refine the coordinates, and a half in the refined coordinates: each
