@@ -54,7 +54,7 @@ _TYPICAL_STEP = 0.3
 # is up to 16 times the bulk's. The divergent trajectories of default fits
 # met such a region as a cliff in the log density, the gradient's norm
 # jumping from about 10 to 100-250 within a step (modechoice, breast
-# cancer). Failed trajectories are rare (1-3% of the transitions of the
+# cancer). Failed trajectories are rare (1-4% of the transitions of the
 # default fits measured, warm-up included), so the 5 extra trajectories'
 # worth of a retry cost little in all; without it each divergence
 # restarted the sampling at a shorter step for every transition

@@ -1,0 +1,130 @@
+"""Default variational MCMC fits over seeds: time, run length and restarts.
+
+A single default fit's time is dominated by its run length, the first
+passage of a noisy statistic (max split R-hat and min bulk ESS), and by
+the restarts that a divergence forces; comparing two versions of the
+sampler by one fit per data set says little. This script fits the default
+estimator (``Estimator(random_state=seed)``, nothing else set) on the
+suite's splits of ``bench_defaults`` for several seeds, one BLAS thread,
+and prints one row per fit and a total per data set: fit time, sampling
+iterations, leapfrog steps (warm-up included, a load-free measure of the
+work), restarts (``step_backoffs``), retried trajectories, the test log
+loss or mean log predictive density, and the warnings raised.
+``--poisson-coal`` fits the Poisson regressor on all the binned coal
+counts instead (the README's count model).
+
+Run it at two commits to compare them (a ``git worktree`` of the older one,
+with ``PYTHONPATH`` pointing at it):
+
+    PYTHONPATH=. python benchmarks/bench_vmcmc_seeds.py \\
+        --datasets modechoice,breast_cancer,iris,wine --seeds 0,1,2,3,4
+    PYTHONPATH=. python benchmarks/bench_vmcmc_seeds.py --regressor \\
+        --datasets sunspots,macrodata,grunfeld --seeds 1,2,3,4
+    PYTHONPATH=. python benchmarks/bench_vmcmc_seeds.py --poisson-coal \\
+        --seeds 0,1,2,3,4,5
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from bench_defaults import load_all, make_estimator, split  # benchmarks/ on sys.path
+from sklearn.metrics import log_loss
+from threadpoolctl import threadpool_limits
+
+from skgp_bayes import VariationalMCMCRegressor
+
+
+def _fit(estimator, X, y, **fit_params):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with threadpool_limits(1, user_api="blas"):
+            start = time.perf_counter()
+            estimator.fit(X, y, **fit_params)
+            seconds = time.perf_counter() - start
+    return seconds, len(caught)
+
+
+def _row(name, seed, estimator, seconds, n_warnings, score):
+    d = estimator.diagnostics_
+    return {
+        "data": name,
+        "seed": seed,
+        "seconds": seconds,
+        "iterations": int(d["sampling_iterations"]),
+        "leapfrog": int(np.sum(estimator.trace_["n_leapfrog"])),
+        "restarts": int(d["step_backoffs"]),
+        "retried": d.get("retried_trajectories", "-"),
+        "score": score,
+        "warnings": n_warnings,
+    }
+
+
+def suite_rows(estimator_name, datasets, seeds):
+    """One row per default fit on the bench_defaults split of each set."""
+    for name in datasets:
+        data = load_all([name])[name]
+        X_tr, X_te, y_tr, y_te = split(data, 0.3, 300, 0)
+        for seed in seeds:
+            estimator = make_estimator(estimator_name, X_tr.shape[1])
+            estimator.set_params(random_state=seed)
+            seconds, n_warnings = _fit(estimator, X_tr, y_tr)
+            if hasattr(estimator, "predict_proba"):
+                proba = estimator.predict_proba(X_te)
+                score = log_loss(y_te, proba, labels=estimator.classes_)
+            else:
+                score = float(np.mean(estimator.log_predictive_density(X_te, y_te)))
+            yield _row(name, seed, estimator, seconds, n_warnings, score)
+
+
+def coal_rows(seeds):
+    """The Poisson regressor on all the binned coal counts (no test split)."""
+    from skgp_bayes.datasets import bin_coal_counts
+
+    X, counts, width = bin_coal_counts()
+    for seed in seeds:
+        estimator = VariationalMCMCRegressor(likelihood="poisson", random_state=seed)
+        seconds, n_warnings = _fit(estimator, X, counts.astype(float), exposure=width)
+        yield _row("coal (Poisson)", seed, estimator, seconds, n_warnings, np.nan)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="modechoice,breast_cancer,iris,wine")
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--regressor", action="store_true")
+    parser.add_argument("--poisson-coal", action="store_true")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.poisson_coal:
+        rows = coal_rows(seeds)
+    else:
+        name = "VariationalMCMC" + ("Regressor" if args.regressor else "Classifier")
+        rows = suite_rows(name, args.datasets.split(","), seeds)
+    print(
+        "| data | seed | fit (s) | sampling iterations | leapfrog steps "
+        "| restarts | retried | test score | warnings |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    totals = {}
+    for r in rows:
+        print(
+            f"| {r['data']} | {r['seed']} | {r['seconds']:.2f} | {r['iterations']} "
+            f"| {r['leapfrog']} | {r['restarts']} | {r['retried']} "
+            f"| {r['score']:.4f} | {r['warnings']} |",
+            flush=True,
+        )
+        total = totals.setdefault(r["data"], [0.0, 0, 0, 0])
+        total[0] += r["seconds"]
+        total[1] += r["leapfrog"]
+        total[2] += r["restarts"]
+        total[3] += r["warnings"]
+    print("\n| data | fits' time (s) | leapfrog steps | restarts | warnings |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, (seconds, leapfrog, restarts, n_warnings) in totals.items():
+        print(f"| {name} | {seconds:.1f} | {leapfrog} | {restarts} | {n_warnings} |")
+
+
+if __name__ == "__main__":
+    main()
