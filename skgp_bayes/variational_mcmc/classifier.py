@@ -245,7 +245,10 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         ``sampling_iterations`` per chain that the run-length rule took and
         the number of ``sampling_blocks``, the ``step_backoffs`` (restarts
         with a step shortened by ``2 ** -0.5`` after a divergent
-        transition, whose draws became warm-up), and whether the chains ran in
+        transition, whose draws became warm-up), the
+        ``retried_trajectories`` (failed trajectories tried again with a
+        quarter of the step, warm-up included) and those of them
+        ``retried_accepted``, and whether the chains ran in
         curvature-scaled coordinates (``preconditioned``), in one place.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)

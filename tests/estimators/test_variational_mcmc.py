@@ -158,6 +158,9 @@ def test_classifier_fits_and_predicts_both_ways(stat_seed):
     # restart after a divergence
     backoffs = clf.diagnostics_["step_backoffs"]
     assert clf.trace_["accept_prob"].shape == (2, 120 + 60 * backoffs)
+    # failed trajectories tried again with a shorter step, each counted
+    retried = clf.diagnostics_["retried_trajectories"]
+    assert 0 <= clf.diagnostics_["retried_accepted"] <= retried
     p_mcmc = clf.predict_proba(X)
     p_gauss = clf.predict_proba(X, method="gaussian")
     np.testing.assert_allclose(p_mcmc.sum(1), 1.0)
