@@ -13,6 +13,7 @@ from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 
 from .inference.optimize import epoch_batches, maximize, settled
+from .linalg.rows import unique_rows
 from .predictive.sparse import SparseGPDraws  # noqa: F401  (pickles)
 
 __all__ = []
@@ -25,7 +26,7 @@ SVGP_WINDOW = 10
 
 def initial_inducing(X, n_inducing, seed):
     """k-means centres (or the distinct inputs when there are few)."""
-    unique = np.unique(X, axis=0)
+    unique = unique_rows(X)
     m = min(int(n_inducing), unique.shape[0])
     if m == unique.shape[0]:
         return unique.copy()

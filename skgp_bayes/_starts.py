@@ -56,6 +56,7 @@ its evaluations, see ``skgp_bayes._stein_models.latent``).
 import numpy as np
 
 from .exceptions import NotPSDError
+from .linalg.rows import unique_rows
 
 __all__ = [
     "BETTER_BY",
@@ -162,7 +163,7 @@ def shortest_resolvable_scale(X):
     spread = np.std(X, axis=0)
     spread = np.where(spread > 0, spread, 1.0)
     rounded = np.round(X / spread, _SAME_INPUT_DIGITS)
-    _, first = np.unique(rounded, axis=0, return_index=True)
+    _, first = unique_rows(rounded, return_index=True)
     X = X[np.sort(first)]
     if X.shape[0] < 2:
         return None

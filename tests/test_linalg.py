@@ -91,3 +91,48 @@ def test_residual_weight_kernel():
     np.testing.assert_allclose(
         W, np.outer(alpha, alpha) - np.linalg.inv(K), rtol=1e-9, atol=1e-12
     )
+
+
+def test_unique_rows_is_numpys_unique_over_rows():
+    from skgp_bayes.linalg.rows import unique_rows
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, d = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        X = np.round(rng.normal(size=(n, d)), int(rng.integers(0, 2)))
+        X[int(rng.integers(0, n))] = -0.0 * X[0]  # signed zeros are equal
+        expected = np.unique(X, axis=0, return_index=True, return_inverse=True)
+        got = unique_rows(X, return_index=True, return_inverse=True)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+        np.testing.assert_array_equal(got[2], expected[2].ravel())
+    with pytest.raises(ValueError, match="2-D"):
+        unique_rows(np.ones(3))
+
+
+def test_unique_rows_lets_an_interrupt_through_as_keyboard_interrupt():
+    # In this loop np.unique(axis=0) turned 54 of 500 interrupts into a
+    # TypeError (its structured-array comparison; NumPy 2.4); every one must
+    # arrive as it was sent.
+    import signal
+
+    from skgp_bayes.linalg.rows import unique_rows
+
+    X = np.round(np.random.default_rng(0).normal(size=(120, 4)), 3)
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    outcomes = []
+    try:
+        for k in range(500):
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 1e-4 + 3e-6 * (k % 100))
+                while True:
+                    unique_rows(X, return_index=True)
+            except KeyboardInterrupt:
+                outcomes.append("interrupt")
+            except Exception as error:  # noqa: BLE001 - the fault this test guards
+                outcomes.append(type(error).__name__)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert outcomes == ["interrupt"] * 500

@@ -39,6 +39,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from ..linalg import cholesky
+from ..linalg.rows import unique_rows
 from ._sparse_shared import check_jitter, jittered_gram
 from .sparse import JITTER
 
@@ -82,7 +83,7 @@ class ExactInducingConditional:
     def __init__(self, adapter, X, y, Z, jitter=JITTER):
         X = np.asarray(X, dtype=np.float64)
         Z = np.asarray(Z, dtype=np.float64)
-        distinct, index = np.unique(X, axis=0, return_inverse=True)
+        distinct, index = unique_rows(X, return_inverse=True)
         if distinct.shape != Z.shape or not np.array_equal(distinct, Z):
             raise ValueError(
                 "Z must be the distinct rows of X, as np.unique orders them."

@@ -27,6 +27,7 @@ from .._starts import (
 from .._warnings import warn_user
 from ..inference.laplace import distinct_optima, find_map
 from ..inference.mode_jumps import laplace_mixture
+from ..linalg.rows import unique_rows
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
 from ._sampling import svgp_recent_gain
@@ -272,7 +273,7 @@ class ApproximationStage:
         m, n = Z0.shape[0], X.shape[0]
         if not (self.kmeans_inducing and self.max_iter) or self.uses_adam(n):
             return []
-        if m >= np.unique(X, axis=0).shape[0]:
+        if m >= unique_rows(X).shape[0]:
             return []
         return [initial_inducing(X, m, seed + k) for k in range(1, _SVGP_STARTS)]
 
@@ -339,7 +340,7 @@ class ApproximationStage:
         :class:`CollapsedOptimum`.
         """
         X = problem[1]
-        distinct = np.unique(X, axis=0)
+        distinct = unique_rows(X)
         if (
             self.grow_inducing
             and self.max_iter
