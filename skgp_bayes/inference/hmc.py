@@ -58,7 +58,13 @@ from .adaptation import (
     gradient_scaled_inv_mass,
     mass_adaptation_windows,
 )
-from .leapfrog import RETRY_ENERGY_ERROR, delayed_second_stage, leapfrog
+from .leapfrog import (
+    RETRY_ENERGY_ERROR,
+    delayed_second_stage,
+    energy,
+    is_divergent,
+    leapfrog,
+)
 from .mode_jumps import mode_jump
 from .nuts import nuts_step
 
@@ -117,7 +123,7 @@ class HMCResult:
     n_jumps, n_jumps_accepted : int
         Mode-jumping moves tried and accepted (``jumps``; 0 without).
     n_retried, n_retried_accepted : int
-        Transitions, warm-up included, whose divergent first stage was tried
+        Transitions, warm-up included, whose failed first stage was tried
         again with a shorter step, and those whose second stage was
         accepted (``delayed_rejection``; 0 without).
 
@@ -180,19 +186,18 @@ def _transition(
     """
     p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
     log_u = np.log(rng.random())
-    h0 = -logp + 0.5 * float(np.sum(inv_mass * p * p))
+    h0 = energy(logp, p, inv_mass)
     end = leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps)
     error, accept_prob = math.inf, 0.0
     if end is not None:
         xn, pn, ln, gn = end
-        with np.errstate(over="ignore", invalid="ignore"):
-            h1 = -ln + 0.5 * float(np.sum(inv_mass * pn * pn))
+        h1 = energy(ln, pn, inv_mass)
         error = h1 - h0
-        if np.isfinite(error) and error <= limit:
+        if not is_divergent(error, limit):
             accept_prob = float(min(1.0, np.exp(-error)))
             if log_u < -error:
                 return xn, ln, gn, accept_prob, True, False, h1, n_steps, False
-    divergent = not (np.isfinite(error) and error <= limit)
+    divergent = is_divergent(error, limit)
     if retry is None or not error > RETRY_ENERGY_ERROR:
         return x, logp, grad, accept_prob, False, divergent, h0, n_steps, False
     accepted, divergent, proposal, extra = delayed_second_stage(
@@ -248,9 +253,10 @@ class HMCInfo:
     energy : float
         Hamiltonian of the state kept, as Stan reports it.
     retried : bool
-        The first stage diverged and a second stage was tried
+        The first stage failed (rejected with an energy error above
+        ``RETRY_ENERGY_ERROR``, or divergent) and a second stage was tried
         (``delayed_rejection``); ``divergent`` then says whether the second
-        diverged too.
+        diverged.
 
     Examples
     --------
@@ -339,12 +345,13 @@ def hmc_step(
     max_energy_error : float, default=1000
         Energy error beyond which the transition is divergent.
     delayed_rejection : int, optional
-        When the trajectory diverges, try again from the same position and
-        momentum with the step divided by this factor (at least 2) over
-        the same integration time, with the delayed-rejection acceptance
-        that keeps the target invariant
-        (:mod:`skgp_bayes.inference.leapfrog`). None: a divergent
-        transition is rejected.
+        When the trajectory fails (it is rejected with an energy error
+        above ``RETRY_ENERGY_ERROR``, or diverges), try again from the same
+        position and momentum with the step divided by this factor (at
+        least 2) over the same integration time, with the delayed-rejection
+        acceptance that keeps the target invariant
+        (:mod:`skgp_bayes.inference.leapfrog`). None: a failed transition
+        is rejected.
 
     Returns
     -------
@@ -593,10 +600,11 @@ def run_hmc(
     max_energy_error : float, default=1000
         Energy error beyond which a transition is divergent.
     delayed_rejection : int, optional
-        Static HMC only: a divergent trajectory is tried again with the
-        step divided by this factor (see :func:`hmc_step`); ``n_retried``
-        and ``n_retried_accepted`` count the second stages. The warm-up's
-        step adaptation sees the first stage's acceptance (0), as without.
+        Static HMC only: a failed trajectory is tried again with the step
+        divided by this factor (see :func:`hmc_step`); ``n_retried`` and
+        ``n_retried_accepted`` count the second stages. The warm-up's step
+        adaptation sees the first stage's acceptance probability, as
+        without.
     random_state : int, SeedSequence or numpy.random.Generator, optional
         Source of all random numbers.
     verbose : int, default=0

@@ -41,7 +41,9 @@ __all__ = [
     "RETRY_ENERGY_ERROR",
     "all_finite",
     "delayed_second_stage",
+    "energy",
     "first_stage_acceptance",
+    "is_divergent",
     "leapfrog",
     "second_stage_log_acceptance",
 ]
@@ -131,13 +133,35 @@ def leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps):
     return xn, pn, value, np.asarray(gn, dtype=np.float64)
 
 
-def _energy(logp, p, inv_mass):
-    with np.errstate(over="ignore", invalid="ignore"):  # a diverging path's
+def energy(logp, p, inv_mass):
+    """The Hamiltonian ``-log p(x) + p' M^-1 p / 2`` (diagonal ``M^-1``).
+
+    A diverging path's momentum may overflow: the result is then ``inf``,
+    without a warning.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.leapfrog import energy
+    >>> energy(-1.0, np.array([2.0]), np.array([0.5]))
+    2.0
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
         return -logp + 0.5 * float(np.sum(inv_mass * p * p))
 
 
-def _diverges(start_energy, end_energy, limit):
-    error = end_energy - start_energy
+def is_divergent(error, limit):
+    """Whether an energy error marks a divergent trajectory.
+
+    Beyond ``limit``, or not finite (NaN included).
+
+    Examples
+    --------
+    >>> import math
+    >>> from skgp_bayes.inference.leapfrog import is_divergent
+    >>> is_divergent(3.0, 1000.0), is_divergent(math.nan, 1000.0)
+    (False, True)
+    """
     return not math.isfinite(error) or error > limit
 
 
@@ -153,7 +177,7 @@ def first_stage_acceptance(error, limit):
     >>> first_stage_acceptance(-1.0, 1000.0), first_stage_acceptance(2000.0, 1000.0)
     (1.0, 0.0)
     """
-    if not math.isfinite(error) or error > limit:
+    if is_divergent(error, limit):
         return 0.0
     return math.exp(-error) if error > 0 else 1.0
 
@@ -217,8 +241,8 @@ def delayed_second_stage(
     if fine is None:
         return False, True, None, n_leapfrog
     x2, p2, logp2, grad2 = fine
-    h2 = _energy(logp2, p2, inv_mass)
-    if _diverges(h0, h2, limit):
+    h2 = energy(logp2, p2, inv_mass)
+    if is_divergent(h2 - h0, limit):
         return False, True, None, n_leapfrog
     # The reverse move from z2 reaches its second stage only if its own
     # first stage (the ghost) fails as well.
@@ -226,7 +250,7 @@ def delayed_second_stage(
     n_leapfrog += n_steps
     ghost_error = math.inf
     if ghost is not None:
-        ghost_error = _energy(ghost[2], ghost[1], inv_mass) - h2
+        ghost_error = energy(ghost[2], ghost[1], inv_mass) - h2
     log_accept = second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit)
     if log_accept > -math.inf and math.log(rng.random()) < log_accept:
         return True, False, (x2, logp2, grad2, h2), n_leapfrog

@@ -164,7 +164,7 @@ sampler, target_accept, n_jobs
     def leapfrog_options(self):
         """The engine's step bound: a time of pi by default (see max_leapfrog).
 
-        Static trajectories that diverge are retried with a shorter step
+        Static trajectories that fail are retried with a shorter step
         (``_RETRY_FACTOR``). For NUTS, the deepest tree whose ``2^k - 1``
         steps fit in ``max_leapfrog`` (``k = 10`` by default).
         """
@@ -405,7 +405,7 @@ def _retried_clause(results):
         return ""
     accepted = sum(r.n_retried_accepted for r in results)
     return (
-        f"; {retried} divergent trajectories retried with a shorter step "
+        f"; {retried} failed trajectories retried with a shorter step "
         f"({accepted} accepted)"
     )
 

@@ -388,11 +388,16 @@ def merge(first, then):
         n_divergent=first.n_divergent + then.n_divergent,
         elapsed=first.elapsed + then.elapsed,
         final_state=then.final_state,
-        n_jumps=first.n_jumps + then.n_jumps,
-        n_jumps_accepted=first.n_jumps_accepted + then.n_jumps_accepted,
-        n_retried=first.n_retried + then.n_retried,
-        n_retried_accepted=first.n_retried_accepted + then.n_retried_accepted,
+        **_summed_counts(first, then),
     )
+
+
+# The per-chain move counters that two consecutive runs add up.
+_COUNTS = ("n_jumps", "n_jumps_accepted", "n_retried", "n_retried_accepted")
+
+
+def _summed_counts(first, then):
+    return {f: getattr(first, f) + getattr(then, f) for f in _COUNTS}
 
 
 def pool_step_sizes(results, tail=0, target_accept=None):
@@ -479,10 +484,7 @@ def after_warmup(first, then):
         **joined,
         n_warmup=first.accept_prob.size + then.n_warmup,
         elapsed=first.elapsed + then.elapsed,
-        n_jumps=first.n_jumps + then.n_jumps,
-        n_jumps_accepted=first.n_jumps_accepted + then.n_jumps_accepted,
-        n_retried=first.n_retried + then.n_retried,
-        n_retried_accepted=first.n_retried_accepted + then.n_retried_accepted,
+        **_summed_counts(first, then),
     )
 
 
