@@ -25,6 +25,7 @@ with ``PYTHONPATH`` pointing at it):
 """
 
 import argparse
+import ast
 import time
 import warnings
 
@@ -61,14 +62,14 @@ def _row(name, seed, estimator, seconds, n_warnings, score):
     }
 
 
-def suite_rows(estimator_name, datasets, seeds):
+def suite_rows(estimator_name, datasets, seeds, params=None):
     """One row per default fit on the bench_defaults split of each set."""
     for name in datasets:
         data = load_all([name])[name]
         X_tr, X_te, y_tr, y_te = split(data, 0.3, 300, 0)
         for seed in seeds:
             estimator = make_estimator(estimator_name, X_tr.shape[1])
-            estimator.set_params(random_state=seed)
+            estimator.set_params(random_state=seed, **(params or {}))
             seconds, n_warnings = _fit(estimator, X_tr, y_tr)
             if hasattr(estimator, "predict_proba"):
                 proba = estimator.predict_proba(X_te)
@@ -78,15 +79,22 @@ def suite_rows(estimator_name, datasets, seeds):
             yield _row(name, seed, estimator, seconds, n_warnings, score)
 
 
-def coal_rows(seeds):
+def coal_rows(seeds, params=None):
     """The Poisson regressor on all the binned coal counts (no test split)."""
     from skgp_bayes.datasets import bin_coal_counts
 
     X, counts, width = bin_coal_counts()
     for seed in seeds:
-        estimator = VariationalMCMCRegressor(likelihood="poisson", random_state=seed)
+        estimator = VariationalMCMCRegressor(
+            likelihood="poisson", random_state=seed, **(params or {})
+        )
         seconds, n_warnings = _fit(estimator, X, counts.astype(float), exposure=width)
         yield _row("coal (Poisson)", seed, estimator, seconds, n_warnings, np.nan)
+
+
+def _parameter(text):
+    name, _, value = text.partition("=")
+    return name, ast.literal_eval(value)
 
 
 def main():
@@ -95,13 +103,21 @@ def main():
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--regressor", action="store_true")
     parser.add_argument("--poisson-coal", action="store_true")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an estimator parameter other than its default (a Python literal)",
+    )
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    params = dict(_parameter(text) for text in args.set)
     if args.poisson_coal:
-        rows = coal_rows(seeds)
+        rows = coal_rows(seeds, params)
     else:
         name = "VariationalMCMC" + ("Regressor" if args.regressor else "Classifier")
-        rows = suite_rows(name, args.datasets.split(","), seeds)
+        rows = suite_rows(name, args.datasets.split(","), seeds, params)
     print(
         "| data | seed | fit (s) | sampling iterations | leapfrog steps "
         "| restarts | retried | test score | warnings |"

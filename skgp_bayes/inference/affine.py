@@ -259,11 +259,11 @@ def coordinates_in(center, factor, points):
     center : ndarray of shape (d,)
     factor : ndarray of shape (d, d)
         ``R``, as returned by :func:`refine_from_draws`.
-    points : ndarray of shape (k, d)
+    points : ndarray of shape (..., d)
 
     Returns
     -------
-    ndarray of shape (k, d)
+    ndarray of shape (..., d)
 
     Examples
     --------
@@ -272,7 +272,9 @@ def coordinates_in(center, factor, points):
     >>> coordinates_in(np.ones(2), np.diag([2.0, 4.0]), np.array([[3.0, 5.0]]))
     array([[1., 1.]])
     """
-    return np.linalg.solve(factor, (np.asarray(points) - center).T).T
+    centred = np.asarray(points) - center
+    flat = centred.reshape(-1, centred.shape[-1])
+    return np.linalg.solve(factor, flat.T).T.reshape(centred.shape)
 
 
 def diagonal_inverse_mass(transform, inv_mass):

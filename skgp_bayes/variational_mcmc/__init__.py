@@ -26,7 +26,10 @@ Ghahramani, 2015).
    from its own draw of ``N(0, I)`` in ``w``; the step size (dual
    averaging) and a diagonal mass matrix in ``w`` are adapted in warm-up,
    whose first half ends with draws that re-estimate ``T`` (the point
-   curvature misjudges skewed length scales; see ``_chains.HMCStage._refine``);
+   curvature misjudges skewed length scales; see ``_chains.HMCStage._refine``)
+   and give every markedly skewed hyperparameter a sinh map that makes
+   its marginal closer to normal
+   (:mod:`skgp_bayes.inference.marginal_maps`), held for the rest of the run;
    the number of leapfrog steps is uniform on ``1..ceil(pi / step)``, an
    integration time of up to ``pi`` (see ``max_leapfrog``). Chains
    run in parallel with joblib; their seeds are spawned up front, so

@@ -83,6 +83,9 @@ class ChainRun:
     n_backoffs : int
         Restarts with a shorter step after a divergence (see
         :func:`~skgp_bayes.variational_mcmc._sampling.restarted_with_smaller_step`).
+    sampler : Sampler or None
+        The sampler the kept draws came from (refined in warm-up): it maps
+        the engine's inverse masses to ``(theta, v)``.
     """
 
     chains: np.ndarray
@@ -90,6 +93,7 @@ class ChainRun:
     n_blocks: int
     seconds: float
     n_backoffs: int = 0
+    sampler: object = None
 
 
 @dataclasses.dataclass
@@ -210,7 +214,9 @@ sampler, target_accept, n_jobs
         if smooth and 2 * d <= warmup_gradients:
             transform = curvature_preconditioner(guarded, x0)
         if transform is not None:
-            return Sampler(guarded, x0, transform, rng, self.n_chains)
+            sampler = Sampler(guarded, x0, transform, rng, self.n_chains)
+            sampler.n_mapped = hyper.size  # v is Gaussian given theta a priori
+            return sampler
         C, m = target.n_latent, target.n_inducing
         inits = np.empty((self.n_chains, d))
         for c in range(self.n_chains):
@@ -274,7 +280,7 @@ sampler, target_accept, n_jobs
                 )
             if met or done >= budget:
                 seconds = time.perf_counter() - t_start
-                return ChainRun(chains, results, n_blocks, seconds, backoffs)
+                return ChainRun(chains, results, n_blocks, seconds, backoffs, sampler)
 
     def _pooled(self, results, n_warmup):
         """The chains after warm-up at one step, calibrated for static HMC.
@@ -377,9 +383,11 @@ sampler, target_accept, n_jobs
         # step search would begin from 1 again).
         refined.step_size = np.array([r.step_size for r in first])
         if self.log is not None:
+            skewed = 0 if refined.maps is None else int(refined.maps.mapped.sum())
             self.log(
                 f"HMC: coordinates refined from {chains.shape[0]} x "
                 f"{chains.shape[1]} warm-up draws"
+                + (f"; {skewed} skewed ones given sinh maps" if skewed else "")
             )
         return refined, self.n_warmup - 2 * quarter, first
 

@@ -374,13 +374,15 @@ def collapsed_mode_jumps(sampled, points, bounds, problem, log=None):
 def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
     """The fitted attributes that come from the chains, with their warnings.
 
-    ``sampler`` is the one the chains were set up with: it maps the
-    engine's inverse masses to ``(theta, v)``. The stage-1 entries
+    ``sampler`` is the one the chains were set up with; the one they ended
+    with (``run.sampler``, refined in warm-up) maps the engine's inverse
+    masses to ``(theta, v)``. The stage-1 entries
     (``svgp_elbo`` of ``trace_``, ``svgp_elbo`` and ``svgp_iterations`` of
     ``diagnostics_``, the ``svgp`` time) are None, in their places, for the
     caller to fill.
     """
     chains, results = run.chains, run.results
+    final = sampler if run.sampler is None else run.sampler
     samples = chains.reshape(-1, chains.shape[2])
     warn_at_bounds(samples, start.hyper_bounds, names, "HMC draws", "spread")
     rhat, ess = rhat_and_bulk_ess(chains)
@@ -395,7 +397,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
         "acceptance_rate_": acceptance,
         "n_divergences_": n_div,
         "step_size_": np.array([r.step_size for r in results]),
-        "inv_mass_": np.stack([sampler.x_inv_mass(r.inv_mass) for r in results]),
+        "inv_mass_": np.stack([final.x_inv_mass(r.inv_mass) for r in results]),
         "trace_": {
             "svgp_elbo": None,
             "accept_prob": np.stack([r.accept_prob for r in results]),
@@ -422,6 +424,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
             "retried_trajectories": int(sum(r.n_retried for r in results)),
             "retried_accepted": int(sum(r.n_retried_accepted for r in results)),
             "preconditioned": sampler.transform is not None,
+            "skew_maps": 0 if final.maps is None else int(final.maps.mapped.sum()),
         },
         "_adapter": start.adapter,
         "_jitter": target.jitter,

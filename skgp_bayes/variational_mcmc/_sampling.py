@@ -23,6 +23,7 @@ from ..inference.affine import (
     refine_from_draws,
 )
 from ..inference.laplace import ON_BOUND, PILED_RATE, piled_on_bounds
+from ..inference.marginal_maps import MarginalMapTarget, fit_marginal_maps
 
 # Initial inverse mass of a hyperparameter (log scale): posterior standard
 # deviations of log hyperparameters are typically a few tenths.
@@ -233,6 +234,10 @@ class Sampler:
     mode_jumps = None
     # A BoundCoordinates the chains move in, or None.
     coords = None
+    # How many leading coordinates refined() may give a sinh-arcsinh map
+    # (the hyperparameters), and the maps it fitted, or None.
+    n_mapped = 0
+    maps = None
 
     def __init__(
         self, guarded, x0, transform, rng, n_chains, inits=None, inv_mass=None
@@ -253,6 +258,8 @@ class Sampler:
 
     def to_x(self, w):
         x = w if self.transform is None else self.target.to_x(w)
+        if self.maps is not None:
+            x = self.maps.to_x(x)
         return x if self.coords is None else self.coords.expand(x)
 
     def jumps(self):
@@ -268,23 +275,55 @@ class Sampler:
         chains' current points ``(n_chains, d)``, both in this sampler's
         ``w``; the new sampler starts each chain from its current point,
         mapped, with a unit inverse mass (see :func:`refine_from_draws`).
+
+        The first :attr:`n_mapped` coordinates whose draws are skewed get a
+        sinh map fitted to the draws
+        (:mod:`~skgp_bayes.inference.marginal_maps`), ``x = g(s)``, and the
+        affine coordinates are then refined on ``s``. Not with mode jumps,
+        whose proposals are Gaussian in the affine coordinates.
         """
+        base, shift, transform = (
+            self.target.logp_and_grad,
+            self.target.shift,
+            self.transform,
+        )
+        maps = None
+        if self.n_mapped and self.mode_jumps is None:
+            inner = self.target.to_x(chains)
+            mapped = inner[..., : self.n_mapped]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ess = np.atleast_1d(effective_sample_size(mapped))
+            maps = fit_marginal_maps(mapped, ess)
+        if maps is not None:
+            # the draws and states in the old frame through the inverse map:
+            # refine_from_draws then shrinks towards the curvature's scales
+            chains = coordinates_in(shift, transform, maps.to_s(inner))
+            states = coordinates_in(
+                shift, transform, maps.to_s(self.target.to_x(states))
+            )
+            base = MarginalMapTarget(base, maps)
         center, factor = refine_from_draws(chains)
         # a copy keeps what a subclass adds (the collapsed sampler's exact
         # v | theta completion of every draw)
         new = copy.copy(self)
-        new.transform = self.transform @ factor
-        new.target = AffineTarget(
-            self.target.logp_and_grad, self.target.to_x(center), new.transform
-        )
+        new.maps = maps
+        new.transform = transform @ factor
+        new.target = AffineTarget(base, shift + transform @ center, new.transform)
         new.inits = coordinates_in(center, factor, states)
         new.inv_mass = np.ones(center.size)
         return new
 
     def x_inv_mass(self, inv_mass):
-        """Diagonal of the inverse mass in ``(theta, v)`` coordinates."""
+        """Diagonal of the inverse mass in ``(theta, v)`` coordinates.
+
+        With sinh-arcsinh maps, linearised at the centre of the coordinates.
+        """
         if self.transform is not None:
             inv_mass = diagonal_inverse_mass(self.transform, inv_mass)
+        if self.maps is not None:
+            slope = self.maps.slope(self.target.shift)
+            inv_mass = inv_mass.copy()
+            inv_mass[: slope.size] *= slope**2
         if self.coords is None:
             return inv_mass
         # held coordinates never move (an infinite mass); a piled one's is
@@ -328,6 +367,7 @@ class CollapsedSampler(Sampler):
                     inits[c] = x0 + 0.5 * (inits[c] - x0)
             inv_mass = np.full(x0.size, HYPER_INV_MASS)
         super().__init__(guarded, x0, transform, rng, n_chains, inits, inv_mass)
+        self.n_mapped = x0.size
         self.coords = coords
         self.conditional = target
         self._rngs = [np.random.default_rng([seed, c]) for c in range(n_chains)]

@@ -225,7 +225,8 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
     inv_mass_ : ndarray of shape (n_chains, n_params)
         Diagonal of each chain's inverse mass matrix after warm-up, in
         ``(theta, v)`` coordinates (with the curvature scaling, the
-        diagonal of ``T diag(m) T'``).
+        diagonal of ``T diag(m) T'``; for a coordinate with a sinh map,
+        times the map's squared slope at the centre).
     svgp_params_ : ndarray
         Parameters of the fitted SVGP bound.
     svgp_elbo_ : float
@@ -248,8 +249,10 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         transition, whose draws became warm-up), the
         ``retried_trajectories`` (failed trajectories tried again with a
         quarter of the step, warm-up included) and those of them
-        ``retried_accepted``, and whether the chains ran in
-        curvature-scaled coordinates (``preconditioned``), in one place.
+        ``retried_accepted``, whether the chains ran in
+        curvature-scaled coordinates (``preconditioned``) and how many
+        skewed hyperparameters warm-up gave a sinh map (``skew_maps``), in
+        one place.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)
         Only when ``X`` has string feature names.
