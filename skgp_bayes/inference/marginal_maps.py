@@ -323,7 +323,8 @@ def fit_marginal_maps(chains, effective_draws=None):
         return None
     log_sd = np.log(np.where(usable, sd, 1.0))
     # the normal's maximum likelihood: the null of the test, and the start
-    # (the smallest rate is within 1e-4 of the identity over +-3 sd)
+    # (at the smallest rate the map is within 0.002 sd of the identity
+    # over +-3 sd)
     null = np.sum(-0.5 * ((x - mean) / np.exp(log_sd)) ** 2, axis=0) - n * log_sd
     start = np.concatenate([mean, log_sd, np.zeros(k), np.full(k, _RATE_LIMITS[0])])
     limits = np.array(

@@ -34,6 +34,7 @@ from ._sampling import (
     merge,
     pool_step_sizes,
     restarted_with_smaller_step,
+    retried_counts,
     run_length_met,
 )
 
@@ -383,7 +384,7 @@ sampler, target_accept, n_jobs
         # step search would begin from 1 again).
         refined.step_size = np.array([r.step_size for r in first])
         if self.log is not None:
-            skewed = 0 if refined.maps is None else int(refined.maps.mapped.sum())
+            skewed = refined.n_skew_maps
             self.log(
                 f"HMC: coordinates refined from {chains.shape[0]} x "
                 f"{chains.shape[1]} warm-up draws"
@@ -408,10 +409,9 @@ sampler, target_accept, n_jobs
 
 
 def _retried_clause(results):
-    retried = sum(r.n_retried for r in results)
+    retried, accepted = retried_counts(results)
     if not retried:
         return ""
-    accepted = sum(r.n_retried_accepted for r in results)
     return (
         f"; {retried} failed trajectories retried with a shorter step "
         f"({accepted} accepted)"

@@ -31,6 +31,7 @@ from ._sampling import (
     CollapsedSampler,
     GuardedTarget,
     bound_coordinates,
+    retried_counts,
     rhat_and_bulk_ess,
 )
 
@@ -383,6 +384,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
     """
     chains, results = run.chains, run.results
     final = sampler if run.sampler is None else run.sampler
+    retried, retried_accepted = retried_counts(results)
     samples = chains.reshape(-1, chains.shape[2])
     warn_at_bounds(samples, start.hyper_bounds, names, "HMC draws", "spread")
     rhat, ess = rhat_and_bulk_ess(chains)
@@ -421,10 +423,10 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
             "sampling_iterations": int(chains.shape[1] * hmc.thin),
             "sampling_blocks": int(run.n_blocks),
             "step_backoffs": int(run.n_backoffs),
-            "retried_trajectories": int(sum(r.n_retried for r in results)),
-            "retried_accepted": int(sum(r.n_retried_accepted for r in results)),
+            "retried_trajectories": int(retried),
+            "retried_accepted": int(retried_accepted),
             "preconditioned": sampler.transform is not None,
-            "skew_maps": 0 if final.maps is None else int(final.maps.mapped.sum()),
+            "skew_maps": final.n_skew_maps,
         },
         "_adapter": start.adapter,
         "_jitter": target.jitter,

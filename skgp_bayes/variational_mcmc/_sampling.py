@@ -234,8 +234,8 @@ class Sampler:
     mode_jumps = None
     # A BoundCoordinates the chains move in, or None.
     coords = None
-    # How many leading coordinates refined() may give a sinh-arcsinh map
-    # (the hyperparameters), and the maps it fitted, or None.
+    # How many leading coordinates refined() may give a sinh map (the
+    # hyperparameters), and the maps it fitted, or None.
     n_mapped = 0
     maps = None
 
@@ -313,10 +313,15 @@ class Sampler:
         new.inv_mass = np.ones(center.size)
         return new
 
+    @property
+    def n_skew_maps(self):
+        """Coordinates :meth:`refined` gave a map other than the identity."""
+        return 0 if self.maps is None else int(self.maps.mapped.sum())
+
     def x_inv_mass(self, inv_mass):
         """Diagonal of the inverse mass in ``(theta, v)`` coordinates.
 
-        With sinh-arcsinh maps, linearised at the centre of the coordinates.
+        With sinh maps, linearised at the centre of the coordinates.
         """
         if self.transform is not None:
             inv_mass = diagonal_inverse_mass(self.transform, inv_mass)
@@ -438,6 +443,14 @@ _COUNTS = ("n_jumps", "n_jumps_accepted", "n_retried", "n_retried_accepted")
 
 def _summed_counts(first, then):
     return {f: getattr(first, f) + getattr(then, f) for f in _COUNTS}
+
+
+def retried_counts(results):
+    """Second stages tried and accepted, over the chains' results."""
+    return (
+        sum(r.n_retried for r in results),
+        sum(r.n_retried_accepted for r in results),
+    )
 
 
 def pool_step_sizes(results, tail=0, target_accept=None):
