@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 from scipy.linalg import solve_triangular
 
-from skgp_bayes.linalg import cholesky, triangular_solve
+from skgp_bayes.linalg import cholesky, inverse_congruence, triangular_solve
 from skgp_bayes.linalg._nogil_lapack import (
     DPOTRF,
     NOGIL_MIN_ROWS,
     cholesky_lower_c,
+    inverse_congruence_c,
     solve_lower_c,
 )
 
@@ -58,6 +59,27 @@ def test_a_rhs_that_does_not_conform_gets_scipy_s_error():
 def test_the_kernels_release_the_interpreter_lock():
     assert solve_lower_c.targetoptions.get("nogil") is True
     assert cholesky_lower_c.targetoptions.get("nogil") is True
+    assert inverse_congruence_c.targetoptions.get("nogil") is True
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, NOGIL_MIN_ROWS - 1, NOGIL_MIN_ROWS, 301])
+def test_inverse_congruence_matches_the_explicit_inverse(n):
+    # Both sides of the switch to dsygst, with garbage above the diagonal of
+    # L and of S: only their lower triangles may be read.
+    rng = np.random.default_rng(n)
+    L = _lower(n, rng)
+    S = rng.normal(size=(n, n))
+    S = S + S.T
+    Linv = np.linalg.inv(L)
+    expected = Linv.T @ S @ Linv
+    garbage = np.triu(rng.normal(size=(n, n)), 1)
+    L_in, S_in = L + garbage, np.tril(S) + garbage
+    got = inverse_congruence(L_in, S_in)
+    np.testing.assert_array_equal(got, got.T)
+    np.testing.assert_allclose(
+        got, expected, rtol=0, atol=1e-11 * np.abs(expected).max()
+    )
+    np.testing.assert_array_equal(S_in, np.tril(S) + garbage)  # not overwritten
 
 
 @pytest.mark.parametrize("n", [NOGIL_MIN_ROWS, 300])
@@ -78,3 +100,10 @@ def test_large_cholesky_reports_a_matrix_that_is_not_positive_definite():
     K[5, 5] = -1.0
     _, info = cholesky_lower_c(K, DPOTRF)
     assert info == 6  # LAPACK's one-based order of the failing minor
+
+
+def test_inverse_congruence_rejects_shapes_that_do_not_conform():
+    with pytest.raises(ValueError, match="square matrices of one size"):
+        inverse_congruence(np.eye(3), np.eye(4))
+    with pytest.raises(ValueError, match="square matrices of one size"):
+        inverse_congruence(np.ones((3, 2)), np.ones((3, 2)))

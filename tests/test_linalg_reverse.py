@@ -19,7 +19,8 @@ def _sym(n, rng):
     return a + a.T
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 12])
+# 150 is past NOGIL_MIN_ROWS, where the congruence is one dsygst call.
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 150])
 def test_matches_finite_differences_of_linear_functional(n):
     rng = np.random.default_rng(n)
     K = _spd(n, rng)

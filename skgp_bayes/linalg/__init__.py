@@ -6,6 +6,7 @@ from .cholesky import (
     cho_inverse,
     cho_solve,
     cholesky,
+    inverse_congruence,
     log_det_from_cholesky,
     triangular_solve,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "cho_inverse",
     "log_det_from_cholesky",
     "triangular_solve",
+    "inverse_congruence",
     "cholesky_reverse",
     "CGResult",
     "batched_cg",

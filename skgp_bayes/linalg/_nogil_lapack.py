@@ -28,7 +28,10 @@ NOGIL_MIN_ROWS = 128
 
 DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
 DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
-_RIGHT, _UPPER, _NO, _YES = ord("R"), ord("U"), ord("N"), ord("T")
+DSYGST = get_cython_function_address("scipy.linalg.cython_lapack", "dsygst")
+DSYRK = get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
+_RIGHT, _UPPER, _LOWER = ord("R"), ord("U"), ord("L")
+_NO, _YES = ord("N"), ord("T")
 
 
 @intrinsic
@@ -90,8 +93,38 @@ def cholesky_lower_c(matrix, dpotrf):
     >>> factor[1], int(info)
     (array([1.        , 1.41421356]), 0)
     """
-    n = matrix.shape[0]
     factor = matrix.copy()
+    return factor, cholesky_in_place_c(factor, dpotrf)
+
+
+@njit(nogil=True, cache=True)
+def cholesky_in_place_c(factor, dpotrf):
+    """:func:`cholesky_lower_c` overwriting its C-ordered argument; the info.
+
+    For scratch matrices: a fresh matrix of a few hundred rows costs more
+    in page faults than its factorisation's copy saves elsewhere.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, n), C order
+        The symmetric matrix by its lower triangle; its factor on return.
+    dpotrf : int
+        Address of LAPACK's ``dpotrf`` (:data:`DPOTRF`).
+
+    Returns
+    -------
+    int
+        LAPACK's ``info``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DPOTRF, cholesky_in_place_c
+    >>> K = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> int(cholesky_in_place_c(K, DPOTRF)), K[1]
+    (0, array([1.        , 1.41421356]))
+    """
+    n = factor.shape[0]
     # LAPACK sees the C-ordered lower triangle as the upper one of A'.
     uplo = np.array([_UPPER], dtype=np.uint8)
     order = np.array([n], dtype=np.int32)
@@ -110,7 +143,7 @@ def cholesky_lower_c(matrix, dpotrf):
     for i in range(n):
         for j in range(i + 1, n):
             factor[i, j] = 0.0
-    return factor, info[0]
+    return info[0]
 
 
 @njit(nogil=True, cache=True)
@@ -137,8 +170,34 @@ def solve_lower_c(factor, rhs, trans, dtrsm):
     >>> solve_lower_c(L, np.array([[2.0], [2.0]]), False, DTRSM).ravel()
     array([1., 1.])
     """
-    n, k = rhs.shape
     out = rhs.copy()
+    solve_in_place_c(factor, out, trans, dtrsm)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def solve_in_place_c(factor, out, trans, dtrsm):
+    """:func:`solve_lower_c` overwriting its C-ordered right-hand side.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, n), C order
+    out : ndarray of shape (n, k), C order
+        ``B`` on entry, the solution on return.
+    trans : bool
+    dtrsm : int
+        Address of BLAS's ``dtrsm`` (:data:`DTRSM`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DTRSM, solve_in_place_c
+    >>> B = np.array([[2.0], [2.0]])
+    >>> solve_in_place_c(np.array([[2.0, 0.0], [1.0, 1.0]]), B, False, DTRSM)
+    >>> B.ravel()
+    array([1., 1.])
+    """
+    n, k = out.shape
     # BLAS reads C-ordered arrays transposed: it sees U = L' (upper) and
     # X' (k x n), and L X = B is X' U = B'; L' X = B is X' U' = B'.
     # side, uplo, transa, diag
@@ -163,4 +222,171 @@ def solve_lower_c(factor, rhs, trans, dtrsm):
         ),
     )
     _keep_alive(flags, sizes, alpha)
+
+
+@njit(nogil=True, cache=True)
+def _reverse_in_place(matrix):
+    """``J M J`` in place: a C-ordered matrix's entries in reverse order."""
+    flat = matrix.ravel()
+    size = flat.size
+    for k in range(size // 2):
+        swap = flat[k]
+        flat[k] = flat[size - 1 - k]
+        flat[size - 1 - k] = swap
+
+
+@njit(nogil=True, cache=True)
+def inverse_congruence_c(factor, sym, dsygst):
+    """``L^-T S L^-1`` for a C-ordered lower ``L`` and symmetric ``S``.
+
+    Only the lower triangle of ``S`` is read, and ``S`` is overwritten
+    with the whole symmetric result, which is returned. LAPACK's
+    ``dsygst`` does in one call, and half the arithmetic, what two
+    triangular solves with ``n`` right-hand sides do (``n^3`` flops against
+    ``2 n^3``); it is the second half of the reverse pass through a
+    Cholesky factor (Murray's ``sym(L^-T P L^-1)``).
+
+    ``dsygst`` congruences the other way round, ``inv(M) A inv(M')`` for
+    a lower ``M``. With the reversal ``J`` (``J = J' = J^-1``),
+    ``L^-T S L^-1 = J inv(M) (J S J) inv(M') J`` for the lower
+    ``M = J L' J``. BLAS reads a C-ordered array as its transpose, so the
+    reversed arrays ``J L J`` and ``J S J`` are, to LAPACK, ``M`` and
+    ``J S J``. The reversals are done in place, ``L``'s undone before the
+    return: fresh matrices of this size cost more in page faults (2.5 ms
+    at n = 600) than the arithmetic of the copies. So ``factor`` must be
+    writable and not read by another thread during the call.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, n), C order
+        Lower triangular ``L``; its strict upper triangle is not read.
+        Reversed during the call and restored.
+    sym : ndarray of shape (n, n), C order
+        ``S``, by its lower triangle; overwritten.
+    dsygst : int
+        Address of LAPACK's ``dsygst`` (:data:`DSYGST`).
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        The symmetric ``L^-T S L^-1``, in the memory of ``sym``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DSYGST, inverse_congruence_c
+    >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])
+    >>> S = np.array([[4.0, 0.0], [2.0, 1.0]])  # lower triangle of [[4, 2], [2, 1]]
+    >>> inverse_congruence_c(L, S, DSYGST)
+    array([[0., 1.],
+           [1., 1.]])
+    """
+    n = factor.shape[0]
+    _reverse_in_place(factor)
+    _reverse_in_place(sym)
+    # itype, order, info; LAPACK's lower triangle is the C upper one.
+    ints = np.array([1, n, 0], dtype=np.int32)
+    uplo = np.array([_LOWER], dtype=np.uint8)
+    size = ints.ctypes.data
+    _call_routine(
+        dsygst,
+        (
+            size,
+            uplo.ctypes.data,
+            size + 4,
+            sym.ctypes.data,
+            size + 4,
+            factor.ctypes.data,
+            size + 4,
+            size + 8,
+        ),
+    )
+    _keep_alive(ints, uplo, factor)
+    _reverse_in_place(factor)
+    # The C upper triangle is now J Y J's, so Y's lower one after reversal.
+    _reverse_in_place(sym)
+    for r in range(n):
+        for c in range(r):
+            sym[c, r] = sym[r, c]
+    return sym
+
+
+@njit(nogil=True, cache=True)
+def weighted_gram_lower_c(A, weights, out, columns_scratch, dsyrk):
+    """The lower triangle of ``A diag(w) A'`` by BLAS's ``dsyrk``.
+
+    Half the arithmetic of the full product: the columns of each sign,
+    scaled by ``sqrt(|w|)``, go to one rank-k update each. The strict
+    upper triangle of the result is left zero.
+
+    Parameters
+    ----------
+    A : ndarray of shape (m, n), C order
+    weights : ndarray of shape (n,)
+    out : ndarray of shape (m, m), C order
+        Overwritten with the result.
+    columns_scratch : ndarray of shape (m, p), C order, p >= n
+        Overwritten (the scaled columns).
+    dsyrk : int
+        Address of BLAS's ``dsyrk`` (:data:`DSYRK`).
+
+    Returns
+    -------
+    ndarray of shape (m, m)
+        ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DSYRK, weighted_gram_lower_c
+    >>> A = np.array([[1.0, 2.0], [0.0, 1.0]])
+    >>> out, work = np.empty((2, 2)), np.empty((2, 2))
+    >>> weighted_gram_lower_c(A, np.array([1.0, -1.0]), out, work, DSYRK)
+    array([[-3.,  0.],
+           [-2., -1.]])
+    """
+    m = A.shape[0]
+    out[:, :] = 0.0
+    for sign in (1.0, -1.0):
+        columns = np.flatnonzero(weights * sign > 0.0)
+        k = columns.size
+        if k == 0:
+            continue
+        roots = np.sqrt(sign * weights[columns])
+        # The first k columns of the scratch, whose rows stay their own
+        # length apart; with every weight of one sign (log-concave
+        # likelihoods) a plain row-by-row copy, else a gather.
+        scaled = columns_scratch
+        if k == weights.size:
+            for j in range(m):
+                for p in range(k):
+                    scaled[j, p] = A[j, p] * roots[p]
+        else:
+            for j in range(m):
+                for p in range(k):
+                    scaled[j, p] = A[j, columns[p]] * roots[p]
+        # BLAS sees scaled' (k x m, leading dimension the scratch's row
+        # length); C = alpha (scaled')' scaled' + C in its upper triangle,
+        # the C-ordered lower one. uplo, trans; then m, k and that length.
+        flags = np.array([_UPPER, _YES], dtype=np.uint8)
+        sizes = np.array([m, k, scaled.shape[1]], dtype=np.int32)
+        scalars = np.array([sign, 1.0])
+        flag, size, scalar = flags.ctypes.data, sizes.ctypes.data, scalars.ctypes.data
+        _call_routine(
+            dsyrk,
+            (
+                flag,
+                flag + 1,
+                size,
+                size + 4,
+                scalar,
+                scaled.ctypes.data,
+                size + 8,
+                scalar + 8,
+                out.ctypes.data,
+                size,
+            ),
+        )
+        _keep_alive(flags, sizes, scalars)
+        _keep_alive(scaled, out, columns)
     return out

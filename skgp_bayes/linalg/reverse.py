@@ -1,7 +1,8 @@
 """Reverse-mode derivative of the Cholesky factorisation."""
 
 import numpy as np
-from scipy.linalg import solve_triangular
+
+from .cholesky import inverse_congruence
 
 __all__ = ["cholesky_reverse"]
 
@@ -18,8 +19,9 @@ def cholesky_reverse(L, Lbar):
         Kbar = sym(L^-T P L^-1)        # sym(A) = (A + A') / 2
 
     which follows from ``dL = L Phi(L^-1 dK L^-T)``. It costs ``O(n^3)``:
-    one triangular product and two triangular solves, with no inverse
-    formed.
+    one matrix product and one congruence
+    (:func:`~skgp_bayes.linalg.inverse_congruence`, as ``sym(L^-T P
+    L^-1) = L^-T sym(P) L^-1``), with no inverse formed.
 
     Parameters
     ----------
@@ -59,14 +61,7 @@ def cholesky_reverse(L, Lbar):
     if Lbar.shape != L.shape:
         raise ValueError(f"Lbar must have the shape of L, {L.shape}; got {Lbar.shape}.")
     lower = np.tril(L)
-    # The strict upper triangle of Lbar would leak into L' Lbar below, yet it
-    # belongs to no entry of L, so it must not contribute.
-    P = np.tril(lower.T @ np.tril(Lbar))
-    P[np.diag_indices_from(P)] *= 0.5
-    # L^-T P L^-1 as two left solves: X = L^-T P, then (L^-T X')' = X L^-1.
-    X = solve_triangular(lower, P, lower=True, trans=1, check_finite=False)
-    G = solve_triangular(lower, X.T, lower=True, trans=1, check_finite=False)
-    # G is now (L^-T P L^-1)'; symmetrising makes the transpose immaterial.
-    Kbar = G + G.T
-    Kbar *= 0.5
-    return Kbar
+    # Only the lower triangle of L' tril(Lbar) enters P. sym(P) has the
+    # lower triangle (L' tril(Lbar)) / 2: Phi halves the diagonal, sym the
+    # rest; and L^-T sym(P) L^-1 = sym(L^-T P L^-1) is one congruence.
+    return inverse_congruence(lower, 0.5 * (lower.T @ np.tril(Lbar)))

@@ -19,6 +19,7 @@ from ._sparse_numba import (
     gram_contract,
     inducing_projection,
     kernel_scales,
+    lower_congruence,
     lower_factor,
     lower_solve,
     scaled,
@@ -70,7 +71,7 @@ def value_and_grad(
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
     ok, Kuu, R, Kuf, A, gamma, free = inducing_projection(
-        Xs, Zs, variance, noise, base, jitter, lapack
+        Xs, Zs, variance, noise, base, jitter, lapack, np.empty(0)
     )
     if not ok:
         return False, 0.0, g, 0.0
@@ -172,13 +173,12 @@ def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter, lapack):
             for j in range(m):
                 Kufbar[j, clamped[k]] -= corr[j, k] / s2
         M -= Ac @ np.ascontiguousarray(Ac.T) / s2
-    half = lower_solve(R, M, True, lapack)
-    K2 = lower_solve(R, np.ascontiguousarray(half.T), True, lapack)
-    W = np.empty((m, m))
+    # M is symmetric, so -sym(R^-T M R^-1) / 2 is one congruence.
+    W = lower_congruence(R, M, lapack)
     trace = 0.0
     for i in range(m):
         for j in range(m):
-            W[i, j] = -0.25 * (K2[i, j] + K2[j, i])
+            W[i, j] *= -0.5
         trace += W[i, i]
     for i in range(m):
         W[i, i] += jitter / m * trace

@@ -269,7 +269,7 @@ DONE, NOT_PSD, SMALL_VARIANCE = 0, 1, 2
 @njit(cache=True, nogil=True)
 def logit_joint(
     X, Z, theta, phi_defaults, theta_index, base, jitter, v, y, scale,
-    nodes, weights, counts, limits, small_var, lapack,
+    nodes, weights, counts, limits, small_var, lapack, work,
 ):  # fmt: skip
     """The Bernoulli-logit whitened target's data term, prior on ``v`` and
     gradients, in one call.
@@ -298,6 +298,8 @@ def logit_joint(
         (the quadrature's variance derivative loses its digits).
     lapack : tuple of int
         :data:`LAPACK`.
+    work : ndarray
+        Scratch memory (see :func:`~skgp_bayes.targets._sparse_numba.forward`).
 
     Returns
     -------
@@ -318,7 +320,7 @@ def logit_joint(
         theta, phi_defaults, theta_index, X.shape[1]
     )
     ok, R, A, gamma, free, mu, Kuu, Kuf = forward(
-        X, Z, inv_ell, variance, noise, base, jitter, v, lapack
+        X, Z, inv_ell, variance, noise, base, jitter, v, lapack, work
     )
     if not ok:
         return NOT_PSD, 0.0, g_theta, g_v
@@ -331,7 +333,7 @@ def logit_joint(
         y, np.ascontiguousarray(mu[:, 0]), sd, nodes, weights, counts, limits
     )
     value, g_phi, g_v = _whitened_gradients(
-        X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
+        X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack, work,
         R, A, Kuu, Kuf, free, scale, elp, d_mu.reshape((n, 1)), d_var,
     )  # fmt: skip
     return DONE, value, _in_theta(g_phi, theta_index), g_v
@@ -340,7 +342,7 @@ def logit_joint(
 @njit(cache=True, nogil=True)
 def softmax_joint(
     X, Z, theta, phi_defaults, theta_index, base, jitter, v, labels, scale,
-    eps, weights, lapack,
+    eps, weights, lapack, work,
 ):  # fmt: skip
     """:func:`logit_joint` for the softmax likelihood (``v`` of shape (m, C)).
 
@@ -357,7 +359,7 @@ def softmax_joint(
         theta, phi_defaults, theta_index, X.shape[1]
     )
     ok, R, A, gamma, free, mu, Kuu, Kuf = forward(
-        X, Z, inv_ell, variance, noise, base, jitter, v, lapack
+        X, Z, inv_ell, variance, noise, base, jitter, v, lapack, work
     )
     if not ok:
         return NOT_PSD, 0.0, np.zeros(0), np.zeros(0)
@@ -370,7 +372,7 @@ def softmax_joint(
         for c in range(C):
             d_var_sum[i] += d_var[i, c]
     value, g_phi, g_v = _whitened_gradients(
-        X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
+        X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack, work,
         R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var_sum,
     )  # fmt: skip
     return DONE, value, _in_theta(g_phi, theta_index), g_v
@@ -386,7 +388,7 @@ def _in_theta(g_phi, theta_index):
 
 @njit(cache=True, nogil=True)
 def _whitened_gradients(
-    X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack,
+    X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack, work,
     R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var,
 ):  # fmt: skip
     """Value and gradients from the expectation's terms (see logit_joint).
@@ -414,7 +416,7 @@ def _whitened_gradients(
             g_v[j * C + c] = Ag[j, c] - v[j, c]
     g_phi = backward(
         X, Z, inv_ell, variance, noise, base, ard, jitter, R, A, Kuu, Kuf, v,
-        g_mu, gbar, lapack,
+        g_mu, gbar, lapack, work,
     )  # fmt: skip
     return scale * data - 0.5 * vv, g_phi, g_v
 

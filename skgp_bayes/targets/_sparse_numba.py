@@ -27,17 +27,32 @@ import numpy as np
 from numba import njit
 
 from ..kernels._numba import kernel_value_and_slope, kernel_value_vector
-from ..linalg._nogil_lapack import DPOTRF, DTRSM, cholesky_lower_c, solve_lower_c
+from ..linalg._nogil_lapack import (
+    DPOTRF,
+    DSYGST,
+    DSYRK,
+    DTRSM,
+    NOGIL_MIN_ROWS,
+    cholesky_in_place_c,
+    inverse_congruence_c,
+    solve_in_place_c,
+    solve_lower_c,
+    weighted_gram_lower_c,
+)
 from ..linalg._numba_ops import TINY
 
 __all__ = ["backward", "forward"]
 
 # Same constants as targets/_sparse_shared.py.
 MIN_VAR = 1e-200
-# Addresses of LAPACK's dpotrf and BLAS's dtrsm, handed to the compiled
-# functions at every call: an address differs between processes, and as a
-# global constant it would stop Numba caching them.
-LAPACK = (DPOTRF, DTRSM)
+# Addresses of LAPACK's dpotrf, BLAS's dtrsm, LAPACK's dsygst and BLAS's
+# dsyrk, handed to the compiled functions at every call: an address differs
+# between processes, and as a global constant it would stop Numba caching
+# them.
+LAPACK = (DPOTRF, DTRSM, DSYGST, DSYRK)
+# Which slots of the scratch buffer (see scratch()) are (m, m); the others
+# are (m, n).
+_SQUARE_SLOTS = (True, True, False, False, False, True, False)
 # From this many inducing inputs, K(Z, Z)'s factor and R^-1 K(Z, X) go to
 # LAPACK and BLAS. On one core (n = 300) the loops here took 83 us against
 # 84 at m = 64, 137 against 118 at 80, 1,723 against 769 at 216 and 9,871
@@ -57,7 +72,15 @@ def scaled(X, inv_ell):
 
 @njit(cache=True, nogil=True)
 def kernel_values(Ys, Xs, variance, base):
-    """``variance * k(r)`` between rows of ``Ys`` and ``Xs``, tiny entries 0.
+    """``variance * k(r)`` between rows of ``Ys`` and ``Xs``, tiny entries 0."""
+    return kernel_values_into(
+        Ys, Xs, variance, base, np.empty((Ys.shape[0], Xs.shape[0]))
+    )
+
+
+@njit(cache=True, nogil=True)
+def kernel_values_into(Ys, Xs, variance, base, K):
+    """:func:`kernel_values` written into ``K`` of shape ``(len(Ys), len(Xs))``.
 
     The squared distances are accumulated one input column at a time over
     a contiguous copy of that column (``Xs`` transposed), a loop the
@@ -66,7 +89,7 @@ def kernel_values(Ys, Xs, variance, base):
     m, d = Ys.shape
     n = Xs.shape[0]
     XT = np.ascontiguousarray(Xs.T)
-    K = np.zeros((m, n))
+    K[:, :] = 0.0
     for j in range(m):
         row = K[j]
         for c in range(d):
@@ -166,21 +189,22 @@ def kernel_scales(theta, phi_defaults, theta_index, d):
 
 @njit(cache=True, nogil=True)
 def lower_factor(K, lapack):
-    """``(ok, R)``: the lower Cholesky factor of ``K``, left untouched.
+    """``(ok, R)``: the lower Cholesky factor of ``K``, in ``K``'s memory.
 
     The compiled loops below :data:`LAPACK_MIN_INDUCING` rows, LAPACK's
     ``dpotrf`` from there; ``ok`` is False where a pivot is not positive
-    (LAPACK passes a NaN through, which the diagonal test catches).
+    (LAPACK passes a NaN through, which the diagonal test catches). ``K``
+    (C order) is always a scratch copy for the callers here, and a fresh
+    matrix of a few hundred rows costs more in page faults than its
+    factorisation's arithmetic, so it is overwritten.
     """
     m = K.shape[0]
     if m < LAPACK_MIN_INDUCING:
-        R = K.copy()
-        return cholesky_lower(R), R
-    R, info = cholesky_lower_c(np.ascontiguousarray(K), lapack[0])
-    ok = info == 0
+        return cholesky_lower(K), K
+    ok = cholesky_in_place_c(K, lapack[0]) == 0
     for i in range(m):
-        ok = ok and math.isfinite(R[i, i])
-    return ok, R
+        ok = ok and math.isfinite(K[i, i])
+    return ok, K
 
 
 @njit(cache=True, nogil=True)
@@ -191,8 +215,99 @@ def lower_solve(R, B, trans, lapack):
     return solve_lower_c(R, np.ascontiguousarray(B), trans, lapack[1])
 
 
+def no_work():
+    """A ``work`` buffer with no room: every matrix is allocated afresh."""
+    return np.empty(0)
+
+
+def work_size(m, n):
+    """Length of the ``work`` buffer for ``m`` inducing inputs and ``n`` rows."""
+    return sum(m * m if square else m * n for square in _SQUARE_SLOTS)
+
+
 @njit(cache=True, nogil=True)
-def forward(X, Z, inv_ell, variance, noise, base, jitter, v, lapack):
+def scratch(work, slot, m, n):
+    """Slot ``slot`` of the flat buffer ``work`` as a matrix, or a fresh one.
+
+    The slots, in order, are ``K(Z, Z)``, its factor, ``K(Z, X)``, ``A``,
+    ``Abar``, ``dF/dK(Z, Z)`` and the rank-k update's scaled columns:
+    ``(m, m)`` or ``(m, n)`` as :data:`_SQUARE_SLOTS` says. A buffer of
+    any other length than :func:`work_size`'s gives fresh matrices. The
+    evaluations of a sparse target on one thread reuse one buffer
+    (:func:`~skgp_bayes.targets._sparse_compiled.workspace`): at ``m =
+    600`` and batches of 256 the fresh matrices of an evaluation cost about
+    5 ms of page faults (28 ms in all), as the allocator hands blocks of
+    that size back to the system when they are freed. One flat array, not
+    a tuple of matrices, because every array argument of a compiled call
+    costs its unboxing (a tuple of seven added 12 us to a 120 us gradient
+    at m = 20).
+    """
+    cols = m if _SQUARE_SLOTS[slot] else n
+    if work.size != 3 * m * m + 4 * m * n:
+        return np.empty((m, cols))
+    offset = 0
+    for k in range(slot):
+        offset += m * m if _SQUARE_SLOTS[k] else m * n
+    return work[offset : offset + m * cols].reshape((m, cols))
+
+
+@njit(cache=True, nogil=True)
+def lower_solve_scratch(R, B, trans, lapack):
+    """:func:`lower_solve` that may overwrite a C-ordered scratch ``B``."""
+    if R.shape[0] < LAPACK_MIN_INDUCING:
+        return solve_lower_t(R, B) if trans else solve_lower(R, B)
+    solve_in_place_c(R, B, trans, lapack[1])
+    return B
+
+
+@njit(cache=True, nogil=True)
+def weighted_gram(A, weights, lapack, work):
+    """``A diag(w) A'``, at least its lower triangle.
+
+    BLAS's ``dsyrk`` (half a product's arithmetic) from
+    :data:`LAPACK_MIN_INDUCING` rows; below, one product, which is quicker
+    there (7 us against 10 at m = 20, n = 300) than the rank-k update's
+    sign split and calls.
+    """
+    m, n = A.shape
+    if m >= LAPACK_MIN_INDUCING:
+        return weighted_gram_lower_c(
+            A, weights, scratch(work, 5, m, n), scratch(work, 6, m, n), lapack[3]
+        )
+    scaled = scratch(work, 6, m, n)
+    for j in range(m):
+        for i in range(n):
+            scaled[j, i] = A[j, i] * weights[i]
+    return scaled @ np.ascontiguousarray(A.T)
+
+
+@njit(cache=True, nogil=True)
+def lower_congruence(R, S, lapack):
+    """``R^-T S R^-1`` for symmetric ``S`` given by its lower triangle.
+
+    ``S`` may be overwritten; ``R`` (C order) is reversed during the call
+    and restored, so no other thread may read it meanwhile. Two triangular solves below
+    ``NOGIL_MIN_ROWS`` rows, one ``dsygst`` from there (see
+    :func:`~skgp_bayes.linalg.inverse_congruence`).
+    """
+    m = R.shape[0]
+    if m >= NOGIL_MIN_ROWS:
+        return inverse_congruence_c(R, S, lapack[2])
+    for i in range(m):
+        for j in range(i):
+            S[j, i] = S[i, j]
+    half = lower_solve(R, S, True, lapack)
+    out = lower_solve(R, np.ascontiguousarray(half.T), True, lapack)
+    for i in range(m):
+        for j in range(i):
+            mean = 0.5 * (out[i, j] + out[j, i])
+            out[i, j] = mean
+            out[j, i] = mean
+    return out
+
+
+@njit(cache=True, nogil=True)
+def forward(X, Z, inv_ell, variance, noise, base, jitter, v, lapack, work):
     """``R``, ``A``, clamped ``gamma``, its mask and ``mu = A' v``.
 
     Parameters
@@ -210,6 +325,9 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v, lapack):
     v : ndarray of shape (m, C)
     lapack : tuple of int
         :data:`LAPACK`, used from :data:`LAPACK_MIN_INDUCING` inducing inputs.
+    work : ndarray of shape (work_size(m, n),) or (0,)
+        Scratch memory (:func:`scratch`); ``R``, ``A``, ``Kuu`` and
+        ``Kuf`` may be returned in it, valid until its next use.
 
     Returns
     -------
@@ -230,7 +348,7 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v, lapack):
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
     ok, Kuu, R, Kuf, A, gamma, free = inducing_projection(
-        Xs, Zs, variance, noise, base, jitter, lapack
+        Xs, Zs, variance, noise, base, jitter, lapack, work
     )
     if not ok:
         n = X.shape[0]
@@ -240,7 +358,7 @@ def forward(X, Z, inv_ell, variance, noise, base, jitter, v, lapack):
 
 
 @njit(cache=True, nogil=True)
-def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack):
+def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack, work):
     """``K(Z, Z)``, its jittered factor ``R``, ``K(Z, X)``, ``A = R^-1 K(Z, X)``
     and the clamped conditional variances ``gamma`` with their mask.
 
@@ -248,13 +366,15 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack):
     jittered ``K(Z, Z)`` is not positive definite; ``A`` is then zero and
     ``Kuf``, ``gamma`` and ``free`` are not filled in. From
     :data:`LAPACK_MIN_INDUCING` inducing inputs the factor and the solve
-    are LAPACK's (``lapack`` is :data:`LAPACK`).
+    are LAPACK's (``lapack`` is :data:`LAPACK`); ``work`` as in
+    :func:`forward`.
     """
     n = Xs.shape[0]
     m = Zs.shape[0]
-    Kuu = kernel_values(Zs, Zs, variance, base)
+    Kuu = kernel_values_into(Zs, Zs, variance, base, scratch(work, 0, m, n))
     diag = variance + noise
-    K = Kuu.copy()
+    K = scratch(work, 1, m, n)
+    K[:, :] = Kuu
     for i in range(m):
         K[i, i] = diag + jitter * diag
     ok, R = lower_factor(K, lapack)
@@ -262,8 +382,13 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack):
     free = np.zeros(n, dtype=np.bool_)
     if not ok:
         return ok, Kuu, R, Kuu, np.zeros((m, n)), gamma, free
-    Kuf = kernel_values(Zs, Xs, variance, base)
-    A = lower_solve(R, Kuf, False, lapack)
+    Kuf = kernel_values_into(Zs, Xs, variance, base, scratch(work, 2, m, n))
+    if m < LAPACK_MIN_INDUCING:
+        A = solve_lower(R, Kuf)
+    else:
+        A = scratch(work, 3, m, n)
+        A[:, :] = Kuf
+        solve_in_place_c(R, A, False, lapack[1])
     for i in range(n):
         s = diag
         for j in range(m):
@@ -375,7 +500,7 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
 @njit(cache=True, nogil=True)
 def backward(
     X, Z, inv_ell, variance, noise, base, ard, jitter, R, A, Kuu, Kuf, v, g_mu, gbar,
-    lapack,
+    lapack, work,
 ):  # fmt: skip
     """Gradient in ``phi = [log variance, log ell..., log noise]``.
 
@@ -384,7 +509,8 @@ def backward(
     algebra as ``_whitened_pullback`` in :mod:`skgp_bayes.targets.sparse`.
     ``ard`` selects one length-scale entry per column or one in all;
     ``R``, ``A``, ``Kuu`` and ``Kuf`` are :func:`forward`'s; ``lapack`` is
-    :data:`LAPACK` (the solves go to BLAS from :data:`LAPACK_MIN_INDUCING`).
+    :data:`LAPACK` (the solves go to BLAS from :data:`LAPACK_MIN_INDUCING`);
+    ``work`` as in :func:`forward`.
 
     Returns
     -------
@@ -393,34 +519,32 @@ def backward(
     m, n = A.shape
     Xs = scaled(X, inv_ell)
     Zs = scaled(Z, inv_ell)
-    B = lower_solve(R, A, True, lapack)
-    W = lower_solve(R, v, True, lapack)
-    H = A @ g_mu
-    # Kufbar = W g_mu' - 2 B diag(gbar); Bg = B diag(gbar)
-    Bg = np.empty((m, n))
-    for j in range(m):
-        for i in range(n):
-            Bg[j, i] = B[j, i] * gbar[i]
-    Kufbar = W @ np.ascontiguousarray(g_mu.T)
-    for j in range(m):
-        for i in range(n):
-            Kufbar[j, i] -= 2.0 * Bg[j, i]
-    # Murray's P = -Phi(v H'), then G = R^-T P R^-1 (see _whitened_pullback).
-    P = np.zeros((m, m))
     C = v.shape[1]
+    H = A @ g_mu
+    # Abar = v g_mu' - 2 A diag(gbar) and Kufbar = R^-T Abar
+    Abar = scratch(work, 4, m, n)
+    g_mu_t = np.ascontiguousarray(g_mu.T)
+    for j in range(m):
+        row = Abar[j]
+        for i in range(n):
+            row[i] = -2.0 * A[j, i] * gbar[i]
+        for c in range(C):
+            weight = v[j, c]
+            for i in range(n):
+                row[i] += weight * g_mu_t[c, i]
+    Kufbar = lower_solve_scratch(R, Abar, True, lapack)
+    # K_uubar = R^-T S R^-1 with S's lower triangle -Abar A' / 2
+    # = A diag(gbar) A' - v H' / 2 (see _whitened_pullback).
+    inner = weighted_gram(A, gbar, lapack, work)
     for i in range(m):
         for j in range(i + 1):
             s = 0.0
             for c in range(C):
                 s += v[i, c] * H[j, c]
-            P[i, j] = -s if j < i else -0.5 * s
-    G = lower_solve(R, P, True, lapack)
-    G = lower_solve(R, np.ascontiguousarray(G.T), True, lapack)
-    Kuubar = Bg @ np.ascontiguousarray(B.T)
+            inner[i, j] -= 0.5 * s
+    Kuubar = lower_congruence(R, inner, lapack)
     trace = 0.0
     for i in range(m):
-        for j in range(m):
-            Kuubar[i, j] += 0.5 * (G[i, j] + G[j, i])
         trace += Kuubar[i, i]
     for i in range(m):
         Kuubar[i, i] += jitter / m * trace
@@ -504,6 +628,7 @@ def draw_moments(X, Z, inv_ells, variances, noises, base, jitter, v, lapack):
     means : ndarray of shape (J, k, C)
     variances : ndarray of shape (J, k)
     """
+    work = np.empty(0)
     J = v.shape[0]
     k = X.shape[0]
     means = np.empty((J, k, v.shape[2]))
@@ -512,7 +637,7 @@ def draw_moments(X, Z, inv_ells, variances, noises, base, jitter, v, lapack):
         Xs = scaled(X, inv_ells[j])
         Zs = scaled(Z, inv_ells[j])
         ok, _, _, _, A, gamma, _ = inducing_projection(
-            Xs, Zs, variances[j], noises[j], base, jitter, lapack
+            Xs, Zs, variances[j], noises[j], base, jitter, lapack, work
         )
         if not ok:
             return False, means, spread

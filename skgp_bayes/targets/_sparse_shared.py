@@ -4,7 +4,7 @@ the sparse whitened target, the SVGP bound and the selective bounds."""
 import numpy as np
 
 from ..likelihoods import Gaussian
-from ..linalg import cholesky, cholesky_reverse, triangular_solve
+from ..linalg import cholesky, inverse_congruence, triangular_solve
 from ..linalg._numba_ops import flush_tiny
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -172,9 +172,17 @@ def pullback(adapter, theta, Z, X, R, A, Abar, kdiag_bar, jitter, inputs=False):
 
 
 def kernel_weights(R, A, Abar):
-    """``dF/dK(Z, Z)`` (before the jitter) and ``dF/dK(Z, X)`` from ``Abar``."""
+    """``dF/dK(Z, Z)`` (before the jitter) and ``dF/dK(Z, X)`` from ``Abar``.
+
+    ``A = R^-1 K_uf`` gives ``K_ufbar = R^-T Abar`` and ``Rbar = -K_ufbar
+    A'``. Murray's reverse rule needs only the lower triangle of
+    ``R' Rbar = -Abar A'``, so ``K_uubar = R^-T sym(Phi(-Abar A')) R^-1``,
+    whose inner matrix has the lower triangle ``-Abar A' / 2``: one
+    product and one congruence, without the triangular product and second
+    solve of :func:`~skgp_bayes.linalg.cholesky_reverse`.
+    """
     Kufbar = triangular_solve(R, Abar, trans=True)
-    Kuubar = cholesky_reverse(R, -Kufbar @ A.T)
+    Kuubar = inverse_congruence(R, -0.5 * (Abar @ A.T))
     return Kuubar, Kufbar
 
 

@@ -58,6 +58,7 @@ from scipy.linalg.lapack import dtrtri as _dtrtri
 from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
+from ..linalg import inverse_congruence
 from ..linalg._numba_ops import flush_tiny
 from . import _collapsed_numba, _sparse_numba
 from ._sparse_shared import MIN_VAR, check_jitter, check_prior, jittered_gram
@@ -238,6 +239,7 @@ class CollapsedSparseTarget:
                 self.jitter,
                 self._no_v,
                 _sparse_numba.LAPACK,
+                _sparse_numba.no_work(),
             )
             if not ok:
                 raise NotPSDError("The jittered K(Z, Z) is not positive definite.")
@@ -407,9 +409,8 @@ class CollapsedSparseTarget:
             Ac = A[:, clamped]
             Kufbar[:, clamped] -= _solve_lower(R, Ac, trans=1) / s2
             M -= Ac @ Ac.T / s2
-        half = _solve_lower(R, M, trans=1)
-        Kuubar = _solve_lower(R, np.ascontiguousarray(half.T), trans=1)
-        Kuubar = -0.25 * (Kuubar + Kuubar.T)
+        Kuubar = inverse_congruence(R, M)
+        Kuubar *= -0.5
         return Kufbar, Kuubar
 
     def _pullback(self, theta, Z, Kufbar, Kuubar, gbar, mats, grad):

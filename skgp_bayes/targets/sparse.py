@@ -88,7 +88,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..likelihoods import Bernoulli, Gaussian, Poisson, Softmax
-from ..linalg import triangular_solve
+from ..linalg import inverse_congruence, triangular_solve
 from . import _likelihood_numba
 from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
 from ._sparse_compiled import compiled_prior, evaluate_compiled
@@ -117,27 +117,24 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     """:func:`pullback` for ``Abar = v g_mu' - 2 A diag(gbar)``, faster.
 
-    The ``gamma`` term depends on ``K_uu`` only through ``K_uu^-1``, so its
-    gradient is ``B diag(gbar) B'`` with ``B = R^-T A``, with no Cholesky
-    reverse pass; the mean term ``A' v`` needs one, but its ``Rbar = -W H'``
-    (``W = R^-T v``, ``H = A g_mu``) has rank ``C``, and the triangular
-    product of the reverse rule collapses to ``tril(v H')``, ``O(m^2 C)``
-    instead of a full ``O(m^3)`` product. Same result as :func:`pullback`
-    to round-off.
+    ``K_ufbar = R^-T Abar``. For ``K_uubar``, Murray's ``P = Phi(R' Rbar)``
+    with ``Rbar = -K_ufbar A'`` is ``-Phi(Abar A')`` (see
+    :func:`~skgp_bayes.targets._sparse_shared.kernel_weights`), and
+    ``K_uubar = R^-T sym(P) R^-1``. Its two parts are cheap to form: the
+    mean's ``v g_mu' A'`` is ``v H'`` with ``H = A g_mu`` (rank ``C``, and
+    only a triangle is read), and the ``gamma`` term
+    ``2 A diag(gbar) A'`` is symmetric already. So one ``m x b x m``
+    product and one congruence make ``K_uubar``, where the general rule
+    needs a second product, a triangular product and two solves. Same
+    result as :func:`pullback` to round-off.
     """
     m = Z.shape[0]
-    B = triangular_solve(R, A, trans=True)
-    W = triangular_solve(R, v, trans=True)
     H = A @ g_mu
-    Kufbar = W @ g_mu.T - 2.0 * B * gbar
-    # Murray's P = Phi(R' tril(Rbar)) for Rbar = -sum_c w_c h_c'. For i >= j,
-    # (R' tril(w h'))_ij = h_j sum_{k >= j} R_ki w_k = h_j (R' w)_i, as
-    # R_ki = 0 for k < i; and R' w = v. So P = -Phi(v H').
-    P = -np.tril(v @ H.T)
-    P[np.diag_indices_from(P)] *= 0.5
-    G = triangular_solve(R, P, trans=True)
-    G = triangular_solve(R, G.T, trans=True)
-    Kuubar = 0.5 * (G + G.T) + (B * gbar) @ B.T
+    Kufbar = triangular_solve(R, v @ g_mu.T - 2.0 * A * gbar, trans=True)
+    # -Abar A' / 2 = A diag(gbar) A' - v H' / 2 in the lower triangle.
+    inner = (A * gbar) @ A.T
+    inner -= 0.5 * (v @ H.T)
+    Kuubar = inverse_congruence(R, inner)
     if not adapter.n_params:
         return np.zeros(0)
     Kuubar[np.diag_indices_from(Kuubar)] += jitter / m * np.trace(Kuubar)

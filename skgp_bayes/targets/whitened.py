@@ -21,8 +21,8 @@ Cholesky rule (Murray, 2016) with ``Lbar = tril(g nu')`` gives
 and halving the diagonal, and ``d/dtheta_j = sum_ab Kbar_ab dK_ab/dtheta_j``.
 Because ``Lbar`` is the lower triangle of an outer product,
 ``Phi(L' Lbar) = Phi(tril(u nu'))`` with ``u = L' g``, a vector the ``nu``
-gradient needs anyway: the pass then costs two triangular solves with ``n``
-right-hand sides and no dense product.
+gradient needs anyway: the pass then costs one ``n x k x n`` product and
+one congruence (:func:`~skgp_bayes.linalg.inverse_congruence`).
 
 Jitter
 ------
@@ -49,12 +49,9 @@ kernel re-evaluation. Other kernels use the adapter's compiled loops.
 """
 
 import numpy as np
-from numba import njit
-from scipy.linalg import blas, lapack
 
-from ..exceptions import NotPSDError
 from ..kernels._lowering import BASE_RBF
-from ..linalg import cholesky
+from ..linalg import cholesky, inverse_congruence
 from ..linalg._numba_ops import flush_tiny
 
 __all__ = ["WhitenedLatentTarget", "JITTER"]
@@ -63,33 +60,6 @@ __all__ = ["WhitenedLatentTarget", "JITTER"]
 # any practical purpose, large enough that an RBF Gram matrix with duplicate
 # inputs or a very long length scale still factorises.
 JITTER = 1e-6
-
-
-@njit(cache=True, nogil=True)
-def _lower_outer_times(U, N, Linv):
-    """``Y = Phi(tril(U N')) Linv`` for lower-triangular ``Linv``.
-
-    Row ``a`` of ``tril(U N') Linv`` is ``sum_c U[a, c] sum_{b <= a} N[b, c]
-    Linv[b, :]``: a running sum down each column, ``O(n^2 k)`` in all, in
-    place of a dense ``O(n^3)`` product. ``Phi`` halves the diagonal, which
-    subtracts ``1/2 (U[a] . N[a]) Linv[a, :]``. The result is lower
-    triangular and written in Fortran order for BLAS.
-    """
-    n, k = U.shape
-    Y = np.zeros((n, n)).T  # Fortran order: columns are contiguous
-    run = np.empty(k)
-    for j in range(n):
-        run[:] = 0.0
-        for a in range(j, n):
-            x = Linv[a, j]
-            acc = 0.0
-            half = 0.0
-            for c in range(k):
-                run[c] += N[a, c] * x
-                acc += U[a, c] * run[c]
-                half += U[a, c] * N[a, c]
-            Y[a, j] = acc - 0.5 * half * x
-    return Y
 
 
 class _RBFGram:
@@ -171,22 +141,11 @@ def _reverse_whitened(L, U, N):
         Symmetric; ``dF = sum(Kbar * dK)``.
     """
     # Phi(L' tril(G N')) = Phi(tril(U N')): below the diagonal, row a of
-    # L' tril(g nu') only meets entries g_k with k >= a >= b. Then
-    # L^-T P L^-1 = Linv' (P Linv): one triangular inversion (n^3 / 3 flops),
-    # the O(n^2) product above and one triangular product (n^3), a third
-    # less work than two triangular solves with n right-hand sides.
-    Linv, info = lapack.dtrtri(L, lower=1)
-    if info != 0:
-        raise NotPSDError(f"dtrtri failed (info={info}).")
-    Y = _lower_outer_times(
-        np.ascontiguousarray(U, dtype=np.float64),
-        np.ascontiguousarray(N, dtype=np.float64),
-        Linv,
-    )
-    S = blas.dtrmm(1.0, Linv, Y, side=0, lower=1, trans_a=1, overwrite_b=1)
-    Kbar = S + S.T
-    Kbar *= 0.5
-    return Kbar
+    # L' tril(g nu') only meets entries g_k with k >= a >= b. sym(Phi(X))
+    # has the lower triangle X / 2, and sym(L^-T P L^-1) = L^-T sym(P) L^-1
+    # is one congruence (n^3 flops), against n^3 / 3 + n^3 for an explicit
+    # inverse and a triangular product (3.5 ms against 2.8 at n = 398).
+    return inverse_congruence(L, 0.5 * (U @ N.T))
 
 
 class WhitenedLatentTarget:

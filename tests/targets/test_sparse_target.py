@@ -225,8 +225,9 @@ def test_compiled_forward_matches_scipy(m):
     inv_ell, variance, jitter = np.array([0.7, 1.3, 0.4]), 1.7, 1e-6
     kernel = ConstantKernel(variance) * RBF(1 / inv_ell)
     ok, R, A, gamma, free, mu, _, _ = _sparse_numba.forward(
-        X, Z, inv_ell, variance, 0.0, 0, jitter, v, _sparse_numba.LAPACK
-    )
+        X, Z, inv_ell, variance, 0.0, 0, jitter, v, _sparse_numba.LAPACK,
+        _sparse_numba.no_work(),
+    )  # fmt: skip
     R_ref = cholesky(kernel(Z) + jitter * variance * np.eye(m), lower=True)
     A_ref = solve_triangular(R_ref, kernel(Z, X), lower=True)
     assert ok and free.all()
@@ -442,6 +443,7 @@ def test_logit_target_falls_back_where_a_variance_is_below_the_likelihoods_floor
         X, X, params[: target.n_kernel_params], spec.defaults, spec.theta_index,
         spec.base, target.jitter, params[target.n_hyper :].reshape(-1, 1), y, 1.0,
         *target._logit_rules, SMALL_VAR, _sparse_numba.LAPACK,
+        _sparse_numba.no_work(),
     )[0]  # fmt: skip
     assert status == _likelihood_numba.SMALL_VARIANCE
     numpy_path = SparseWhitenedTarget(adapter, X, y, X.copy(), likelihood, jitter=1e-12)
