@@ -240,7 +240,8 @@ def inverse_congruence_c(factor, sym, dsygst):
     """``L^-T S L^-1`` for a C-ordered lower ``L`` and symmetric ``S``.
 
     Only the lower triangle of ``S`` is read, and ``S`` is overwritten
-    with the whole symmetric result, which is returned. LAPACK's
+    with the whole symmetric result (nothing is returned: a compiled
+    function that returns an argument turns Ctrl-C into ``SystemError``). LAPACK's
     ``dsygst`` does in one call, and half the arithmetic, what two
     triangular solves with ``n`` right-hand sides do (``n^3`` flops against
     ``2 n^3``); it is the second half of the reverse pass through a
@@ -266,11 +267,6 @@ def inverse_congruence_c(factor, sym, dsygst):
     dsygst : int
         Address of LAPACK's ``dsygst`` (:data:`DSYGST`).
 
-    Returns
-    -------
-    ndarray of shape (n, n)
-        The symmetric ``L^-T S L^-1``, in the memory of ``sym``.
-
     Examples
     --------
     >>> import numpy as np
@@ -278,8 +274,9 @@ def inverse_congruence_c(factor, sym, dsygst):
     >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])
     >>> S = np.array([[4.0, 0.0], [2.0, 1.0]])  # lower triangle of [[4, 2], [2, 1]]
     >>> inverse_congruence_c(L, S, DSYGST)
-    array([[0., 1.],
-           [1., 1.]])
+    >>> S
+    array([[0.25, 0.5 ],
+           [0.5 , 1.  ]])
     """
     n = factor.shape[0]
     _reverse_in_place(factor)
@@ -308,7 +305,6 @@ def inverse_congruence_c(factor, sym, dsygst):
     for r in range(n):
         for c in range(r):
             sym[c, r] = sym[r, c]
-    return sym
 
 
 @njit(nogil=True, cache=True)
@@ -324,16 +320,12 @@ def weighted_gram_lower_c(A, weights, out, columns_scratch, dsyrk):
     A : ndarray of shape (m, n), C order
     weights : ndarray of shape (n,)
     out : ndarray of shape (m, m), C order
-        Overwritten with the result.
+        Overwritten with the result (returned in it, not as a value: see
+        :func:`inverse_congruence_c`).
     columns_scratch : ndarray of shape (m, p), C order, p >= n
         Overwritten (the scaled columns).
     dsyrk : int
         Address of BLAS's ``dsyrk`` (:data:`DSYRK`).
-
-    Returns
-    -------
-    ndarray of shape (m, m)
-        ``out``.
 
     Examples
     --------
@@ -342,6 +334,7 @@ def weighted_gram_lower_c(A, weights, out, columns_scratch, dsyrk):
     >>> A = np.array([[1.0, 2.0], [0.0, 1.0]])
     >>> out, work = np.empty((2, 2)), np.empty((2, 2))
     >>> weighted_gram_lower_c(A, np.array([1.0, -1.0]), out, work, DSYRK)
+    >>> out
     array([[-3.,  0.],
            [-2., -1.]])
     """
@@ -389,4 +382,3 @@ def weighted_gram_lower_c(A, weights, out, columns_scratch, dsyrk):
         )
         _keep_alive(flags, sizes, scalars)
         _keep_alive(scaled, out, columns)
-    return out

@@ -280,8 +280,8 @@ def inverse_congruence(factor, sym):
     >>> from skgp_bayes.linalg import inverse_congruence
     >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])
     >>> inverse_congruence(L, np.array([[4.0, 2.0], [2.0, 1.0]]))
-    array([[0., 1.],
-           [1., 1.]])
+    array([[0.25, 0.5 ],
+           [0.5 , 1.  ]])
     """
     # A private copy: the routine reverses the factor in place meanwhile.
     factor = np.array(factor, dtype=np.float64, order="C")
@@ -291,4 +291,6 @@ def inverse_congruence(factor, sym):
             "factor and sym must be square matrices of one size; got shapes "
             f"{factor.shape} and {np.shape(sym)}."
         )
-    return inverse_congruence_c(factor, np.array(sym, dtype=np.float64), DSYGST)
+    result = np.array(sym, dtype=np.float64)
+    inverse_congruence_c(factor, result, DSYGST)
+    return result

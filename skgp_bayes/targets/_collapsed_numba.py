@@ -107,7 +107,8 @@ def _bound(G, A, y, sum_gamma, log_s2, lapack):
     P = G / s2
     for i in range(m):
         P[i, i] += 1.0
-    ok, Lp = lower_factor(P, lapack)
+    ok = lower_factor(P, lapack)
+    Lp = P
     if not ok:
         return False, 0.0, Lp, np.empty((m, 1))
     b = np.empty((m, 1))
@@ -174,7 +175,8 @@ def _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter, lapack):
                 Kufbar[j, clamped[k]] -= corr[j, k] / s2
         M -= Ac @ np.ascontiguousarray(Ac.T) / s2
     # M is symmetric, so -sym(R^-T M R^-1) / 2 is one congruence.
-    W = lower_congruence(R, M, lapack)
+    lower_congruence(R, M, lapack)
+    W = M
     trace = 0.0
     for i in range(m):
         for j in range(m):

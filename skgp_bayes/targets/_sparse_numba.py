@@ -73,9 +73,9 @@ def scaled(X, inv_ell):
 @njit(cache=True, nogil=True)
 def kernel_values(Ys, Xs, variance, base):
     """``variance * k(r)`` between rows of ``Ys`` and ``Xs``, tiny entries 0."""
-    return kernel_values_into(
-        Ys, Xs, variance, base, np.empty((Ys.shape[0], Xs.shape[0]))
-    )
+    K = np.empty((Ys.shape[0], Xs.shape[0]))
+    kernel_values_into(Ys, Xs, variance, base, K)
+    return K
 
 
 @njit(cache=True, nogil=True)
@@ -102,7 +102,6 @@ def kernel_values_into(Ys, Xs, variance, base, K):
         for i in range(n):
             k = variance * kernel_value_vector(base, K[j, i])
             K[j, i] = 0.0 if abs(k) < TINY else k
-    return K
 
 
 @njit(cache=True, nogil=True)
@@ -189,22 +188,24 @@ def kernel_scales(theta, phi_defaults, theta_index, d):
 
 @njit(cache=True, nogil=True)
 def lower_factor(K, lapack):
-    """``(ok, R)``: the lower Cholesky factor of ``K``, in ``K``'s memory.
+    """Whether ``K`` has a lower Cholesky factor, which overwrites it.
 
     The compiled loops below :data:`LAPACK_MIN_INDUCING` rows, LAPACK's
     ``dpotrf`` from there; ``ok`` is False where a pivot is not positive
     (LAPACK passes a NaN through, which the diagonal test catches). ``K``
     (C order) is always a scratch copy for the callers here, and a fresh
     matrix of a few hundred rows costs more in page faults than its
-    factorisation's arithmetic, so it is overwritten.
+    factorisation's arithmetic, so it is overwritten (and not returned: a
+    compiled function that returns an argument turns Ctrl-C into
+    ``SystemError``).
     """
     m = K.shape[0]
     if m < LAPACK_MIN_INDUCING:
-        return cholesky_lower(K), K
+        return cholesky_lower(K)
     ok = cholesky_in_place_c(K, lapack[0]) == 0
     for i in range(m):
         ok = ok and math.isfinite(K[i, i])
-    return ok, K
+    return ok
 
 
 @njit(cache=True, nogil=True)
@@ -252,12 +253,12 @@ def scratch(work, slot, m, n):
 
 
 @njit(cache=True, nogil=True)
-def lower_solve_scratch(R, B, trans, lapack):
-    """:func:`lower_solve` that may overwrite a C-ordered scratch ``B``."""
+def lower_solve_into(R, B, trans, lapack):
+    """:func:`lower_solve` written over the C-ordered ``B``."""
     if R.shape[0] < LAPACK_MIN_INDUCING:
-        return solve_lower_t(R, B) if trans else solve_lower(R, B)
-    solve_in_place_c(R, B, trans, lapack[1])
-    return B
+        B[:, :] = solve_lower_t(R, B) if trans else solve_lower(R, B)
+    else:
+        solve_in_place_c(R, B, trans, lapack[1])
 
 
 @njit(cache=True, nogil=True)
@@ -271,9 +272,9 @@ def weighted_gram(A, weights, lapack, work):
     """
     m, n = A.shape
     if m >= LAPACK_MIN_INDUCING:
-        return weighted_gram_lower_c(
-            A, weights, scratch(work, 5, m, n), scratch(work, 6, m, n), lapack[3]
-        )
+        gram = scratch(work, 5, m, n)
+        weighted_gram_lower_c(A, weights, gram, scratch(work, 6, m, n), lapack[3])
+        return gram
     scaled = scratch(work, 6, m, n)
     for j in range(m):
         for i in range(n):
@@ -283,27 +284,28 @@ def weighted_gram(A, weights, lapack, work):
 
 @njit(cache=True, nogil=True)
 def lower_congruence(R, S, lapack):
-    """``R^-T S R^-1`` for symmetric ``S`` given by its lower triangle.
+    """``R^-T S R^-1``, written over the symmetric ``S`` given by its lower triangle.
 
-    ``S`` may be overwritten; ``R`` (C order) is reversed during the call
-    and restored, so no other thread may read it meanwhile. Two triangular solves below
+    ``R`` (C order) is reversed during the call and restored, so no other
+    thread may read it meanwhile. Two triangular solves below
     ``NOGIL_MIN_ROWS`` rows, one ``dsygst`` from there (see
     :func:`~skgp_bayes.linalg.inverse_congruence`).
     """
     m = R.shape[0]
     if m >= NOGIL_MIN_ROWS:
-        return inverse_congruence_c(R, S, lapack[2])
+        inverse_congruence_c(R, S, lapack[2])
+        return
     for i in range(m):
         for j in range(i):
             S[j, i] = S[i, j]
     half = lower_solve(R, S, True, lapack)
     out = lower_solve(R, np.ascontiguousarray(half.T), True, lapack)
     for i in range(m):
+        S[i, i] = out[i, i]
         for j in range(i):
             mean = 0.5 * (out[i, j] + out[j, i])
-            out[i, j] = mean
-            out[j, i] = mean
-    return out
+            S[i, j] = mean
+            S[j, i] = mean
 
 
 @njit(cache=True, nogil=True)
@@ -371,18 +373,21 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack, work):
     """
     n = Xs.shape[0]
     m = Zs.shape[0]
-    Kuu = kernel_values_into(Zs, Zs, variance, base, scratch(work, 0, m, n))
+    Kuu = scratch(work, 0, m, n)
+    kernel_values_into(Zs, Zs, variance, base, Kuu)
     diag = variance + noise
     K = scratch(work, 1, m, n)
     K[:, :] = Kuu
     for i in range(m):
         K[i, i] = diag + jitter * diag
-    ok, R = lower_factor(K, lapack)
+    ok = lower_factor(K, lapack)
+    R = K
     gamma = np.empty(n)
     free = np.zeros(n, dtype=np.bool_)
     if not ok:
         return ok, Kuu, R, Kuu, np.zeros((m, n)), gamma, free
-    Kuf = kernel_values_into(Zs, Xs, variance, base, scratch(work, 2, m, n))
+    Kuf = scratch(work, 2, m, n)
+    kernel_values_into(Zs, Xs, variance, base, Kuf)
     if m < LAPACK_MIN_INDUCING:
         A = solve_lower(R, Kuf)
     else:
@@ -532,7 +537,8 @@ def backward(
             weight = v[j, c]
             for i in range(n):
                 row[i] += weight * g_mu_t[c, i]
-    Kufbar = lower_solve_scratch(R, Abar, True, lapack)
+    lower_solve_into(R, Abar, True, lapack)
+    Kufbar = Abar
     # K_uubar = R^-T S R^-1 with S's lower triangle -Abar A' / 2
     # = A diag(gbar) A' - v H' / 2 (see _whitened_pullback).
     inner = weighted_gram(A, gbar, lapack, work)
@@ -542,7 +548,8 @@ def backward(
             for c in range(C):
                 s += v[i, c] * H[j, c]
             inner[i, j] -= 0.5 * s
-    Kuubar = lower_congruence(R, inner, lapack)
+    lower_congruence(R, inner, lapack)
+    Kuubar = inner
     trace = 0.0
     for i in range(m):
         trace += Kuubar[i, i]
