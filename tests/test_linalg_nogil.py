@@ -107,3 +107,39 @@ def test_inverse_congruence_rejects_shapes_that_do_not_conform():
         inverse_congruence(np.eye(3), np.eye(4))
     with pytest.raises(ValueError, match="square matrices of one size"):
         inverse_congruence(np.ones((3, 2)), np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_inverse_congruence_of_fortran_ordered_inputs_reads_their_lower_triangle(
+    overwrite,
+):
+    # The routine works in C order; a Fortran-ordered S must not have its
+    # upper triangle read in place of the lower one.
+    rng = np.random.default_rng(11)
+    n = NOGIL_MIN_ROWS + 5
+    L = _lower(n, rng)
+    S = rng.normal(size=(n, n))
+    S = S + S.T
+    garbage = np.triu(rng.normal(size=(n, n)), 1)
+    S_in = np.asfortranarray(np.tril(S) + garbage)
+    L_in = np.asfortranarray(L + garbage)
+    Linv = np.linalg.inv(L)
+    expected = Linv.T @ S @ Linv
+    got = inverse_congruence(L_in, S_in, overwrite=overwrite)
+    np.testing.assert_allclose(
+        got, expected, rtol=0, atol=1e-11 * np.abs(expected).max()
+    )
+
+
+def test_inverse_congruence_overwrite_uses_the_arrays_handed_over():
+    rng = np.random.default_rng(12)
+    n = NOGIL_MIN_ROWS
+    L = _lower(n, rng)
+    S = rng.normal(size=(n, n))
+    S = S + S.T
+    expected = inverse_congruence(L, S)
+    L_before, S_in = L.copy(), S.copy()
+    got = inverse_congruence(L, S_in, overwrite=True)
+    assert got is S_in  # the result is written over S
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(L, L_before)  # reversed, then restored

@@ -64,4 +64,4 @@ def cholesky_reverse(L, Lbar):
     # Only the lower triangle of L' tril(Lbar) enters P. sym(P) has the
     # lower triangle (L' tril(Lbar)) / 2: Phi halves the diagonal, sym the
     # rest; and L^-T sym(P) L^-1 = sym(L^-T P L^-1) is one congruence.
-    return inverse_congruence(lower, 0.5 * (lower.T @ np.tril(Lbar)))
+    return inverse_congruence(lower, 0.5 * (lower.T @ np.tril(Lbar)), overwrite=True)

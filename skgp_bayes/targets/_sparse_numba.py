@@ -221,9 +221,13 @@ def no_work():
     return np.empty(0)
 
 
+@njit(cache=True, nogil=True)
 def work_size(m, n):
     """Length of the ``work`` buffer for ``m`` inducing inputs and ``n`` rows."""
-    return sum(m * m if square else m * n for square in _SQUARE_SLOTS)
+    size = 0
+    for square in _SQUARE_SLOTS:
+        size += m * m if square else m * n
+    return size
 
 
 @njit(cache=True, nogil=True)
@@ -244,7 +248,7 @@ def scratch(work, slot, m, n):
     at m = 20).
     """
     cols = m if _SQUARE_SLOTS[slot] else n
-    if work.size != 3 * m * m + 4 * m * n:
+    if work.size != work_size(m, n):
         return np.empty((m, cols))
     offset = 0
     for k in range(slot):

@@ -182,7 +182,7 @@ def kernel_weights(R, A, Abar):
     solve of :func:`~skgp_bayes.linalg.cholesky_reverse`.
     """
     Kufbar = triangular_solve(R, Abar, trans=True)
-    Kuubar = inverse_congruence(R, -0.5 * (Abar @ A.T))
+    Kuubar = inverse_congruence(R, -0.5 * (Abar @ A.T), overwrite=True)
     return Kuubar, Kufbar
 
 

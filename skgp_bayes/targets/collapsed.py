@@ -409,7 +409,7 @@ class CollapsedSparseTarget:
             Ac = A[:, clamped]
             Kufbar[:, clamped] -= _solve_lower(R, Ac, trans=1) / s2
             M -= Ac @ Ac.T / s2
-        Kuubar = inverse_congruence(R, M)
+        Kuubar = inverse_congruence(R, M, overwrite=True)
         Kuubar *= -0.5
         return Kufbar, Kuubar
 

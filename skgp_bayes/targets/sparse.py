@@ -134,7 +134,7 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     # -Abar A' / 2 = A diag(gbar) A' - v H' / 2 in the lower triangle.
     inner = (A * gbar) @ A.T
     inner -= 0.5 * (v @ H.T)
-    Kuubar = inverse_congruence(R, inner)
+    Kuubar = inverse_congruence(R, inner, overwrite=True)
     if not adapter.n_params:
         return np.zeros(0)
     Kuubar[np.diag_indices_from(Kuubar)] += jitter / m * np.trace(Kuubar)
