@@ -83,12 +83,17 @@ def leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps):
 
     Written for small targets, where each NumPy call costs as much as the
     arithmetic: the two half kicks between positions are fused into one
-    full kick, and finiteness is one reduction.
+    full kick, and finiteness is one reduction. A density that integrates
+    its own trajectories (a compiled one, say) offers a method
+    ``leapfrog(x, p, grad, step, inv_mass, n_steps)`` with this function's
+    contract; it is used instead of the loop here unless it returns
+    ``NotImplemented``.
 
     Parameters
     ----------
     logp_and_grad : callable
-        ``x -> (log density, gradient)``.
+        ``x -> (log density, gradient)``, optionally with a ``leapfrog``
+        method (above).
     x, p, grad : ndarray of shape (n_params,)
         Position, momentum and the gradient at ``x``.
     step : float
@@ -114,6 +119,11 @@ def leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps):
     >>> bool(abs(0.5 * (x @ x + p @ p) - 0.5) < 1e-3)
     True
     """
+    own = getattr(logp_and_grad, "leapfrog", None)
+    if own is not None:
+        end = own(x, p, grad, step, inv_mass, n_steps)
+        if end is not NotImplemented:
+            return end
     half = 0.5 * step
     drift = step * inv_mass
     pn, gn, xn = p + half * grad, grad, x

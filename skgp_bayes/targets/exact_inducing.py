@@ -38,8 +38,12 @@ relative ``1e-6``.
 import numpy as np
 from scipy.linalg import cho_solve
 
+from ..exceptions import NotPSDError
+from ..kernels import KernelAdapter
 from ..linalg import cholesky
 from ..linalg.rows import unique_rows
+from ._exact_inducing_numba import DONE, FACTOR_FAILED, exact_v_draws
+from ._sparse_numba import LAPACK
 from ._sparse_shared import check_jitter, jittered_gram
 from .sparse import JITTER
 
@@ -89,15 +93,22 @@ class ExactInducingConditional:
                 "Z must be the distinct rows of X, as np.unique orders them."
             )
         self.adapter = adapter
-        self.Z = Z
+        self.Z = np.ascontiguousarray(Z)
         self.y = np.asarray(y, dtype=np.float64)
         self.jitter = check_jitter(jitter)
-        self.index = np.asarray(index).ravel()
+        self.index = np.ascontiguousarray(np.asarray(index).ravel(), dtype=np.intp)
         self.n_inducing = Z.shape[0]
         counts = np.bincount(self.index, minlength=self.n_inducing)
         # sqrt(D); None when every input is distinct (D = I)
         self._root_counts = None if counts.max() == 1 else np.sqrt(counts)
         self.n_kernel_params = adapter.n_params
+        # every draw in one compiled call for the kernels that have one
+        # (the module notes of _exact_inducing_numba)
+        self._compiled = (
+            type(adapter) is KernelAdapter
+            and adapter.is_fast
+            and adapter.spec.n_length_scales in (1, Z.shape[1])
+        )
 
     def draw(self, params, z1, z2):
         """``v`` for given standard normal ``z1`` (m,) and ``z2`` (n,).
@@ -174,11 +185,30 @@ class ExactInducingConditional:
         """
         hyper = np.atleast_2d(np.asarray(hyper, dtype=np.float64))
         n, m = self.index.size, self.n_inducing
+        # [z1, z2] of each draw in turn: the stream that drawing z1 and then
+        # z2 for each row, as draw() takes them, would consume
+        normals = rng.standard_normal((hyper.shape[0], m + n))
+        if not self._compiled:
+            pairs = zip(hyper, normals, strict=True)
+            return np.array([self.draw(h, z[:m], z[m:]) for h, z in pairs])
+        spec = self.adapter.spec
         out = np.empty((hyper.shape[0], m))
-        for s, params in enumerate(hyper):
-            z1 = rng.standard_normal(m)
-            z2 = rng.standard_normal(n)
-            out[s] = self.draw(params, z1, z2)
+        status, failed = exact_v_draws(
+            self.Z, self.y, self.index,
+            np.ones(0) if self._root_counts is None else self._root_counts,
+            np.ascontiguousarray(hyper), normals, spec.defaults, spec.theta_index,
+            spec.base, self.jitter, LAPACK, out,
+        )  # fmt: skip
+        if status != DONE:
+            which = (
+                "the jittered K(Z, Z)"
+                if status == FACTOR_FAILED
+                else "D^1/2 K(Z, Z) D^1/2 + s2 I"
+            )
+            raise NotPSDError(
+                f"{which} is not positive definite at draw {failed} "
+                f"(hyperparameters {hyper[failed]})."
+            )
         return out
 
     def __repr__(self):

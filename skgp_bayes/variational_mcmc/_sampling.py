@@ -17,13 +17,13 @@ from ..diagnostics import split_chains as _split_chains
 from ..exceptions import NotPSDError
 from ..inference.adaptation import calibrated_step
 from ..inference.affine import (
-    AffineTarget,
     coordinates_in,
     diagonal_inverse_mass,
     refine_from_draws,
 )
 from ..inference.laplace import ON_BOUND, PILED_RATE, piled_on_bounds
 from ..inference.marginal_maps import MarginalMapTarget, fit_marginal_maps
+from ._trajectory import TrajectoryTarget
 
 # Initial inverse mass of a hyperparameter (log scale): posterior standard
 # deviations of log hyperparameters are typically a few tenths.
@@ -246,7 +246,7 @@ class Sampler:
         if transform is None:
             self.target, self.inits, self.inv_mass = guarded, inits, inv_mass
             return
-        self.target = AffineTarget(guarded, x0, transform)
+        self.target = TrajectoryTarget(guarded, x0, transform)
         inits = rng.standard_normal((n_chains, x0.size))
         for c in range(n_chains):
             for _ in range(30):
@@ -308,7 +308,7 @@ class Sampler:
         new = copy.copy(self)
         new.maps = maps
         new.transform = transform @ factor
-        new.target = AffineTarget(base, shift + transform @ center, new.transform)
+        new.target = TrajectoryTarget(base, shift + transform @ center, new.transform)
         new.inits = coordinates_in(center, factor, states)
         new.inv_mass = np.ones(center.size)
         return new

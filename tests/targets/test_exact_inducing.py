@@ -86,3 +86,60 @@ def test_draws_are_seeded():
     a = draws.sample_v(hyper, np.random.default_rng(5))
     b = draws.sample_v(hyper, np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
+
+
+def _reference_draws(draws, hyper, rng):
+    """draw() row by row, with the normals sample_v takes from ``rng``."""
+    m, n = draws.n_inducing, draws.index.size
+    normals = rng.standard_normal((hyper.shape[0], m + n))
+    pairs = zip(hyper, normals, strict=True)
+    return np.array([draws.draw(h, z[:m], z[m:]) for h, z in pairs])
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+@pytest.mark.parametrize("rows", [36, 132])
+def test_compiled_draws_are_the_interpreted_ones(duplicates, rows):
+    # 132 rows (88 or 132 distinct): LAPACK factorises there, the loops
+    # at 36; the interpreted draw() is LAPACK's throughout. The two differ
+    # by rounding in two factorisations and solves of condition number up
+    # to 1 + variance / s2 ~ 40, after the relative jitter 1e-6 of the
+    # variance: 1e-8 relative is thousands of times the round-off and far
+    # below a wrong term (the noise, the jitter or a count: 1e-3 or more).
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-2.0, 2.0, (rows, 2))
+    if duplicates:
+        X[::3] = X[1::3]
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.2 * rng.standard_normal(rows)
+    adapter = KernelAdapter(ConstantKernel(1.3) * RBF([0.8, 1.4]))
+    draws = ExactInducingConditional(adapter, X, y, np.unique(X, axis=0))
+    assert draws._compiled
+    base = np.append(adapter.kernel.theta, np.log(0.04))
+    hyper = base + 0.3 * rng.standard_normal((5, base.size))
+    got = draws.sample_v(hyper, np.random.default_rng(1))
+    want = _reference_draws(draws, hyper, np.random.default_rng(1))
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8)
+
+
+def test_a_kernel_without_a_compiled_form_draws_the_same_way():
+    from sklearn.gaussian_process.kernels import DotProduct
+
+    adapter, X, y, Z, _ = _problem(False)
+    adapter = KernelAdapter(ConstantKernel(1.3) * RBF([0.8, 1.4]) + DotProduct())
+    draws = ExactInducingConditional(adapter, X, y, Z)
+    assert not draws._compiled
+    hyper = np.tile(np.append(adapter.kernel.theta, np.log(0.04)), (2, 1))
+    got = draws.sample_v(hyper, np.random.default_rng(2))
+    want = _reference_draws(draws, hyper, np.random.default_rng(2))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_kernel_matrix_that_cannot_be_factorised_is_named():
+    from skgp_bayes.exceptions import NotPSDError
+
+    adapter, X, y, Z, params = _problem(False)
+    draws = ExactInducingConditional(adapter, X, y, Z)
+    bad = params.copy()
+    bad[0] = np.nan  # a log variance that is not a number
+    message = "K\\(Z, Z\\) is not positive definite at draw 1"
+    with pytest.raises(NotPSDError, match=message):
+        draws.sample_v(np.stack([params, bad]), np.random.default_rng(0))

@@ -1,0 +1,290 @@
+"""The chains' density with its leapfrog trajectories in one compiled call.
+
+:class:`TrajectoryTarget` is the :class:`~skgp_bayes.inference.affine.AffineTarget`
+the chains run on, with a ``leapfrog`` method that the HMC engine uses in
+place of its own loop (:func:`skgp_bayes.inference.leapfrog.leapfrog`)
+where the layers under it have a compiled form
+(:mod:`._trajectory_numba`): sinh maps or none, the bounds guard, a
+target whose evaluation is one compiled call (the logit and softmax joint
+targets, the collapsed bound, the exact RBF target of at most
+:data:`EXACT_MAX_ROWS` rows) and a compiled prior (the default Gamma and
+log-normal priors). Anything else (a user's prior object, a larger exact
+target, log-distance coordinates of a hyperparameter piled on a bound, the
+scratch buffer of a large ``m``) keeps the interpreted loop, as does a
+trajectory that reaches the logit rule's small-variance hand-over or an
+exact kernel matrix that needs jitter.
+"""
+
+import numpy as np
+
+from ..inference.affine import AffineTarget
+from ..inference.marginal_maps import MarginalMapTarget
+from ..likelihoods._base import SMALL_VAR
+from ..targets import ExactMarginalTarget, SparseWhitenedTarget
+from ..targets._likelihood_numba import logit_rules
+from ..targets._sparse_compiled import compiled_prior, workspace
+from ..targets._sparse_numba import LAPACK
+from ..targets.collapsed import CollapsedSparseTarget
+from ._trajectory_numba import (
+    GENERAL,
+    KIND_COLLAPSED,
+    KIND_EXACT,
+    KIND_LOGIT,
+    KIND_SOFTMAX,
+    OK,
+    trajectory,
+)
+
+__all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan"]
+
+_EMPTY_1 = np.zeros(0)
+_EMPTY_2 = np.zeros((0, 0))
+_EMPTY_INDEX = np.zeros(0, dtype=np.int64)
+# Placeholders of the argument tuples of the kinds not in use: the same
+# types as the real ones (see _trajectory_numba), so that one compiled
+# trajectory serves every kind.
+_NO_LOGIT = (
+    _EMPTY_2, _EMPTY_2, _EMPTY_1, _EMPTY_INDEX, 0, 0.0, _EMPTY_1, 0.0,
+    *logit_rules(1), 0.0, LAPACK, _EMPTY_1,
+)  # fmt: skip
+_NO_SOFTMAX = (
+    _EMPTY_2, _EMPTY_2, _EMPTY_1, _EMPTY_INDEX, 0, 0.0, _EMPTY_INDEX, 0.0,
+    _EMPTY_2, _EMPTY_1, LAPACK, _EMPTY_1,
+)  # fmt: skip
+_NO_COLLAPSED = (
+    _EMPTY_2, _EMPTY_2, _EMPTY_1, _EMPTY_1, _EMPTY_INDEX, 0, 0.0, LAPACK,
+)  # fmt: skip
+_NO_EXACT = (_EMPTY_1, _EMPTY_INDEX, _EMPTY_2, _EMPTY_1)
+_NO_PRIOR = (_EMPTY_INDEX, _EMPTY_1, _EMPTY_1, _EMPTY_1)
+# The most rows of an exact target integrated in the compiled trajectory.
+# Its evaluation there is the unblocked one of the exact target's small
+# path, whose cost grows faster than LAPACK's blocked code; a leapfrog step
+# (one BLAS thread, d = 1 and 5, ARD, guard and prior) took 19-20 us
+# compiled against 31-32 interpreted at 32 rows, 48-50 against 50-51 at 48,
+# 98-102 against 70-72 at 64 and 290-300 against 122-124 at 96.
+EXACT_MAX_ROWS = 48
+
+
+def _floats(a):
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _kernel_args(target):
+    spec = target.adapter.spec
+    return (
+        _floats(target.X),
+        _floats(target.Z),
+        _floats(spec.defaults),
+        np.ascontiguousarray(spec.theta_index, dtype=np.int64),
+        int(spec.base),
+        float(target.jitter),
+    )
+
+
+def _prior_args(target):
+    """``log_prior_theta``'s arrays, the empty placeholder, or None."""
+    if target.prior_set is None:
+        return _NO_PRIOR
+    arrays = compiled_prior(target.prior_set)
+    if arrays is None:
+        return None
+    kind, a, b, const = arrays
+    return (np.asarray(kind, dtype=np.int64), _floats(a), _floats(b), _floats(const))
+
+
+def _sparse_args(target):
+    """``(kind, targets)`` for a one-call joint target, or None."""
+    if not target._one_call or target.offset is not None:
+        return None
+    if target.n_hyper != target.n_kernel_params:
+        return None
+    if workspace(target.n_inducing, target.n).size:
+        # one scratch buffer per thread: the compiled chains would share it
+        return None
+    kernel = _kernel_args(target)
+    scale = 1.0 * (target.n_total / target.n)  # _data's for the full data
+    if target._logit:
+        logit = (
+            *kernel,
+            _floats(target._logit_y),
+            scale,
+            *target._logit_rules,
+            SMALL_VAR,
+            LAPACK,
+            _EMPTY_1,
+        )
+        return KIND_LOGIT, (logit, _NO_SOFTMAX, _NO_COLLAPSED, _NO_EXACT)
+    labels = np.ascontiguousarray(target._softmax_labels, dtype=np.int64)
+    eps, weights = target._softmax_nodes
+    softmax = (
+        *kernel, labels, scale, _floats(eps), _floats(weights), LAPACK, _EMPTY_1
+    )  # fmt: skip
+    return KIND_SOFTMAX, (_NO_LOGIT, softmax, _NO_COLLAPSED, _NO_EXACT)
+
+
+def _collapsed_args(target):
+    if not target._compiled:
+        return None
+    X, Z, defaults, index, base, jitter = _kernel_args(target)
+    collapsed = (X, Z, _floats(target.y), defaults, index, base, jitter, LAPACK)
+    return KIND_COLLAPSED, (_NO_LOGIT, _NO_SOFTMAX, collapsed, _NO_EXACT)
+
+
+def _exact_args(target):
+    if not target._rbf or target.y.ndim != 1 or target.X.shape[0] > EXACT_MAX_ROWS:
+        return None
+    exact = (
+        _floats(target._phi_defaults),
+        np.ascontiguousarray(target._param_index, dtype=np.int64),
+        _floats(target._X_centred),
+        _floats(target.y),
+    )
+    return KIND_EXACT, (_NO_LOGIT, _NO_SOFTMAX, _NO_COLLAPSED, exact)
+
+
+def compiled_plan(affine):
+    """Arguments of :func:`._trajectory_numba.trajectory` for ``affine``, or None.
+
+    Parameters
+    ----------
+    affine : AffineTarget
+        Over a ``GuardedTarget``, directly or through a
+        :class:`~skgp_bayes.inference.marginal_maps.MarginalMapTarget`.
+
+    Returns
+    -------
+    tuple or None
+        ``(chain, kind, n_hyper, targets, prior)``; None where a layer has
+        no compiled form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.inference.affine import AffineTarget
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.targets import SparseWhitenedTarget
+    >>> from skgp_bayes.variational_mcmc._sampling import GuardedTarget
+    >>> from skgp_bayes.variational_mcmc._trajectory import compiled_plan
+    >>> X = np.linspace(0, 1, 20)[:, None]
+    >>> target = SparseWhitenedTarget(
+    ...     KernelAdapter(RBF()), X, (X[:, 0] > 0.5).astype(float), X[::4], Bernoulli())
+    >>> guarded = GuardedTarget(target, np.array([-5.0]), np.array([5.0]))
+    >>> affine = AffineTarget(guarded, np.zeros(6), np.eye(6))
+    >>> plan = compiled_plan(affine)
+    >>> plan[1:3]  # the logit kind, one hyperparameter
+    (0, 1)
+    """
+    base, maps = affine.logp_and_grad, None
+    if type(base) is MarginalMapTarget:
+        base, maps = base.logp_and_grad, base.maps
+    from ._sampling import GuardedTarget  # _sampling imports this module
+
+    if type(base) is not GuardedTarget:
+        return None
+    target = base.target
+    if type(target) is SparseWhitenedTarget:
+        args = _sparse_args(target)
+    elif type(target) is CollapsedSparseTarget:
+        args = _collapsed_args(target)
+    elif type(target) is ExactMarginalTarget:
+        args = _exact_args(target)
+    else:
+        return None
+    prior = None if args is None else _prior_args(target)
+    if prior is None:
+        return None
+    kind, targets = args
+    if maps is None:
+        mapping = (_EMPTY_1,) * 4
+    else:
+        mapping = tuple(_floats(a) for a in (maps.mu, maps.sigma, maps.skew, maps.rate))
+    chain = (
+        _floats(affine.shift),
+        _floats(affine.transform),
+        _floats(affine.transform.T),
+        *mapping,
+        _floats(base.lower),
+        _floats(base.upper),
+    )
+    n_hyper = getattr(target, "n_hyper", target.n_params)  # exact: all of them
+    return chain, kind, int(n_hyper), targets, prior
+
+
+class TrajectoryTarget(AffineTarget):
+    """An :class:`AffineTarget` that integrates its own leapfrog trajectories.
+
+    Parameters
+    ----------
+    logp_and_grad : callable
+        ``x -> (log density, gradient)``: a ``GuardedTarget``, directly or
+        under a :class:`~skgp_bayes.inference.marginal_maps.MarginalMapTarget`.
+    shift : ndarray of shape (d,)
+    transform : ndarray of shape (d, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.inference.leapfrog import leapfrog
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.targets import SparseWhitenedTarget
+    >>> from skgp_bayes.variational_mcmc._sampling import GuardedTarget
+    >>> from skgp_bayes.variational_mcmc._trajectory import TrajectoryTarget
+    >>> X = np.linspace(0, 1, 20)[:, None]
+    >>> target = SparseWhitenedTarget(
+    ...     KernelAdapter(RBF()), X, (X[:, 0] > 0.5).astype(float), X[::4], Bernoulli())
+    >>> guarded = GuardedTarget(target, np.array([-5.0]), np.array([5.0]))
+    >>> density = TrajectoryTarget(guarded, np.zeros(6), 0.5 * np.eye(6))
+    >>> w, p = np.zeros(6), np.full(6, 0.3)
+    >>> _, grad = density(w)
+    >>> compiled = density.leapfrog(w, p, grad, 0.1, np.ones(6), 5)
+    >>> interpreted = leapfrog(density.__call__, w, p, grad, 0.1, np.ones(6), 5)
+    >>> bool(np.allclose(compiled[0], interpreted[0], rtol=1e-12))
+    True
+    """
+
+    _plan = None
+    _planned = False
+
+    def __getstate__(self):
+        # the plan is rebuilt where the target is used (a joblib worker)
+        state = self.__dict__.copy()
+        state.pop("_plan", None)
+        state.pop("_planned", None)
+        return state
+
+    def leapfrog(self, x, p, grad, step, inv_mass, n_steps):
+        """``n_steps`` leapfrog steps in one compiled call.
+
+        The contract of :func:`skgp_bayes.inference.leapfrog.leapfrog`:
+        ``(x, p, logp, grad)`` at the end, None where the path fails, and
+        ``NotImplemented`` where the interpreted loop must run instead.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.variational_mcmc._trajectory import TrajectoryTarget
+        >>> density = TrajectoryTarget(lambda x: (-0.5 * x @ x, -x), np.zeros(1),
+        ...                            np.eye(1))
+        >>> density.leapfrog(np.zeros(1), np.ones(1), np.zeros(1), 0.1, np.ones(1), 3)
+        NotImplemented
+        """
+        if not self._planned:
+            self._plan = compiled_plan(self)
+            self._planned = True
+        if self._plan is None:
+            return NotImplemented
+        d = self.shift.size
+        ends = np.empty(d), np.empty(d), np.empty(d)
+        status, value = trajectory(
+            _floats(x), _floats(p), _floats(grad), float(step), _floats(inv_mass),
+            int(n_steps), *self._plan, *ends,
+        )  # fmt: skip
+        if status == GENERAL:
+            return NotImplemented
+        if status != OK:
+            return None
+        return ends[0], ends[1], value, ends[2]

@@ -1,0 +1,247 @@
+"""The compiled leapfrog trajectory of variational MCMC's chains.
+
+:class:`TrajectoryTarget.leapfrog` must integrate exactly the path that the
+engine's interpreted loop integrates through the layers (affine
+coordinates, sinh maps, bounds guard, target, prior), for each target kind
+it compiles, and must hand back what it cannot compile. The arithmetic is
+the same operations in the same order, up to rounding: the matrix-vector
+products of the affine layer, which NumPy and the compiled code may send
+to different BLAS builds, and an exact target of 33-48 rows, factorised by
+LAPACK in the interpreted target and by the unblocked loops of its small
+path here. The comparison's tolerance, 1e-11 relative over ten steps, is
+some ten thousand units in the last place, and far below any difference
+in the algorithm (a changed step or a missed layer moves the end by 1e-3
+or more).
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skgp_bayes.inference.leapfrog import leapfrog
+from skgp_bayes.inference.marginal_maps import MarginalMapTarget, SinhMaps
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.likelihoods import Bernoulli, Softmax
+from skgp_bayes.priors import Gamma, HalfNormal, LogNormal, PriorSet
+from skgp_bayes.targets import ExactMarginalTarget, SparseWhitenedTarget
+from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+from skgp_bayes.variational_mcmc._sampling import GuardedTarget
+from skgp_bayes.variational_mcmc._trajectory import (
+    EXACT_MAX_ROWS,
+    TrajectoryTarget,
+    compiled_plan,
+)
+
+RTOL = 1e-11
+
+
+def _adapter(d):
+    return KernelAdapter(C(1.0) * RBF(np.ones(d)))
+
+
+def _prior(adapter, n_hyper, family):
+    if family is None:
+        return None
+    names = dict(adapter.hyperparameter_slices)
+    if n_hyper > adapter.n_params:
+        names["noise_variance"] = slice(adapter.n_params, n_hyper)
+    first = next(iter(names))
+    return PriorSet(names, {first: LogNormal(0.0, 1.5)}, default=family)
+
+
+def _target(kind, family, rng):
+    X = rng.normal(size=(40, 2))
+    Z = X[::5].copy()
+    adapter = _adapter(2)
+    if kind.startswith("exact"):
+        # 24 rows: the target's own path is the compiled small one, the same
+        # arithmetic; 48: LAPACK's there, the unblocked code here
+        rows = 24 if kind == "exact" else 48
+        X = rng.normal(size=(rows, 2))
+        y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=rows)
+        prior = _prior(adapter, adapter.n_params + 1, family)
+        return ExactMarginalTarget(adapter, X, y, prior)
+    if kind == "collapsed":
+        y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+        n_hyper = adapter.n_params + 1
+        return CollapsedSparseTarget(adapter, X, y, Z, _prior(adapter, n_hyper, family))
+    n_hyper = adapter.n_params
+    prior = _prior(adapter, n_hyper, family)
+    if kind == "logit":
+        y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(float)
+        return SparseWhitenedTarget(adapter, X, y, Z, Bernoulli(), prior)
+    y = np.digitize(X[:, 0], [-0.5, 0.5]).astype(float)
+    return SparseWhitenedTarget(adapter, X, y, Z, Softmax(3), prior)
+
+
+def _density(target, with_maps, rng):
+    n_hyper = getattr(target, "n_hyper", target.n_params)
+    d = target.n_params
+    guarded = GuardedTarget(target, np.full(n_hyper, -6.0), np.full(n_hyper, 6.0))
+    base = guarded
+    if with_maps:
+        k = n_hyper
+        maps = SinhMaps(
+            rng.normal(scale=0.1, size=k),
+            np.exp(rng.normal(scale=0.2, size=k)),
+            np.where(np.arange(k) % 2, 0.6, 0.0),
+            np.where(np.arange(k) % 2, 0.8, 0.0),  # rate 0: the identity
+        )
+        base = MarginalMapTarget(guarded, maps)
+    A = rng.normal(scale=0.2, size=(d, d))
+    transform = 0.3 * np.eye(d) + 0.05 * (A @ A.T)
+    return TrajectoryTarget(base, rng.normal(scale=0.1, size=d), transform)
+
+
+CASES = [
+    (kind, family, maps)
+    for kind in ("logit", "softmax", "collapsed", "exact", "exact-lapack")
+    for family in (None, Gamma(2.0, 1.0))
+    for maps in (False, True)
+]
+
+
+@pytest.mark.parametrize(
+    "kind,family,with_maps",
+    CASES,
+    ids=[
+        f"{k}-{'prior' if f else 'noprior'}-{'maps' if m else 'nomaps'}"
+        for k, f, m in CASES
+    ],
+)
+def test_compiled_trajectory_is_the_interpreted_one(kind, family, with_maps):
+    rng = np.random.default_rng(7)
+    density = _density(_target(kind, family, rng), with_maps, rng)
+    assert compiled_plan(density) is not None
+    d = density.shift.size
+    w = 0.3 * rng.normal(size=d)
+    value, grad = density(w)
+    assert np.isfinite(value)
+    p = rng.normal(size=d)
+    inv_mass = np.exp(rng.normal(scale=0.3, size=d))
+    compiled = density.leapfrog(w, p, grad, 0.05, inv_mass, 10)
+    # a bound method has no leapfrog of its own: the engine's loop
+    interpreted = leapfrog(density.__call__, w, p, grad, 0.05, inv_mass, 10)
+    assert compiled is not None and compiled is not NotImplemented
+    assert interpreted is not None
+    for got, want in zip(compiled, interpreted, strict=True):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL)
+    # the path moved: the comparison is not of two starting points
+    assert np.abs(compiled[0] - w).max() > 1e-2
+
+
+def test_data_standing_for_more_rows_keeps_its_scale():
+    """``n_total`` scales the data term by ``n_total / n`` in both paths."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0).astype(float)
+    target = SparseWhitenedTarget(_adapter(2), X, y, X[::3], Bernoulli(), n_total=75)
+    density = _density(target, False, rng)
+    d = density.shift.size
+    w = 0.2 * rng.normal(size=d)
+    _, grad = density(w)
+    args = (w, rng.normal(size=d), grad, 0.05, np.ones(d), 8)
+    compiled, interpreted = density.leapfrog(*args), leapfrog(density.__call__, *args)
+    for got, want in zip(compiled, interpreted, strict=True):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL)
+
+
+def test_the_engine_uses_the_compiled_trajectory():
+    rng = np.random.default_rng(3)
+    density = _density(_target("logit", None, rng), False, rng)
+    calls = []
+    original = TrajectoryTarget.leapfrog
+
+    def counting(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    d = density.shift.size
+    w = np.zeros(d)
+    _, grad = density(w)
+    TrajectoryTarget.leapfrog = counting
+    try:
+        end = leapfrog(density, w, np.ones(d), grad, 0.05, np.ones(d), 3)
+    finally:
+        TrajectoryTarget.leapfrog = original
+    assert calls == [1] and end is not None
+
+
+def test_a_path_beyond_the_bounds_fails_in_both():
+    rng = np.random.default_rng(1)
+    density = _density(_target("logit", Gamma(2.0, 1.0), rng), False, rng)
+    d = density.shift.size
+    w = np.zeros(d)
+    _, grad = density(w)
+    # a momentum that carries the hyperparameters far past +-6
+    p = np.zeros(d)
+    p[0] = 400.0
+    args = (grad, 0.5, np.ones(d), 20)
+    assert density.leapfrog(w, p, *args) is None
+    assert leapfrog(density.__call__, w, p, *args) is None
+
+
+def _uncompiled_densities(rng):
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0).astype(float)
+    adapter = _adapter(2)
+    # a prior outside the compiled families
+    odd = PriorSet(dict(adapter.hyperparameter_slices), default=HalfNormal(1.0))
+    yield SparseWhitenedTarget(adapter, X, y, X[::3], Bernoulli(), odd)
+    # an exact regression target with more rows than the compiled one takes
+    X_big = rng.normal(size=(EXACT_MAX_ROWS + 1, 2))
+    yield ExactMarginalTarget(adapter, X_big, np.sin(X_big[:, 0]), None)
+    # inducing inputs enough for the per-thread scratch buffer, which
+    # chains on threads would share in one compiled call
+    X = rng.normal(size=(200, 2))
+    yield SparseWhitenedTarget(adapter, X, (X[:, 0] > 0).astype(float), X, Bernoulli())
+
+
+def test_what_has_no_compiled_form_keeps_the_interpreted_loop():
+    rng = np.random.default_rng(2)
+    for target in _uncompiled_densities(rng):
+        n_hyper = getattr(target, "n_hyper", target.n_params)
+        guarded = GuardedTarget(target, np.full(n_hyper, -6.0), np.full(n_hyper, 6.0))
+        d = target.n_params
+        density = TrajectoryTarget(guarded, np.zeros(d), 0.2 * np.eye(d))
+        _, grad = density(np.zeros(d))
+        end = density.leapfrog(np.zeros(d), np.ones(d), grad, 0.05, np.ones(d), 2)
+        assert end is NotImplemented, target
+        # and the engine then integrates it itself
+        assert leapfrog(density, np.zeros(d), np.ones(d), grad, 0.05, np.ones(d), 2)
+
+
+def test_pickled_density_integrates_the_same_path():
+    rng = np.random.default_rng(5)
+    density = _density(_target("softmax", Gamma(2.0, 1.0), rng), True, rng)
+    d = density.shift.size
+    w = 0.2 * rng.normal(size=d)
+    _, grad = density(w)
+    args = (w, rng.normal(size=d), grad, 0.05, np.ones(d), 6)
+    before = density.leapfrog(*args)
+    copy = pickle.loads(pickle.dumps(density))
+    after = copy.leapfrog(*args)
+    for a, b in zip(before, after, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_exact_kernel_matrix_needing_jitter_goes_back_to_the_target():
+    """Repeated rows and a vanishing noise: ``K`` is singular, the compiled
+    factorisation fails, and the interpreted target (which adds jitter and
+    records it) integrates the path."""
+    rng = np.random.default_rng(4)
+    X = np.repeat(rng.normal(size=(6, 1)), 3, axis=0)
+    target = ExactMarginalTarget(_adapter(1), X, np.sin(X[:, 0]), None)
+    p = target.n_params
+    guarded = GuardedTarget(target, np.full(p, -60.0), np.full(p, 6.0))
+    density = TrajectoryTarget(guarded, np.r_[np.zeros(p - 1), -50.0], np.eye(p))
+    assert compiled_plan(density) is not None
+    w = np.zeros(p)
+    _, grad = density(w)
+    args = (w, np.zeros(p), grad, 1e-3, np.ones(p), 2)
+    assert density.leapfrog(*args) is NotImplemented
+    assert leapfrog(density, *args) is not None
+    assert target.max_jitter > 0
