@@ -18,6 +18,9 @@
    (``_approximation._EXACT_FROM_START_MAX_N``); then, at 80-128 rows, the
    smallest inducing set whose bound costs as much as the exact target, as
    a fraction of the rows (``_approximation._EXACT_AFTER_GROWTH_FRACTION``).
+5. ``--sections trajectory``: a leapfrog step of the exact target's chain
+   density in one compiled call against the engine's interpreted loop,
+   over n (``_trajectory.EXACT_MAX_ROWS``).
 
     python benchmarks/bench_variational_mcmc.py            # everything
     python benchmarks/bench_variational_mcmc.py --quick    # smaller sizes
@@ -320,6 +323,69 @@ def bench_crossover_fraction(sizes=(80, 100, 128), dims=(1, 3, 8)):
                 )
 
 
+def _trajectory_density(n, d, rng):
+    """The exact target's chain density as the regressor builds it."""
+    from skgp_bayes.priors import LogNormal, PriorSet
+    from skgp_bayes.targets.exact import ExactMarginalTarget
+    from skgp_bayes.variational_mcmc._sampling import GuardedTarget
+    from skgp_bayes.variational_mcmc._trajectory import TrajectoryTarget
+
+    X = rng.standard_normal((n, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(d)))
+    names = dict(adapter.hyperparameter_slices)
+    names["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
+    prior = PriorSet(names, default=LogNormal(0.0, 1.0))
+    target = ExactMarginalTarget(adapter, X, y, prior)
+    p = target.n_params
+    guarded = GuardedTarget(target, np.full(p, -8.0), np.full(p, 8.0))
+    return TrajectoryTarget(guarded, np.r_[np.zeros(p - 1), -2.0], 0.1 * np.eye(p))
+
+
+def bench_trajectory(sizes=(32, 48, 64, 96), dims=(1, 5), n_steps=10):
+    """A compiled leapfrog step of the exact target against the engine's loop.
+
+    Sets ``variational_mcmc._trajectory.EXACT_MAX_ROWS``: the compiled step
+    evaluates the exact target by its unblocked small path, whose cost
+    grows faster than LAPACK's.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from skgp_bayes.inference.leapfrog import leapfrog
+    from skgp_bayes.variational_mcmc import _trajectory
+
+    print("\n## Exact target: compiled leapfrog step against the interpreted one")
+    print("\n| d | n | compiled (us) | interpreted (us) | compiled / interpreted |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    rng = np.random.default_rng(0)
+    limit = _trajectory.EXACT_MAX_ROWS
+    _trajectory.EXACT_MAX_ROWS = max(sizes)  # compile every size for the timing
+    try:
+        with threadpool_limits(1):
+            for d in dims:
+                for n in sizes:
+                    density = _trajectory_density(n, d, rng)
+                    p = density.shift.size
+                    w, momentum = np.zeros(p), rng.standard_normal(p)
+                    inv_mass = np.ones(p)
+                    _, grad = density(w)
+                    args = (w, momentum, grad, 0.1, inv_mass, n_steps)
+                    compiled = _mean_of_best_round(
+                        functools.partial(density.leapfrog, *args)
+                    )
+                    interpreted = _mean_of_best_round(
+                        functools.partial(leapfrog, density.__call__, *args)
+                    )
+                    print(
+                        f"| {d} | {n} | {1e6 * compiled / n_steps:.1f} "
+                        f"| {1e6 * interpreted / n_steps:.1f} "
+                        f"| {compiled / interpreted:.2f} |",
+                        flush=True,
+                    )
+    finally:
+        _trajectory.EXACT_MAX_ROWS = limit
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -332,8 +398,8 @@ def main():
     parser.add_argument(
         "--sections",
         default="coal,cancer,large",
-        help="comma-separated subset of coal, cancer, large, crossover "
-        "(the last only when named)",
+        help="comma-separated subset of coal, cancer, large, crossover, "
+        "trajectory (the last two only when named)",
     )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
@@ -351,6 +417,8 @@ def main():
     if "crossover" in sections:
         bench_crossover()
         bench_crossover_fraction()
+    if "trajectory" in sections:
+        bench_trajectory()
     if "large" in sections:
         if args.quick:
             bench_large(5000, 50, 10, 10, 10, 200)

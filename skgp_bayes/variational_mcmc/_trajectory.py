@@ -59,9 +59,10 @@ _NO_PRIOR = (_EMPTY_INDEX, _EMPTY_1, _EMPTY_1, _EMPTY_1)
 # The most rows of an exact target integrated in the compiled trajectory.
 # Its evaluation there is the unblocked one of the exact target's small
 # path, whose cost grows faster than LAPACK's blocked code; a leapfrog step
-# (one BLAS thread, d = 1 and 5, ARD, guard and prior) took 19-20 us
-# compiled against 31-32 interpreted at 32 rows, 48-50 against 50-51 at 48,
-# 98-102 against 70-72 at 64 and 290-300 against 122-124 at 96.
+# (one BLAS thread, d = 1 and 5, ARD, guard and prior) took 20-21 us
+# compiled against 32 interpreted at 32 rows, 49-51 against 50-52 at 48,
+# 100-102 against 70-73 at 64 and 289-296 against 122-126 at 96
+# (benchmarks/bench_variational_mcmc.py --sections trajectory).
 EXACT_MAX_ROWS = 48
 
 
