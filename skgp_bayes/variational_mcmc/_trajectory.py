@@ -5,10 +5,11 @@ the chains run on, with a ``leapfrog`` method that the HMC engine uses in
 place of its own loop (:func:`skgp_bayes.inference.leapfrog.leapfrog`)
 where the layers under it have a compiled form
 (:mod:`._trajectory_numba`): sinh maps or none, the bounds guard, a
-target whose evaluation is one compiled call (the logit and softmax joint
-targets, the collapsed bound, the exact RBF target of at most
-:data:`EXACT_MAX_ROWS` rows) and a compiled prior (the default Gamma and
-log-normal priors). Anything else (a user's prior object, a larger exact
+target whose evaluation is one compiled call
+(:func:`~skgp_bayes.targets.compiled_forms.compiled_form`: the logit and
+softmax joint targets, the collapsed bound, the exact RBF target, here of
+at most :data:`EXACT_MAX_ROWS` rows) and a compiled prior (the default
+Gamma and log-normal priors). Anything else (a user's prior object, a larger exact
 target, log-distance coordinates of a hyperparameter piled on a bound, the
 scratch buffer of a large ``m``) keeps the interpreted loop, as does a
 trajectory that reaches the logit rule's small-variance hand-over or an
@@ -19,12 +20,7 @@ import numpy as np
 
 from ..inference.affine import AffineTarget
 from ..inference.marginal_maps import MarginalMapTarget
-from ..likelihoods._base import SMALL_VAR
-from ..targets import ExactMarginalTarget, SparseWhitenedTarget
-from ..targets._likelihood_numba import logit_rules
-from ..targets._sparse_compiled import compiled_prior, workspace
-from ..targets._sparse_numba import LAPACK
-from ..targets.collapsed import CollapsedSparseTarget
+from ..targets.compiled_forms import FORMS, compiled_form, empty_form
 from ._trajectory_numba import (
     GENERAL,
     KIND_COLLAPSED,
@@ -37,25 +33,10 @@ from ._trajectory_numba import (
 
 __all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan"]
 
-_EMPTY_1 = np.zeros(0)
-_EMPTY_2 = np.zeros((0, 0))
-_EMPTY_INDEX = np.zeros(0, dtype=np.int64)
-# Placeholders of the argument tuples of the kinds not in use: the same
-# types as the real ones (see _trajectory_numba), so that one compiled
-# trajectory serves every kind.
-_NO_LOGIT = (
-    _EMPTY_2, _EMPTY_2, _EMPTY_1, _EMPTY_INDEX, 0, 0.0, _EMPTY_1, 0.0,
-    *logit_rules(1), 0.0, LAPACK, _EMPTY_1,
-)  # fmt: skip
-_NO_SOFTMAX = (
-    _EMPTY_2, _EMPTY_2, _EMPTY_1, _EMPTY_INDEX, 0, 0.0, _EMPTY_INDEX, 0.0,
-    _EMPTY_2, _EMPTY_1, LAPACK, _EMPTY_1,
-)  # fmt: skip
-_NO_COLLAPSED = (
-    _EMPTY_2, _EMPTY_2, _EMPTY_1, _EMPTY_1, _EMPTY_INDEX, 0, 0.0, LAPACK,
-)  # fmt: skip
-_NO_EXACT = (_EMPTY_1, _EMPTY_INDEX, _EMPTY_2, _EMPTY_1)
-_NO_PRIOR = (_EMPTY_INDEX, _EMPTY_1, _EMPTY_1, _EMPTY_1)
+# The compiled trajectory's kinds are the targets' compiled forms, in order.
+_KINDS = dict(
+    zip(FORMS, (KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT), strict=True)
+)
 # The most rows of an exact target integrated in the compiled trajectory.
 # Its evaluation there is the unblocked one of the exact target's small
 # path, whose cost grows faster than LAPACK's blocked code; a leapfrog step
@@ -68,79 +49,6 @@ EXACT_MAX_ROWS = 48
 
 def _floats(a):
     return np.ascontiguousarray(a, dtype=np.float64)
-
-
-def _kernel_args(target):
-    spec = target.adapter.spec
-    return (
-        _floats(target.X),
-        _floats(target.Z),
-        _floats(spec.defaults),
-        np.ascontiguousarray(spec.theta_index, dtype=np.int64),
-        int(spec.base),
-        float(target.jitter),
-    )
-
-
-def _prior_args(target):
-    """``log_prior_theta``'s arrays, the empty placeholder, or None."""
-    if target.prior_set is None:
-        return _NO_PRIOR
-    arrays = compiled_prior(target.prior_set)
-    if arrays is None:
-        return None
-    kind, a, b, const = arrays
-    return (np.asarray(kind, dtype=np.int64), _floats(a), _floats(b), _floats(const))
-
-
-def _sparse_args(target):
-    """``(kind, targets)`` for a one-call joint target, or None."""
-    if not target._one_call or target.offset is not None:
-        return None
-    if target.n_hyper != target.n_kernel_params:
-        return None
-    if workspace(target.n_inducing, target.n).size:
-        # one scratch buffer per thread: the compiled chains would share it
-        return None
-    kernel = _kernel_args(target)
-    scale = 1.0 * (target.n_total / target.n)  # _data's for the full data
-    if target._logit:
-        logit = (
-            *kernel,
-            _floats(target._logit_y),
-            scale,
-            *target._logit_rules,
-            SMALL_VAR,
-            LAPACK,
-            _EMPTY_1,
-        )
-        return KIND_LOGIT, (logit, _NO_SOFTMAX, _NO_COLLAPSED, _NO_EXACT)
-    labels = np.ascontiguousarray(target._softmax_labels, dtype=np.int64)
-    eps, weights = target._softmax_nodes
-    softmax = (
-        *kernel, labels, scale, _floats(eps), _floats(weights), LAPACK, _EMPTY_1
-    )  # fmt: skip
-    return KIND_SOFTMAX, (_NO_LOGIT, softmax, _NO_COLLAPSED, _NO_EXACT)
-
-
-def _collapsed_args(target):
-    if not target._compiled:
-        return None
-    X, Z, defaults, index, base, jitter = _kernel_args(target)
-    collapsed = (X, Z, _floats(target.y), defaults, index, base, jitter, LAPACK)
-    return KIND_COLLAPSED, (_NO_LOGIT, _NO_SOFTMAX, collapsed, _NO_EXACT)
-
-
-def _exact_args(target):
-    if not target._rbf or target.y.ndim != 1 or target.X.shape[0] > EXACT_MAX_ROWS:
-        return None
-    exact = (
-        _floats(target._phi_defaults),
-        np.ascontiguousarray(target._param_index, dtype=np.int64),
-        _floats(target._X_centred),
-        _floats(target.y),
-    )
-    return KIND_EXACT, (_NO_LOGIT, _NO_SOFTMAX, _NO_COLLAPSED, exact)
 
 
 def compiled_plan(affine):
@@ -185,20 +93,15 @@ def compiled_plan(affine):
     if type(base) is not GuardedTarget:
         return None
     target = base.target
-    if type(target) is SparseWhitenedTarget:
-        args = _sparse_args(target)
-    elif type(target) is CollapsedSparseTarget:
-        args = _collapsed_args(target)
-    elif type(target) is ExactMarginalTarget:
-        args = _exact_args(target)
-    else:
+    form = compiled_form(target)
+    if form is None:
         return None
-    prior = None if args is None else _prior_args(target)
-    if prior is None:
+    name, arguments, prior = form
+    if name == "exact" and target.X.shape[0] > EXACT_MAX_ROWS:
         return None
-    kind, targets = args
+    targets = tuple(arguments if f == name else empty_form(f) for f in FORMS)
     if maps is None:
-        mapping = (_EMPTY_1,) * 4
+        mapping = (np.zeros(0),) * 4
     else:
         mapping = tuple(_floats(a) for a in (maps.mu, maps.sigma, maps.skew, maps.rate))
     chain = (
@@ -210,7 +113,7 @@ def compiled_plan(affine):
         _floats(base.upper),
     )
     n_hyper = getattr(target, "n_hyper", target.n_params)  # exact: all of them
-    return chain, kind, int(n_hyper), targets, prior
+    return chain, _KINDS[name], int(n_hyper), targets, prior
 
 
 class TrajectoryTarget(AffineTarget):
