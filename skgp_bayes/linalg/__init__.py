@@ -10,6 +10,7 @@ from .cholesky import (
     log_det_from_cholesky,
     triangular_solve,
 )
+from .diagonal import add_to_diagonal
 from .precondition import (
     LowRankPreconditioner,
     kernel_preconditioner,
@@ -24,6 +25,7 @@ from .ulisse import (
 )
 
 __all__ = [
+    "add_to_diagonal",
     "cholesky",
     "cho_solve",
     "cho_inverse",

@@ -108,10 +108,9 @@ def _jittered_factor(matrix, diag, max_tries, warn, suffix):
         scale = 1.0
     jitter = JITTER_START * scale
     work = matrix.copy()
-    idx = np.diag_indices_from(work)
     base_diag = diag.copy()
     for _ in range(max_tries):
-        work[idx] = base_diag + jitter
+        np.fill_diagonal(work, base_diag + jitter)
         factor, info = _potrf(work)
         if info == 0:
             if warn:

@@ -7,6 +7,7 @@ import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri, pdtr
 
 from ..likelihoods import gauss_hermite
+from ..linalg.diagonal import add_to_diagonal
 from ._poisson_numba import MAX_COUNT, mixture_poisson_cdf
 from .mixture import (
     mixture_log_density,
@@ -379,7 +380,7 @@ def lognormal_rate_prediction(
         second = np.einsum("si,sk->sik", rate, rate) * np.exp(spread)
         cov = second.mean(axis=0) - np.outer(mean, mean)
         if noise:
-            cov[np.diag_indices_from(cov)] += mean
+            add_to_diagonal(cov, mean)
         return mean, cov
     if not return_std:
         return mean

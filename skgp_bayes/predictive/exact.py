@@ -17,6 +17,7 @@ from ..linalg import (
     kernel_preconditioner,
     triangular_solve,
 )
+from ..linalg.diagonal import add_to_diagonal
 from .mixture import clamp_variances, row_chunks
 
 # Internal until every method carries an example (tests/test_docstrings.py).
@@ -77,7 +78,7 @@ class ExactGPDraws:
         """Cholesky factor of draw ``j``'s training covariance (cached)."""
         if j not in self._factors:
             K = self.adapter.gram(self.kernel_thetas[j], self.X)
-            K[np.diag_indices_from(K)] += self.noise_variances[j]
+            add_to_diagonal(K, self.noise_variances[j])
             self._factors[j] = cholesky(K, warn=False)[0]
         return self._factors[j]
 

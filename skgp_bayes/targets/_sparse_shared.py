@@ -6,6 +6,7 @@ import numpy as np
 from ..likelihoods import Gaussian
 from ..linalg import cholesky, inverse_congruence, triangular_solve
 from ..linalg._numba_ops import flush_tiny
+from ..linalg.diagonal import add_to_diagonal
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -97,8 +98,7 @@ def jittered_gram(Kuu, jitter):
     below ``linalg._numba_ops.TINY`` zeroed, ``jitter * mean(diag)`` added to
     the diagonal."""
     flush_tiny(Kuu)
-    idx = np.diag_indices_from(Kuu)
-    Kuu[idx] += jitter * float(np.mean(Kuu[idx]))
+    add_to_diagonal(Kuu, jitter * float(np.mean(np.diagonal(Kuu))))
     return Kuu
 
 
@@ -189,7 +189,7 @@ def kernel_weights(R, A, Abar):
 def with_jitter_weight(Kuubar, jitter):
     """``dF/dK(Z, Z)`` through the jitter too, ``jitter * mean(diag)``."""
     W = Kuubar.copy()
-    W[np.diag_indices_from(W)] += jitter / W.shape[0] * np.trace(Kuubar)
+    add_to_diagonal(W, jitter / W.shape[0] * np.trace(Kuubar))
     return W
 
 

@@ -60,6 +60,7 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 from ..exceptions import NotPSDError
 from ..linalg import inverse_congruence
 from ..linalg._numba_ops import flush_tiny
+from ..linalg.diagonal import add_to_diagonal
 from . import _collapsed_numba, _sparse_numba
 from ._sparse_shared import MIN_VAR, check_jitter, check_prior, jittered_gram
 from .sparse import JITTER
@@ -214,7 +215,7 @@ class CollapsedSparseTarget:
         s2 = float(np.exp(log_noise))
         P = A @ A.T
         P /= s2
-        P[np.diag_indices_from(P)] += 1.0
+        add_to_diagonal(P, 1.0)
         Lp = _lower_factor(P, "I + A A' / s2")
         c = _solve_lower(Lp, A @ self.y / s2)
         return R, A, gamma, free, s2, Lp, c, kernel_mats
@@ -418,7 +419,7 @@ class CollapsedSparseTarget:
         adapter, m = self.adapter, Z.shape[0]
         if self.n_kernel_params:
             W = Kuubar.copy()
-            W[np.diag_indices(m)] += self.jitter / m * float(np.trace(Kuubar))
+            add_to_diagonal(W, self.jitter / m * float(np.trace(Kuubar)))
             if mats is not None:
                 grad[: self.n_kernel_params] = self._fast_theta_grad(
                     Z, W, Kufbar, gbar, mats
@@ -531,7 +532,7 @@ class CollapsedSparseTarget:
         s = s2 + t
         P = A @ A.T
         P /= s
-        P[np.diag_indices_from(P)] += 1.0
+        add_to_diagonal(P, 1.0)
         c_upper = _solve_lower(_lower_factor(P, "I + A A' / (s2 + t)"), A @ y / s)
         quad_upper = yy / s - float(c_upper @ c_upper)
         return float(0.5 * (quad - quad_upper) + t / (2.0 * s2))

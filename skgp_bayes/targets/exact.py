@@ -68,6 +68,7 @@ from ..linalg._numba_ops import (
     residual_weight_from_lower_inverse,
     trace,
 )
+from ..linalg.diagonal import add_to_diagonal
 from ._exact_numba import (
     HALF_LOG_2PI,
     SMALL_N,
@@ -274,7 +275,7 @@ class ExactMarginalTarget:
         """
         theta, log_noise = self.split(params)
         K = self.adapter.gram(theta, self.X)
-        K[np.diag_indices_from(K)] += np.exp(log_noise)
+        add_to_diagonal(K, np.exp(log_noise))
         L, jitter = cholesky(K, warn=False, context=self._context(params))
         self.max_jitter = max(self.max_jitter, jitter)
         return L, cho_solve(L, self.y)

@@ -14,6 +14,7 @@ from scipy.special import expit, softmax
 
 from ..linalg import cho_inverse, cho_solve, cholesky
 from ..linalg._numba_ops import flush_tiny
+from ..linalg.diagonal import add_to_diagonal
 
 __all__ = [
     "example_binary_problem",
@@ -64,7 +65,7 @@ def _curvature(K, y, likelihood, f):
     # Subnormal entries (a saturated likelihood has W near 1e-300) slow the
     # factorisation down a hundredfold and change nothing: flush them.
     flush_tiny(B)
-    B[np.diag_indices_from(B)] += 1.0
+    add_to_diagonal(B, 1.0)
     # B = I + sW K sW has eigenvalues >= 1: it always factorises.
     Lb, _ = cholesky(B, max_tries=0, warn=False)
     return W, sW, Lb
@@ -211,7 +212,7 @@ class BinaryLaplaceProblem:
         # written as sum_ab W_ab dK_ab.
         Wt = 0.5 * np.outer(fit.a, fit.a) - 0.5 * R
         Wt += 0.5 * (np.outer(u, g) + np.outer(g, u))
-        Wt[np.diag_indices_from(Wt)] += base.jitter / base.n * np.trace(Wt)
+        add_to_diagonal(Wt, base.jitter / base.n * np.trace(Wt))
         return value, base.grad_contract(theta, Wt)
 
 
@@ -391,7 +392,7 @@ def binary_precision_factor(L, W):
     True
     """
     P = L.T @ (W[:, None] * L)
-    P[np.diag_indices_from(P)] += 1.0
+    add_to_diagonal(P, 1.0)
     R, _ = cholesky(P, max_tries=0, warn=False)
     return R
 
@@ -536,7 +537,7 @@ def _softmax_precision_factor(Ls, pi):
             if c == d:
                 w = w + pi[:, c]
             P[c * n : (c + 1) * n, d * n : (d + 1) * n] = Ls[c].T @ (w[:, None] * Ls[d])
-    P[np.diag_indices_from(P)] += 1.0
+    add_to_diagonal(P, 1.0)
     # Only the lower triangle is read by the factorisation; the precision is
     # I plus a positive semi-definite term, so no jitter is ever needed.
     R, _ = cholesky(P, max_tries=0, warn=False)

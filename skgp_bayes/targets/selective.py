@@ -66,6 +66,7 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 from ..exceptions import NotPSDError
 from ..linalg._numba_ops import flush_tiny
+from ..linalg.diagonal import add_to_diagonal
 from ._selection import (
     BernoulliPointProcess,
     greedy_variance_points,
@@ -202,7 +203,7 @@ class SubsetBound:
     def _optimal_from_A(self, A, noise):
         m = A.shape[0]
         precision = A @ A.T / noise
-        precision[np.diag_indices(m)] += 1.0
+        add_to_diagonal(precision, 1.0)
         factor = cho_factor(precision, lower=True, check_finite=False)
         mean = cho_solve(factor, A @ self.y / noise, check_finite=False)
         cov = cho_solve(factor, np.eye(m), check_finite=False)
@@ -354,8 +355,7 @@ class SubsetBound:
         m = idx.size
         block = (idx[:, None] * Kcc.shape[0] + idx).ravel()
         Kuu = Kcc.ravel()[block].reshape(m, m)
-        diag = np.diag_indices(m)
-        Kuu[diag] += self.jitter * float(np.mean(Kuu[diag]))
+        add_to_diagonal(Kuu, self.jitter * float(np.mean(np.diagonal(Kuu))))
         R = _factor(Kuu)
         A, info = _dtrtrs(R, Kcf[idx], lower=1)
         gamma = kdiag - np.einsum("ji,ji->i", A, A)
@@ -364,7 +364,7 @@ class SubsetBound:
         # optimal whitened q(v): S^-1 = I + A A' / s2, mean = S A y / s2
         precision = A @ A.T
         precision /= noise
-        precision[diag] += 1.0
+        add_to_diagonal(precision, 1.0)
         P_inv, info = _dtrtri(_factor(precision), lower=1)
         S = P_inv.T @ P_inv
         SA = S @ A
@@ -376,7 +376,7 @@ class SubsetBound:
             float(np.sum(P_inv * P_inv))
             + float(mean @ mean)
             - m
-            - 2.0 * float(np.sum(np.log(P_inv[diag])))
+            - 2.0 * float(np.sum(np.log(np.diagonal(P_inv))))
         )
         sq = resid**2 + var
         value = float(np.sum(-0.5 * (_LOG_2PI + log_noise) - sq / (2.0 * noise))) - kl
@@ -392,7 +392,7 @@ class SubsetBound:
         B, Kufbar = both[:, :n], both[:, n:]
         Kuubar = Kufbar @ B.T
         Kuubar = -0.25 * (Kuubar + Kuubar.T)
-        Kuubar[diag] += self.jitter / m * float(np.trace(Kuubar))
+        add_to_diagonal(Kuubar, self.jitter / m * float(np.trace(Kuubar)))
         cc = sums["cc"].ravel()
         cc[block] += Kuubar.ravel()
         sums["cf"][idx] += Kufbar

@@ -89,6 +89,7 @@ from scipy.special import gammaln
 
 from ..likelihoods import Bernoulli, Gaussian, Poisson, Softmax
 from ..linalg import inverse_congruence, triangular_solve
+from ..linalg.diagonal import add_to_diagonal
 from . import _likelihood_numba
 from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
 from ._sparse_compiled import compiled_prior, evaluate_compiled
@@ -137,7 +138,7 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     Kuubar = inverse_congruence(R, inner, overwrite=True)
     if not adapter.n_params:
         return np.zeros(0)
-    Kuubar[np.diag_indices_from(Kuubar)] += jitter / m * np.trace(Kuubar)
+    add_to_diagonal(Kuubar, jitter / m * np.trace(Kuubar))
     return (
         adapter.grad_contract(theta, Z, Kuubar)
         + adapter.cross_grad_contract(theta, X, Z, np.ascontiguousarray(Kufbar.T))

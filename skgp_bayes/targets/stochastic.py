@@ -29,6 +29,7 @@ from ..linalg import (
     ulisse_solve,
 )
 from ..linalg.cg import to_host
+from ..linalg.diagonal import add_to_diagonal
 from ..linalg.ulisse import default_budget
 from ._exact_numba import rbf_log_fill
 from .exact import ExactMarginalTarget
@@ -608,7 +609,7 @@ class StochasticTraceTarget:
         rbf_log_fill(K_f, np.einsum("ij,ij->i", Xs, Xs), np.log(variance))
         np.exp(K_f, out=K_f)
         L = np.array(K_f, order="F")
-        L[np.diag_indices(n)] += white + noise
+        add_to_diagonal(L, white + noise)
         L, info = lapack.dpotrf(L, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             return None

@@ -53,6 +53,7 @@ import numpy as np
 from ..kernels._lowering import BASE_RBF
 from ..linalg import cholesky, inverse_congruence
 from ..linalg._numba_ops import flush_tiny
+from ..linalg.diagonal import add_to_diagonal
 
 __all__ = ["WhitenedLatentTarget", "JITTER"]
 
@@ -96,7 +97,7 @@ class _RBFGram:
         K *= 0.5
         np.exp(K, out=K)
         K *= variance
-        K[np.diag_indices_from(K)] = variance
+        np.fill_diagonal(K, variance)
         self._theta, self._K = np.array(theta, dtype=np.float64), K
         return K
 
@@ -104,7 +105,7 @@ class _RBFGram:
         """``K(X, X)`` with the WhiteKernel's noise on the diagonal (a new array)."""
         noise = self.adapter._fast_params(theta, self.X.shape[1])[1]
         K = self._noiseless(theta).copy()
-        K[np.diag_indices_from(K)] += noise
+        add_to_diagonal(K, noise)
         return K
 
     def contract(self, theta, W):
@@ -429,9 +430,8 @@ class WhitenedLatentTarget:
         # Subnormal entries (distances far beyond the length scale) slow
         # LAPACK down a hundredfold and are zero for every practical purpose.
         flush_tiny(K)
-        idx = np.diag_indices_from(K)
-        delta = self.jitter * float(np.mean(K[idx])) if self.n else 0.0
-        K[idx] += delta
+        delta = self.jitter * float(np.mean(np.diagonal(K))) if self.n else 0.0
+        add_to_diagonal(K, delta)
         return K, delta
 
     def factor(self, theta):
@@ -708,7 +708,7 @@ class WhitenedLatentTarget:
         Kbar = _reverse_whitened(L, U, N)
         # The jitter scales with mean(diag K): its derivative adds
         # JITTER / n * tr(Kbar) to every diagonal weight.
-        Kbar[np.diag_indices_from(Kbar)] += self.jitter / self.n * np.trace(Kbar)
+        add_to_diagonal(Kbar, self.jitter / self.n * np.trace(Kbar))
         return self.grad_contract(theta, Kbar)
 
     def grad_contract(self, theta, W):
