@@ -15,31 +15,20 @@ import math
 import numpy as np
 from numba import njit
 
-from ._sparse_numba import kernel_scales, kernel_values_into, lower_factor, scaled
+from ._sparse_numba import (
+    kernel_scales,
+    kernel_values_into,
+    lower_factor,
+    scaled,
+    solve_lower,
+    solve_lower_t,
+)
 
 __all__ = ["DONE", "FACTOR_FAILED", "NOISY_FAILED", "exact_v_draws"]
 
 # Status of exact_v_draws: all drawn; the jittered K(Z, Z) (resp.
 # D^1/2 K D^1/2 + s2 I) of draw ``failed`` not positive definite.
 DONE, FACTOR_FAILED, NOISY_FAILED = 0, 1, 2
-
-
-@njit(cache=True, nogil=True)
-def _lower_solve_vector(L, b, trans):
-    """``L^-1 b`` (``trans`` False) or ``L^-T b``, written over ``b``."""
-    m = b.size
-    if not trans:
-        for i in range(m):
-            s = b[i]
-            for j in range(i):
-                s -= L[i, j] * b[j]
-            b[i] = s / L[i, i]
-    else:
-        for i in range(m - 1, -1, -1):
-            s = b[i]
-            for j in range(i + 1, m):
-                s -= L[j, i] * b[j]
-            b[i] = s / L[i, i]
 
 
 @njit(cache=True, nogil=True)
@@ -122,13 +111,12 @@ def _update(R, L, normals, noise_sd, y, index, root_counts, v):
     if weighted:
         for i in range(m):
             summed[i] /= root_counts[i]
-    _lower_solve_vector(L, summed, False)
-    _lower_solve_vector(L, summed, True)
+    solved = solve_lower_t(L, solve_lower(L, summed.reshape((m, 1))))[:, 0]
     if weighted:
         for i in range(m):
-            summed[i] *= root_counts[i]
+            solved[i] *= root_counts[i]
     for i in range(m):
         acc = z1[i]
         for j in range(i, m):
-            acc += R[j, i] * summed[j]
+            acc += R[j, i] * solved[j]
         v[i] = acc

@@ -32,7 +32,7 @@ from ._sparse_shared import (
     sparse_expected_log_prob,
 )
 
-__all__ = ["compiled_prior", "evaluate_compiled", "workspace"]
+__all__ = ["compiled_prior", "evaluate_compiled", "has_workspace", "workspace"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -49,6 +49,20 @@ SCRATCH_MAX_BYTES = 64 * 2**20
 # 3.9 against 2.95 ms at 200, where faults set in).
 SCRATCH_MIN_INDUCING = 200
 _NO_WORK = np.empty(0)
+
+
+def has_workspace(m, n):
+    """Whether :func:`workspace` gives ``m`` and ``n`` a buffer (not an empty one).
+
+    Examples
+    --------
+    >>> from skgp_bayes.targets._sparse_compiled import has_workspace
+    >>> has_workspace(300, 5), has_workspace(30, 5)
+    (True, False)
+    """
+    if m < SCRATCH_MIN_INDUCING:
+        return False
+    return 8 * _sparse_numba.work_size(m, n) <= SCRATCH_MAX_BYTES
 
 
 def workspace(m, n):
@@ -79,16 +93,13 @@ def workspace(m, n):
     >>> workspace(30, 5).size  # small: fresh matrices
     0
     """
-    if m < SCRATCH_MIN_INDUCING:
+    if not has_workspace(m, n):
         return _NO_WORK
     key = (m, n)
     kept = getattr(_SCRATCH, "kept", None)
     if kept is not None and kept[0] == key:
         return kept[1]
-    size = _sparse_numba.work_size(m, n)
-    if 8 * size > SCRATCH_MAX_BYTES:
-        return _NO_WORK
-    work = np.empty(size)
+    work = np.empty(_sparse_numba.work_size(m, n))
     _SCRATCH.kept = (key, work)
     return work
 

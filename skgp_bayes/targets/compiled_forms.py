@@ -30,7 +30,7 @@ import numpy as np
 from ..kernels import KernelAdapter
 from ..likelihoods._base import SMALL_VAR
 from ._likelihood_numba import logit_rules
-from ._sparse_compiled import compiled_prior, workspace
+from ._sparse_compiled import compiled_prior, has_workspace
 from ._sparse_numba import LAPACK
 from .collapsed import CollapsedSparseTarget
 from .exact import ExactMarginalTarget
@@ -77,7 +77,7 @@ def _sparse(target):
         return None
     if target.n_hyper != target.n_kernel_params:
         return None
-    if workspace(target.n_inducing, target.n).size:
+    if has_workspace(target.n_inducing, target.n):
         # its scratch buffer is one per thread: a caller's threads would share it
         return None
     scale = 1.0 * (target.n_total / target.n)  # _data's, for the full data
