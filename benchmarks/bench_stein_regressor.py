@@ -268,41 +268,48 @@ def bench_solvers(seed, n_particles, max_iter):
 
 
 def bench_small_sweep(sizes, d):
-    """The compiled small-n path of the exact target against the general one.
+    """The exact target's two compiled paths at small n.
 
-    ``ExactMarginalTarget`` runs the whole value and gradient in one compiled
-    call up to ``targets._exact_numba.SMALL_N`` rows; both paths are timed
-    on the same target (the general one with that limit set to 0), one BLAS
-    thread, 2,000 calls a round, best of 5 rounds, taken in turn.
+    ``targets._exact_numba.rbf_value_and_grad`` runs the unblocked loops
+    of ``rbf_value_and_grad_small`` up to ``SMALL_N`` rows and
+    ``rbf_value_and_grad_lapack`` beyond; both are timed on the same
+    target's arrays, one BLAS thread, 2,000 calls a round, best of 5 rounds,
+    taken in turn.
     """
     from threadpoolctl import threadpool_limits
 
-    import skgp_bayes.targets.exact as exact_module
+    from skgp_bayes.targets import _exact_numba as compiled
 
-    limit = exact_module.SMALL_N
     print(
-        f"\n### Exact target at small n, d = {d}: one compiled call "
-        f"(SMALL_N = {limit})\n"
+        f"\n### Exact target at small n, d = {d}: unblocked loops against "
+        f"LAPACK (SMALL_N = {compiled.SMALL_N})\n"
     )
-    print("| n | compiled (us) | general (us) | general / compiled |")
+    print("| n | unblocked (us) | LAPACK (us) | LAPACK / unblocked |")
     print("| ---: | ---: | ---: | ---: |")
     for n in sizes:
         _, _, _, target, params, _ = _problem(n, d)
+        args = (
+            np.asarray(params, dtype=np.float64),
+            target._phi_defaults,
+            target._param_index,
+            target._X_centred,
+            target.y,
+        )
 
-        def call(small, target=target, params=params, n=n):
-            exact_module.SMALL_N = n if small else 0
+        def call(small, args=args):
             for _ in range(2000):
-                target.logp_and_grad(params)
+                if small:
+                    compiled.rbf_value_and_grad_small(*args)
+                else:
+                    compiled.rbf_value_and_grad_lapack(*args, compiled.RBF_ROUTINES)
 
         with threadpool_limits(1):
             call(True)
             call(False)  # compile both
             times = _interleaved_best((lambda: call(True), lambda: call(False)), 5)
-        exact_module.SMALL_N = limit
-        small, general = (1e6 * t / 2000 for t in times)
-        print(
-            f"| {n} | {small:.1f} | {general:.1f} | {general / small:.2f} |", flush=True
-        )
+        small, lapack = (1e6 * t / 2000 for t in times)
+        ratio = lapack / small
+        print(f"| {n} | {small:.1f} | {lapack:.1f} | {ratio:.2f} |", flush=True)
 
 
 def main():

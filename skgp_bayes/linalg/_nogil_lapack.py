@@ -30,7 +30,12 @@ DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
 DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 DSYGST = get_cython_function_address("scipy.linalg.cython_lapack", "dsygst")
 DSYRK = get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
-_RIGHT, _UPPER, _LOWER = ord("R"), ord("U"), ord("L")
+DTRSV = get_cython_function_address("scipy.linalg.cython_blas", "dtrsv")
+DTRMM = get_cython_function_address("scipy.linalg.cython_blas", "dtrmm")
+DTRTRI = get_cython_function_address("scipy.linalg.cython_lapack", "dtrtri")
+DLAUUM = get_cython_function_address("scipy.linalg.cython_lapack", "dlauum")
+DPOTRI = get_cython_function_address("scipy.linalg.cython_lapack", "dpotri")
+_LEFT, _RIGHT, _UPPER, _LOWER = ord("L"), ord("R"), ord("U"), ord("L")
 _NO, _YES = ord("N"), ord("T")
 
 
@@ -308,6 +313,23 @@ def inverse_congruence_c(factor, sym, dsygst):
 
 
 @njit(nogil=True, cache=True)
+def _rank_k_update(dsyrk, flags, sizes, scalars, a, c):
+    """BLAS's ``C = alpha A' A + beta C`` (``dsyrk`` with ``trans`` set).
+
+    ``flags`` is ``[uplo, trans]``, ``sizes`` ``[n, k, lda]`` (``ldc`` is
+    ``n``) and ``scalars`` ``[alpha, beta]``, all as BLAS reads them.
+    """
+    flag, size, scalar = flags.ctypes.data, sizes.ctypes.data, scalars.ctypes.data
+    _call_routine(
+        dsyrk,
+        (flag, flag + 1, size, size + 4, scalar, a.ctypes.data, size + 8,
+         scalar + 8, c.ctypes.data, size),
+    )  # fmt: skip
+    _keep_alive(flags, sizes, scalars)
+    _keep_alive(a, c, c)
+
+
+@njit(nogil=True, cache=True)
 def weighted_gram_lower_c(A, weights, out, columns_scratch, dsyrk):
     """The lower triangle of ``A diag(w) A'`` by BLAS's ``dsyrk``.
 
@@ -363,22 +385,240 @@ def weighted_gram_lower_c(A, weights, out, columns_scratch, dsyrk):
         # the C-ordered lower one. uplo, trans; then m, k and that length.
         flags = np.array([_UPPER, _YES], dtype=np.uint8)
         sizes = np.array([m, k, scaled.shape[1]], dtype=np.int32)
-        scalars = np.array([sign, 1.0])
-        flag, size, scalar = flags.ctypes.data, sizes.ctypes.data, scalars.ctypes.data
-        _call_routine(
-            dsyrk,
-            (
-                flag,
-                flag + 1,
-                size,
-                size + 4,
-                scalar,
-                scaled.ctypes.data,
-                size + 8,
-                scalar + 8,
-                out.ctypes.data,
-                size,
-            ),
-        )
-        _keep_alive(flags, sizes, scalars)
-        _keep_alive(scaled, out, columns)
+        _rank_k_update(dsyrk, flags, sizes, np.array([sign, 1.0]), scaled, out)
+
+
+# Fortran-ordered routines: the exact target's buffer is LAPACK's own
+# layout, so its calls need no transposes (and give the same arithmetic as
+# SciPy's wrappers of the same routines).
+
+
+@njit(nogil=True, cache=True)
+def gram_lower_f(Xs1, d, out, dsyrk):
+    """The lower triangle of ``Xs Xs'`` into ``out``, by BLAS's ``dsyrk``.
+
+    ``Xs`` is the first ``d`` columns of the C-ordered ``Xs1``. The strict
+    upper triangle of ``out`` is not written. Returns nothing (see
+    :func:`inverse_congruence_c`).
+
+    Parameters
+    ----------
+    Xs1 : ndarray of shape (n, p), C order, p >= d
+    d : int
+    out : ndarray of shape (n, n), Fortran order
+    dsyrk : int
+        Address of BLAS's ``dsyrk`` (:data:`DSYRK`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DSYRK, gram_lower_f
+    >>> out = np.zeros((2, 2), order="F")
+    >>> gram_lower_f(np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 1.0]]), 2, out, DSYRK)
+    >>> out
+    array([[ 5.,  0.],
+           [11., 25.]])
+    """
+    n = Xs1.shape[0]
+    # BLAS sees the C-ordered Xs1 as Xs1' (p x n, leading dimension p), whose
+    # first d rows are Xs': C = alpha (Xs')' Xs' + beta C. uplo, trans; n,
+    # k and the leading dimensions; alpha and beta.
+    flags = np.array([_LOWER, _YES], dtype=np.uint8)
+    sizes = np.array([n, d, Xs1.shape[1]], dtype=np.int32)
+    _rank_k_update(dsyrk, flags, sizes, np.array([1.0, 0.0]), Xs1, out)
+
+
+@njit(nogil=True, cache=True)
+def cholesky_lower_f(matrix, dpotrf):
+    """LAPACK's ``dpotrf`` on the lower triangle of a Fortran-ordered matrix.
+
+    The factor overwrites the lower triangle; the strict upper one is
+    neither read nor written.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (n, n), Fortran order
+    dpotrf : int
+        Address of LAPACK's ``dpotrf`` (:data:`DPOTRF`).
+
+    Returns
+    -------
+    int
+        LAPACK's ``info`` (``k > 0``: the leading minor of order ``k`` is
+        not positive definite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DPOTRF, cholesky_lower_f
+    >>> K = np.array([[4.0, 9.0], [2.0, 3.0]], order="F")
+    >>> int(cholesky_lower_f(K, DPOTRF)), K[1], float(K[0, 1])
+    (0, array([1.        , 1.41421356]), 9.0)
+    """
+    return _lower_triangle_routine_f(matrix, dpotrf)
+
+
+@njit(nogil=True, cache=True)
+def solve_lower_vector_f(factor, x, trans, dtrsv):
+    """``x <- L^-1 x`` (``trans`` False) or ``L^-T x``, by BLAS's ``dtrsv``.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, n), Fortran order
+        ``L`` in its lower triangle; the strict upper one is not read.
+    x : ndarray of shape (n,)
+        Overwritten with the solution.
+    trans : bool
+    dtrsv : int
+        Address of BLAS's ``dtrsv`` (:data:`DTRSV`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DTRSV, solve_lower_vector_f
+    >>> x = np.array([2.0, 2.0])
+    >>> solve_lower_vector_f(np.array([[2.0, 0.0], [1.0, 1.0]], order="F"), x,
+    ...                      False, DTRSV)
+    >>> x
+    array([1., 1.])
+    """
+    # uplo, trans, diag; n, lda, incx
+    flags = np.array([_LOWER, _YES if trans else _NO, _NO], dtype=np.uint8)
+    sizes = np.array([x.size, factor.shape[0], 1], dtype=np.int32)
+    flag, size = flags.ctypes.data, sizes.ctypes.data
+    _call_routine(
+        dtrsv,
+        (
+            flag,
+            flag + 1,
+            flag + 2,
+            size,
+            factor.ctypes.data,
+            size + 4,
+            x.ctypes.data,
+            size + 8,
+        ),
+    )
+    _keep_alive(flags, sizes, factor)
+    _keep_alive(x, x, x)
+
+
+@njit(nogil=True, cache=True)
+def _invert_block_f(matrix, start, size, dtrtri):
+    """``dtrtri`` on the diagonal block at ``start``; LAPACK's info."""
+    n = matrix.shape[0]
+    ints = np.array([size, n, 0], dtype=np.int32)
+    flags = np.array([_LOWER, _NO], dtype=np.uint8)
+    block = matrix.ctypes.data + np.uint64(8 * (start + start * n))
+    ints_at, flag = ints.ctypes.data, flags.ctypes.data
+    _call_routine(dtrtri, (flag, flag + 1, ints_at, block, ints_at + 4, ints_at + 8))
+    _keep_alive(ints, flags, matrix)
+    return ints[2]
+
+
+@njit(nogil=True, cache=True)
+def _join_halves_f(matrix, start, size, dtrmm):
+    """``L21 <- -L22^-1 L21 L11^-1`` for the block at ``start`` split in halves.
+
+    On entry the two diagonal halves hold their inverses; two ``dtrmm``,
+    as SciPy's by-halves inverse does them (left, then right).
+    """
+    n = matrix.shape[0]
+    half = size // 2
+    # Byte offsets as unsigned integers: a signed one would make the sum a float.
+    base = matrix.ctypes.data
+    top = base + np.uint64(8 * (start + start * n))
+    bottom = base + np.uint64(8 * (start + half + (start + half) * n))
+    below = base + np.uint64(8 * (start + half + start * n))
+    # side (left, right), uplo, transa, diag; m, n, ld; alpha (-1, 1)
+    flags = np.array([_LEFT, _RIGHT, _LOWER, _NO], dtype=np.uint8)
+    ints = np.array([size - half, half, n], dtype=np.int32)
+    alphas = np.array([-1.0, 1.0])
+    flag, dims, alpha = flags.ctypes.data, ints.ctypes.data, alphas.ctypes.data
+    _call_routine(
+        dtrmm,
+        (flag, flag + 2, flag + 3, flag + 3, dims, dims + 4, alpha, bottom,
+         dims + 8, below, dims + 8),
+    )  # fmt: skip
+    _call_routine(
+        dtrmm,
+        (flag + 1, flag + 2, flag + 3, flag + 3, dims, dims + 4, alpha + 8, top,
+         dims + 8, below, dims + 8),
+    )  # fmt: skip
+    _keep_alive(flags, ints, alphas)
+    _keep_alive(matrix, matrix, matrix)
+
+
+@njit(nogil=True, cache=True)
+def _lower_triangle_routine_f(matrix, routine):
+    """``dpotrf``, ``dlauum`` or ``dpotri`` (the same arguments: uplo, n, A,
+    lda, info) on the lower triangle; LAPACK's info."""
+    ints = np.array([matrix.shape[0], 0], dtype=np.int32)
+    uplo = np.array([_LOWER], dtype=np.uint8)
+    size = ints.ctypes.data
+    _call_routine(routine, (uplo.ctypes.data, size, matrix.ctypes.data, size, size + 4))
+    _keep_alive(ints, uplo, matrix)
+    return ints[1]
+
+
+@njit(nogil=True, cache=True)
+def inverse_from_factor_f(factor, leaf, halves_max_n, routines):
+    """The lower triangle of ``K^-1`` in place of the Cholesky factor of ``K``.
+
+    What ``dpotri`` computes (``L^-1``, then ``L^-T L^-1`` by ``dlauum``),
+    with ``L^-1`` taken by halves up to ``halves_max_n`` rows: ``dtrtri``
+    on diagonal blocks of at most ``leaf`` rows, two ``dtrmm`` per join
+    (:mod:`skgp_bayes.targets.exact` gives the reasoning and timings).
+    Above ``halves_max_n``, ``dpotri`` itself. The strict upper triangle is
+    not read or written.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, n), Fortran order
+    leaf, halves_max_n : int
+    routines : tuple of int
+        Addresses of ``dtrtri``, ``dtrmm``, ``dlauum`` and ``dpotri``
+        (:data:`DTRTRI`, :data:`DTRMM`, :data:`DLAUUM`, :data:`DPOTRI`).
+
+    Returns
+    -------
+    bool
+        False where ``L`` has a zero on its diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import (
+    ...     DLAUUM, DPOTRI, DTRMM, DTRTRI, inverse_from_factor_f)
+    >>> L = np.array([[2.0, 0.0], [1.0, 1.0]], order="F")
+    >>> inverse_from_factor_f(L, 64, 1500, (DTRTRI, DTRMM, DLAUUM, DPOTRI))
+    True
+    >>> np.tril(L)  # the lower triangle of inv([[4, 2], [2, 2]])
+    array([[ 0.5,  0. ],
+           [-0.5,  1. ]])
+    """
+    dtrtri, dtrmm, dlauum, dpotri = routines
+    n = factor.shape[0]
+    if n > halves_max_n:
+        return _lower_triangle_routine_f(factor, dpotri) == 0
+    # The halving tree in post-order from an explicit stack: a block's two
+    # halves are inverted before they are joined.
+    starts = np.empty(128, dtype=np.int64)
+    sizes = np.empty(128, dtype=np.int64)
+    joined = np.zeros(128, dtype=np.bool_)
+    starts[0], sizes[0], depth = 0, n, 1
+    while depth > 0:
+        depth -= 1
+        start, size, ready = starts[depth], sizes[depth], joined[depth]
+        if size <= leaf:
+            if _invert_block_f(factor, start, size, dtrtri) != 0:
+                return False
+        elif ready:
+            _join_halves_f(factor, start, size, dtrmm)
+        else:
+            half = size // 2
+            for s, k, j in ((start, size, True), (start + half, size - half, False),
+                            (start, half, False)):  # fmt: skip
+                starts[depth], sizes[depth], joined[depth] = s, k, j
+                depth += 1
+    return _lower_triangle_routine_f(factor, dlauum) == 0

@@ -14,6 +14,20 @@ import math
 import numba as nb
 import numpy as np
 
+from .._vector_exp import vector_exp
+from ..linalg._nogil_lapack import (
+    DLAUUM,
+    DPOTRF,
+    DPOTRI,
+    DSYRK,
+    DTRMM,
+    DTRSV,
+    DTRTRI,
+    cholesky_lower_f,
+    gram_lower_f,
+    inverse_from_factor_f,
+    solve_lower_vector_f,
+)
 from ._sparse_numba import cholesky_lower, solve_lower, solve_lower_t
 
 __all__ = []
@@ -192,14 +206,14 @@ def rbf_gradient(Xs1, P, sums, scales, param_index, n_phi, grad):
         grad[k] = 0.5 * g_phi[param_index[k]]
 
 
-# Up to this many rows the whole value and gradient run in one compiled call
-# (:func:`rbf_value_and_grad_small`): there each of the dozen LAPACK, BLAS
-# and NumPy calls of the general path costs more in dispatch than in
-# arithmetic, and the unblocked loops win. One thread, d = 8, ARD, with the
-# prior (quiet): 5.0 against 14.1 us at 8 rows, 8.1 against 16.9 at 16,
-# 22.3 against 25.5 at 32, 34.6 against 32.9 at 40, 104 against 62 at 64
-# (python benchmarks/bench_stein_regressor.py --small-sweep).
-SMALL_N = 32
+# Up to this many rows the value and gradient run the unblocked loops of
+# rbf_value_and_grad_small; beyond, rbf_value_and_grad_lapack's calls to
+# LAPACK and BLAS. One thread, ARD (quiet), small against LAPACK: 2.7
+# against 5.3 us at 8 rows, 6.0 against 5.9 at 16, 8.2 against 8.7 at 20,
+# 10.4 against 8.9 at 24, 18.5 against 13.4 at 32 and 47.0 against 29.4 at
+# 48 for d = 1; 5.7 against 5.9 at 16, 8.0 against 7.5 at 20 and 19.4
+# against 14.4 at 32 for d = 8.
+SMALL_N = 20
 
 
 @nb.njit(cache=True, nogil=True)
@@ -251,3 +265,91 @@ def rbf_value_and_grad_small(params, phi_defaults, param_index, X, y):
     P = B @ Xs1
     rbf_gradient(Xs1, P, sums, (white, noise), param_index, phi_defaults.size, grad)
     return True, value, grad
+
+
+# Addresses of the BLAS and LAPACK routines of rbf_value_and_grad_lapack.
+RBF_ROUTINES = (DSYRK, DPOTRF, DTRSV, (DTRTRI, DTRMM, DLAUUM, DPOTRI))
+# Where the triangular inverse by halves stops recursing, and the largest
+# n it is used at (module notes of skgp_bayes.targets.exact).
+INVERSE_LEAF = 64
+INVERSE_BY_HALVES_MAX_N = 1500
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines):
+    """The RBF target's ``(ok, value, grad)`` in one call, through LAPACK.
+
+    The computation of the module notes of :mod:`skgp_bayes.targets.exact`:
+    ``K`` from ``dsyrk`` and one vectorised exponential over its strict
+    lower triangle (:func:`rbf_log_pack`), ``dpotrf``, two ``dtrsv``,
+    ``K^-1`` by :func:`~skgp_bayes.linalg._nogil_lapack.inverse_from_factor_f`,
+    :func:`rbf_residual_packed` and one product ``V [Xs, 1]``, on one
+    Fortran-ordered buffer, without the interpreter between the calls
+    (about 20 us a call) and without the GIL. ``routines`` is
+    :data:`RBF_ROUTINES`; ``ok`` is False where ``K`` is not numerically
+    positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._exact_numba import (
+    ...     RBF_ROUTINES, rbf_value_and_grad_lapack, rbf_value_and_grad_small)
+    >>> X = np.linspace(-1, 1, 40)[:, None]
+    >>> y, phi = np.sin(3 * X[:, 0]), np.array([0.0, 0.0, -np.inf, -4.0])
+    >>> args = (np.array([0.0, -1.0, -4.0]), phi, np.array([0, 1, 3]), X, y)
+    >>> ok, value, grad = rbf_value_and_grad_lapack(*args, RBF_ROUTINES)
+    >>> ok, _, small = rbf_value_and_grad_small(*args)
+    >>> ok, bool(np.allclose(grad, small, rtol=1e-10))
+    (True, True)
+    """
+    dsyrk, dpotrf, dtrsv, inverse_routines = routines
+    n, d = X.shape
+    Xs1 = np.empty((n, d + 1))
+    variance, white, noise = rbf_scaled_inputs(
+        params, phi_defaults, param_index, X, Xs1
+    )
+    grad = np.empty(param_index.size)
+    B = np.empty((n, n)).T  # Fortran order: LAPACK's own
+    gram_lower_f(Xs1, d, B, dsyrk)
+    packed = np.empty(n * (n - 1) // 2)
+    rbf_log_pack(B, math.log(variance), packed)
+    for t in range(packed.size):
+        packed[t] = vector_exp(packed[t])
+    fill_lower(B, packed, variance + white + noise)
+    if cholesky_lower_f(B, dpotrf) != 0:
+        return False, 0.0, grad
+    alpha = y.copy()
+    solve_lower_vector_f(B, alpha, False, dtrsv)
+    solve_lower_vector_f(B, alpha, True, dtrsv)
+    value = -0.5 * np.dot(y, alpha) - log_diagonal_sum(B) - n * HALF_LOG_2PI
+    if not inverse_from_factor_f(
+        B, INVERSE_LEAF, INVERSE_BY_HALVES_MAX_N, inverse_routines
+    ):
+        return False, 0.0, grad
+    sums = rbf_residual_packed(B, alpha, packed, variance)
+    P = B @ Xs1
+    rbf_gradient(Xs1, P, sums, (white, noise), param_index, phi_defaults.size, grad)
+    return True, value, grad
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_value_and_grad(params, phi_defaults, param_index, X, y, routines):
+    """The RBF target's ``(ok, value, grad)``: the quicker path for ``n``.
+
+    :func:`rbf_value_and_grad_small` up to :data:`SMALL_N` rows,
+    :func:`rbf_value_and_grad_lapack` beyond.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._exact_numba import RBF_ROUTINES, rbf_value_and_grad
+    >>> X = np.linspace(-1, 1, 10)[:, None]
+    >>> ok, value, grad = rbf_value_and_grad(
+    ...     np.array([0.0, -1.0, -4.0]), np.array([0.0, 0.0, -np.inf, -4.0]),
+    ...     np.array([0, 1, 3]), X, np.sin(3 * X[:, 0]), RBF_ROUTINES)
+    >>> ok, grad.shape
+    (True, (3,))
+    """
+    if X.shape[0] <= SMALL_N:
+        return rbf_value_and_grad_small(params, phi_defaults, param_index, X, y)
+    return rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines)

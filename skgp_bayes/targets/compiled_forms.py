@@ -13,7 +13,7 @@ such a function, by name:
 * ``"collapsed"``: :func:`~skgp_bayes.targets._collapsed_numba.value_and_grad_params`
   of a :class:`~skgp_bayes.targets.collapsed.CollapsedSparseTarget`, its
   arguments but ``params``;
-* ``"exact"``: :func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad_small`
+* ``"exact"``: :func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad`
   of an :class:`~skgp_bayes.targets.ExactMarginalTarget` with an RBF
   kernel, its arguments but ``params``.
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from ..kernels import KernelAdapter
 from ..likelihoods._base import SMALL_VAR
+from ._exact_numba import RBF_ROUTINES
 from ._likelihood_numba import logit_rules
 from ._sparse_compiled import compiled_prior, has_workspace
 from ._sparse_numba import LAPACK
@@ -112,6 +113,7 @@ def _exact(target):
         _indices(target._param_index),
         _floats(target._X_centred),
         _floats(target.y),
+        RBF_ROUTINES,
     )
     return "exact", arguments
 
@@ -190,5 +192,5 @@ def empty_form(name):
     if name == "collapsed":
         return none_2, none_2, none_1, none_1, none_index, 0, 0.0, LAPACK
     if name == "exact":
-        return none_1, none_index, none_2, none_1
+        return none_1, none_index, none_2, none_1, RBF_ROUTINES
     raise ValueError(f"Unknown compiled form {name!r}; the forms are {FORMS}.")

@@ -51,13 +51,19 @@ followed by ``dsyrk`` 4.0 x, ``dpotrs`` of the identity 6.2 x. With BLAS
 threaded (two threads, loaded machine) the halves still won at n = 1500
 (1.50 against 2.34 x) and timed like ``dpotri`` from 2000 (1.88 against
 1.87 x at 2000, 2.35 against 2.37 x at 4000);
-``_INVERSE_BY_HALVES_MAX_N`` keeps ``dpotri`` there.
+``INVERSE_BY_HALVES_MAX_N`` keeps ``dpotri`` there.
+
+All of it is one compiled call
+(:func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad`), which
+reaches BLAS and LAPACK through ``scipy.linalg.cython_blas`` and
+``cython_lapack``: without the interpreter between the dozen calls (about
+20 us a call, a third of the evaluation at 64 rows) and without the GIL,
+so that threads evaluate side by side. Up to ``SMALL_N`` rows it runs
+unblocked loops instead, quicker than LAPACK's calls there.
 """
 
-import math
-
 import numpy as np
-from scipy.linalg import blas, lapack
+from scipy.linalg import lapack
 
 from ..exceptions import NotPSDError
 from ..kernels import KernelAdapter
@@ -69,73 +75,13 @@ from ..linalg._numba_ops import (
     trace,
 )
 from ..linalg.diagonal import add_to_diagonal
-from ._exact_numba import (
-    HALF_LOG_2PI,
-    SMALL_N,
-    fill_lower,
-    log_diagonal_sum,
-    rbf_gradient,
-    rbf_log_pack,
-    rbf_residual_packed,
-    rbf_scaled_inputs,
-    rbf_value_and_grad_small,
-)
+from ._exact_numba import HALF_LOG_2PI, RBF_ROUTINES, rbf_value_and_grad
 
 __all__ = ["ExactMarginalTarget"]
-
-# Where the triangular inverse by halves stops recursing, and the largest
-# n it is used at (module notes).
-_INVERSE_LEAF = 64
-_INVERSE_BY_HALVES_MAX_N = 1500
 
 
 def _n_columns(y):
     return 1 if y.ndim == 1 else y.shape[1]
-
-
-def _invert_lower_triangle(L, leaf):
-    """Overwrite the lower triangle of ``L`` with that of ``L^-1``.
-
-    By halves: ``[[L11, 0], [L21, L22]]^-1`` has ``L11^-1`` and ``L22^-1``
-    on its diagonal and ``-L22^-1 L21 L11^-1`` below, two triangular
-    products (``dtrmm``). Only blocks of at most ``leaf`` rows go to
-    ``dtrtri``, whose blocked code runs at about half the speed of
-    ``dpotrf`` at n = 200-500 on the OpenBLAS measured (module notes). The
-    strict upper triangle is left as it was. Returns False where ``dtrtri`` finds
-    a zero pivot.
-    """
-    n = L.shape[0]
-    if n <= leaf:
-        inverse, info = lapack.dtrtri(L, lower=1, overwrite_c=1)
-        if inverse is not L:  # a block of a larger matrix came back as a copy
-            L[...] = inverse
-        return info == 0
-    half = n // 2
-    top, bottom = L[:half, :half], L[half:, half:]
-    if not (_invert_lower_triangle(top, leaf) and _invert_lower_triangle(bottom, leaf)):
-        return False
-    below = blas.dtrmm(-1.0, bottom, L[half:, :half], lower=1)
-    L[half:, :half] = blas.dtrmm(1.0, top, below, side=1, lower=1, overwrite_b=1)
-    return True
-
-
-def _lower_inverse_from_factor(L):
-    """Lower triangle of ``K^-1`` in place of the Cholesky factor ``L``.
-
-    What ``dpotri`` computes (``L^-T L^-1``, ``dtrtri`` then ``dlauum``),
-    with the triangular inverse taken by halves up to
-    ``_INVERSE_BY_HALVES_MAX_N`` (module notes give the timings). Returns
-    False where the factor is singular.
-    """
-    if L.shape[0] > _INVERSE_BY_HALVES_MAX_N:
-        inverse, info = lapack.dpotri(L, lower=1, overwrite_c=1)
-    elif _invert_lower_triangle(L, _INVERSE_LEAF):
-        inverse, info = lapack.dlauum(L, lower=1, overwrite_c=1)
-    else:
-        return False
-    if inverse is not L:  # in place for a Fortran array; copied otherwise
-        L[...] = inverse
-    return info == 0
 
 
 class ExactMarginalTarget:
@@ -358,38 +304,15 @@ class ExactMarginalTarget:
             raise ValueError(
                 f"params must have shape ({self.n_params},); got {params.shape}."
             )
-        X = self._X_centred
-        n, d = X.shape
-        if n <= SMALL_N:
-            ok, value, grad = rbf_value_and_grad_small(
-                params, self._phi_defaults, self._param_index, X, self.y
-            )
-            return (value, grad) if ok else None
-        # [Xs, 1]: one product V [Xs, 1] gives V Xs and the row sums V 1.
-        Xs1 = np.empty((n, d + 1))
-        variance, white, noise = rbf_scaled_inputs(
-            params, self._phi_defaults, self._param_index, X, Xs1
+        ok, value, grad = rbf_value_and_grad(
+            params,
+            self._phi_defaults,
+            self._param_index,
+            self._X_centred,
+            self.y,
+            RBF_ROUTINES,
         )
-        B = blas.dsyrk(1.0, Xs1[:, :d].T, trans=1, lower=1)
-        packed = np.empty(n * (n - 1) // 2)
-        rbf_log_pack(B, math.log(variance), packed)
-        np.exp(packed, out=packed)
-        fill_lower(B, packed, variance + white + noise)
-        B, info = lapack.dpotrf(B, lower=1, clean=0, overwrite_a=1)
-        if info != 0:
-            return None
-        # Two triangular solves: dpotrs does the same work with more set-up.
-        alpha = blas.dtrsv(B, self.y, lower=1)
-        alpha = blas.dtrsv(B, alpha, lower=1, trans=1, overwrite_x=1)
-        value = -0.5 * float(self.y @ alpha) - log_diagonal_sum(B) - n * HALF_LOG_2PI
-        if not _lower_inverse_from_factor(B):
-            return None
-        sums = rbf_residual_packed(B, alpha, packed, variance)
-        grad = np.empty(self.n_params)
-        rbf_gradient(
-            Xs1, B @ Xs1, sums, (white, noise), self._param_index, self._n_phi, grad
-        )
-        return value, grad
+        return (value, grad) if ok else None
 
     def _rbf_setup(self, X):
         """Inputs and index maps that every RBF-path call shares.

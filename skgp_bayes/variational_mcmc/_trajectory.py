@@ -38,13 +38,15 @@ _KINDS = dict(
     zip(FORMS, (KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT), strict=True)
 )
 # The most rows of an exact target integrated in the compiled trajectory.
-# Its evaluation there is the unblocked one of the exact target's small
-# path, whose cost grows faster than LAPACK's blocked code; a leapfrog step
-# (one BLAS thread, d = 1 and 5, ARD, guard and prior) took 20-21 us
-# compiled against 32 interpreted at 32 rows, 49-51 against 50-52 at 48,
-# 100-102 against 70-73 at 64 and 289-296 against 122-126 at 96
-# (benchmarks/bench_variational_mcmc.py --sections trajectory).
-EXACT_MAX_ROWS = 48
+# The compiled step and the engine's loop evaluate the target by the same
+# compiled function; what the compiled step saves is the interpreted layers
+# around it, 12-30 us a step (one BLAS thread, d = 1 and 5, ARD, guard and
+# prior: 6.2 against 18.5 us at 16 rows, 47.9 against 61.0 at 64, 171
+# against 188 at 128, 876 against 906 at 256;
+# benchmarks/bench_variational_mcmc.py --sections trajectory). Beyond 256
+# rows that is under 3% of a step, and a trajectory of the most steps
+# (1,024) would hold off Ctrl-C for more than a second.
+EXACT_MAX_ROWS = 256
 
 
 def _floats(a):

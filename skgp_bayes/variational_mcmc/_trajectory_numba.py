@@ -18,8 +18,8 @@ lock, so chains on threads run side by side.
 of ``(theta, v)`` (:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`,
 ``softmax_joint``), the collapsed bound of ``[theta, log s2]``
 (:func:`~skgp_bayes.targets._collapsed_numba.value_and_grad_params`) or
-the exact marginal likelihood of a few tens of rows with an RBF kernel
-(:func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad_small`).
+the exact marginal likelihood of up to a few hundred rows with an RBF kernel
+(:func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad`).
 ``targets`` holds the four kinds' argument tuples, those of the kinds not
 used empty placeholders of the same types, so that one compiled function
 (cached on disk) serves them all. ``prior`` is ``(kind, a, b, const)`` of
@@ -39,7 +39,7 @@ from numba import njit
 
 from ..inference._marginal_maps_numba import map_forward
 from ..targets._collapsed_numba import value_and_grad_params
-from ..targets._exact_numba import rbf_value_and_grad_small
+from ..targets._exact_numba import rbf_value_and_grad
 from ..targets._likelihood_numba import (
     DONE,
     NOT_PSD,
@@ -72,8 +72,8 @@ def _target_density(kind, x, n_hyper, targets, prior, grad):
     """``(status, log density)`` of the target at ``x``; gradient into ``grad``."""
     logit, softmax, collapsed, exact = targets
     if kind == KIND_EXACT:
-        defaults, index, X, y = exact
-        ok, value, g = rbf_value_and_grad_small(x, defaults, index, X, y)
+        defaults, index, X, y, routines = exact
+        ok, value, g = rbf_value_and_grad(x, defaults, index, X, y, routines)
         if not ok:  # K needs jitter: the interpreted target adds it
             return GENERAL, math.nan
         grad[:] = g

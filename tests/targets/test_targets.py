@@ -8,9 +8,15 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from skgp_bayes.exceptions import NotPSDError
 from skgp_bayes.kernels import KernelAdapter, force_generic
+from skgp_bayes.linalg._nogil_lapack import (
+    DLAUUM,
+    DPOTRI,
+    DTRMM,
+    DTRTRI,
+    inverse_from_factor_f,
+)
 from skgp_bayes.priors import Gamma, LogNormal, PriorSet
 from skgp_bayes.targets import ExactMarginalTarget
-from skgp_bayes.targets.exact import _lower_inverse_from_factor
 
 KERNELS = [
     ConstantKernel(1.5) * RBF(np.array([0.7, 1.3])),
@@ -172,11 +178,11 @@ def _dense_reference(kernel, X, y, params):
     ],
     ids=lambda k: repr(k)[:40],
 )
-@pytest.mark.parametrize("n", [1, 5, 32, 33, 64, 151])
+@pytest.mark.parametrize("n", [1, 5, 20, 21, 33, 64, 151])
 def test_rbf_path_equals_dense_reference(kernel, n):
-    # The RBF path (up to SMALL_N = 32 rows one compiled call with unblocked
-    # loops; beyond, the Gram product in one triangle and the triangular
-    # inverse by halves past 64 rows) against the dense textbook formulas to
+    # The RBF path (up to SMALL_N = 20 rows unblocked loops; beyond, LAPACK
+    # through one compiled call: the Gram product in one triangle and the
+    # triangular inverse by halves past 64 rows) against the dense textbook formulas to
     # rounding: both sides are backward-stable Cholesky computations of a
     # matrix with condition number below 1e4, so they agree to about 1e-12.
     rng = np.random.default_rng(3)
@@ -193,24 +199,36 @@ def test_rbf_path_equals_dense_reference(kernel, n):
     )
 
 
-@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 130, 257])
-def test_inverse_by_halves_equals_lapack(n):
-    # The triangular inverse by halves must give K^-1 (lower triangle) to
-    # rounding at sizes that recurse unevenly (entries far below the largest
-    # are compared in absolute terms), and leave the strict upper triangle
-    # untouched.
+@pytest.mark.parametrize(
+    "n, leaf, halves_max_n",
+    [(1, 64, 1500), (2, 64, 1500), (63, 64, 1500), (64, 64, 1500), (65, 64, 1500),
+     (130, 64, 1500), (257, 64, 1500), (37, 4, 1500), (100, 7, 1500), (65, 64, 64)],
+)  # fmt: skip
+def test_inverse_by_halves_equals_lapack(n, leaf, halves_max_n):
+    # The triangular inverse by halves (or dpotri above halves_max_n) must
+    # give K^-1 (lower triangle) to rounding at sizes that recurse unevenly
+    # and deeply (entries far below the largest are compared in absolute
+    # terms), and leave the strict upper triangle untouched.
     rng = np.random.default_rng(n)
     A = rng.normal(size=(n, n))
     K = A @ A.T / n + np.eye(n)
     L = np.asfortranarray(np.linalg.cholesky(K))
     L[np.triu_indices(n, 1)] = 7.0
     B = L.copy(order="F")
-    assert _lower_inverse_from_factor(B)
+    routines = (DTRTRI, DTRMM, DLAUUM, DPOTRI)
+    assert inverse_from_factor_f(B, leaf, halves_max_n, routines)
     expected = np.tril(np.linalg.inv(K))
     np.testing.assert_allclose(
         np.tril(B), expected, rtol=1e-11, atol=1e-13 * np.abs(expected).max()
     )
     assert np.all(B[np.triu_indices(n, 1)] == 7.0)
+
+
+def test_inverse_by_halves_reports_a_singular_factor():
+    L = np.asfortranarray(np.tril(np.ones((70, 70))))
+    L[66, 66] = 0.0
+    routines = (DTRTRI, DTRMM, DLAUUM, DPOTRI)
+    assert not inverse_from_factor_f(L, 8, 1500, routines)
 
 
 def test_rbf_target_pickled_without_its_index_maps_rebuilds_them():
