@@ -10,12 +10,7 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 import numpy as np
 
 from ._starts import best_of_searches, screened_exact_starts
-from .diagnostics import (
-    effective_sample_size,
-    rank_normalize,
-    split_chains,
-    split_rhat,
-)
+from .diagnostics import rank_rhat_and_bulk_ess
 from .inference import sgld_schedule
 from .inference.laplace import (
     find_map,
@@ -340,14 +335,11 @@ def chain_diagnostics(kept, notes):
             f"chain, fewer than {MIN_DIAGNOSTIC_DRAWS}"
         )
         return np.full(p, np.nan), np.full(p, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # Bulk ESS: the ESS of the rank-normalised split chains.
-        ess = np.atleast_1d(effective_sample_size(rank_normalize(split_chains(kept))))
-        if kept.shape[0] < 2:
-            notes.append("R-hat was not computed: it needs at least 2 chains")
-            return np.full(p, np.nan), ess
-        rhat = np.atleast_1d(split_rhat(kept, rank_normalized=True))
-    return rhat, ess
+    rhat, ess = rank_rhat_and_bulk_ess(kept)
+    if kept.shape[0] < 2:
+        notes.append("R-hat was not computed: it needs at least 2 chains")
+        return np.full(p, np.nan), np.atleast_1d(ess)
+    return np.atleast_1d(rhat), np.atleast_1d(ess)
 
 
 def mixed(rhat, ess):

@@ -8,6 +8,8 @@ every function returns one value per trailing parameter index.
   al., BDA3) or the rank-normalised, folded version of Vehtari et al. (2021).
 - :func:`effective_sample_size`: multi-chain ESS with Geyer's initial monotone
   sequence, autocorrelations by FFT (the Stan / numpyro estimator).
+- :func:`rank_rhat_and_bulk_ess`: the rank-normalised split R-hat and the bulk
+  ESS together, the ranks of the split chains computed once for both.
 - :func:`kernel_stein_discrepancy`: RBF-kernel Stein discrepancy of a weighted
   point set against a target known through its score (SVGD particles).
 """
@@ -16,7 +18,12 @@ import numpy as np
 from scipy.special import ndtri as _normal_quantile
 from scipy.stats import rankdata
 
-__all__ = ["split_rhat", "effective_sample_size", "kernel_stein_discrepancy"]
+__all__ = [
+    "split_rhat",
+    "effective_sample_size",
+    "rank_rhat_and_bulk_ess",
+    "kernel_stein_discrepancy",
+]
 
 
 def _as_chains(samples, min_draws):
@@ -116,15 +123,62 @@ def split_rhat(samples, *, rank_normalized=False):
     True
     """
     x = split_chains(_as_chains(samples, min_draws=4))
-    if not rank_normalized:
-        rhat = _classic_rhat(x)
-    else:
-        bulk = _classic_rhat(rank_normalize(x))
-        pooled = x.reshape((-1,) + x.shape[2:])
-        folded = np.abs(x - np.median(pooled, axis=0))
-        tail = _classic_rhat(rank_normalize(folded))
-        rhat = np.fmax(bulk, tail)
+    rhat = _rank_split_rhat(x)[0] if rank_normalized else _classic_rhat(x)
     return rhat[()] if rhat.ndim == 0 else rhat
+
+
+def _rank_split_rhat(x):
+    """Rank-normalised R-hat of split chains ``x``, and their normal scores.
+
+    The maximum of the bulk R-hat (normal scores of the pooled ranks) and
+    the tail R-hat (the same on the draws folded about their median).
+    """
+    scores = rank_normalize(x)
+    bulk = _classic_rhat(scores)
+    pooled = x.reshape((-1,) + x.shape[2:])
+    folded = np.abs(x - np.median(pooled, axis=0))
+    tail = _classic_rhat(rank_normalize(folded))
+    return np.fmax(bulk, tail), scores
+
+
+def rank_rhat_and_bulk_ess(samples):
+    """Rank-normalised split R-hat and bulk ESS, the ranks computed once.
+
+    ``split_rhat(samples, rank_normalized=True)`` and
+    ``effective_sample_size`` of the rank-normalised split chains (the bulk
+    ESS of Vehtari et al., 2021), the same values, from one ranking of the
+    split chains instead of two: a run-length rule that checks both after
+    every block of draws pays for the ranking, a sort of every parameter's
+    draws, once.
+
+    Parameters
+    ----------
+    samples : array-like of shape (n_chains, n_draws, ...)
+        Draws, chain first; at least 4 draws per chain.
+
+    Returns
+    -------
+    rhat, ess : float or ndarray of shape samples.shape[2:]
+        NaN where every draw of a parameter is equal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.diagnostics import rank_rhat_and_bulk_ess, split_rhat
+    >>> draws = np.random.default_rng(0).standard_normal((4, 500, 2))
+    >>> rhat, ess = rank_rhat_and_bulk_ess(draws)
+    >>> bool(np.all(rhat == split_rhat(draws, rank_normalized=True)))
+    True
+    >>> bool(np.all(ess > 1000))
+    True
+    """
+    x = split_chains(_as_chains(samples, min_draws=4))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhat, scores = _rank_split_rhat(x)
+        ess = np.asarray(effective_sample_size(scores))
+    if rhat.ndim == 0:
+        return rhat[()], ess[()]
+    return rhat, ess
 
 
 def _autocovariance(x):

@@ -7,6 +7,7 @@ from skgp_bayes.diagnostics import (
     effective_sample_size,
     kernel_stein_discrepancy,
     rank_normalize,
+    rank_rhat_and_bulk_ess,
     split_chains,
     split_rhat,
 )
@@ -340,3 +341,21 @@ def test_ksd_bad_input():
         kernel_stein_discrepancy(np.zeros((3, 2)), np.zeros((3, 2)), bandwidth=0.0)
     with pytest.raises(ValueError):
         kernel_stein_discrepancy(np.full((3, 1), np.nan), np.zeros((3, 1)))
+
+
+@pytest.mark.parametrize("shape", [(4, 101), (3, 200, 3), (1, 50, 2)])
+def test_rank_rhat_and_bulk_ess_equal_the_separate_diagnostics(shape):
+    # One ranking serves both: the values must be those of split_rhat and
+    # of the ESS of the rank-normalised split chains, exactly, with ties
+    # (repeated draws, as rejected MCMC moves give) and a constant parameter.
+    rng = np.random.default_rng(sum(shape))
+    draws = np.round(rng.standard_normal(shape).cumsum(axis=1), 1)
+    if draws.ndim == 3:
+        draws[..., 0] = 2.0
+    rhat, ess = rank_rhat_and_bulk_ess(draws)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected_rhat = split_rhat(draws, rank_normalized=True)
+        expected_ess = effective_sample_size(rank_normalize(split_chains(draws)))
+    np.testing.assert_array_equal(rhat, expected_rhat)
+    np.testing.assert_array_equal(ess, expected_ess)
+    assert np.shape(rhat) == np.shape(expected_rhat)

@@ -8,12 +8,7 @@ import dataclasses
 import numpy as np
 
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
-from ..diagnostics import (
-    effective_sample_size,
-    split_rhat,
-)
-from ..diagnostics import rank_normalize as _rank_normalize
-from ..diagnostics import split_chains as _split_chains
+from ..diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from ..exceptions import NotPSDError
 from ..inference.adaptation import calibrated_step
 from ..inference.affine import (
@@ -551,13 +546,8 @@ def rhat_and_bulk_ess(chains):
     n_params = chains.shape[2]
     if chains.shape[1] < 4:
         return np.full(n_params, np.nan), np.full(n_params, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rhat = np.atleast_1d(
-            np.asarray(split_rhat(chains, rank_normalized=True), dtype=np.float64)
-        )
-        ranks = _rank_normalize(_split_chains(chains))
-        ess = np.atleast_1d(np.asarray(effective_sample_size(ranks), dtype=np.float64))
-    return rhat, ess
+    rhat, ess = rank_rhat_and_bulk_ess(chains)
+    return np.atleast_1d(rhat), np.atleast_1d(ess)
 
 
 def further_block(done, first_block):
