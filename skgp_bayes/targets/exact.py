@@ -309,7 +309,7 @@ class ExactMarginalTarget:
             self._phi_defaults,
             self._param_index,
             self._X_centred,
-            self.y,
+            np.ascontiguousarray(self.y, dtype=np.float64),  # a view's strides
             RBF_ROUTINES,
         )
         return (value, grad) if ok else None

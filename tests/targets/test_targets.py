@@ -257,3 +257,21 @@ def test_rbf_path_rejects_a_vector_of_another_length():
     target = ExactMarginalTarget(KernelAdapter(RBF(1.0)), X, y, None)
     with pytest.raises(ValueError, match=r"params must have shape \(2,\)"):
         target.logp_and_grad(np.zeros(3))
+
+
+@pytest.mark.parametrize("n", [10, 80])
+def test_rbf_path_takes_strided_inputs_and_targets(n):
+    # X and y as views with strides (a column of a Fortran array, a column
+    # of a 2-D target) must give the values of contiguous copies: the
+    # compiled path reads contiguous arrays only.
+    x = np.linspace(0, 1, n)
+    X_view = np.asfortranarray(np.c_[x, x**2])[:, :1]
+    Y = np.c_[np.sin(6 * x), x]
+    kernel = ConstantKernel(1.0) * RBF(0.3)
+    params = np.array([0.1, np.log(0.2), np.log(0.01)])
+    strided = ExactMarginalTarget(KernelAdapter(kernel), X_view, Y[:, 0], None)
+    dense = ExactMarginalTarget(KernelAdapter(kernel), x[:, None], Y[:, 0].copy(), None)
+    value, grad = strided.logp_and_grad(params)
+    expected_value, expected_grad = dense.logp_and_grad(params)
+    assert value == expected_value
+    np.testing.assert_array_equal(grad, expected_grad)
