@@ -267,6 +267,16 @@ def rbf_value_and_grad_small(params, phi_defaults, param_index, X, y):
     return True, value, grad
 
 
+@nb.njit(cache=True, nogil=True)
+def _finite_diagonal(B):
+    # LAPACK passes a NaN through a factorisation without an error; the
+    # general path then names the hyperparameters that made it.
+    for i in range(B.shape[0]):
+        if not math.isfinite(B[i, i]):
+            return False
+    return True
+
+
 # Addresses of the BLAS and LAPACK routines of rbf_value_and_grad_lapack.
 RBF_ROUTINES = (DSYRK, DPOTRF, DTRSV, (DTRTRI, DTRMM, DLAUUM, DPOTRI))
 # Where the triangular inverse by halves stops recursing, and the largest
@@ -287,7 +297,7 @@ def rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines)
     Fortran-ordered buffer, without the interpreter between the calls
     (about 20 us a call) and without the GIL. ``routines`` is
     :data:`RBF_ROUTINES`; ``ok`` is False where ``K`` is not numerically
-    positive definite.
+    positive definite or its factor not finite (a NaN parameter).
 
     Examples
     --------
@@ -316,7 +326,7 @@ def rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines)
     for t in range(packed.size):
         packed[t] = vector_exp(packed[t])
     fill_lower(B, packed, variance + white + noise)
-    if cholesky_lower_f(B, dpotrf) != 0:
+    if cholesky_lower_f(B, dpotrf) != 0 or not _finite_diagonal(B):
         return False, 0.0, grad
     alpha = y.copy()
     solve_lower_vector_f(B, alpha, False, dtrsv)

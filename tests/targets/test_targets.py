@@ -275,3 +275,16 @@ def test_rbf_path_takes_strided_inputs_and_targets(n):
     expected_value, expected_grad = dense.logp_and_grad(params)
     assert value == expected_value
     np.testing.assert_array_equal(grad, expected_grad)
+
+
+@pytest.mark.parametrize("n", [10, 21, 60])
+def test_rbf_path_names_a_nan_parameter(n):
+    # A NaN hyperparameter must end in NotPSDError naming it, on the
+    # unblocked path and through LAPACK (which passes a NaN through its
+    # factorisation without an error) alike, not in a NaN log density.
+    X = np.linspace(0, 1, n)[:, None]
+    target = ExactMarginalTarget(
+        KernelAdapter(ConstantKernel(1.0) * RBF(0.3)), X, np.sin(6 * X[:, 0]), None
+    )
+    with pytest.raises(NotPSDError, match="nan"):
+        target.logp_and_grad(np.array([np.nan, np.log(0.3), np.log(0.01)]))
