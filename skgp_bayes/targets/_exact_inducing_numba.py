@@ -19,9 +19,8 @@ from ._sparse_numba import (
     kernel_scales,
     kernel_values_into,
     lower_factor,
+    lower_solve,
     scaled,
-    solve_lower,
-    solve_lower_t,
 )
 
 __all__ = ["DONE", "FACTOR_FAILED", "NOISY_FAILED", "exact_v_draws"]
@@ -91,13 +90,20 @@ def exact_v_draws(
             K[i, i] += s2
         if not lower_factor(K, lapack):
             return NOISY_FAILED, s
-        _update(R, K, normals[s], math.sqrt(s2), y, index, root_counts, out[s])
+        _update(R, K, normals[s], math.sqrt(s2), y, index, root_counts, lapack, out[s])
     return DONE, -1
 
 
 @njit(cache=True, nogil=True)
-def _update(R, L, normals, noise_sd, y, index, root_counts, v):
-    """``v = z1 + R' D^1/2 (L L')^-1 D^-1/2 S'(y - S R z1 - s z2)`` into ``v``."""
+def _update(R, L, normals, noise_sd, y, index, root_counts, lapack, v):
+    """``v = z1 + R' D^1/2 (L L')^-1 D^-1/2 S'(y - S R z1 - s z2)`` into ``v``.
+
+    Every pass reads the factors by rows, as they lie in memory: the solves
+    by :func:`lower_solve` (LAPACK's from ``LAPACK_MIN_INDUCING`` rows),
+    and ``R' x`` as a sum of the rows of ``R`` scaled by ``x``, which adds
+    the same products in the same order as the dot products of its columns
+    did, at a fifth of the time for 216 rows.
+    """
     m, n = R.shape[0], y.size
     z1 = normals[:m]
     summed = np.zeros(m)
@@ -111,12 +117,14 @@ def _update(R, L, normals, noise_sd, y, index, root_counts, v):
     if weighted:
         for i in range(m):
             summed[i] /= root_counts[i]
-    solved = solve_lower_t(L, solve_lower(L, summed.reshape((m, 1))))[:, 0]
+    half = lower_solve(L, summed.reshape((m, 1)), False, lapack)
+    solved = lower_solve(L, half, True, lapack)[:, 0]
     if weighted:
         for i in range(m):
             solved[i] *= root_counts[i]
     for i in range(m):
-        acc = z1[i]
-        for j in range(i, m):
-            acc += R[j, i] * solved[j]
-        v[i] = acc
+        v[i] = z1[i]
+    for j in range(m):
+        x = solved[j]
+        for i in range(j + 1):
+            v[i] += R[j, i] * x
