@@ -17,6 +17,7 @@ from .precondition import (
     pivoted_cholesky,
 )
 from .reverse import cholesky_reverse
+from .triangle import lower_triangle_indices
 from .ulisse import (
     ULISSEResult,
     lowrank_grad_contract,
@@ -26,6 +27,7 @@ from .ulisse import (
 
 __all__ = [
     "add_to_diagonal",
+    "lower_triangle_indices",
     "cholesky",
     "cho_solve",
     "cho_inverse",

@@ -67,6 +67,7 @@ from scipy.linalg.lapack import dtrtrs as _dtrtrs
 from ..exceptions import NotPSDError
 from ..linalg._numba_ops import flush_tiny
 from ..linalg.diagonal import add_to_diagonal
+from ..linalg.triangle import lower_triangle_indices
 from ._selection import (
     BernoulliPointProcess,
     greedy_variance_points,
@@ -535,7 +536,7 @@ class SharedSubsetBound:
         """
         idx = np.asarray(idx, dtype=np.intp).reshape(-1)
         C, K = self.n_latent, self.full.n_inducing
-        rows, cols = np.tril_indices(idx.size)
+        rows, cols = lower_triangle_indices(idx.size)
         i, j = idx[rows], idx[cols]
         # m is (K, C) in C order; L holds C packed lower triangles in turn
         latent = np.arange(C)

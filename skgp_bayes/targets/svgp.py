@@ -53,6 +53,7 @@ prior are not scaled.
 import numpy as np
 
 from ..likelihoods import Gaussian
+from ..linalg.triangle import lower_triangle_indices
 from ._sparse_shared import (
     batch_indices,
     check_inputs,
@@ -167,7 +168,7 @@ class SVGPBound:
         self.n_inducing = m = Z.shape[0]
         self.n_kernel_params = adapter.n_params
         self.n_hyper = self.n_kernel_params + int(self.learn_noise)
-        self._rows, self._cols = np.tril_indices(m)
+        self._rows, self._cols = lower_triangle_indices(m)
         self._on_diag = self._rows == self._cols
         self._n_tri = self._rows.size
         self._m_slice = slice(self.n_hyper, self.n_hyper + m * n_latent)

@@ -21,6 +21,7 @@ from ..inference.laplace import find_map
 from ..inference.mode_jumps import jump_record, laplace_mixture
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
+from ..linalg.triangle import lower_triangle_indices
 from ..priors import PriorSet
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
@@ -449,7 +450,7 @@ def svgp_layout(start, X, y, optimum, q_mean, q_factor):
     params = bound.initial_params(hyper[:-1], hyper[-1])
     blocks = bound.blocks
     params[blocks["m"]] = q_mean
-    rows, cols = np.tril_indices(Z.shape[0])
+    rows, cols = lower_triangle_indices(Z.shape[0])
     packed = q_factor[rows, cols]
     on_diag = rows == cols
     packed[on_diag] = np.log(packed[on_diag])
