@@ -2,6 +2,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from skgp_bayes.exceptions import NotPSDError, NumericalWarning
 from skgp_bayes.linalg import (
@@ -9,6 +10,7 @@ from skgp_bayes.linalg import (
     cho_solve,
     cholesky,
     log_det_from_cholesky,
+    triangular_solve,
 )
 from skgp_bayes.linalg._numba_ops import (
     TINY,
@@ -136,3 +138,21 @@ def test_unique_rows_lets_an_interrupt_through_as_keyboard_interrupt():
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert outcomes == ["interrupt"] * 500
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("rhs_shape", [(7,), (7, 3)])
+@pytest.mark.parametrize("trans", [False, True])
+def test_small_triangular_solve_is_scipys_to_the_bit(order, rhs_shape, trans):
+    # Small systems call LAPACK's dtrtrs directly, with the arguments
+    # SciPy's solve_triangular passes it: the result must be SciPy's, bit
+    # for bit, and a zero on the diagonal must raise LinAlgError.
+    rng = np.random.default_rng(7)
+    A = rng.normal(size=(7, 7))
+    L = np.array(np.linalg.cholesky(A @ A.T + 7 * np.eye(7)), order=order)
+    rhs = rng.normal(size=rhs_shape)
+    expected = scipy.linalg.solve_triangular(L, rhs, lower=True, trans=int(trans))
+    np.testing.assert_array_equal(triangular_solve(L, rhs, trans=trans), expected)
+    L[3, 3] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        triangular_solve(L, rhs, trans=trans)
