@@ -220,7 +220,7 @@ SMALL_N = 20
 def rbf_value_and_grad_small(params, phi_defaults, param_index, X, y):
     """The RBF target's ``(ok, value, grad)`` in one call, for small ``n``.
 
-    The same computation as ``ExactMarginalTarget._rbf_value_and_grad``
+    The same computation as :func:`rbf_value_and_grad_lapack`
     (kernel packed by :func:`rbf_log_pack`, Cholesky factor, ``K^-1`` in the
     lower triangle, :func:`rbf_residual_packed`, :func:`rbf_gradient`) with
     the sparse target's unblocked factorisation and solves in place of
@@ -286,6 +286,61 @@ INVERSE_BY_HALVES_MAX_N = 1500
 
 
 @nb.njit(cache=True, nogil=True)
+def _factor_rbf(params, phi_defaults, param_index, X, dsyrk, dpotrf):
+    """``(ok, B, packed, Xs1, scales)``: the Cholesky factor of the RBF ``K``.
+
+    ``B`` (Fortran order) holds the factor in its lower triangle, ``packed``
+    the strict lower triangle of ``K`` without the noise (after ``exp``).
+    ``ok`` is False where ``dpotrf`` fails or the factor is not finite
+    (LAPACK passes a NaN through; the general path then names the
+    hyperparameters that made it).
+    """
+    n, d = X.shape
+    Xs1 = np.empty((n, d + 1))
+    variance, white, noise = rbf_scaled_inputs(
+        params, phi_defaults, param_index, X, Xs1
+    )
+    B = np.empty((n, n)).T  # Fortran order: LAPACK's own
+    gram_lower_f(Xs1, d, B, dsyrk)
+    packed = np.empty(n * (n - 1) // 2)
+    rbf_log_pack(B, math.log(variance), packed)
+    for t in range(packed.size):
+        packed[t] = vector_exp(packed[t])
+    fill_lower(B, packed, variance + white + noise)
+    ok = cholesky_lower_f(B, dpotrf) == 0 and _finite_diagonal(B)
+    return ok, B, packed, Xs1, (variance, white, noise)
+
+
+@nb.njit(cache=True, nogil=True)
+def rbf_value_lapack(params, phi_defaults, param_index, X, y, routines):
+    """The RBF target's ``(ok, value)`` without the gradient, through LAPACK.
+
+    The factor of :func:`rbf_value_and_grad_lapack` and one ``dtrsv``:
+    ``y' K^-1 y = |L^-1 y|^2``, none of the inverse.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._exact_numba import (
+    ...     RBF_ROUTINES, rbf_value_and_grad_lapack, rbf_value_lapack)
+    >>> X = np.linspace(-1, 1, 40)[:, None]
+    >>> args = (np.array([0.0, -1.0, -4.0]), np.array([0.0, 0.0, -np.inf, -4.0]),
+    ...         np.array([0, 1, 3]), X, np.sin(3 * X[:, 0]), RBF_ROUTINES)
+    >>> ok, value = rbf_value_lapack(*args)
+    >>> ok, bool(np.isclose(value, rbf_value_and_grad_lapack(*args)[1]))
+    (True, True)
+    """
+    dsyrk, dpotrf, dtrsv, _ = routines
+    ok, B, _, _, _ = _factor_rbf(params, phi_defaults, param_index, X, dsyrk, dpotrf)
+    if not ok:
+        return False, 0.0
+    z = y.copy()
+    solve_lower_vector_f(B, z, False, dtrsv)
+    n = X.shape[0]
+    return True, -0.5 * np.dot(z, z) - log_diagonal_sum(B) - n * HALF_LOG_2PI
+
+
+@nb.njit(cache=True, nogil=True)
 def rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines):
     """The RBF target's ``(ok, value, grad)`` in one call, through LAPACK.
 
@@ -313,21 +368,14 @@ def rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines)
     (True, True)
     """
     dsyrk, dpotrf, dtrsv, inverse_routines = routines
-    n, d = X.shape
-    Xs1 = np.empty((n, d + 1))
-    variance, white, noise = rbf_scaled_inputs(
-        params, phi_defaults, param_index, X, Xs1
-    )
+    n = X.shape[0]
     grad = np.empty(param_index.size)
-    B = np.empty((n, n)).T  # Fortran order: LAPACK's own
-    gram_lower_f(Xs1, d, B, dsyrk)
-    packed = np.empty(n * (n - 1) // 2)
-    rbf_log_pack(B, math.log(variance), packed)
-    for t in range(packed.size):
-        packed[t] = vector_exp(packed[t])
-    fill_lower(B, packed, variance + white + noise)
-    if cholesky_lower_f(B, dpotrf) != 0 or not _finite_diagonal(B):
+    ok, B, packed, Xs1, scales = _factor_rbf(
+        params, phi_defaults, param_index, X, dsyrk, dpotrf
+    )
+    if not ok:
         return False, 0.0, grad
+    variance, white, noise = scales
     alpha = y.copy()
     solve_lower_vector_f(B, alpha, False, dtrsv)
     solve_lower_vector_f(B, alpha, True, dtrsv)

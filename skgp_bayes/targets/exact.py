@@ -75,7 +75,13 @@ from ..linalg._numba_ops import (
     trace,
 )
 from ..linalg.diagonal import add_to_diagonal
-from ._exact_numba import HALF_LOG_2PI, RBF_ROUTINES, rbf_value_and_grad
+from ._exact_numba import (
+    HALF_LOG_2PI,
+    RBF_ROUTINES,
+    SMALL_N,
+    rbf_value_and_grad,
+    rbf_value_lapack,
+)
 
 __all__ = ["ExactMarginalTarget"]
 
@@ -260,8 +266,8 @@ class ExactMarginalTarget:
         >>> bool(np.isfinite(value)), grad.shape
         (True, (2,))
         """
-        if self._rbf and eval_gradient and self.y.ndim == 1:
-            result = self._rbf_value_and_grad(params)
+        if self._rbf and self.y.ndim == 1:
+            result = self._rbf_evaluation(params, eval_gradient)
             if result is not None:
                 return result
         L, alpha = self.factor(params)
@@ -293,18 +299,29 @@ class ExactMarginalTarget:
             grad[-1] = 0.5 * np.exp(log_noise) * trace(W)
         return value, grad
 
-    def _rbf_value_and_grad(self, params):
-        """Value and gradient for the RBF kernel in one buffer (module notes).
+    def _rbf_evaluation(self, params, eval_gradient):
+        """Value (and gradient) for the RBF kernel in one compiled call.
 
         Returns None when ``K`` needs jitter: the general path then adds
-        it and says so.
+        it and says so. Without the gradient, from ``SMALL_N`` rows, the
+        factor and one triangular solve only.
         """
+        if not eval_gradient:
+            if self._X_centred.shape[0] <= SMALL_N:
+                return None  # the general path is as quick at this size
+            ok, value = rbf_value_lapack(*self._rbf_arguments(params))
+            return value if ok else None
+        ok, value, grad = rbf_value_and_grad(*self._rbf_arguments(params))
+        return (value, grad) if ok else None
+
+    def _rbf_arguments(self, params):
+        """The compiled RBF functions' arguments at ``params``."""
         params = np.asarray(params, dtype=np.float64)
         if params.shape != (self.n_params,):  # the compiled calls index it
             raise ValueError(
                 f"params must have shape ({self.n_params},); got {params.shape}."
             )
-        ok, value, grad = rbf_value_and_grad(
+        return (
             params,
             self._phi_defaults,
             self._param_index,
@@ -312,7 +329,6 @@ class ExactMarginalTarget:
             np.ascontiguousarray(self.y, dtype=np.float64),  # a view's strides
             RBF_ROUTINES,
         )
-        return (value, grad) if ok else None
 
     def _rbf_setup(self, X):
         """Inputs and index maps that every RBF-path call shares.

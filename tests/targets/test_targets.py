@@ -1,4 +1,5 @@
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -288,3 +289,34 @@ def test_rbf_path_names_a_nan_parameter(n):
     )
     with pytest.raises(NotPSDError, match="nan"):
         target.logp_and_grad(np.array([np.nan, np.log(0.3), np.log(0.01)]))
+
+
+@pytest.mark.parametrize("n", [5, 20, 21, 64, 151])
+def test_value_without_gradient_equals_the_value_with_it(n):
+    # The value-only RBF path (one factor and one triangular solve from 21
+    # rows) must give the log posterior of the value-and-gradient path to
+    # rounding, and hand a matrix that needs jitter to the general path.
+    rng = np.random.default_rng(n)
+    X = rng.uniform(-2, 2, (n, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
+    kernel = ConstantKernel(1.0) * RBF(np.array([1.0, 0.7, 2.0]))
+    prior = PriorSet(
+        {
+            "k1__constant_value": slice(0, 1),
+            "k2__length_scale": slice(1, 4),
+            "noise_variance": slice(4, 5),
+        }
+    )
+    target = ExactMarginalTarget(KernelAdapter(kernel), X, y, prior)
+    params = np.array([0.2, 0.1, -0.3, 0.5, np.log(0.05)])
+    np.testing.assert_allclose(
+        target.log_prob(params), target.logp_and_grad(params)[0], rtol=1e-12
+    )
+    duplicated = ExactMarginalTarget(
+        KernelAdapter(kernel), np.repeat(X[:3], n, axis=0), np.zeros(3 * n), None,
+        log_noise_variance=np.log(1e-300),
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = duplicated.log_prob(params[:4])
+    assert np.isfinite(value) and duplicated.max_jitter > 0
