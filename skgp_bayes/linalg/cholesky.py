@@ -263,9 +263,9 @@ def triangular_solve(factor, rhs, *, trans=False):
     factor = np.asarray(factor)
     rhs = np.asarray(rhs)
     conforming = rhs.size > 0 and rhs.shape[:1] == factor.shape[:1]
-    if conforming and not _large_square(factor) and _plain_system(factor, rhs):
-        return _trtrs(factor, rhs, bool(trans))
     if not (conforming and _large_square(factor)):
+        if conforming and _plain_system(factor, rhs):
+            return _trtrs(factor, rhs, bool(trans))
         return solve_triangular(
             factor, rhs, lower=True, trans=1 if trans else 0, check_finite=False
         )

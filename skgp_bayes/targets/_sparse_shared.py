@@ -186,10 +186,19 @@ def kernel_weights(R, A, Abar):
     return Kuubar, Kufbar
 
 
+def add_jitter_weight(W, jitter):
+    """``dF/dK`` through a jitter of ``jitter * mean(diag K)`` too, in place.
+
+    ``d delta = jitter / m * tr(dK)``, so every diagonal weight of the
+    ``m x m`` ``W`` gains ``jitter / m * tr(W)``. Returns nothing.
+    """
+    add_to_diagonal(W, jitter / W.shape[0] * np.trace(W))
+
+
 def with_jitter_weight(Kuubar, jitter):
-    """``dF/dK(Z, Z)`` through the jitter too, ``jitter * mean(diag)``."""
+    """``dF/dK(Z, Z)`` through the jitter too, ``jitter * mean(diag)`` (a copy)."""
     W = Kuubar.copy()
-    add_to_diagonal(W, jitter / W.shape[0] * np.trace(Kuubar))
+    add_jitter_weight(W, jitter)
     return W
 
 

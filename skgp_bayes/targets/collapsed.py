@@ -62,7 +62,13 @@ from ..linalg import inverse_congruence
 from ..linalg._numba_ops import flush_tiny
 from ..linalg.diagonal import add_to_diagonal
 from . import _collapsed_numba, _sparse_numba
-from ._sparse_shared import MIN_VAR, check_jitter, check_prior, jittered_gram
+from ._sparse_shared import (
+    MIN_VAR,
+    check_jitter,
+    check_prior,
+    jittered_gram,
+    with_jitter_weight,
+)
 from .sparse import JITTER
 
 __all__ = ["CollapsedSparseTarget"]
@@ -416,10 +422,9 @@ class CollapsedSparseTarget:
 
     def _pullback(self, theta, Z, Kufbar, Kuubar, gbar, mats, grad):
         """Kernel (and ``Z``) gradients into ``grad`` from the kernel weights."""
-        adapter, m = self.adapter, Z.shape[0]
+        adapter = self.adapter
         if self.n_kernel_params:
-            W = Kuubar.copy()
-            add_to_diagonal(W, self.jitter / m * float(np.trace(Kuubar)))
+            W = with_jitter_weight(Kuubar, self.jitter)
             if mats is not None:
                 grad[: self.n_kernel_params] = self._fast_theta_grad(
                     Z, W, Kufbar, gbar, mats

@@ -15,6 +15,7 @@ from scipy.special import expit, softmax
 from ..linalg import cho_inverse, cho_solve, cholesky
 from ..linalg._numba_ops import flush_tiny
 from ..linalg.diagonal import add_to_diagonal
+from ._sparse_shared import add_jitter_weight
 
 __all__ = [
     "example_binary_problem",
@@ -212,7 +213,7 @@ class BinaryLaplaceProblem:
         # written as sum_ab W_ab dK_ab.
         Wt = 0.5 * np.outer(fit.a, fit.a) - 0.5 * R
         Wt += 0.5 * (np.outer(u, g) + np.outer(g, u))
-        add_to_diagonal(Wt, base.jitter / base.n * np.trace(Wt))
+        add_jitter_weight(Wt, base.jitter)
         return value, base.grad_contract(theta, Wt)
 
 

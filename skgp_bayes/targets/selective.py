@@ -75,6 +75,7 @@ from ._selection import (
 )
 from ._sparse_shared import (
     MIN_VAR,
+    add_jitter_weight,
     batch_indices,
     factor_of_gram,
     gaussian_with_noise,
@@ -393,7 +394,7 @@ class SubsetBound:
         B, Kufbar = both[:, :n], both[:, n:]
         Kuubar = Kufbar @ B.T
         Kuubar = -0.25 * (Kuubar + Kuubar.T)
-        add_to_diagonal(Kuubar, self.jitter / m * float(np.trace(Kuubar)))
+        add_jitter_weight(Kuubar, self.jitter)
         cc = sums["cc"].ravel()
         cc[block] += Kuubar.ravel()
         sums["cf"][idx] += Kufbar

@@ -89,11 +89,11 @@ from scipy.special import gammaln
 
 from ..likelihoods import Bernoulli, Gaussian, Poisson, Softmax
 from ..linalg import inverse_congruence, triangular_solve
-from ..linalg.diagonal import add_to_diagonal
 from . import _likelihood_numba
 from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
 from ._sparse_compiled import compiled_prior, evaluate_compiled
 from ._sparse_shared import (
+    add_jitter_weight,
     batch_indices,
     check_inputs,
     check_jitter,
@@ -129,7 +129,6 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     needs a second product, a triangular product and two solves. Same
     result as :func:`pullback` to round-off.
     """
-    m = Z.shape[0]
     H = A @ g_mu
     Kufbar = triangular_solve(R, v @ g_mu.T - 2.0 * A * gbar, trans=True)
     # -Abar A' / 2 = A diag(gbar) A' - v H' / 2 in the lower triangle.
@@ -138,7 +137,7 @@ def _whitened_pullback(adapter, theta, Z, X, R, A, v, g_mu, gbar, jitter):
     Kuubar = inverse_congruence(R, inner, overwrite=True)
     if not adapter.n_params:
         return np.zeros(0)
-    add_to_diagonal(Kuubar, jitter / m * np.trace(Kuubar))
+    add_jitter_weight(Kuubar, jitter)
     return (
         adapter.grad_contract(theta, Z, Kuubar)
         + adapter.cross_grad_contract(theta, X, Z, np.ascontiguousarray(Kufbar.T))

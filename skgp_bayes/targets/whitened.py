@@ -54,6 +54,7 @@ from ..kernels._lowering import BASE_RBF
 from ..linalg import cholesky, inverse_congruence
 from ..linalg._numba_ops import flush_tiny
 from ..linalg.diagonal import add_to_diagonal
+from ._sparse_shared import add_jitter_weight
 
 __all__ = ["WhitenedLatentTarget", "JITTER"]
 
@@ -708,7 +709,7 @@ class WhitenedLatentTarget:
         Kbar = _reverse_whitened(L, U, N)
         # The jitter scales with mean(diag K): its derivative adds
         # JITTER / n * tr(Kbar) to every diagonal weight.
-        add_to_diagonal(Kbar, self.jitter / self.n * np.trace(Kbar))
+        add_jitter_weight(Kbar, self.jitter)
         return self.grad_contract(theta, Kbar)
 
     def grad_contract(self, theta, W):
