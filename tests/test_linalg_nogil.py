@@ -7,10 +7,14 @@ from scipy.linalg import solve_triangular
 from skgp_bayes.linalg import cholesky, inverse_congruence, triangular_solve
 from skgp_bayes.linalg._nogil_lapack import (
     DPOTRF,
+    DPOTRS,
+    DSYMM,
     NOGIL_MIN_ROWS,
     cholesky_lower_c,
+    cholesky_solve_f,
     inverse_congruence_c,
     solve_lower_c,
+    symmetric_product_upper_f,
 )
 
 
@@ -143,3 +147,28 @@ def test_inverse_congruence_overwrite_uses_the_arrays_handed_over():
     assert got is S_in  # the result is written over S
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(L, L_before)  # reversed, then restored
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (7, 3), (300, 5)])
+def test_cholesky_solve_f_solves_with_the_lower_triangle_only(n, k):
+    rng = np.random.default_rng(n)
+    L = _lower(n, rng)
+    K = L @ L.T
+    B = rng.normal(size=(n, k))
+    factor = np.asfortranarray(L + np.triu(rng.normal(size=(n, n)), 1))
+    got = B.copy(order="F")
+    assert cholesky_solve_f(factor, got, DPOTRS) == 0
+    np.testing.assert_allclose(K @ got, B, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (7, 3), (300, 50)])
+def test_symmetric_product_reads_the_upper_triangle_only(n, k):
+    rng = np.random.default_rng(n)
+    A = rng.normal(size=(n, n))
+    A = A + A.T
+    # Whatever sits below the diagonal (a Cholesky factor, say) is not read.
+    stored = np.asfortranarray(np.triu(A) + np.tril(rng.normal(size=(n, n)), -1))
+    B = np.asfortranarray(rng.normal(size=(n, k)))
+    out = np.asfortranarray(np.full((n, k), np.nan))
+    symmetric_product_upper_f(stored, B, out, DSYMM)
+    np.testing.assert_allclose(out, A @ B, rtol=1e-12, atol=1e-12)

@@ -35,6 +35,8 @@ DTRMM = get_cython_function_address("scipy.linalg.cython_blas", "dtrmm")
 DTRTRI = get_cython_function_address("scipy.linalg.cython_lapack", "dtrtri")
 DLAUUM = get_cython_function_address("scipy.linalg.cython_lapack", "dlauum")
 DPOTRI = get_cython_function_address("scipy.linalg.cython_lapack", "dpotri")
+DPOTRS = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrs")
+DSYMM = get_cython_function_address("scipy.linalg.cython_blas", "dsymm")
 _LEFT, _RIGHT, _UPPER, _LOWER = ord("L"), ord("R"), ord("U"), ord("L")
 _NO, _YES = ord("N"), ord("T")
 
@@ -622,3 +624,87 @@ def inverse_from_factor_f(factor, leaf, halves_max_n, routines):
                 starts[depth], sizes[depth], joined[depth] = s, k, j
                 depth += 1
     return _lower_triangle_routine_f(factor, dlauum) == 0
+
+
+@njit(nogil=True, cache=True)
+def cholesky_solve_f(factor, rhs, dpotrs):
+    """``B <- K^-1 B`` from the lower Cholesky factor of ``K``, by ``dpotrs``.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, n), Fortran order
+        ``L`` in its lower triangle; the strict upper one is not read.
+    rhs : ndarray of shape (n, k), Fortran order
+        ``B``, overwritten with the solution.
+    dpotrs : int
+        Address of LAPACK's ``dpotrs`` (:data:`DPOTRS`).
+
+    Returns
+    -------
+    int
+        LAPACK's ``info`` (nonzero only for an invalid argument).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DPOTRS, cholesky_solve_f
+    >>> L = np.array([[2.0, 0.0], [1.0, 1.0]], order="F")  # K = [[4, 2], [2, 2]]
+    >>> B = np.array([[6.0], [4.0]], order="F")
+    >>> int(cholesky_solve_f(L, B, DPOTRS)), B[:, 0]
+    (0, array([1., 1.]))
+    """
+    # n, nrhs, lda, ldb, info
+    ints = np.array([rhs.shape[0], rhs.shape[1], factor.shape[0], rhs.shape[0], 0],
+                    dtype=np.int32)  # fmt: skip
+    uplo = np.array([_LOWER], dtype=np.uint8)
+    at = ints.ctypes.data
+    _call_routine(
+        dpotrs,
+        (uplo.ctypes.data, at, at + 4, factor.ctypes.data, at + 8, rhs.ctypes.data,
+         at + 12, at + 16),
+    )  # fmt: skip
+    _keep_alive(ints, uplo, factor)
+    _keep_alive(rhs, rhs, rhs)
+    return ints[4]
+
+
+@njit(nogil=True, cache=True)
+def symmetric_product_upper_f(matrix, rhs, out, dsymm):
+    """``C = A B`` for a symmetric ``A`` given by its upper triangle, by ``dsymm``.
+
+    The strict lower triangle of ``A`` is not read, so it may hold
+    something else: a Cholesky factor whose matrix sits above it.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (n, n), Fortran order
+        ``A`` in its upper triangle and diagonal.
+    rhs : ndarray of shape (n, k), Fortran order
+    out : ndarray of shape (n, k), Fortran order
+        Overwritten with ``A B`` (nothing is returned: see
+        :func:`inverse_congruence_c`).
+    dsymm : int
+        Address of BLAS's ``dsymm`` (:data:`DSYMM`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.linalg._nogil_lapack import DSYMM, symmetric_product_upper_f
+    >>> A = np.array([[2.0, 1.0], [9.0, 3.0]], order="F")  # [[2, 1], [1, 3]]
+    >>> out = np.empty((2, 1), order="F")
+    >>> symmetric_product_upper_f(A, np.ones((2, 1), order="F"), out, DSYMM)
+    >>> out[:, 0]
+    array([3., 4.])
+    """
+    # side, uplo; m, n, lda (ldb and ldc are m); alpha, beta
+    flags = np.array([_LEFT, _UPPER], dtype=np.uint8)
+    ints = np.array([rhs.shape[0], rhs.shape[1], matrix.shape[0]], dtype=np.int32)
+    scalars = np.array([1.0, 0.0])
+    flag, at, scalar = flags.ctypes.data, ints.ctypes.data, scalars.ctypes.data
+    _call_routine(
+        dsymm,
+        (flag, flag + 1, at, at + 4, scalar, matrix.ctypes.data, at + 8,
+         rhs.ctypes.data, at, scalar + 8, out.ctypes.data, at),
+    )  # fmt: skip
+    _keep_alive(flags, ints, scalars)
+    _keep_alive(matrix, rhs, out)

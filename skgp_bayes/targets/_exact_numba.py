@@ -286,7 +286,7 @@ INVERSE_BY_HALVES_MAX_N = 1500
 
 
 @nb.njit(cache=True, nogil=True)
-def _factor_rbf(params, phi_defaults, param_index, X, dsyrk, dpotrf):
+def factor_rbf(params, phi_defaults, param_index, X, dsyrk, dpotrf):
     """``(ok, B, packed, Xs1, scales)``: the Cholesky factor of the RBF ``K``.
 
     ``B`` (Fortran order) holds the factor in its lower triangle, ``packed``
@@ -331,7 +331,7 @@ def rbf_value_lapack(params, phi_defaults, param_index, X, y, routines):
     (True, True)
     """
     dsyrk, dpotrf, dtrsv, _ = routines
-    ok, B, _, _, _ = _factor_rbf(params, phi_defaults, param_index, X, dsyrk, dpotrf)
+    ok, B, _, _, _ = factor_rbf(params, phi_defaults, param_index, X, dsyrk, dpotrf)
     if not ok:
         return False, 0.0
     z = y.copy()
@@ -370,7 +370,7 @@ def rbf_value_and_grad_lapack(params, phi_defaults, param_index, X, y, routines)
     dsyrk, dpotrf, dtrsv, inverse_routines = routines
     n = X.shape[0]
     grad = np.empty(param_index.size)
-    ok, B, packed, Xs1, scales = _factor_rbf(
+    ok, B, packed, Xs1, scales = factor_rbf(
         params, phi_defaults, param_index, X, dsyrk, dpotrf
     )
     if not ok:

@@ -16,7 +16,6 @@ contraction.
 """
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ..kernels._array_forms import array_lowrank_grad_contract
 from ..linalg import (
@@ -29,9 +28,8 @@ from ..linalg import (
     ulisse_solve,
 )
 from ..linalg.cg import to_host
-from ..linalg.diagonal import add_to_diagonal
 from ..linalg.ulisse import default_budget
-from ._exact_numba import rbf_log_fill
+from ._stochastic_numba import STOCHASTIC_ROUTINES, rbf_stochastic_trace
 from .exact import ExactMarginalTarget
 
 __all__ = ["StochasticMarginalGradient", "StochasticTraceTarget"]
@@ -556,19 +554,21 @@ class StochasticTraceTarget:
         >>> grad.shape
         (2,)
         """
-        if self._exact._rbf:
-            result = self._rbf_value_and_grad(params)
-            if result is not None:
-                return self._add_prior(params, *result)
+        n = self.y.shape[0]
+        probes = rademacher_probes(self.rng, n, self.n_probes)
+        if self._exact._rbf and self.y.ndim == 1:
+            ok, value, grad = rbf_stochastic_trace(
+                *self._exact._rbf_arguments(params)[:5], probes, STOCHASTIC_ROUTINES
+            )
+            if ok:  # else K needs jitter: the general path adds it
+                return self._add_prior(params, value, grad)
         theta, log_noise = self.split(params)
         L, alpha = self._exact.factor(params)
-        n = self.y.shape[0]
         value = (
             -0.5 * float(self.y @ alpha)
             - float(np.sum(np.log(np.diag(L))))
             - n * _HALF_LOG_2PI
         )
-        probes = rademacher_probes(self.rng, n, self.n_probes)
         solved = cho_solve(L, probes)
         U = np.column_stack([0.5 * alpha, solved / (-2.0 * self.n_probes)])
         V = np.column_stack([alpha, probes])
@@ -586,74 +586,3 @@ class StochasticTraceTarget:
             value += prior_value
             grad = grad + prior_grad
         return value, grad
-
-    def _rbf_value_and_grad(self, params):
-        """The RBF kernel's evaluation at the cost of one ``dpotrf``.
-
-        As in :class:`~skgp_bayes.targets.ExactMarginalTarget`, every
-        derivative is ``K_f`` times a polynomial in the scaled inputs, so
-        with ``W = 2 U V'`` of rank ``r`` the contraction needs only the
-        products of ``K_f`` with ``V``, ``U`` and each column of ``V`` times
-        the scaled inputs: one GEMM of ``r (d + 2)`` columns. ``K_f`` is kept
-        beside the factor. Returns None when ``K`` needs jitter: the general
-        path then adds it.
-        """
-        theta, log_noise = self.split(params)
-        adapter = self.adapter
-        X = self._exact._X_centred
-        n, d = X.shape
-        variance, white, inv_ell, ard = adapter._fast_params(theta, d)
-        noise = float(np.exp(log_noise))
-        Xs = X * inv_ell
-        K_f = Xs @ Xs.T
-        rbf_log_fill(K_f, np.einsum("ij,ij->i", Xs, Xs), np.log(variance))
-        np.exp(K_f, out=K_f)
-        L = np.array(K_f, order="F")
-        add_to_diagonal(L, white + noise)
-        L, info = lapack.dpotrf(L, lower=1, clean=0, overwrite_a=1)
-        if info != 0:
-            return None
-        probes = rademacher_probes(self.rng, n, self.n_probes)
-        solved, info = lapack.dpotrs(L, np.column_stack([self.y, probes]), lower=1)
-        if info != 0:
-            return None
-        alpha = solved[:, 0]
-        value = (
-            -0.5 * float(self.y @ alpha)
-            - float(np.sum(np.log(np.diagonal(L))))
-            - n * _HALF_LOG_2PI
-        )
-        U = np.column_stack([alpha, solved[:, 1:] / -self.n_probes])
-        V = np.column_stack([alpha, probes])
-        total, per_dim, trace_w = _rbf_lowrank_contraction(K_f, Xs, U, V)
-        g_phi = np.empty(adapter.spec.n_length_scales + 2)
-        g_phi[0] = total
-        g_phi[1:-1] = per_dim if ard else per_dim.sum()
-        g_phi[-1] = white * trace_w
-        grad = np.empty(self.n_params)
-        grad[: self.n_kernel_params] = 0.5 * adapter._to_theta(g_phi)
-        if self.log_noise_variance is None:
-            grad[-1] = 0.5 * noise * trace_w
-        return value, grad
-
-
-def _rbf_lowrank_contraction(K_f, Xs, U, V):
-    """``sum_ab (U V')_ab dK_f,ab`` for the RBF's log variance and log scales.
-
-    With ``M = (U V') o K_f``, ``sum_ab M_ab (xs_ad - xs_bd)^2`` is
-    ``sum_a xs_ad^2 (M 1)_a + sum_b xs_bd^2 (M' 1)_b - 2 xs_d' M xs_d``,
-    and ``M 1``, ``M' 1`` and ``xs_d' M xs_d`` are sums over the rank of
-    products with ``K_f``. Returns ``sum M`` (the log variance's term), the
-    ``d`` scale terms and the trace of ``U V'``.
-    """
-    n, d = Xs.shape
-    r = U.shape[1]
-    scaled = (V[:, :, None] * Xs[:, None, :]).reshape(n, r * d)
-    products = K_f @ np.hstack([V, U, scaled])
-    KV, KU = products[:, :r], products[:, r : 2 * r]
-    K_scaled = products[:, 2 * r :].reshape(n, r, d)
-    rows = np.einsum("ar,ar->a", U, KV)
-    cols = np.einsum("ar,ar->a", V, KU)
-    quad = np.einsum("ar,ad,ard->d", U, Xs, K_scaled)
-    per_dim = (Xs * Xs).T @ (rows + cols) - 2.0 * quad
-    return float(rows.sum()), per_dim, float(np.sum(U * V))

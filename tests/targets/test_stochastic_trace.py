@@ -124,3 +124,37 @@ def test_rbf_path_matches_the_generic_contraction(problem, kernel, fixed_noise):
     assert routes == [True, False]
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-12)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [5, 21, 257])
+def test_compiled_rbf_path_matches_the_generic_contraction_at_every_size(n):
+    # The compiled call (factor, dpotrs, K_f mirrored above the factor and
+    # one dsymm) against the generic contraction with the same probes.
+    rng = np.random.default_rng(n)
+    X = rng.uniform(-2, 2, (n, 3))
+    y = np.cos(X.sum(axis=1)) + 0.1 * rng.normal(size=n)
+    kernel = ConstantKernel(0.8) * RBF([0.7, 1.2, 2.0])
+    results = []
+    for adapter in (KernelAdapter(kernel), force_generic(kernel)):
+        params = np.append(adapter.kernel.theta, np.log(0.05))
+        target = StochasticTraceTarget(
+            adapter, X, y, None, rng=np.random.default_rng(5), n_probes=4
+        )
+        results.append(target.logp_and_grad(params))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-11)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-8, atol=1e-9)
+
+
+def test_a_kernel_matrix_that_needs_jitter_takes_the_general_path():
+    # Repeated inputs and no noise: the compiled factorisation fails and the
+    # exact target's jittered factor serves, as for ExactMarginalTarget.
+    X = np.repeat(np.linspace(0, 1, 12)[:, None], 3, axis=0)
+    y = np.sin(3 * X[:, 0])
+    adapter = KernelAdapter(ConstantKernel(1.0) * RBF(0.5))
+    params = np.append(adapter.kernel.theta, -40.0)
+    target = StochasticTraceTarget(adapter, X, y, None, rng=np.random.default_rng(0))
+    value, grad = target.logp_and_grad(params)
+    exact = ExactMarginalTarget(adapter, X, y, None)
+    assert value == pytest.approx(exact.logp_and_grad(params)[0], rel=1e-10)
+    assert target.max_jitter > 0.0
+    assert np.all(np.isfinite(grad))
