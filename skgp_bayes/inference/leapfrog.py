@@ -37,6 +37,8 @@ import math
 
 import numpy as np
 
+from ._energy_numba import kinetic_energy
+
 __all__ = [
     "RETRY_ENERGY_ERROR",
     "all_finite",
@@ -156,8 +158,7 @@ def energy(logp, p, inv_mass):
     >>> energy(-1.0, np.array([2.0]), np.array([0.5]))
     2.0
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        return -logp + 0.5 * float(np.sum(inv_mass * p * p))
+    return -logp + kinetic_energy(p, inv_mass)
 
 
 def is_divergent(error, limit):

@@ -1,11 +1,14 @@
 """HMC engine on known targets."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 from skgp_bayes.diagnostics import effective_sample_size, split_rhat
 from skgp_bayes.inference import run_hmc, run_hmc_chains
 from skgp_bayes.inference.hmc import DualAveraging, mass_adaptation_windows
+from skgp_bayes.inference.leapfrog import energy
 
 # Standard deviations spanning four orders of magnitude, and one correlated
 # pair: with a unit mass matrix the step size that the narrowest direction
@@ -532,3 +535,17 @@ def test_delayed_rejection_second_stage_is_in_detailed_balance():
     # About 260 starts qualify, a third of them with a second stage
     # accepted with probability below one.
     assert checked >= 100 and partial >= 20
+
+
+@pytest.mark.parametrize("d", [1, 7, 8, 9, 130])
+def test_the_hamiltonian_matches_numpy_and_overflows_quietly(d):
+    # The compiled kinetic energy sums in order, NumPy pairwise: equal to
+    # round-off. A diverging momentum gives inf, with no warning to the user.
+    rng = np.random.default_rng(d)
+    p, inv_mass = rng.normal(size=d), rng.uniform(0.1, 10.0, size=d)
+    expected = -1.5 + 0.5 * np.sum(inv_mass * p * p)
+    assert energy(1.5, p, inv_mass) == pytest.approx(expected, rel=1e-14)
+    p[0] = 1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert energy(1.5, p, inv_mass) == np.inf
