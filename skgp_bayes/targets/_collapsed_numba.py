@@ -25,14 +25,14 @@ from ._sparse_numba import (
     scaled,
 )
 
-__all__ = ["value_and_grad", "value_and_grad_params"]
+__all__ = ["value_and_grad", "value_and_grad_inducing", "value_and_grad_params"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True, nogil=True)
 def value_and_grad(
-    X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2, lapack
+    X, Z, y, inv_ell, variance, noise, base, ard, jitter, log_s2, lapack, g_inputs
 ):
     """Collapsed bound and its gradient in ``[phi, log s2]``.
 
@@ -53,6 +53,8 @@ def value_and_grad(
         Log noise variance of the likelihood.
     lapack : tuple of int
         :data:`skgp_bayes.targets._sparse_numba.LAPACK`.
+    g_inputs : ndarray of shape (m, d) or (0, 0)
+        Zeros of ``Z``'s shape to receive the gradient in ``Z``, or empty.
 
     Returns
     -------
@@ -84,8 +86,11 @@ def value_and_grad(
         return False, 0.0, g, 0.0
     S, mean, resid, g_s2 = _optimal_q(Lp, c, AT, y, sum_gamma, s2, lapack)
     W, Kufbar = _kernel_weights(R, A, G, S, mean, resid, free, s2, jitter, lapack)
-    gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
-    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
+    gram_contract(Zs, Kuu, W, variance, noise, base, ard, g, g_inputs)
+    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g, g_inputs)
+    if g_inputs.shape[0] == Z.shape[0]:
+        for c in range(Z.shape[1]):
+            g_inputs[:, c] *= inv_ell[c]
     n_free = 0
     for i in range(n):
         if free[i]:
@@ -201,15 +206,46 @@ def value_and_grad_params(
     on problems of tens of points. Returns ``(ok, value, grad)`` with
     ``grad`` of shape ``(len(theta_index) + 1,)``.
     """
+    return _value_and_grad_at(
+        X, Z, y, params, phi_defaults, theta_index, base, jitter, lapack, False
+    )
+
+
+@njit(cache=True, nogil=True)
+def value_and_grad_inducing(
+    X, Z, y, params, phi_defaults, theta_index, base, jitter, lapack
+):
+    """:func:`value_and_grad_params` with the inducing inputs learned too.
+
+    ``params`` is ``[theta, log s2, Z.ravel()]`` and ``Z`` the same inputs
+    as a C-ordered ``(m, d)`` array; the gradient has ``params``' length.
+    The gradient in ``Z`` falls out of the contractions that the length
+    scales need (:func:`~._sparse_numba.gram_contract`,
+    :func:`~._sparse_numba.cross_contract`); through the adapter it cost
+    two more passes over the kernel and a dozen NumPy calls, about half of
+    an evaluation at 48 inducing inputs in five dimensions.
+    """
+    return _value_and_grad_at(
+        X, Z, y, params, phi_defaults, theta_index, base, jitter, lapack, True
+    )
+
+
+@njit(cache=True, nogil=True)
+def _value_and_grad_at(
+    X, Z, y, params, phi_defaults, theta_index, base, jitter, lapack, inducing
+):
     n_theta = theta_index.size
     variance, noise, inv_ell, ard = kernel_scales(
         params, phi_defaults, theta_index, X.shape[1]
     )
+    g_inputs = np.zeros(Z.shape) if inducing else np.zeros((0, 0))
     ok, value, g_phi, g_s2 = value_and_grad(
-        X, Z, y, inv_ell, variance, noise, base, ard, jitter, params[n_theta], lapack
-    )
-    grad = np.empty(n_theta + 1)
+        X, Z, y, inv_ell, variance, noise, base, ard, jitter, params[n_theta], lapack,
+        g_inputs,
+    )  # fmt: skip
+    grad = np.empty(n_theta + 1 + g_inputs.size)
     for k in range(n_theta):
         grad[k] = g_phi[theta_index[k]]
     grad[n_theta] = g_s2
+    grad[n_theta + 1 :] = g_inputs.ravel()
     return ok, value, grad

@@ -419,10 +419,18 @@ def _slope(base, r2, kv, variance):
 
 
 @njit(cache=True, nogil=True)
-def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
-    """Add ``sum_ab W_ab dK(Z, Z)_ab / dphi`` to ``g`` (symmetric ``W``)."""
+def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g, g_inputs):
+    """Add ``sum_ab W_ab dK(Z, Z)_ab / dphi`` to ``g`` (symmetric ``W``).
+
+    With ``g_inputs`` of ``Zs``'s shape (an empty array otherwise) the
+    gradient in the scaled inducing inputs is added to it too: a pair's
+    ``dK_ij / dzs_i = -variance f(r_ij) (zs_i - zs_j)``, so it costs the
+    pass over the pairs that the length scales already make. The caller
+    multiplies column ``c`` by ``1 / ell_c``.
+    """
     m, d = Zs.shape
     n_ls = g.size - 2
+    inputs = g_inputs.shape[0] == m
     for i in range(m):
         g[0] += variance * W[i, i]
         g[n_ls + 1] += noise * W[i, i]
@@ -440,10 +448,15 @@ def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g):
                     g[1 + c] += wf * t * t
             else:
                 g[1] += wf * r2
+            if inputs:
+                for c in range(d):
+                    t = wf * (Zs[i, c] - Zs[j, c])
+                    g_inputs[i, c] -= t
+                    g_inputs[j, c] += t
 
 
 @njit(cache=True, nogil=True)
-def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
+def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g, g_inputs):
     """Add ``sum_ja W_ja dK(Z, X)_ja / dphi`` to ``g``.
 
     With ``G_ja = W_ja variance f(r_ja)`` the length-scale entry of column
@@ -452,6 +465,11 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
     ``(m, n) x (n, d)`` product instead of a pass over ``m n d`` squared
     differences. The terms are weighted sums of products of standardised
     inputs, so the cancellation costs a few ulps of their size.
+
+    The same product gives the gradient in the scaled inducing inputs,
+    ``sum_a G_ja (xs_a - zs_j) = (G X)_j - rowsum(G)_j zs_j``, added to
+    ``g_inputs`` when it has ``Zs``'s shape (the caller multiplies column
+    ``c`` by ``1 / ell_c``).
     """
     m, d = Zs.shape
     n = Xs.shape[0]
@@ -504,6 +522,10 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g):
             g[1 + c] += per_column[c]
         else:
             g[1] += per_column[c]
+    if g_inputs.shape[0] == m:
+        for j in range(m):
+            for c in range(d):
+                g_inputs[j, c] += GX[j, c] - rows[j] * Zs[j, c]
 
 
 @njit(cache=True, nogil=True)
@@ -561,8 +583,9 @@ def backward(
         Kuubar[i, i] += jitter / m * trace
     n_ls = inv_ell.size if ard else 1
     g = np.zeros(n_ls + 2)
-    gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g)
-    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
+    no_inputs = np.empty((0, 0))
+    gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g, no_inputs)
+    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g, no_inputs)
     total = 0.0
     for i in range(n):
         total += gbar[i]

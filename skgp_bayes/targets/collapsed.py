@@ -155,8 +155,9 @@ class CollapsedSparseTarget:
         self.n_hyper = self.n_kernel_params + 1
         self.n_params = self.n_hyper + (self.Z.size if self.learn_inducing else 0)
         self._no_v = np.zeros((self.n_inducing, 1))
-        # the inducing inputs' gradient is the adapter's, outside the compiled pass
-        self._compiled = bool(adapter.is_fast) and not self.learn_inducing
+        self._compiled = bool(adapter.is_fast) and (
+            adapter.supports_input_gradients or not self.learn_inducing
+        )
         if self._compiled:
             # the compiled call trusts the width: check it once, here
             adapter._fast_params(np.zeros(adapter.n_params), self.X.shape[1])
@@ -355,9 +356,14 @@ class CollapsedSparseTarget:
         if params.shape != (self.n_params,):
             self.split(params)  # raises the shape error
         spec = self.adapter.spec
-        ok, value, grad = _collapsed_numba.value_and_grad_params(
+        if self.learn_inducing:
+            compiled = _collapsed_numba.value_and_grad_inducing
+            Z = np.ascontiguousarray(params[self.n_hyper :].reshape(self.Z.shape))
+        else:
+            compiled, Z = _collapsed_numba.value_and_grad_params, self.Z
+        ok, value, grad = compiled(
             self.X,
-            self.Z,
+            Z,
             self.y,
             params,
             spec.defaults,
@@ -453,8 +459,13 @@ class CollapsedSparseTarget:
         base = self.adapter.spec.base
         Zs = np.ascontiguousarray(Z * inv_ell)
         Xs = np.ascontiguousarray(self.X * inv_ell)
-        _sparse_numba.gram_contract(Zs, Kuu, W, variance, noise, base, ard, g)
-        _sparse_numba.cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g)
+        no_inputs = np.empty((0, 0))
+        _sparse_numba.gram_contract(
+            Zs, Kuu, W, variance, noise, base, ard, g, no_inputs
+        )
+        _sparse_numba.cross_contract(
+            Zs, Xs, Kuf, Kufbar, variance, base, ard, g, no_inputs
+        )
         total = float(np.sum(gbar))
         g[0] += variance * total
         g[n_ls + 1] += noise * total
