@@ -6,7 +6,8 @@ only. The kernel matrix is built once, as the strict lower triangle packed
 column by column into a vector (one vectorised ``exp`` over half the
 entries); the vector keeps ``K`` through the factorisation, so the residual
 pass reads it there instead of evaluating any kernel entry again.
-:func:`rbf_log_fill` (the full matrix) serves the stochastic-trace target.
+The stochastic-trace target (:mod:`._stochastic_numba`) shares the
+factorisation (:func:`factor_rbf`).
 """
 
 import math
@@ -36,29 +37,6 @@ HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @nb.njit(cache=True, nogil=True)
-def rbf_log_fill(B, sq, log_variance):
-    """Overwrite the Gram product ``B = Xs Xs'`` with ``log k(x_i, x_j)``.
-
-    ``B`` is C-ordered (rows are contiguous); the result is symmetric, so
-    its transpose is the same matrix in Fortran order.
-
-    ``log k = log_variance - |xs_i - xs_j|^2 / 2`` from ``|a - b|^2 = |a|^2
-    + |b|^2 - 2 a'b``; the squared distance is clipped at 0, which rounding
-    can cross for near-duplicate inputs. The exponential is left to NumPy,
-    whose vectorised ``exp`` is several times faster than a scalar loop.
-    Returns nothing (see ``linalg._numba_ops``).
-    """
-    n = B.shape[0]
-    for i in range(n):
-        si = sq[i]
-        for j in range(n):
-            r2 = si + sq[j] - 2.0 * B[i, j]
-            if r2 < 0.0:
-                r2 = 0.0
-            B[i, j] = log_variance - 0.5 * r2
-
-
-@nb.njit(cache=True, nogil=True)
 def rbf_log_pack(G, log_variance, packed):
     """Pack ``log k(x_i, x_j)``, ``i > j``, column by column into ``packed``.
 
@@ -67,9 +45,9 @@ def rbf_log_pack(G, log_variance, packed):
     lower triangle is kept: one vectorised ``exp`` then covers
     ``n (n - 1) / 2`` entries instead of ``n^2``, and the factorisation
     leaves ``K`` intact in ``packed`` for the residual pass. The squared
-    distance is clipped at 0 as in :func:`rbf_log_fill`; the inner loop
-    indexes by offset so that it compiles to vector instructions. Returns
-    nothing.
+    distance ``|a|^2 + |b|^2 - 2 a'b`` is clipped at 0, which rounding can
+    cross for near-duplicate inputs; the inner loop indexes by offset so
+    that it compiles to vector instructions. Returns nothing.
     """
     n = G.shape[0]
     sq = np.empty(n)

@@ -151,6 +151,6 @@ def rbf_stochastic_trace(params, phi_defaults, param_index, X, y, probes, routin
     P = np.empty((r * (d + 2), n)).T
     symmetric_product_upper_f(B, columns, P, dsymm)
     sums_P, sums = _lowrank_sums(P, U, V, Xs1)
-    scales = (white, noise)
-    rbf_gradient(Xs1, sums_P, sums, scales, param_index, phi_defaults.size, grad)
+    noises = (white, noise)
+    rbf_gradient(Xs1, sums_P, sums, noises, param_index, phi_defaults.size, grad)
     return True, value, grad

@@ -155,9 +155,10 @@ class CollapsedSparseTarget:
         self.n_hyper = self.n_kernel_params + 1
         self.n_params = self.n_hyper + (self.Z.size if self.learn_inducing else 0)
         self._no_v = np.zeros((self.n_inducing, 1))
-        self._compiled = bool(adapter.is_fast) and (
-            adapter.supports_input_gradients or not self.learn_inducing
-        )
+        # Learned inducing inputs need input gradients (checked above), which
+        # only the fast path has, so every learned Z is compiled; _pullback's
+        # adapter gradient in Z stays as the compiled call's reference.
+        self._compiled = bool(adapter.is_fast)
         if self._compiled:
             # the compiled call trusts the width: check it once, here
             adapter._fast_params(np.zeros(adapter.n_params), self.X.shape[1])

@@ -346,7 +346,6 @@ class ExactMarginalTarget:
             raise ValueError(
                 f"The kernel has {n_ls} length scales but X has {X.shape[1]} features."
             )
-        self._n_phi = n_ls + 3
         self._phi_defaults = np.append(
             spec.defaults,
             -np.inf if self.log_noise_variance is None else self.log_noise_variance,

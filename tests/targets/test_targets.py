@@ -242,7 +242,7 @@ def test_rbf_target_pickled_without_its_index_maps_rebuilds_them():
     state = {
         k: v
         for k, v in target.__dict__.items()
-        if k not in ("_phi_defaults", "_param_index", "_n_phi")
+        if k not in ("_phi_defaults", "_param_index")
     }
     old = ExactMarginalTarget.__new__(ExactMarginalTarget)
     old.__setstate__(state)
