@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._hmc_state import HMCState
+from .leapfrog import energy
 
 __all__ = ["NUTSInfo", "nuts_step"]
 
@@ -149,8 +150,8 @@ class _Integrator:
             logp = float(value)
             grad = np.asarray(grad, dtype=np.float64)
             p = p_half + (0.5 * eps) * grad
-            energy = -logp + 0.5 * float(p @ (self.inv_mass * p))
-        error = energy - self.h0
+            h = energy(logp, p, self.inv_mass)
+        error = h - self.h0
         if not (math.isfinite(error) and math.isfinite(grad.sum())):
             error = math.inf
         tree.divergent = error > self.limit
@@ -160,7 +161,7 @@ class _Integrator:
             return tree
         point = _Point(x, p, logp, grad, self.inv_mass)
         tree.left = tree.right = tree.draw = point
-        tree.draw_energy = energy
+        tree.draw_energy = h
         tree.log_weight = -error
         tree.rho = p
         return tree
@@ -292,7 +293,7 @@ def nuts_step(
     """
     inv_mass = np.asarray(inv_mass, dtype=np.float64)
     p0 = rng.standard_normal(state.x.size) / np.sqrt(inv_mass)
-    h0 = -state.logp + 0.5 * float(p0 @ (inv_mass * p0))
+    h0 = energy(state.logp, p0, inv_mass)
     integrator = _Integrator(
         logp_and_grad, float(step_size), inv_mass, h0, float(max_energy_error), rng
     )
