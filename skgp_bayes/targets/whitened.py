@@ -55,6 +55,8 @@ from ..linalg import cholesky, inverse_congruence
 from ..linalg._numba_ops import flush_tiny
 from ..linalg.diagonal import add_to_diagonal
 from ._sparse_shared import add_jitter_weight
+from ._whitened_compiled import whitened_plan
+from ._whitened_numba import OK, WHITENED_ROUTINES, whitened_value_and_grad
 
 __all__ = ["WhitenedLatentTarget", "JITTER"]
 
@@ -246,6 +248,8 @@ class WhitenedLatentTarget:
         self.n_params = self.n_theta + self.n * n_latent
         self.jitter = JITTER
         self._rbf = _RBFGram(adapter, X) if _RBFGram.applies(adapter) else None
+        # whitened_plan's arguments of the compiled evaluation, read at first use
+        self._plan, self._planned = None, False
 
     # ------------------------------------------------------------ plumbing
     def block_of_latent(self, c):
@@ -672,6 +676,9 @@ class WhitenedLatentTarget:
         >>> bool(np.isclose(fd, grad[0], rtol=1e-5, atol=1e-8))
         True
         """
+        done = self._compiled_logp_and_grad(params)
+        if done is not None:
+            return done
         thetas, nu = self.split(params)
         factors = self.factors(thetas)
         F = self.latent(params, factors)
@@ -704,6 +711,21 @@ class WhitenedLatentTarget:
             # -inf stays -inf for the engine to reject; NaN never escapes.
             value = -np.inf
         return value, grad
+
+    def _compiled_logp_and_grad(self, params):
+        """``(value, grad)`` in one compiled call, or None (module
+        :mod:`._whitened_compiled` says which targets have one; a Gram
+        matrix without a factor goes back to the interpreted path, which
+        raises)."""
+        if not self._planned:
+            self._plan, self._planned = whitened_plan(self), True
+        params = np.asarray(params, dtype=np.float64)
+        if self._plan is None or params.shape != (self.n_params,):
+            return None
+        status, value, grad = whitened_value_and_grad(
+            np.ascontiguousarray(params), *self._plan, WHITENED_ROUTINES
+        )
+        return (value, grad) if status == OK else None
 
     def _theta_grad(self, theta, L, U, N):
         Kbar = _reverse_whitened(L, U, N)

@@ -1,0 +1,118 @@
+"""Which whitened targets evaluate in one compiled call, and with what.
+
+:func:`whitened_plan` reads a
+:class:`~skgp_bayes.targets.whitened.WhitenedLatentTarget` once and
+returns the arguments of
+:func:`~skgp_bayes.targets._whitened_numba.whitened_value_and_grad` but
+the parameters, or None where a part of it has no compiled form: a kernel
+other than ``[c *] RBF [+ White]``, one hyperparameter block per class, a
+likelihood other than the Bernoulli-logit or the softmax, a prior other
+than the default policy's Gamma and log-normal ones.
+"""
+
+import numpy as np
+
+from ..likelihoods import Bernoulli, Softmax
+from ._sparse_compiled import compiled_prior
+from ._whitened_numba import LOGIT, SOFTMAX
+
+__all__ = ["rbf_arguments", "whitened_plan"]
+
+_FLAT_PRIOR = (
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0),
+    np.zeros(0),
+    np.zeros(0),
+)
+
+
+def _likelihood_kind(likelihood):
+    if type(likelihood) is Bernoulli and likelihood.link == "logit":
+        return LOGIT
+    if type(likelihood) is Softmax:
+        return SOFTMAX
+    return None
+
+
+def rbf_arguments(target):
+    """``(X, phi_defaults, theta_index, jitter)`` of ``target``'s Gram matrix.
+
+    None where the kernel is not ``[c *] RBF [+ White]`` with one length
+    scale or one per input column (the interpreted target names a
+    mismatch), or where there are no rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, Matern
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+    >>> from skgp_bayes.targets._whitened_compiled import rbf_arguments
+    >>> X, y = np.zeros((3, 1)), np.array([0.0, 1.0, 1.0])
+    >>> def target(kernel):
+    ...     return WhitenedLatentTarget(KernelAdapter(kernel), X, y, Bernoulli(), None)
+    >>> rbf_arguments(target(RBF()))[2]
+    array([1])
+    >>> rbf_arguments(target(Matern())) is None
+    True
+    """
+    if getattr(target, "_rbf", None) is None or target.n == 0:
+        return None
+    spec = target.adapter.spec
+    if spec.n_length_scales not in (1, target.X.shape[1]):
+        return None
+    return (
+        target.X,
+        np.ascontiguousarray(spec.defaults, dtype=np.float64),
+        np.ascontiguousarray(spec.theta_index, dtype=np.int64),
+        float(target.jitter),
+    )
+
+
+def whitened_plan(target):
+    """The compiled call's arguments for ``target`` but the parameters, or None.
+
+    Parameters
+    ----------
+    target : WhitenedLatentTarget
+
+    Returns
+    -------
+    tuple or None
+        ``(X, phi_defaults, theta_index, jitter, labels, kind, n_latent,
+        prior)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.likelihoods import Bernoulli
+    >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+    >>> from skgp_bayes.targets._whitened_compiled import whitened_plan
+    >>> X = np.linspace(-2, 2, 6)[:, None]
+    >>> y = (X[:, 0] > 0).astype(float)
+    >>> adapter = KernelAdapter(ConstantKernel() * RBF())
+    >>> whitened_plan(WhitenedLatentTarget(adapter, X, y, Bernoulli(), None))[5]
+    0
+    >>> probit = Bernoulli(link="probit")
+    >>> whitened_plan(WhitenedLatentTarget(adapter, X, y, probit, None)) is None
+    True
+    """
+    kernel = rbf_arguments(target)
+    kind = _likelihood_kind(target.likelihood)
+    if kernel is None or kind is None or target.n_blocks != 1:
+        return None
+    prior = _FLAT_PRIOR
+    if target.prior_set is not None:
+        prior = compiled_prior(target.prior_set)
+        if prior is None:
+            return None
+    return (
+        *kernel,
+        np.ascontiguousarray(target.y, dtype=np.float64),
+        kind,
+        int(target.n_latent),
+        prior,
+    )
