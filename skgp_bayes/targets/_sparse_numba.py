@@ -104,6 +104,51 @@ def kernel_values_into(Ys, Xs, variance, base, K):
             K[j, i] = 0.0 if abs(k) < TINY else k
 
 
+# From this many input columns the RBF's K(Z, X) takes its squared
+# distances from one product, |z|^2 + |x|^2 - 2 Z X' (BLAS), instead of a
+# pass over the entries per column: 21 against 27 us at m = 18, n = 300,
+# d = 30 on one core, 3.0 against 4.1 at m = 16, n = 64, d = 8; equal at
+# d = 3 and slower at d = 1.
+GEMM_MIN_COLUMNS = 4
+
+
+@njit(cache=True, nogil=True)
+def cross_kernel_values_into(Zs, Xs, variance, base, K):
+    """:func:`kernel_values_into` for ``K(Z, X)``, by one product where it pays.
+
+    For the RBF from :data:`GEMM_MIN_COLUMNS` columns the squared distances
+    are ``|z|^2 + |x|^2 - 2 z.x``, clipped at zero. Cancellation costs about
+    ``eps (|z|^2 + |x|^2)`` of each, and the RBF's value moves by half that
+    relative: a few ulps on inputs scaled by their length scales (and the
+    collapsed and whitened gradients already expand their distances so).
+    Other radial functions keep the exact differences: the Matern 1/2
+    kernel's ``exp(-r)`` would inherit the square root of that error at
+    coincident points, as an inducing input on a training input is.
+    """
+    m, d = Zs.shape
+    if base != 0 or d < GEMM_MIN_COLUMNS:
+        kernel_values_into(Zs, Xs, variance, base, K)
+        return
+    n = Xs.shape[0]
+    XT = np.ascontiguousarray(Xs.T)
+    products = Zs @ XT
+    x_sq = np.zeros(n)
+    for c in range(d):
+        col = XT[c]
+        for i in range(n):
+            x_sq[i] += col[i] * col[i]
+    for j in range(m):
+        z_sq = 0.0
+        for c in range(d):
+            z_sq += Zs[j, c] * Zs[j, c]
+        row = products[j]
+        out = K[j]
+        for i in range(n):
+            r2 = max(z_sq + x_sq[i] - 2.0 * row[i], 0.0)
+            k = variance * kernel_value_vector(base, r2)
+            out[i] = 0.0 if abs(k) < TINY else k
+
+
 @njit(cache=True, nogil=True)
 def cholesky_lower(K):
     """In-place lower Cholesky factor; False when a pivot is not positive."""
@@ -391,7 +436,7 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack, work):
     if not ok:
         return ok, Kuu, R, Kuu, np.zeros((m, n)), gamma, free
     Kuf = scratch(work, 2, m, n)
-    kernel_values_into(Zs, Xs, variance, base, Kuf)
+    cross_kernel_values_into(Zs, Xs, variance, base, Kuf)
     if m < LAPACK_MIN_INDUCING:
         A = solve_lower(R, Kuf)
     else:
