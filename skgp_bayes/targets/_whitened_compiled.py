@@ -26,6 +26,13 @@ _FLAT_PRIOR = (
 )
 
 
+def _class_indices(labels, n_classes):
+    """Whether every label is an integer in ``0..n_classes-1``."""
+    return bool(
+        np.all((labels >= 0) & (labels < n_classes) & (labels == np.floor(labels)))
+    )
+
+
 def _likelihood_kind(likelihood):
     if type(likelihood) is Bernoulli and likelihood.link == "logit":
         return LOGIT
@@ -104,6 +111,9 @@ def whitened_plan(target):
     kind = _likelihood_kind(target.likelihood)
     if kernel is None or kind is None or target.n_blocks != 1:
         return None
+    labels = np.ascontiguousarray(target.y, dtype=np.float64)
+    if kind == SOFTMAX and not _class_indices(labels, target.n_latent):
+        return None  # the compiled call indexes by label, unchecked
     prior = _FLAT_PRIOR
     if target.prior_set is not None:
         prior = compiled_prior(target.prior_set)
@@ -111,7 +121,7 @@ def whitened_plan(target):
             return None
     return (
         *kernel,
-        np.ascontiguousarray(target.y, dtype=np.float64),
+        labels,
         kind,
         int(target.n_latent),
         prior,

@@ -155,3 +155,9 @@ def test_pickled_target_evaluates_identically():
     value2, grad2 = copy.logp_and_grad(params)
     assert value2 == value
     np.testing.assert_array_equal(grad2, grad)
+
+
+def test_labels_outside_the_classes_are_never_read_as_indices():
+    target, _ = _target("rbf-iso", 3, n=10)
+    target.y = np.where(np.arange(10) == 4, 3, target.y)  # no class 3
+    assert whitened_plan(target) is None
