@@ -14,7 +14,8 @@ rows, inducing inputs a fixed-seed subsample of them):
   classifier's first stage, and every subset of a selection of inducing
   inputs), its terms given the projection compiled
   (``targets/_svgp_numba.py``) and interpreted (the same object with the
-  rules switched off).
+  rules switched off); then with the softmax likelihood on iris and wine
+  (all rows, 20 inducing inputs).
 
     PYTHONPATH=. python benchmarks/bench_sparse_evaluations.py
 """
@@ -23,12 +24,12 @@ import argparse
 
 import numpy as np
 from _timing import best_time  # benchmarks/ is on sys.path when run as a script
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from threadpoolctl import threadpool_limits
 
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.likelihoods import Bernoulli
+from skgp_bayes.likelihoods import Bernoulli, Softmax
 from skgp_bayes.targets import SparseWhitenedTarget
 from skgp_bayes.targets._likelihood_numba import logit_joint
 from skgp_bayes.targets._sparse_numba import (
@@ -77,19 +78,29 @@ def bench_joint(n, d, m):
     )
 
 
-def bench_svgp(n, d, m):
-    X, y, Z = _data(n, d, m)
+def bench_svgp(n, d, m, loader=None):
+    """The logit bound on breast cancer, or the softmax one on ``loader``'s data."""
+    if loader is None:
+        X, y, Z = _data(n, d, m)
+        likelihood, label = Bernoulli(), "breast cancer"
+    else:
+        X, y = loader(return_X_y=True)
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+        Z = X[np.random.default_rng(0).choice(X.shape[0], m, replace=False)]
+        n, d = X.shape
+        likelihood, label = Softmax(np.unique(y).size), loader.__name__[5:]
     kernel = ConstantKernel() * RBF(np.ones(d))
-    bound = SVGPBound(KernelAdapter(kernel), X, y, Z, Bernoulli())
+    bound = SVGPBound(KernelAdapter(kernel), X, y, Z, likelihood)
     rng = np.random.default_rng(2)
     params = bound.initial_params(scale=0.6) + 0.1 * rng.normal(size=bound.n_params)
     compiled = best_time(lambda: bound.logp_and_grad(params), ARGS.repeats)
-    rules, bound._logit_rules = bound._logit_rules, None
+    saved = bound._logit_rules, bound._softmax_labels
+    bound._logit_rules = bound._softmax_labels = None
     interpreted = best_time(lambda: bound.logp_and_grad(params), ARGS.repeats)
-    bound._logit_rules = rules
+    bound._logit_rules, bound._softmax_labels = saved
     print(
-        f"| {n} | {d} | {m} | {interpreted * 1e6:.0f} | {compiled * 1e6:.0f} | "
-        f"{interpreted / compiled:.2f} |"
+        f"| {label} | {n} | {d} | {m} | {interpreted * 1e6:.0f} | "
+        f"{compiled * 1e6:.0f} | {interpreted / compiled:.2f} |"
     )
 
 
@@ -104,11 +115,14 @@ def main():
             bench_joint(*size)
         print()
         print(
-            "| n | d | m | SVGP bound, interpreted terms (us) | compiled (us) | ratio |"
+            "| data | n | d | m | SVGP bound, interpreted terms (us) | compiled (us) "
+            "| ratio |"
         )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for size in SIZES:
             bench_svgp(*size)
+        for loader in (load_iris, load_wine):
+            bench_svgp(None, None, 20, loader)
 
 
 if __name__ == "__main__":

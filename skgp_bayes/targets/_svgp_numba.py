@@ -23,9 +23,10 @@ import math
 import numpy as np
 from numba import njit
 
+from .._vector_exp import vector_exp, vector_log1p
 from ._likelihood_numba import logit_expectation
 
-__all__ = ["logit_given_projection"]
+__all__ = ["logit_given_projection", "softmax_given_projection"]
 
 
 @njit(cache=True, nogil=True)
@@ -40,6 +41,23 @@ def _kl(mean, L):
         for k in range(j + 1):
             total += L[j, k] * L[j, k]
     return 0.5 * (total - m - 2.0 * log_diag)
+
+
+@njit(cache=True, nogil=True)
+def _packed_L_gradient(A, B, g_s, L, g_L, start):
+    """``dF/dL = 2 (A diag(g_s)) B' - L`` into ``g_L[start:]``, packed.
+
+    The lower triangle row by row, the diagonal in log units (``L_jj``
+    times its entry, plus the KL term's 1).
+    """
+    m = L.shape[0]
+    Lbar = (A * g_s) @ np.ascontiguousarray(B.T)
+    t = start
+    for r in range(m):
+        for c in range(r + 1):
+            entry = 2.0 * Lbar[r, c] - L[r, c]
+            g_L[t] = entry * L[r, r] + 1.0 if r == c else entry
+            t += 1
 
 
 # Long because the docstring documents twelve parameters; the body is 45 lines.
@@ -129,13 +147,157 @@ def logit_given_projection(
     for j in range(m):
         for i in range(n):
             Abar[j, i] = 2.0 * Abar[j, i] + mean[j] * d_mu[i] - 2.0 * A[j, i] * gbar[i]
-    # dF/dL = 2 (A diag(g_s)) B' - L, the diagonal then in log units
-    Lbar = (A * g_s) @ np.ascontiguousarray(B.T)
     g_L = np.empty(m * (m + 1) // 2)
-    t = 0
-    for r in range(m):
-        for c in range(r + 1):
-            entry = 2.0 * Lbar[r, c] - L[r, c]
-            g_L[t] = entry * L[r, r] + 1.0 if r == c else entry
-            t += 1
+    _packed_L_gradient(A, B, g_s, L, g_L, 0)
+    return True, value, g_m, g_L, Abar, gbar
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _softmax_draws(labels, mu, sd, eps):
+    """Monte Carlo ``E[log softmax(F_i)[y_i]]`` with per-class sds, and its
+    gradients in the means and variances.
+
+    ``F_sic = mu_ic + sd_ic eps_sc`` over the ``S`` fixed draws ``eps``
+    (shape ``(S, C)``), as ``Softmax.expected_log_prob`` with its default
+    draws: the exact derivatives of the estimate (reparameterisation). Each
+    row's work runs class by class over the draws, contiguous, so that the
+    exponentials and logarithms (:mod:`skgp_bayes._vector_exp`) vectorise.
+    """
+    n, C = mu.shape
+    S = eps.shape[0]
+    eps_t = np.ascontiguousarray(eps.T)
+    eps_mean = np.zeros(C)
+    for c in range(C):
+        for s in range(S):
+            eps_mean[c] += eps_t[c, s]
+        eps_mean[c] /= S
+    elp = np.empty(n)
+    d_mu = np.empty((n, C))
+    d_var = np.empty((n, C))
+    F = np.empty((C, S))
+    top = np.empty(S)
+    total = np.empty(S)
+    for i in range(n):
+        y = labels[i]
+        for s in range(S):
+            top[s] = -np.inf
+        for c in range(C):
+            row = F[c]
+            for s in range(S):
+                row[s] = mu[i, c] + sd[i, c] * eps_t[c, s]
+                top[s] = max(top[s], row[s])
+        for s in range(S):
+            total[s] = 0.0
+        for c in range(C):
+            row = F[c]
+            for s in range(S):
+                row[s] = vector_exp(row[s] - top[s])
+                total[s] += row[s]
+        # the largest term is exp(0) = 1, so total - 1 keeps all its digits
+        lse = 0.0
+        for s in range(S):
+            lse += top[s] + vector_log1p(total[s] - 1.0)
+        elp[i] = mu[i, y] + sd[i, y] * eps_mean[y] - lse / S
+        for c in range(C):
+            row = F[c]
+            p_mean = 0.0
+            p_eps = 0.0
+            for s in range(S):
+                p = row[s] / total[s]
+                p_mean += p
+                p_eps += p * eps_t[c, s]
+            hot = 1.0 if c == y else 0.0
+            d_mu[i, c] = hot - p_mean / S
+            d_var[i, c] = (hot * eps_mean[c] - p_eps / S) / (2.0 * sd[i, c])
+    return elp, d_mu, d_var
+
+
+# Long because the docstring documents ten parameters; the body is 50 lines.
+@njit(cache=True, nogil=True)
+def softmax_given_projection(A, gamma, free, mean, Ls, labels, scale, eps, small_var):
+    """``(ok, value, g_m, g_L, Abar, gbar)`` of the softmax SVGP bound.
+
+    :func:`logit_given_projection` for ``C`` latent functions, each with
+    its own ``q(u_c) = N(m_c, L_c L_c')``, and the softmax likelihood's
+    Monte Carlo expectation over the fixed draws ``eps``.
+
+    Parameters
+    ----------
+    A, gamma, free
+        As in :func:`logit_given_projection`.
+    mean : ndarray of shape (m, C)
+    Ls : ndarray of shape (C, m, m)
+    labels : ndarray of int of shape (n,)
+        Class indices in ``0..C-1`` (not checked here).
+    scale : float
+    eps : ndarray of shape (S, C)
+        The likelihood's draws.
+    small_var : float
+        A variance below this hands the evaluation back (``ok`` False).
+
+    Returns
+    -------
+    ok : bool
+    value : float
+    g_m : ndarray of shape (m * C,)
+        ``dF/dm`` in ``mean``'s C order.
+    g_L : ndarray of shape (C * m (m + 1) / 2,)
+        Class by class, each packed as in :func:`logit_given_projection`.
+    Abar : ndarray of shape (m, n)
+    gbar : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._svgp_numba import softmax_given_projection
+    >>> A = np.array([[0.5, -0.5]])
+    >>> Ls = np.ones((3, 1, 1))
+    >>> eps = np.random.default_rng(0).normal(size=(10, 3))
+    >>> ok, value, g_m, g_L, Abar, gbar = softmax_given_projection(
+    ...     A, np.array([0.75, 0.75]), np.ones(2, dtype=np.bool_), np.zeros((1, 3)),
+    ...     Ls, np.array([0, 2]), 1.0, eps, 1e-10)
+    >>> ok, g_m.shape, g_L.shape
+    (True, (3,), (3,))
+    """
+    m, n = A.shape
+    C = mean.shape[1]
+    mu = np.ascontiguousarray(A.T) @ mean
+    Bs = np.empty((C, m, n))
+    sd = np.empty((n, C))
+    for c in range(C):
+        Bs[c] = np.ascontiguousarray(Ls[c].T) @ A
+        for i in range(n):
+            var = gamma[i]
+            for j in range(m):
+                var += Bs[c, j, i] * Bs[c, j, i]
+            if var < small_var:
+                return (False, 0.0, np.empty(0), np.empty(0), np.empty((0, 0)),
+                        np.empty(0))  # fmt: skip
+            sd[i, c] = math.sqrt(var)
+    elp, d_mu, d_var = _softmax_draws(labels, mu, sd, eps)
+    value = 0.0
+    for i in range(n):
+        value += elp[i]
+    value *= scale
+    gbar = np.zeros(n)
+    for i in range(n):
+        for c in range(C):
+            d_mu[i, c] *= scale
+            d_var[i, c] *= scale
+            gbar[i] += d_var[i, c]
+        if not free[i]:
+            gbar[i] = 0.0
+    g_m = (A @ d_mu - mean).reshape(m * C)
+    Abar = mean @ np.ascontiguousarray(d_mu.T)
+    for j in range(m):
+        for i in range(n):
+            Abar[j, i] -= 2.0 * A[j, i] * gbar[i]
+    n_tri = m * (m + 1) // 2
+    g_L = np.empty(C * n_tri)
+    for c in range(C):
+        L = Ls[c]
+        value -= _kl(mean[:, c].copy(), L)
+        g_s = d_var[:, c].copy()
+        Abar += 2.0 * (L @ (Bs[c] * g_s))
+        _packed_L_gradient(A, Bs[c], g_s, L, g_L, c * n_tri)
     return True, value, g_m, g_L, Abar, gbar

@@ -16,7 +16,7 @@ from ..likelihoods import Bernoulli, Softmax
 from ._sparse_compiled import compiled_prior
 from ._whitened_numba import LOGIT, SOFTMAX
 
-__all__ = ["rbf_arguments", "whitened_plan"]
+__all__ = ["class_indices", "rbf_arguments", "whitened_plan"]
 
 _FLAT_PRIOR = (
     np.zeros(0, dtype=np.int64),
@@ -26,11 +26,22 @@ _FLAT_PRIOR = (
 )
 
 
-def _class_indices(labels, n_classes):
-    """Whether every label is an integer in ``0..n_classes-1``."""
-    return bool(
-        np.all((labels >= 0) & (labels < n_classes) & (labels == np.floor(labels)))
-    )
+def class_indices(labels, n_classes):
+    """Whether every label is an integer in ``0..n_classes-1``.
+
+    The compiled softmax calls index by label without a bounds check, so
+    their plans require it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._whitened_compiled import class_indices
+    >>> class_indices(np.array([0, 2, 1]), 3), class_indices(np.array([0, 3]), 3)
+    (True, False)
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    whole = labels == np.floor(labels)
+    return bool(np.all((labels >= 0) & (labels < n_classes) & whole))
 
 
 def _likelihood_kind(likelihood):
@@ -112,7 +123,7 @@ def whitened_plan(target):
     if kernel is None or kind is None or target.n_blocks != 1:
         return None
     labels = np.ascontiguousarray(target.y, dtype=np.float64)
-    if kind == SOFTMAX and not _class_indices(labels, target.n_latent):
+    if kind == SOFTMAX and not class_indices(labels, target.n_latent):
         return None  # the compiled call indexes by label, unchecked
     prior = _FLAT_PRIOR
     if target.prior_set is not None:

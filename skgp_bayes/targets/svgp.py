@@ -54,7 +54,7 @@ import functools
 
 import numpy as np
 
-from ..likelihoods import Bernoulli, Gaussian
+from ..likelihoods import Bernoulli, Gaussian, Softmax
 from ..likelihoods._base import SMALL_VAR
 from ..linalg.triangle import lower_triangle_indices
 from ._likelihood_numba import logit_rules
@@ -72,7 +72,8 @@ from ._sparse_shared import (
     pullback,
     sparse_expected_log_prob,
 )
-from ._svgp_numba import logit_given_projection
+from ._svgp_numba import logit_given_projection, softmax_given_projection
+from ._whitened_compiled import class_indices
 from .sparse import JITTER
 
 __all__ = ["SVGPBound"]
@@ -191,11 +192,16 @@ class SVGPBound:
         self._Z_slice = slice(start, start + n_z)
         self.n_params = start + n_z
         check_prior(prior_set, self.n_hyper)
-        # The logit bound's terms take one compiled call (._svgp_numba).
+        # The logit and softmax bounds' terms take one compiled call each
+        # (._svgp_numba); the softmax call indexes by label, so only for
+        # labels that are class indices.
         logit = type(likelihood) is Bernoulli and likelihood.link == "logit"
         self._logit_rules = None
         if logit and n_latent == 1 and not self.learn_noise:
             self._logit_rules = _shared_logit_rules(likelihood.n_quadrature)
+        self._softmax_labels = None
+        if type(likelihood) is Softmax and class_indices(self.y, n_latent):
+            self._softmax_labels = np.ascontiguousarray(self.y, dtype=np.int64)
 
     # ------------------------------------------------------------ plumbing
     @property
@@ -484,8 +490,8 @@ class SVGPBound:
         noise) entries filled, ``Abar = dF/dA`` and ``dF/d diag K(X, X)``,
         for a pullback to the kernel.
         """
-        if grad and offset is None and getattr(self, "_logit_rules", None) is not None:
-            done = self._compiled_logit(mean, Ls, projection, y, scale)
+        if grad and offset is None:
+            done = self._compiled_terms(mean, Ls, projection, y, scale)
             if done is not None:
                 return done
         A, gamma, free = projection
@@ -538,22 +544,45 @@ class SVGPBound:
             out[self.n_kernel_params] = scale * float(np.sum(d_noise))
         return value, out, Abar, gbar
 
-    def _compiled_logit(self, mean, Ls, projection, y, scale):
-        """:meth:`_given_projection`'s outputs from one compiled call, or None
-        where a latent variance is below the likelihood's small-variance
-        limit (the interpreted rule switches there)."""
+    def _compiled_terms(self, mean, Ls, projection, y, scale):
+        """:meth:`_given_projection`'s outputs from one compiled call, or None.
+
+        None where the likelihood has no compiled form, for labels other than
+        the bound's own (a selection's subsets pass theirs), and where a
+        latent variance is below the likelihood's small-variance limit (the
+        logit rule switches there).
+        """
         A, gamma, free = projection
-        ok, value, g_m, g_L, Abar, gbar = logit_given_projection(
+        common = (
             np.ascontiguousarray(A, dtype=np.float64),
             np.ascontiguousarray(gamma, dtype=np.float64),
             np.ascontiguousarray(free, dtype=np.bool_),
-            np.ascontiguousarray(mean[:, 0], dtype=np.float64),
-            np.ascontiguousarray(Ls[0], dtype=np.float64),
-            np.ascontiguousarray(y, dtype=np.float64),
-            float(scale),
-            *self._logit_rules,
-            SMALL_VAR,
         )
+        if getattr(self, "_logit_rules", None) is not None:
+            ok, value, g_m, g_L, Abar, gbar = logit_given_projection(
+                *common,
+                np.ascontiguousarray(mean[:, 0], dtype=np.float64),
+                np.ascontiguousarray(Ls[0], dtype=np.float64),
+                np.ascontiguousarray(y, dtype=np.float64),
+                float(scale),
+                *self._logit_rules,
+                SMALL_VAR,
+            )
+        elif getattr(self, "_softmax_labels", None) is not None:
+            labels = np.asarray(y)
+            if not class_indices(labels, self.n_latent):
+                return None
+            ok, value, g_m, g_L, Abar, gbar = softmax_given_projection(
+                *common,
+                np.ascontiguousarray(mean, dtype=np.float64),
+                np.ascontiguousarray(Ls, dtype=np.float64),
+                np.ascontiguousarray(labels, dtype=np.int64),
+                float(scale),
+                np.ascontiguousarray(self.likelihood.default_draws()),
+                SMALL_VAR,
+            )
+        else:
+            return None
         if not ok:
             return None
         out = np.empty(self.n_params)

@@ -5,7 +5,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.likelihoods import Bernoulli
+from skgp_bayes.likelihoods import Bernoulli, Softmax
 from skgp_bayes.targets.selective import SharedSubsetBound
 from skgp_bayes.targets.svgp import SVGPBound
 
@@ -68,7 +68,7 @@ def test_tiny_variances_take_the_interpreted_rule():
     projection = (A, np.full(6, 1e-200), np.zeros(6, dtype=bool))
     mean = np.zeros((6, 1))
     Ls = bound._unpack_L(params[bound.blocks["L"]])
-    assert bound._compiled_logit(mean, Ls, projection, bound.y, 1.0) is None
+    assert bound._compiled_terms(mean, Ls, projection, bound.y, 1.0) is None
     value, grad = bound.logp_and_grad(params)
     assert np.isfinite(value) and np.all(np.isfinite(grad))
 
@@ -83,3 +83,37 @@ def test_other_likelihoods_and_subset_bounds():
     shared = SharedSubsetBound(KernelAdapter(RBF()), X, y, X[::2], Bernoulli())
     sub = shared.subset_bound([0, 2, 4])
     assert sub._logit_rules is shared.subset_bound([1, 3])._logit_rules
+
+
+@pytest.mark.parametrize(("n", "m", "n_classes"), [(30, 5, 3), (60, 12, 4)])
+def test_compiled_softmax_terms_equal_the_interpreted_ones(n, m, n_classes):
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 3))
+    y = rng.integers(0, n_classes, n)
+    bound = SVGPBound(
+        KernelAdapter(ConstantKernel() * RBF(np.ones(3))),
+        X,
+        y,
+        X[:m] + 0.05,
+        Softmax(n_classes),
+    )
+    params = bound.initial_params(scale=0.6) + 0.2 * rng.normal(size=bound.n_params)
+    value, grad = bound.logp_and_grad(params)
+    labels, bound._softmax_labels = bound._softmax_labels, None
+    expected_value, expected_grad = bound.logp_and_grad(params)
+    bound._softmax_labels = labels
+    assert labels is not None
+    # the same Monte Carlo estimate over the same draws, summed in another
+    # order: rounding only
+    assert value == pytest.approx(expected_value, rel=1e-12)
+    np.testing.assert_allclose(grad, expected_grad, atol=1e-11 * np.max(abs(grad)))
+
+
+def test_softmax_labels_that_are_not_class_indices_keep_the_interpreted_path():
+    X = np.linspace(-2, 2, 12)[:, None]
+    bound = SVGPBound(KernelAdapter(RBF()), X, np.arange(12) % 3, X[::3], Softmax(3))
+    A = np.ones((4, 2))
+    projection = (A, np.ones(2), np.ones(2, dtype=bool))
+    mean, Ls = np.zeros((4, 3)), np.tile(np.eye(4), (3, 1, 1))
+    assert bound._compiled_terms(mean, Ls, projection, np.array([0, 3]), 1.0) is None
+    assert bound._compiled_terms(mean, Ls, projection, np.array([0, 2]), 1.0)
