@@ -36,6 +36,7 @@ from ..linalg._nogil_lapack import cholesky_in_place_c
 from ..linalg._numba_ops import TINY
 from ._sparse_numba import (
     LAPACK,
+    cross_contract,
     kernel_scales,
     log_prior_theta,
     lower_congruence,
@@ -173,10 +174,12 @@ def _likelihood(F, labels, kind, G):
 def contract_rbf(Kbar, K, Xs, noise, ard, g_phi):
     """``sum_ab Kbar_ab dK_ab / dphi`` for the RBF, into ``g_phi``.
 
-    ``_RBFGram.contract``: with ``M = Kbar o K`` (the noiseless ``K``), the
-    length-scale entry of column ``c`` is ``2 (sum_a rowsum(M)_a xs_ac^2 -
-    sum_a xs_ac (M Xs)_ac)``, one ``(n, n) x (n, d)`` product. ``Kbar`` is
-    symmetric; ``g_phi`` is ``[log variance, log ell..., log noise]``.
+    ``_RBFGram.contract``'s arithmetic, which is the sparse targets'
+    :func:`~skgp_bayes.targets._sparse_numba.cross_contract` with the
+    training inputs on both sides (``M = Kbar o K``, the noiseless ``K``,
+    and one ``(n, n) x (n, d)`` product), and the noise's entry, ``noise
+    tr(Kbar)``. ``Kbar`` is symmetric; ``g_phi`` is ``[log variance, log
+    ell..., log noise]``.
 
     Examples
     --------
@@ -187,30 +190,15 @@ def contract_rbf(Kbar, K, Xs, noise, ard, g_phi):
     >>> g_phi  # d tr(K) / d log variance = 2; the noise's: 0.5 * 2
     array([2., 0., 1.])
     """
-    n, d = Xs.shape
-    M = np.empty((n, n))
-    rows = np.zeros(n)
-    total = 0.0
+    n = K.shape[0]
+    g_phi[:] = 0.0
+    # The RBF's slope is K itself, so the variance argument goes unread;
+    # K's diagonal is the variance exactly.
+    cross_contract(Xs, Xs, K, Kbar, K[0, 0], 0, ard, g_phi, np.empty((0, 0)))
     trace = 0.0
     for a in range(n):
-        s = 0.0
-        for b in range(n):
-            m = Kbar[a, b] * K[a, b]
-            M[a, b] = m
-            s += m
-        rows[a] = s
-        total += s
         trace += Kbar[a, a]
-    MX = M @ Xs
-    g_phi[0] = total
-    n_ls = g_phi.size - 2
-    for c in range(n_ls):
-        g_phi[1 + c] = 0.0
-    for a in range(n):
-        for c in range(d):
-            term = 2.0 * Xs[a, c] * (rows[a] * Xs[a, c] - MX[a, c])
-            g_phi[1 + c if ard else 1] += term
-    g_phi[n_ls + 1] = noise * trace
+    g_phi[g_phi.size - 1] = noise * trace
 
 
 @njit(cache=True, nogil=True)
