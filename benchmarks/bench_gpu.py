@@ -17,6 +17,11 @@ sets it against, in the same run:
 
     python benchmarks/bench_gpu.py                 # n = 5000 and 22784
     python benchmarks/bench_gpu.py --sizes 2000    # quicker
+    python benchmarks/bench_gpu.py --sizes --preconditioner 2000 5000 10000 22784
+
+``--preconditioner`` times the rank-100 preconditioner alone (the pivoted
+Cholesky and the Woodbury factors) with the factor built on the host and on
+the device, which sets ``DEVICE_PIVOTING_MIN_ROWS``.
 
 Needs CuPy and a GPU; GPyTorch is optional. Prints Markdown tables.
 """
@@ -30,6 +35,7 @@ import numpy as np
 from bench_sgld import CENSUS_GRADIENT, CENSUS_PARAMS, census_data, kernel
 from scipy.linalg import lapack
 
+import skgp_bayes.linalg.precondition as precondition
 import skgp_bayes.targets.stochastic as stochastic
 from skgp_bayes._backend import get_array_module
 from skgp_bayes.kernels import KernelAdapter
@@ -204,6 +210,46 @@ def prediction_seconds(X, y, backend, sync, n_draws=2, n_query=128):
     return setup, time.perf_counter() - start
 
 
+def preconditioner_seconds(n, xp, sync, min_rows, repeats=3):
+    """Best time of ``kernel_preconditioner`` (rank 100) at the timed point,
+    with the factor built on the device from ``min_rows`` rows."""
+    X, _ = synthetic(n)
+    saved = precondition.DEVICE_PIVOTING_MIN_ROWS
+    precondition.DEVICE_PIVOTING_MIN_ROWS = min_rows
+    try:
+        times = []
+        for _ in range(repeats + 1):  # the first call compiles and loads
+            sync()
+            start = time.perf_counter()
+            P = precondition.kernel_preconditioner(
+                adapter(), CENSUS_PARAMS[:2], X, np.exp(CENSUS_PARAMS[2]), 100, xp=xp
+            )
+            sync()
+            times.append(time.perf_counter() - start)
+            assert P.rank > 0
+    finally:
+        precondition.DEVICE_PIVOTING_MIN_ROWS = saved
+    return min(times[1:])
+
+
+def preconditioner_table(sizes, cupy):
+    sync = cupy.cuda.Device().synchronize
+    print("\n### The rank-100 preconditioner alone, d = 8 (RBF)\n")
+    print(
+        '| n | backend="numpy" s | cupy, factor on the host s | cupy, factor on '
+        "the device s | device / host factor |"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    for n in sizes:
+        host = preconditioner_seconds(n, np, lambda: None, 0)
+        copied = preconditioner_seconds(n, cupy, sync, n + 1)
+        device = preconditioner_seconds(n, cupy, sync, 0)
+        print(
+            f"| {n} | {host:.4f} | {copied:.4f} | {device:.4f} | "
+            f"{device / copied:.2f} |"
+        )
+
+
 def row(label, seconds, floor):
     return f"| {label} | {seconds:.3f} | {seconds / floor:.2f} |"
 
@@ -260,7 +306,8 @@ def run_size(n, cupy):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 22784])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 22784])
+    parser.add_argument("--preconditioner", type=int, nargs="*", default=[])
     args = parser.parse_args()
     cupy = get_array_module("cupy")
     props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -271,6 +318,8 @@ def main():
     )
     warm_up = synthetic(300)
     our_gradient(*warm_up, np, lambda: None, repeats=1)  # Numba compiles
+    if args.preconditioner:
+        preconditioner_table(args.preconditioner, cupy)
     for n in args.sizes:
         run_size(n, cupy)
 

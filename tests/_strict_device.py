@@ -54,6 +54,9 @@ class DeviceArray:
     def copy(self):
         return DeviceArray(self._data.copy())
 
+    def astype(self, dtype):
+        return DeviceArray(np.asarray(self._data.astype(dtype)))
+
     def __len__(self):
         return len(self._data)
 
@@ -62,6 +65,9 @@ class DeviceArray:
 
     def __float__(self):
         return float(self._data)
+
+    def __int__(self):
+        return int(self._data)
 
     def __getitem__(self, key):
         return _wrap(self._data[_key(key)])
@@ -160,3 +166,6 @@ module.zeros = lambda shape, dtype=np.float64: DeviceArray(np.zeros(shape, dtype
 module.arange = lambda *args: DeviceArray(np.arange(*args))
 module.exp = lambda x: DeviceArray(np.exp(_operand(x)))
 module.sqrt = lambda x: DeviceArray(np.sqrt(_operand(x)))
+module.maximum = lambda x, y: DeviceArray(np.maximum(_operand(x), _operand(y)))
+module.argmax = lambda x: _wrap(np.asarray(np.argmax(_operand(x))))
+module.stack = lambda arrays: DeviceArray(np.stack(_unwrap_all(arrays)))

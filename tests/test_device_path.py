@@ -18,6 +18,7 @@ from _strict_device import module as device
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 import skgp_bayes._sgld_chains as sgld_chains
+import skgp_bayes.linalg.precondition as precondition
 import skgp_bayes.predictive.exact as predictive_exact
 import skgp_bayes.sgld as sgld_module
 from skgp_bayes import SGLDGPRegressor
@@ -26,6 +27,7 @@ from skgp_bayes.linalg import (
     batched_cg,
     kernel_operator,
     kernel_preconditioner,
+    pivoted_cholesky,
     ulisse_solve,
 )
 from skgp_bayes.targets import StochasticMarginalGradient
@@ -88,6 +90,35 @@ def test_cg_and_ulisse_on_device_equal_host(data, rank):
     np.testing.assert_allclose(cg_d, cg_h, rtol=0, atol=1e-6 * scale)
     np.testing.assert_allclose(ul_d, ul_h, rtol=0, atol=1e-6 * scale)
     assert abs(it_h - it_d) <= 1 and abs(ul_it_h - ul_it_d) <= 1
+
+
+@pytest.mark.parametrize("rank", [1, 10, 60])
+@pytest.mark.parametrize("min_rows", [0, 61])
+def test_preconditioner_is_built_on_the_device(data, rank, min_rows, monkeypatch):
+    # From DEVICE_PIVOTING_MIN_ROWS the pivoted Cholesky's columns, its
+    # updates and the Woodbury factors all stay on the device (the strict
+    # module raises on any host array); below it the host builds the factor.
+    adapter, theta, X, _ = data
+    host = kernel_preconditioner(adapter, theta, X, 0.05, rank)
+    monkeypatch.setattr(precondition, "DEVICE_PIVOTING_MIN_ROWS", min_rows)
+    built_in = []
+
+    def spy(*args, xp, **kwargs):
+        built_in.append(xp)
+        return pivoted_cholesky(*args, xp=xp, **kwargs)
+
+    monkeypatch.setattr(precondition, "pivoted_cholesky", spy)
+    on_device = kernel_preconditioner(adapter, theta, X, 0.05, rank, xp=device)
+    assert built_in == [device if X.shape[0] >= min_rows else np]
+    assert isinstance(on_device._Ld_dev, DeviceArray)
+    assert on_device.rank == host.rank
+    V = np.random.default_rng(4).normal(size=(X.shape[0], 3))
+    got = on_device.solve(device.asarray(V)).get()
+    # columns differ from the compiled ones by rounding (~1e-15 relative);
+    # P^-1 is bounded by 1 / (white + noise) = 1 / 0.06, so 1e-10 of the
+    # result's scale is far above rounding and far below a wrong factor
+    scale = np.abs(V).max() / 0.06
+    np.testing.assert_allclose(got, host.solve(V), rtol=0, atol=1e-10 * scale)
 
 
 def test_stochastic_gradient_on_device_equals_host(data):

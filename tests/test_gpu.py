@@ -20,6 +20,7 @@ import pytest
 from _estimators import cg_predicting_sgld
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+import skgp_bayes.linalg.precondition as precondition
 from skgp_bayes import SGLDGPRegressor
 from skgp_bayes._backend import get_array_module
 from skgp_bayes.exceptions import BackendUnavailableError
@@ -79,6 +80,21 @@ def test_cg_on_device_solves_the_system(data, rank):
     err = np.linalg.norm(res.x.get() - exact, axis=0) / np.linalg.norm(exact, axis=0)
     # relative residual 1e-10 times cond(K) (about 1e4 here) bounds the error
     assert err.max() < 1e-6, err
+
+
+def test_preconditioner_built_on_device_matches_host(data, monkeypatch):
+    adapter, theta, X, _ = data
+    host = kernel_preconditioner(adapter, theta, X, 0.05, 40)
+    # built on the device whatever the size (400 rows here)
+    monkeypatch.setattr(precondition, "DEVICE_PIVOTING_MIN_ROWS", 0)
+    on_device = kernel_preconditioner(adapter, theta, X, 0.05, 40, xp=cupy)
+    assert isinstance(on_device._Ld_dev, cupy.ndarray)
+    assert on_device.rank == host.rank
+    V = np.random.default_rng(4).normal(size=(X.shape[0], 3))
+    got = on_device.solve(cupy.asarray(V)).get()
+    # P^-1 is bounded by 1 / 0.05; the factors differ by rounding only
+    scale = np.abs(V).max() / 0.05
+    np.testing.assert_allclose(got, host.solve(V), rtol=0, atol=1e-9 * scale)
 
 
 def test_stochastic_gradient_on_device_matches_host(data):

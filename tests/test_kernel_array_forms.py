@@ -14,7 +14,11 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.kernels._array_forms import array_gram, array_lowrank_grad_contract
+from skgp_bayes.kernels._array_forms import (
+    array_gram,
+    array_kernel_columns,
+    array_lowrank_grad_contract,
+)
 from skgp_bayes.linalg import lowrank_grad_contract
 
 BASES = {
@@ -38,6 +42,25 @@ def _inputs(n=57):
     X[5] = X[4]
     X[7] = X[6] + 1e-9
     return X
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+@pytest.mark.parametrize("ard", [False, True])
+def test_kernel_columns_match_the_compiled_cross_kernel(base, ard):
+    # with a WhiteKernel, which a cross-kernel column leaves out
+    adapter = KernelAdapter(_kernel(base, ard, True))
+    X = _inputs()
+    theta = adapter.kernel.theta
+    column = array_kernel_columns(adapter, theta, X, np)
+    # the same per-coordinate rounding bound as the Gram matrix (below)
+    length_scales = np.exp(theta[1:4] if ard else theta[1:2])
+    eps_x = np.finfo(float).eps * np.abs(X).max() / length_scales.min()
+    for i in (0, 4, 5, 6, 56):
+        expected = adapter.cross(theta, X, X[i : i + 1])[:, 0]
+        np.testing.assert_allclose(column(i), expected, rtol=0, atol=64 * 1.7 * eps_x)
+        # exact on its own row: a pivot's entry is k(0), the variance
+        assert column(i)[i] == expected[i]
+    assert column(4)[5] == column(4)[4]  # and on a duplicated input
 
 
 @pytest.mark.parametrize("base", sorted(BASES))

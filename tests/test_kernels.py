@@ -20,7 +20,13 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from skgp_bayes.kernels import KernelAdapter, _adapter, force_generic, lower_kernel
+from skgp_bayes.kernels import (
+    KernelAdapter,
+    _adapter,
+    _generic,
+    force_generic,
+    lower_kernel,
+)
 
 BASES = ["rbf", 0.5, 1.5, 2.5]
 D = 3
@@ -417,7 +423,7 @@ def test_generic_matches_fast(monkeypatch):
 
     # The blocked generic path (small memory bound, small row blocks).
     monkeypatch.setattr(_adapter, "_GENERIC_BLOCK_BYTES", 8 * 5 * 12**2)
-    monkeypatch.setattr(_adapter, "_GENERIC_ROWS", 7)
+    monkeypatch.setattr(_generic, "_GENERIC_ROWS", 7)
     for a, b in zip(outputs(force_generic(kernel)), want, strict=True):
         assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 

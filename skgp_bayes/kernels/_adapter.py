@@ -31,7 +31,8 @@ import numpy as np
 from sklearn.gaussian_process.kernels import Kernel
 
 from . import _numba
-from ._array_forms import array_gram
+from ._array_forms import array_gram, array_kernel_columns
+from ._generic import generic_diag_grad, generic_matvec
 from ._lowering import lower_kernel
 
 __all__ = ["KernelAdapter", "force_generic"]
@@ -39,9 +40,6 @@ __all__ = ["KernelAdapter", "force_generic"]
 # Upper bound on the bytes of one dense gradient tensor built by the generic
 # path; beyond it the work is split into blocks.
 _GENERIC_BLOCK_BYTES = 256 * 1024**2
-
-# Rows per block of the generic K @ V and of the generic diagonal gradient.
-_GENERIC_ROWS = 256
 
 # Step of the central finite differences in log-scale theta: about the cube
 # root of machine epsilon, which balances truncation and rounding error.
@@ -379,6 +377,40 @@ class KernelAdapter:
             return array_gram(self, theta, _as_2d(X), xp)
         return xp.asarray(self.gram(theta, X))
 
+    def kernel_columns_in(self, theta, X, xp):
+        """A source of columns ``i -> K(X, X[i])`` in array module ``xp``.
+
+        The cross kernel (a WhiteKernel contributes 0), as a pivoted Cholesky
+        asks for it. On the fast path with a device module each column is
+        built there (``_array_forms``); else on the host, then copied.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_params,)
+        X : array-like of shape (n, d)
+        xp : module
+
+        Returns
+        -------
+        column : callable
+            ``column(i)``: array of shape (n,), of module ``xp``.
+
+        Examples
+        --------
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> adapter, X = KernelAdapter(RBF(1.0)), np.array([[0.0], [1.0]])
+        >>> adapter.kernel_columns_in([0.0], X, np)(1).round(4)
+        array([0.6065, 1.    ])
+        """
+        X = _as_2d(X)
+        if xp is not np and self.is_fast:
+            return array_kernel_columns(self, theta, X, xp)
+
+        def column(i):
+            return xp.asarray(self.cross(theta, X, X[i : i + 1])[:, 0])
+
+        return column
+
     def cross(self, theta, X, Y):
         """Cross-kernel matrix ``K(X, Y)``; a WhiteKernel contributes 0.
 
@@ -553,7 +585,7 @@ class KernelAdapter:
         """
         X = _as_2d(X)
         if not self.is_fast:
-            return self._generic_diag_grad(theta, X)
+            return generic_diag_grad(self, theta, X)
         variance, noise, _, _ = self._fast_params(theta, X.shape[1])
         row = np.zeros(self.spec.defaults.size)
         row[0] = variance
@@ -603,7 +635,7 @@ class KernelAdapter:
                 self._scaled(X, inv_ell), V, variance, noise, self.spec.base
             )
         else:
-            out = self._generic_matvec(theta, X, V)
+            out = generic_matvec(self, theta, X, V)
         return out[:, 0] if vector else out
 
     def grad_inputs_cross(self, theta, X, Z, W):
@@ -705,8 +737,7 @@ class KernelAdapter:
         G *= inv_ell
         return G
 
-    # ------------------------------------------------------------------
-    # generic path
+    # ---------------------------- generic path ----------------------------
 
     def _require_input_gradients(self):
         if not self.supports_input_gradients:
@@ -767,34 +798,3 @@ class KernelAdapter:
             G = self._stacked_cross_gradient(kernel, X[I], Z)
             g += np.einsum("ab,abj->j", W[I], G)
         return g
-
-    def _generic_diag_grad(self, theta, X):
-        kernel = self.kernel_with_theta(theta)
-        n, p = X.shape[0], self.n_params
-        if p == 0:
-            return np.zeros((n, 0))
-        if not self._gradient_available(X):
-            columns = self._finite_difference(
-                self._theta(theta), lambda t: self.kernel.clone_with_theta(t).diag(X)
-            )
-            return np.stack(columns, axis=1)
-        out = np.empty((n, p))
-        for i0 in range(0, n, _GENERIC_ROWS):
-            I = slice(i0, min(n, i0 + _GENERIC_ROWS))
-            _, G = kernel(X[I], eval_gradient=True)
-            out[I] = np.diagonal(G, axis1=0, axis2=1).T
-        return out
-
-    def _generic_matvec(self, theta, X, V):
-        kernel = self.kernel_with_theta(theta)
-        n = X.shape[0]
-        out = np.empty((n, V.shape[1]))
-        for i0 in range(0, n, _GENERIC_ROWS):
-            i1 = min(n, i0 + _GENERIC_ROWS)
-            block = np.array(kernel(X[i0:i1], X), dtype=np.float64)
-            # kernel(A, B) leaves out WhiteKernel noise, which only the Gram
-            # matrix's diagonal carries; kernel.diag has it.
-            rows = np.arange(i1 - i0)
-            block[rows, rows + i0] = kernel.diag(X[i0:i1])
-            out[i0:i1] = block @ V
-        return out

@@ -17,14 +17,24 @@ import numpy as np
 import scipy.linalg
 
 from .._threads import blas_threads_for
+from .cg import to_host
 
 __all__ = ["pivoted_cholesky", "LowRankPreconditioner", "kernel_preconditioner"]
 
 # Rows per block when extracting the cross kernel's diagonal.
 _DIAG_BLOCK = 32
 
+# Rows from which a device backend also builds the pivoted Cholesky factor on
+# the device. A device step is launch-bound, about constant in n; a host step
+# is one kernel column and one (n, k) product, linear in n. Measured on an
+# H200 with a 16-core host, rank 100, d = 8 (benchmarks/RESULTS.md): the
+# device factor took 0.047-0.054 s at every n from 2,000 to 22,784, the
+# host's 0.034 s at 5,000 and 0.067 s at 10,000 rows; the lines cross near
+# 7,200 rows.
+DEVICE_PIVOTING_MIN_ROWS = 8_000
 
-def pivoted_cholesky(diag, column, rank, *, rel_tol=1e-10):
+
+def pivoted_cholesky(diag, column, rank, *, rel_tol=1e-10, xp=np):
     """Partial pivoted Cholesky factor of a positive semi-definite matrix.
 
     Parameters
@@ -38,13 +48,17 @@ def pivoted_cholesky(diag, column, rank, *, rel_tol=1e-10):
     rel_tol : float, default=1e-10
         Stop early when the remaining trace falls below ``rel_tol`` times the
         full trace (the factor is then exact to that precision).
+    xp : module, default=numpy
+        Array module in which the factor is built; ``column`` returns arrays
+        of it. On a GPU the columns come from the device and each step is a
+        few device passes, where the host would copy every column over.
 
     Returns
     -------
-    L : ndarray of shape (n, k), k <= rank
+    L : array of shape (n, k), k <= rank, of module ``xp``
         ``L L'`` approximates the matrix; it is exact on the pivot rows and
         columns.
-    residual_diag : ndarray of shape (n,)
+    residual_diag : array of shape (n,), of module ``xp``
         Diagonal of the matrix minus ``L L'`` (non-negative).
 
     Examples
@@ -60,31 +74,49 @@ def pivoted_cholesky(diag, column, rank, *, rel_tol=1e-10):
     """
     # Round-off can leave tiny negative entries; clipped, the remaining
     # trace is their sum.
-    d = np.maximum(np.asarray(diag, dtype=np.float64), 0.0)
+    d = xp.maximum(xp.asarray(diag, dtype=xp.float64), 0.0)
     n = d.shape[0]
     rank = int(min(rank, n))
-    L = np.zeros((n, max(rank, 0)))
-    stop = rel_tol * float(d.sum())
+    L = xp.zeros((n, max(rank, 0)))
+    stop = rel_tol * float(xp.sum(d))
     k = 0
     with blas_threads_for(n, max(rank, 1)):
         while k < rank:
-            i = int(np.argmax(d))
-            pivot = d[i]
-            if not pivot > 0.0 or float(d.sum()) <= stop:
+            i, pivot, remaining = _next_pivot(d, xp)
+            if not pivot > 0.0 or remaining <= stop:
                 break
-            col = np.asarray(column(i), dtype=np.float64)
-            if not np.all(np.isfinite(col)):
-                raise FloatingPointError(
-                    "The kernel returned NaN or infinite values; check the "
-                    "hyperparameters and the inputs."
-                )
-            li = (col - L[:, :k] @ L[i, :k]) / np.sqrt(pivot)
+            li = (xp.asarray(column(i), dtype=xp.float64) - L[:, :k] @ L[i, :k]) / (
+                np.sqrt(pivot)
+            )
             L[:, k] = li
             d -= li * li
             d[i] = 0.0
-            np.maximum(d, 0.0, out=d)
+            d = xp.maximum(d, 0.0)
             k += 1
-    return L[:, :k], d
+    # A non-finite column stays in the factor (NaN also ends the loop through
+    # its pivot), so one check at the end sees every such column: one device
+    # synchronisation instead of one per column.
+    L = L[:, :k]
+    if not bool(xp.all(xp.isfinite(L))):
+        raise FloatingPointError(
+            "The kernel returned NaN or infinite values; check the "
+            "hyperparameters and the inputs."
+        )
+    return L, d
+
+
+def _next_pivot(d, xp):
+    """(index of the largest entry of ``d``, that entry, ``sum(d)``) on the host.
+
+    On a device the three come back in one copy: each synchronisation costs
+    tens of microseconds there, as much as the step's arithmetic.
+    """
+    if xp is np:
+        i = int(np.argmax(d))
+        return i, float(d[i]), float(d.sum())
+    at = xp.argmax(d)
+    i, pivot, remaining = to_host(xp.stack((at.astype(xp.float64), d[at], xp.sum(d))))
+    return int(i), float(pivot), float(remaining)
 
 
 class LowRankPreconditioner:
@@ -92,7 +124,8 @@ class LowRankPreconditioner:
 
     Parameters
     ----------
-    L : ndarray of shape (n, k)
+    L : array of shape (n, k)
+        On the host, or already in ``xp`` (a factor built on the device).
     D : ndarray of shape (n,)
         Positive diagonal.
     xp : module, default=numpy
@@ -115,7 +148,7 @@ class LowRankPreconditioner:
     """
 
     def __init__(self, L, D, xp=np):
-        L = np.asarray(L, dtype=np.float64)
+        L = xp.asarray(L, dtype=xp.float64)
         D = np.asarray(D, dtype=np.float64)
         if not (np.all(D > 0) and np.all(np.isfinite(D))):
             raise ValueError("The diagonal of the preconditioner must be positive.")
@@ -125,13 +158,14 @@ class LowRankPreconditioner:
         # 15 times slower on them than one thread.
         self._shape = (L.shape[0], max(self.rank, 1))
         inv_d = 1.0 / D
-        Ld = L * inv_d[:, None]
+        self._inv_d_dev = xp.asarray(inv_d)
+        Ld = L * self._inv_d_dev[:, None]
         with blas_threads_for(*self._shape):
-            inner = np.eye(self.rank) + L.T @ Ld
+            # only the k x k inner matrix comes back to the host
+            inner = np.eye(self.rank) + to_host(L.T @ Ld)
             chol = scipy.linalg.cholesky(inner, lower=True)
             inv_inner = scipy.linalg.cho_solve((chol, True), np.eye(self.rank))
-        self._inv_d_dev = xp.asarray(inv_d)
-        self._Ld_dev = xp.asarray(Ld)
+        self._Ld_dev = Ld
         self._inv_inner_dev = xp.asarray(inv_inner)
 
     @classmethod
@@ -212,6 +246,9 @@ def kernel_preconditioner(adapter, theta, X, noise_variance, rank, xp=np):
     rank : int
         Columns of the pivoted Cholesky factor; 0 gives None (plain CG).
     xp : module, default=numpy
+        Module in which the preconditioner is applied. From
+        ``DEVICE_PIVOTING_MIN_ROWS`` rows a device module builds the factor
+        too; below, the host builds it and the factors are copied once.
 
     Returns
     -------
@@ -254,7 +291,8 @@ def kernel_preconditioner(adapter, theta, X, noise_variance, rank, xp=np):
             ]
         )
     white = np.maximum(full_diag - smooth_diag, 0.0)
+    build = xp if n >= DEVICE_PIVOTING_MIN_ROWS else np
     L, _ = pivoted_cholesky(
-        smooth_diag, lambda i: adapter.cross(theta, X, X[i : i + 1])[:, 0], rank
+        smooth_diag, adapter.kernel_columns_in(theta, X, build), rank, xp=build
     )
     return LowRankPreconditioner(L, white + noise_variance, xp=xp)
