@@ -151,6 +151,18 @@ def test_pivoted_cholesky_is_exact_on_its_pivots_and_for_low_rank():
     with pytest.raises(FloatingPointError, match="NaN"):
         pivoted_cholesky(np.ones(3), lambda i: np.full(3, np.nan), 2)
 
+    # a non-finite column after finite ones, NaN or infinite, and at the last
+    # step: finiteness is checked once, on the finished factor
+    def column_with(bad, at):
+        return lambda i: np.full(40, bad) if i == at else K[:, i]
+
+    pivots = []
+    pivoted_cholesky(np.diag(K), lambda i: pivots.append(i) or K[:, i], 2)
+    for bad in (np.nan, np.inf):
+        for rank in (2, 6):
+            with pytest.raises(FloatingPointError, match="NaN or infinite"):
+                pivoted_cholesky(np.diag(K), column_with(bad, pivots[1]), rank)
+
 
 def test_low_rank_preconditioner_solves_exactly():
     rng = np.random.default_rng(2)
