@@ -609,7 +609,6 @@ def backward(
             for i in range(n):
                 row[i] += weight * g_mu_t[c, i]
     lower_solve_into(R, Abar, True, lapack)
-    Kufbar = Abar
     # K_uubar = R^-T S R^-1 with S's lower triangle -Abar A' / 2
     # = A diag(gbar) A' - v H' / 2 (see _whitened_pullback).
     inner = weighted_gram(A, gbar, lapack, work)
@@ -619,6 +618,52 @@ def backward(
             for c in range(C):
                 s += v[i, c] * H[j, c]
             inner[i, j] -= 0.5 * s
+    n_ls = inv_ell.size if ard else 1
+    no_inputs = np.empty((0, 0))
+    return _kernel_gradient(
+        Xs, Zs, variance, noise, base, ard, n_ls, jitter, R, Kuu, Kuf, inner, Abar,
+        gbar, no_inputs, lapack,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def pullback_from_abar(
+    Xs, Zs, variance, noise, base, ard, n_ls, jitter, R, A, Kuu, Kuf, Abar, gbar,
+    inputs, lapack,
+):  # fmt: skip
+    """:func:`backward` given ``Abar = dF/dA`` itself (overwritten).
+
+    For a bound whose ``A`` enters other than through ``mu = A' v`` and
+    ``gamma`` (the SVGP bound's ``q(u)`` covariance): ``K_ufbar = R^-T
+    Abar`` and ``K_uubar = R^-T S R^-1`` with ``S``'s lower triangle
+    ``-Abar A' / 2``, as ``_sparse_shared.kernel_weights``. Inputs are
+    :func:`forward`'s, scaled; ``gbar = dF/d diag K(X, X)``. Returns the
+    gradient in ``phi`` (``n_ls + 2`` entries) and, with ``inputs``, in the
+    scaled inducing inputs (column ``c`` to be multiplied by ``1 / ell_c``;
+    an empty array otherwise).
+    """
+    inner = -0.5 * (Abar @ np.ascontiguousarray(A.T))
+    lower_solve_into(R, Abar, True, lapack)
+    g_inputs = np.zeros(Zs.shape) if inputs else np.empty((0, 0))
+    g = _kernel_gradient(
+        Xs, Zs, variance, noise, base, ard, n_ls, jitter, R, Kuu, Kuf, inner, Abar,
+        gbar, g_inputs, lapack,
+    )  # fmt: skip
+    return g, g_inputs
+
+
+@njit(cache=True, nogil=True)
+def _kernel_gradient(
+    Xs, Zs, variance, noise, base, ard, n_ls, jitter, R, Kuu, Kuf, inner, Kufbar,
+    gbar, g_inputs, lapack,
+):  # fmt: skip
+    """``g_phi`` from ``K_ufbar`` and the lower triangle of ``R' K_uubar R``.
+
+    ``inner`` becomes ``K_uubar`` (with the jitter's weight, ``jitter
+    mean(diag)``, on its diagonal); input gradients go to ``g_inputs`` when
+    it has ``Zs``'s shape.
+    """
+    m = R.shape[0]
     lower_congruence(R, inner, lapack)
     Kuubar = inner
     trace = 0.0
@@ -626,13 +671,11 @@ def backward(
         trace += Kuubar[i, i]
     for i in range(m):
         Kuubar[i, i] += jitter / m * trace
-    n_ls = inv_ell.size if ard else 1
     g = np.zeros(n_ls + 2)
-    no_inputs = np.empty((0, 0))
-    gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g, no_inputs)
-    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g, no_inputs)
+    gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g, g_inputs)
+    cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g, g_inputs)
     total = 0.0
-    for i in range(n):
+    for i in range(gbar.size):
         total += gbar[i]
     g[0] += variance * total
     g[n_ls + 1] += noise * total

@@ -24,9 +24,15 @@ import numpy as np
 from numba import njit
 
 from .._vector_exp import vector_exp, vector_log1p
-from ._likelihood_numba import logit_expectation
+from ._likelihood_numba import DONE, NOT_PSD, SMALL_VARIANCE, logit_expectation
+from ._sparse_numba import (
+    inducing_projection,
+    kernel_scales,
+    pullback_from_abar,
+    scaled,
+)
 
-__all__ = ["logit_given_projection", "softmax_given_projection"]
+__all__ = ["logit_bound", "logit_given_projection", "softmax_given_projection"]
 
 
 @njit(cache=True, nogil=True)
@@ -150,6 +156,97 @@ def logit_given_projection(
     g_L = np.empty(m * (m + 1) // 2)
     _packed_L_gradient(A, B, g_s, L, g_L, 0)
     return True, value, g_m, g_L, Abar, gbar
+
+
+# Long because the docstring documents its parameters; the body is 30 lines.
+@njit(cache=True, nogil=True)
+def logit_bound(
+    X, Z, theta, phi_defaults, theta_index, base, jitter, mean, L, y, scale,
+    nodes, weights, counts, limits, small_var, inputs, lapack, work,
+):  # fmt: skip
+    """The whole logit SVGP bound (no prior) and its gradients in one call.
+
+    The kernel's ``K(Z, Z)``, its factor, ``K(Z, X)`` and the projection
+    (:func:`~skgp_bayes.targets._sparse_numba.inducing_projection`), the
+    terms given the projection (:func:`logit_given_projection`) and the
+    pullback of ``dF/dA`` to the kernel's hyperparameters and, with
+    ``inputs``, to the inducing inputs
+    (:func:`~skgp_bayes.targets._sparse_numba.pullback_from_abar`): what
+    :meth:`~skgp_bayes.targets.svgp.SVGPBound.logp_and_grad` does in
+    NumPy between compiled calls, where the interpreter's share was most of
+    an evaluation on tens of rows.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    Z : ndarray of shape (m, d)
+    theta, phi_defaults, theta_index, base
+        The kernel's log hyperparameters and its spec (see
+        :func:`~skgp_bayes.targets._sparse_numba.kernel_scales`).
+    jitter : float
+        Relative jitter of ``K(Z, Z)``.
+    mean, L, y, scale, nodes, weights, counts, limits, small_var
+        As in :func:`logit_given_projection`.
+    inputs : bool
+        Also the gradient in ``Z``.
+    lapack, work
+        As in :func:`~skgp_bayes.targets._sparse_numba.forward`.
+
+    Returns
+    -------
+    status : int
+        ``DONE``; ``NOT_PSD`` (the jittered ``K(Z, Z)``) or
+        ``SMALL_VARIANCE`` hand the evaluation back to NumPy, which raises
+        or switches rule there. Nothing else is then meaningful.
+    value : float
+    g_theta : ndarray of shape (len(theta_index),)
+    g_m : ndarray of shape (m,)
+    g_L : ndarray of shape (m (m + 1) / 2,)
+    g_Z : ndarray of shape (m, d), or (0, 0) without ``inputs``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._likelihood_numba import DONE, logit_rules
+    >>> from skgp_bayes.targets._sparse_numba import LAPACK
+    >>> from skgp_bayes.targets._svgp_numba import logit_bound
+    >>> X, Z = np.array([[0.0], [1.0], [2.0]]), np.array([[0.5], [1.5]])
+    >>> out = logit_bound(
+    ...     X, Z, np.zeros(1), np.array([0.0, 0.0, -np.inf]), np.array([1]), 0,
+    ...     1e-6, np.zeros(2), np.eye(2), np.array([1.0, 0.0, 1.0]), 1.0,
+    ...     *logit_rules(20), 1e-10, True, LAPACK, np.empty(0))
+    >>> out[0] == DONE, out[2].shape, out[5].shape
+    (True, (1,), (2, 1))
+    """
+    empty = np.empty(0)
+    variance, noise, inv_ell, ard = kernel_scales(
+        theta, phi_defaults, theta_index, X.shape[1]
+    )
+    Xs = scaled(X, inv_ell)
+    Zs = scaled(Z, inv_ell)
+    ok, Kuu, R, Kuf, A, gamma, free = inducing_projection(
+        Xs, Zs, variance, noise, base, jitter, lapack, work
+    )
+    if not ok:
+        return NOT_PSD, 0.0, empty, empty, empty, np.empty((0, 0))
+    ok, value, g_m, g_L, Abar, gbar = logit_given_projection(
+        A, gamma, free, mean, L, y, scale, nodes, weights, counts, limits, small_var
+    )
+    if not ok:
+        return SMALL_VARIANCE, 0.0, empty, empty, empty, np.empty((0, 0))
+    n_ls = inv_ell.size if ard else 1
+    g_phi, g_Z = pullback_from_abar(
+        Xs, Zs, variance, noise, base, ard, n_ls, jitter, R, A, Kuu, Kuf, Abar,
+        gbar, inputs, lapack,
+    )  # fmt: skip
+    if inputs:
+        for c in range(Z.shape[1]):
+            for j in range(Z.shape[0]):
+                g_Z[j, c] *= inv_ell[c]
+    g_theta = np.empty(theta_index.size)
+    for k in range(theta_index.size):
+        g_theta[k] = g_phi[theta_index[k]]
+    return DONE, value, g_theta, g_m, g_L, g_Z
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -57,7 +57,9 @@ import numpy as np
 from ..likelihoods import Bernoulli, Gaussian, Softmax
 from ..likelihoods._base import SMALL_VAR
 from ..linalg.triangle import lower_triangle_indices
-from ._likelihood_numba import logit_rules
+from ._likelihood_numba import DONE, logit_rules
+from ._sparse_compiled import workspace
+from ._sparse_numba import LAPACK
 from ._sparse_shared import (
     batch_indices,
     check_inputs,
@@ -72,7 +74,7 @@ from ._sparse_shared import (
     pullback,
     sparse_expected_log_prob,
 )
-from ._svgp_numba import logit_given_projection, softmax_given_projection
+from ._svgp_numba import logit_bound, logit_given_projection, softmax_given_projection
 from ._whitened_compiled import class_indices
 from .sparse import JITTER
 
@@ -199,6 +201,14 @@ class SVGPBound:
         self._logit_rules = None
         if logit and n_latent == 1 and not self.learn_noise:
             self._logit_rules = _shared_logit_rules(likelihood.n_quadrature)
+        # With a recognised kernel (one length scale or one per column) and no
+        # offset, the whole logit bound is one compiled call (logit_bound).
+        self._one_call = (
+            self._logit_rules is not None
+            and adapter.is_fast
+            and adapter.spec.n_length_scales in (1, X.shape[1])
+            and self.offset is None
+        )
         self._softmax_labels = None
         if type(likelihood) is Softmax and class_indices(self.y, n_latent):
             self._softmax_labels = np.ascontiguousarray(self.y, dtype=np.int64)
@@ -443,6 +453,10 @@ class SVGPBound:
         else:
             X, y = self.X[idx], self.y[idx]
             offset = None if self.offset is None else self.offset[idx]
+        if grad and self._one_call and self._logit_rules is not None:
+            done = self._in_one_call(params, theta, mean, Ls, Z, X, y, scale)
+            if done is not None:
+                return done
         R = inducing_factor(self.adapter, theta, Z, self.jitter)
         A, gamma, free = project(self.adapter, theta, Z, X, R)
         terms = self._given_projection(
@@ -543,6 +557,37 @@ class SVGPBound:
         if self.learn_noise:
             out[self.n_kernel_params] = scale * float(np.sum(d_noise))
         return value, out, Abar, gbar
+
+    def _in_one_call(self, params, theta, mean, Ls, Z, X, y, scale):
+        """:meth:`_evaluate`'s value and gradient by :func:`logit_bound`, or None.
+
+        None where the jittered ``K(Z, Z)`` is not positive definite or a
+        latent variance is below the likelihood's small-variance limit: the
+        NumPy path raises, or switches rule, there.
+        """
+        spec = self.adapter.spec
+        status, value, g_theta, g_m, g_L, g_Z = logit_bound(
+            X, np.ascontiguousarray(Z, dtype=np.float64), theta, spec.defaults,
+            spec.theta_index, spec.base, self.jitter,
+            np.ascontiguousarray(mean[:, 0], dtype=np.float64),
+            np.ascontiguousarray(Ls[0], dtype=np.float64),
+            np.ascontiguousarray(y, dtype=np.float64), float(scale),
+            *self._logit_rules, SMALL_VAR, self.learn_inducing, LAPACK,
+            workspace(self.n_inducing, X.shape[0]),
+        )  # fmt: skip
+        if status != DONE:
+            return None
+        out = np.empty(self.n_params)
+        out[: self.n_kernel_params] = g_theta
+        out[self._m_slice] = g_m
+        out[self._L_slice] = g_L
+        if self.learn_inducing:
+            out[self._Z_slice] = g_Z.reshape(-1)
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(params[: self.n_hyper])
+            value += prior_value
+            out[: self.n_hyper] += prior_grad
+        return (value if np.isfinite(value) else -np.inf), out
 
     def _compiled_terms(self, mean, Ls, projection, y, scale):
         """:meth:`_given_projection`'s outputs from one compiled call, or None.

@@ -1,0 +1,111 @@
+"""The whole logit SVGP bound in one compiled call against the NumPy path.
+
+:func:`~skgp_bayes.targets._svgp_numba.logit_bound` replaces the kernel,
+projection and pullback of :meth:`SVGPBound.logp_and_grad` (the terms given
+the projection are compiled either way). Its Gram and cross-kernel matrices
+come from the compiled scaled-input kernels, the NumPy path's from the
+adapter: entries agree to rounding, so value and gradient agree to a small
+multiple of ``eps`` times their scale.
+"""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.likelihoods import Bernoulli
+from skgp_bayes.priors import Gamma, PriorSet
+from skgp_bayes.targets import _svgp_numba
+from skgp_bayes.targets.svgp import SVGPBound
+
+BASES = {
+    "rbf": lambda ls: RBF(ls),
+    "matern12": lambda ls: Matern(ls, nu=0.5),
+    "matern32": lambda ls: Matern(ls, nu=1.5),
+    "matern52": lambda ls: Matern(ls, nu=2.5),
+}
+
+
+def _bound(n, d, m, base="rbf", ard=True, white=False, seed=0, **kwargs):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(float)
+    kernel = ConstantKernel(1.2) * BASES[base](np.full(d, 1.3) if ard else 1.3)
+    if white:
+        kernel = kernel + WhiteKernel(0.05)
+    bound = SVGPBound(KernelAdapter(kernel), X, y, X[:m] + 0.05, Bernoulli(), **kwargs)
+    params = bound.initial_params(scale=0.6) + 0.2 * rng.normal(size=bound.n_params)
+    return bound, params
+
+
+def _both(bound, params, **kwargs):
+    assert bound._one_call
+    one_call = bound.logp_and_grad(params, **kwargs)
+    bound._one_call = False
+    try:
+        numpy_path = bound.logp_and_grad(params, **kwargs)
+    finally:
+        bound._one_call = True
+    return one_call, numpy_path
+
+
+def _agree(got, expected):
+    (value, grad), (expected_value, expected_grad) = got, expected
+    assert value == pytest.approx(expected_value, rel=1e-12, abs=1e-11)
+    scale = np.max(np.abs(expected_grad))
+    np.testing.assert_allclose(grad, expected_grad, rtol=0, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+@pytest.mark.parametrize("ard", [False, True])
+@pytest.mark.parametrize("learn_inducing", [False, True])
+def test_one_call_equals_the_numpy_path(base, ard, learn_inducing):
+    bound, params = _bound(40, 3, 6, base, ard, learn_inducing=learn_inducing)
+    _agree(*_both(bound, params))
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "m"), [(12, 1, 3), (150, 8, 20), (90, 2, 85)]
+)  # 85 inducing inputs: the LAPACK branch of the factor and solves
+def test_sizes_white_noise_prior_and_batches(n, d, m):
+    blocks = {"c": slice(0, 1), "ell": slice(1, 1 + d), "white": slice(1 + d, 2 + d)}
+    prior = PriorSet(blocks, dict.fromkeys(blocks, Gamma(2.0, 1.0)))
+    bound, params = _bound(n, d, m, white=True, seed=n, prior_set=prior)
+    _agree(*_both(bound, params))
+    _agree(*_both(bound, params, batch=np.arange(0, n, 3)))
+
+
+def test_gradient_against_finite_differences():
+    bound, params = _bound(30, 2, 5, "matern32", learn_inducing=True, seed=4)
+    _, grad = bound.logp_and_grad(params)
+    h = 1e-6
+    for k in range(params.size):
+        step = np.zeros(params.size)
+        step[k] = h
+        fd = (
+            bound.logp_and_grad(params + step)[0]
+            - bound.logp_and_grad(params - step)[0]
+        ) / (2 * h)
+        assert grad[k] == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("status", [_svgp_numba.NOT_PSD, _svgp_numba.SMALL_VARIANCE])
+def test_a_status_hands_the_evaluation_back(status, monkeypatch):
+    # K(Z, Z) not positive definite, or a variance under the small-variance
+    # limit (where the NumPy path raises, or switches rule): the compiled
+    # call's status sends the evaluation down the NumPy path
+    bound, params = _bound(20, 1, 3, learn_inducing=True)
+    bound._one_call = False
+    expected = bound.logp_and_grad(params)
+    bound._one_call = True
+    calls = []
+
+    def refuses(*args):
+        calls.append(args)
+        return status, 0.0, np.empty(0), np.empty(0), np.empty(0), np.empty((0, 0))
+
+    monkeypatch.setattr("skgp_bayes.targets.svgp.logit_bound", refuses)
+    value, grad = bound.logp_and_grad(params)
+    assert len(calls) == 1
+    assert value == expected[0]
+    np.testing.assert_array_equal(grad, expected[1])
