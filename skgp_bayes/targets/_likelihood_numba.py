@@ -336,7 +336,7 @@ def logit_joint(
         X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack, work,
         R, A, Kuu, Kuf, free, scale, elp, d_mu.reshape((n, 1)), d_var,
     )  # fmt: skip
-    return DONE, value, _in_theta(g_phi, theta_index), g_v
+    return DONE, value, in_theta(g_phi, theta_index), g_v
 
 
 @njit(cache=True, nogil=True)
@@ -375,11 +375,24 @@ def softmax_joint(
         X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack, work,
         R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var_sum,
     )  # fmt: skip
-    return DONE, value, _in_theta(g_phi, theta_index), g_v
+    return DONE, value, in_theta(g_phi, theta_index), g_v
 
 
 @njit(cache=True, nogil=True)
-def _in_theta(g_phi, theta_index):
+def in_theta(g_phi, theta_index):
+    """The gradient in the kernel's ``theta`` from the one in its ``phi``.
+
+    ``phi = [log variance, log ell..., log noise]`` holds every entry of the
+    kernel's layout, ``theta`` the free ones, ``phi[theta_index] = theta``
+    (see :func:`~skgp_bayes.targets._sparse_numba.kernel_scales`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._likelihood_numba import in_theta
+    >>> in_theta(np.array([1.0, 2.0, 3.0]), np.array([0, 1]))
+    array([1., 2.])
+    """
     g_theta = np.empty(theta_index.size)
     for k in range(theta_index.size):
         g_theta[k] = g_phi[theta_index[k]]

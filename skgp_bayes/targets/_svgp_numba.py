@@ -24,7 +24,13 @@ import numpy as np
 from numba import njit
 
 from .._vector_exp import vector_exp, vector_log1p
-from ._likelihood_numba import DONE, NOT_PSD, SMALL_VARIANCE, logit_expectation
+from ._likelihood_numba import (
+    DONE,
+    NOT_PSD,
+    SMALL_VARIANCE,
+    in_theta,
+    logit_expectation,
+)
 from ._sparse_numba import (
     inducing_projection,
     kernel_scales,
@@ -243,10 +249,7 @@ def logit_bound(
         for c in range(Z.shape[1]):
             for j in range(Z.shape[0]):
                 g_Z[j, c] *= inv_ell[c]
-    g_theta = np.empty(theta_index.size)
-    for k in range(theta_index.size):
-        g_theta[k] = g_phi[theta_index[k]]
-    return DONE, value, g_theta, g_m, g_L, g_Z
+    return DONE, value, in_theta(g_phi, theta_index), g_m, g_L, g_Z
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
