@@ -26,7 +26,11 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernels._numba import kernel_value_and_slope, kernel_value_vector
+from ..kernels._numba import (
+    GEMM_MIN_COLUMNS,
+    kernel_value_and_slope,
+    kernel_value_vector,
+)
 from ..linalg._nogil_lapack import (
     DPOTRF,
     DSYGST,
@@ -102,14 +106,6 @@ def kernel_values_into(Ys, Xs, variance, base, K):
         for i in range(n):
             k = variance * kernel_value_vector(base, K[j, i])
             K[j, i] = 0.0 if abs(k) < TINY else k
-
-
-# From this many input columns the RBF's K(Z, X) takes its squared
-# distances from one product, |z|^2 + |x|^2 - 2 Z X' (BLAS), instead of a
-# pass over the entries per column: 21 against 27 us at m = 18, n = 300,
-# d = 30 on one core, 3.0 against 4.1 at m = 16, n = 64, d = 8; equal at
-# d = 3 and slower at d = 1.
-GEMM_MIN_COLUMNS = 4
 
 
 @njit(cache=True, nogil=True)
@@ -329,6 +325,23 @@ def weighted_gram(A, weights, lapack, work):
         for i in range(n):
             scaled[j, i] = A[j, i] * weights[i]
     return scaled @ np.ascontiguousarray(A.T)
+
+
+@njit(cache=True, nogil=True)
+def congruence_with_jitter_weight(R, S, jitter, lapack):
+    """``R^-T S R^-1`` over ``S`` (:func:`lower_congruence`), then the jitter's weight.
+
+    ``S`` becomes ``dF/dK`` through a factor of ``K + jitter mean(diag K) I``:
+    ``d delta = jitter / m * tr(dK)``, so every diagonal entry gains
+    ``jitter / m * tr(dF/dK)`` (``_sparse_shared.add_jitter_weight``).
+    """
+    lower_congruence(R, S, lapack)
+    m = R.shape[0]
+    trace = 0.0
+    for a in range(m):
+        trace += S[a, a]
+    for a in range(m):
+        S[a, a] += jitter / m * trace
 
 
 @njit(cache=True, nogil=True)
@@ -663,14 +676,8 @@ def _kernel_gradient(
     mean(diag)``, on its diagonal); input gradients go to ``g_inputs`` when
     it has ``Zs``'s shape.
     """
-    m = R.shape[0]
-    lower_congruence(R, inner, lapack)
+    congruence_with_jitter_weight(R, inner, jitter, lapack)
     Kuubar = inner
-    trace = 0.0
-    for i in range(m):
-        trace += Kuubar[i, i]
-    for i in range(m):
-        Kuubar[i, i] += jitter / m * trace
     g = np.zeros(n_ls + 2)
     gram_contract(Zs, Kuu, Kuubar, variance, noise, base, ard, g, g_inputs)
     cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g, g_inputs)

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from .._vector_exp import vector_exp, vector_log1p
+from ..linalg._numba_ops import TINY
 from ._likelihood_numba import (
     DONE,
     NOT_PSD,
@@ -32,13 +33,23 @@ from ._likelihood_numba import (
     logit_expectation,
 )
 from ._sparse_numba import (
+    MIN_VAR,
+    congruence_with_jitter_weight,
     inducing_projection,
     kernel_scales,
+    lower_factor,
+    lower_solve_into,
     pullback_from_abar,
     scaled,
 )
 
-__all__ = ["logit_bound", "logit_given_projection", "softmax_given_projection"]
+__all__ = [
+    "logit_bound",
+    "logit_given_projection",
+    "logit_subset_into",
+    "softmax_given_projection",
+    "softmax_subset_into",
+]
 
 
 @njit(cache=True, nogil=True)
@@ -250,6 +261,199 @@ def logit_bound(
             for j in range(Z.shape[0]):
                 g_Z[j, c] *= inv_ell[c]
     return DONE, value, in_theta(g_phi, theta_index), g_m, g_L, g_Z
+
+
+@njit(cache=True, nogil=True)
+def _subset_projection(Kcc, Kcf, kdiag, idx, jitter, lapack):
+    """``(ok, R, A, gamma, free)`` of the inducing subset ``idx``.
+
+    From the candidates' kernel matrices, as
+    ``_sparse_shared.factor_of_gram`` and ``project_cross`` do: entries
+    below ``TINY`` zeroed, ``jitter * mean(diag)`` on the diagonal.
+    """
+    k = idx.size
+    n = Kcf.shape[1]
+    R = np.empty((k, k))
+    trace = 0.0
+    for a in range(k):
+        for b in range(k):
+            value = Kcc[idx[a], idx[b]]
+            R[a, b] = 0.0 if abs(value) < TINY else value
+        trace += R[a, a]
+    for a in range(k):
+        R[a, a] += jitter * (trace / k)
+    A = np.empty((k, n))
+    gamma = np.empty(n)
+    free = np.zeros(n, dtype=np.bool_)
+    if not lower_factor(R, lapack):
+        return False, R, A, gamma, free
+    for a in range(k):
+        for i in range(n):
+            value = Kcf[idx[a], i]
+            A[a, i] = 0.0 if abs(value) < TINY else value
+    lower_solve_into(R, A, False, lapack)
+    for i in range(n):
+        s = kdiag[i]
+        for a in range(k):
+            s -= A[a, i] * A[a, i]
+        free[i] = s > MIN_VAR
+        gamma[i] = s if free[i] else MIN_VAR
+    return True, R, A, gamma, free
+
+
+# Long because the docstring documents its parameters; the body is 30 lines.
+@njit(cache=True, nogil=True)
+def logit_subset_into(
+    Kcc, Kcf, kdiag, idx, jitter, mean, L, y, scale, nodes, weights, counts,
+    limits, small_var, lapack, W_cc, W_cf, w_diag,
+):  # fmt: skip
+    """The logit SVGP bound of an inducing subset, its weights added in place.
+
+    A selection of inducing inputs scores subsets of its candidates from
+    kernel matrices computed once for all of them; per subset this does
+    what ``SharedSubsetBound._accumulate`` does between NumPy calls: the
+    factor of the subset's jittered ``K(Z, Z)``, the projection, the terms
+    (:func:`logit_given_projection`) and ``dF/dK`` of the subset's entries
+    (``K_ufbar = R^-T Abar``, ``K_uubar = R^-T S R^-1`` with ``S``'s lower
+    triangle ``-Abar A' / 2``, plus the jitter's weight), added to the
+    candidates' weights.
+
+    Parameters
+    ----------
+    Kcc : ndarray of shape (K, K)
+        The candidates' ``K(Z, Z)`` (WhiteKernel noise on the diagonal).
+    Kcf : ndarray of shape (K, n)
+        ``K(Z, X)``.
+    kdiag : ndarray of shape (n,)
+        ``diag K(X, X)``.
+    idx : ndarray of int of shape (k,)
+        The subset, sorted and distinct, not empty.
+    jitter : float
+        Relative jitter of ``K(Z, Z)``.
+    mean, L, y, scale, nodes, weights, counts, limits, small_var
+        As in :func:`logit_given_projection`, for the subset's ``q(u)``.
+    lapack : tuple
+        :data:`~skgp_bayes.targets._sparse_numba.LAPACK`.
+    W_cc : ndarray of shape (K, K)
+    W_cf : ndarray of shape (K, n)
+    w_diag : ndarray of shape (n,)
+        The candidates' weights, added to in place when the status is
+        ``DONE`` and untouched otherwise.
+
+    Returns
+    -------
+    status : int
+        ``DONE``; ``NOT_PSD`` or ``SMALL_VARIANCE`` hand the subset back to
+        NumPy, which raises or switches rule there.
+    value : float
+    g_m : ndarray of shape (k,)
+    g_L : ndarray of shape (k (k + 1) / 2,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._likelihood_numba import DONE, logit_rules
+    >>> from skgp_bayes.targets._sparse_numba import LAPACK
+    >>> from skgp_bayes.targets._svgp_numba import logit_subset_into
+    >>> x, z = np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.5])
+    >>> Kcc = np.exp(-0.5 * (z[:, None] - z) ** 2)
+    >>> Kcf = np.exp(-0.5 * (z[:, None] - x) ** 2)
+    >>> W_cc, W_cf, w_diag = np.zeros((2, 2)), np.zeros((2, 3)), np.zeros(3)
+    >>> out = logit_subset_into(
+    ...     Kcc, Kcf, np.ones(3), np.array([1]), 1e-6, np.full(1, 0.3),
+    ...     np.full((1, 1), 0.5),
+    ...     np.array([1.0, 0.0, 1.0]), 1.0, *logit_rules(20), 1e-10, LAPACK,
+    ...     W_cc, W_cf, w_diag)
+    >>> out[0] == DONE, bool(W_cc[0, 0] == 0.0 and W_cc[1, 1] != 0.0)
+    (True, True)
+    """
+    empty = np.empty(0)
+    ok, R, A, gamma, free = _subset_projection(Kcc, Kcf, kdiag, idx, jitter, lapack)
+    if not ok:
+        return NOT_PSD, 0.0, empty, empty
+    ok, value, g_m, g_L, Abar, gbar = logit_given_projection(
+        A, gamma, free, mean, L, y, scale, nodes, weights, counts, limits, small_var
+    )
+    if not ok:
+        return SMALL_VARIANCE, 0.0, empty, empty
+    _add_subset_weights(R, A, Abar, gbar, idx, jitter, lapack, W_cc, W_cf, w_diag)
+    return DONE, value, g_m, g_L
+
+
+# Long because the docstring documents its parameters; the body is 12 lines.
+@njit(cache=True, nogil=True)
+def softmax_subset_into(
+    Kcc, Kcf, kdiag, idx, jitter, mean, Ls, labels, scale, eps, small_var, lapack,
+    W_cc, W_cf, w_diag,
+):  # fmt: skip
+    """:func:`logit_subset_into` for the softmax SVGP bound.
+
+    Parameters
+    ----------
+    Kcc, Kcf, kdiag, idx, jitter
+        As in :func:`logit_subset_into`.
+    mean, Ls, labels, scale, eps, small_var
+        As in :func:`softmax_given_projection`, for the subset's ``q(u)``.
+    lapack, W_cc, W_cf, w_diag
+        As in :func:`logit_subset_into`.
+
+    Returns
+    -------
+    status : int
+    value : float
+    g_m : ndarray of shape (k * C,)
+    g_L : ndarray of shape (C * k (k + 1) / 2,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._likelihood_numba import DONE
+    >>> from skgp_bayes.targets._sparse_numba import LAPACK
+    >>> from skgp_bayes.targets._svgp_numba import softmax_subset_into
+    >>> x, z = np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.5])
+    >>> Kcc = np.exp(-0.5 * (z[:, None] - z) ** 2)
+    >>> Kcf = np.exp(-0.5 * (z[:, None] - x) ** 2)
+    >>> eps = np.random.default_rng(0).normal(size=(10, 3))
+    >>> W_cc, W_cf, w_diag = np.zeros((2, 2)), np.zeros((2, 3)), np.zeros(3)
+    >>> out = softmax_subset_into(
+    ...     Kcc, Kcf, np.ones(3), np.array([0, 1]), 1e-6, np.zeros((2, 3)),
+    ...     np.ones((3, 1, 1)) * np.eye(2), np.array([0, 2, 1]), 1.0, eps, 1e-10,
+    ...     LAPACK, W_cc, W_cf, w_diag)
+    >>> out[0] == DONE, out[2].shape, out[3].shape
+    (True, (6,), (9,))
+    """
+    empty = np.empty(0)
+    ok, R, A, gamma, free = _subset_projection(Kcc, Kcf, kdiag, idx, jitter, lapack)
+    if not ok:
+        return NOT_PSD, 0.0, empty, empty
+    ok, value, g_m, g_L, Abar, gbar = softmax_given_projection(
+        A, gamma, free, mean, Ls, labels, scale, eps, small_var
+    )
+    if not ok:
+        return SMALL_VARIANCE, 0.0, empty, empty
+    _add_subset_weights(R, A, Abar, gbar, idx, jitter, lapack, W_cc, W_cf, w_diag)
+    return DONE, value, g_m, g_L
+
+
+@njit(cache=True, nogil=True)
+def _add_subset_weights(R, A, Abar, gbar, idx, jitter, lapack, W_cc, W_cf, w_diag):
+    """Add the subset's ``dF/dK`` to the candidates' weights, from ``Abar``.
+
+    ``K_ufbar = R^-T Abar``, ``K_uubar = R^-T S R^-1`` with ``S``'s lower
+    triangle ``-Abar A' / 2`` (``_sparse_shared.kernel_weights``), and the
+    jitter's weight on its diagonal. ``Abar`` is overwritten.
+    """
+    inner = -0.5 * (Abar @ np.ascontiguousarray(A.T))
+    lower_solve_into(R, Abar, True, lapack)
+    congruence_with_jitter_weight(R, inner, jitter, lapack)
+    for a in range(idx.size):
+        for b in range(a):  # from the lower triangle, which dsygst leaves
+            W_cc[idx[a], idx[b]] += inner[a, b]
+            W_cc[idx[b], idx[a]] += inner[a, b]
+        W_cc[idx[a], idx[a]] += inner[a, a]
+        W_cf[idx[a]] += Abar[a]
+    for i in range(gbar.size):
+        w_diag[i] += gbar[i]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -36,10 +36,10 @@ from ..linalg._nogil_lapack import cholesky_in_place_c
 from ..linalg._numba_ops import TINY
 from ._sparse_numba import (
     LAPACK,
+    congruence_with_jitter_weight,
     cross_contract,
     kernel_scales,
     log_prior_theta,
-    lower_congruence,
     scaled,
 )
 
@@ -209,14 +209,8 @@ def _hyper_gradient(L, U, N, K, Xs, noise, ard, jitter, routines, g_phi):
     the lower triangle ``U N' / 2``; then the jitter's weight and the
     kernel contraction. ``L`` is reversed and restored during the call.
     """
-    n = L.shape[0]
     S = 0.5 * (U @ np.ascontiguousarray(N.T))
-    lower_congruence(L, S, routines)
-    trace = 0.0
-    for a in range(n):
-        trace += S[a, a]
-    for a in range(n):
-        S[a, a] += jitter / n * trace
+    congruence_with_jitter_weight(L, S, jitter, routines)
     contract_rbf(S, K, Xs, noise, ard, g_phi)
 
 

@@ -731,16 +731,18 @@ class SharedSubsetBound:
         )
 
     def _accumulate(self, params, idx, kernels, weights, y, scale):
-        """Bound of one non-empty subset, without the prior.
+        """Bound of one non-empty subset, without the prior (compiled if it can).
 
         Adds the subset's weights on the candidates' kernel matrices to
         ``weights``; returns the value, the positions of the subset's
-        parameters in the shared vector and the gradient there, with the
-        kernel entries left at zero.
-        """
+        parameters in the shared vector and the gradient there, kernel
+        entries zero."""
         Kcc, Kcf, kdiag = kernels
         sub = self.subset_bound(idx)
         where = self.subset_index(idx)
+        done = sub._subset_in_one_call(params[where], idx, kernels, weights, y, scale)
+        if done is not None:
+            return done[0], where, done[1]
         _, log_noise, mean, Ls, _ = sub.split(params[where])
         R = factor_of_gram(Kcc[np.ix_(idx, idx)], self.jitter)
         projection = project_cross(Kcf[idx], kdiag, R)

@@ -74,7 +74,13 @@ from ._sparse_shared import (
     pullback,
     sparse_expected_log_prob,
 )
-from ._svgp_numba import logit_bound, logit_given_projection, softmax_given_projection
+from ._svgp_numba import (
+    logit_bound,
+    logit_given_projection,
+    logit_subset_into,
+    softmax_given_projection,
+    softmax_subset_into,
+)
 from ._whitened_compiled import class_indices
 from .sparse import JITTER
 
@@ -565,6 +571,42 @@ class SVGPBound:
         if self.learn_noise:
             out[self.n_kernel_params] = scale * float(np.sum(d_noise))
         return value, out, Abar, gbar
+
+    def _subset_in_one_call(self, params, idx, kernels, weights, y, scale):
+        """A selection's subset bound in one compiled call, or None.
+
+        By :func:`logit_subset_into` or :func:`softmax_subset_into`:
+        ``kernels`` are the candidates' ``(K(Z, Z), K(Z, X), diag K(X, X))``
+        and ``weights`` their ``dF/dK`` so far, added to in place; ``idx``
+        the subset, of which this bound is made. Returns the value (no
+        prior) and the gradient with its kernel entries zero. None, with
+        ``weights`` untouched, where :meth:`_in_one_call` would be.
+        """
+        if self.offset is not None:
+            return None
+        _, _, mean, Ls, _ = self.split(params)
+        head = (*kernels, np.asarray(idx, dtype=np.int64), self.jitter)
+        if self._logit_rules is not None:
+            status, value, g_m, g_L = logit_subset_into(
+                *head, np.ascontiguousarray(mean[:, 0]), np.ascontiguousarray(Ls[0]),
+                np.ascontiguousarray(y, dtype=np.float64), float(scale),
+                *self._logit_rules, SMALL_VAR, LAPACK, *weights,
+            )  # fmt: skip
+        elif self._softmax_labels is not None and class_indices(y, self.n_latent):
+            status, value, g_m, g_L = softmax_subset_into(
+                *head, np.ascontiguousarray(mean), np.ascontiguousarray(Ls),
+                np.ascontiguousarray(y, dtype=np.int64), float(scale),
+                np.ascontiguousarray(self.likelihood.default_draws()), SMALL_VAR,
+                LAPACK, *weights,
+            )  # fmt: skip
+        else:
+            return None
+        if status != DONE:
+            return None
+        out = np.zeros(self.n_params)
+        out[self._m_slice] = g_m
+        out[self._L_slice] = g_L
+        return value, out
 
     def _in_one_call(self, theta, mean, Ls, Z, X, y, scale):
         """The bound (no prior) and its gradient by :func:`logit_bound`, or None.
