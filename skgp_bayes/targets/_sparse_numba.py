@@ -30,6 +30,7 @@ from ..kernels._numba import (
     GEMM_MIN_COLUMNS,
     kernel_value_and_slope,
     kernel_value_vector,
+    squared_difference_contraction,
 )
 from ..linalg._nogil_lapack import (
     DPOTRF,
@@ -519,7 +520,8 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g, g_inputs):
 
     With ``G_ja = W_ja variance f(r_ja)`` the length-scale entry of column
     ``c`` is ``sum_ja G_ja (z_jc - x_ac)^2``, expanded into ``sum_j z_jc^2
-    rowsum(G)_j + sum_a x_ac^2 colsum(G)_a - 2 sum_j z_jc (G X)_jc``: one
+    rowsum(G)_j + sum_a x_ac^2 colsum(G)_a - 2 sum_j z_jc (G X)_jc``
+    (:func:`~skgp_bayes.kernels._numba.squared_difference_contraction`): one
     ``(m, n) x (n, d)`` product instead of a pass over ``m n d`` squared
     differences. The terms are weighted sums of products of standardised
     inputs, so the cancellation costs a few ulps of their size.
@@ -566,15 +568,7 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g, g_inputs):
         rows[j] = row_sum
     g[0] += total
     GX = G @ Xs
-    # Rows outer, columns inner: contiguous reads, one accumulator per column.
-    per_column = np.zeros(d)
-    for j in range(m):
-        for c in range(d):
-            per_column[c] += Zs[j, c] * (Zs[j, c] * rows[j] - 2.0 * GX[j, c])
-    for a in range(n):
-        col_sum = cols[a]
-        for c in range(d):
-            per_column[c] += Xs[a, c] * Xs[a, c] * col_sum
+    per_column = squared_difference_contraction(Zs, Xs, rows, cols, GX)
     for c in range(d):
         if ard:
             g[1 + c] += per_column[c]

@@ -585,28 +585,57 @@ class SVGPBound:
         if self.offset is not None:
             return None
         _, _, mean, Ls, _ = self.split(params)
-        head = (*kernels, np.asarray(idx, dtype=np.int64), self.jitter)
-        if self._logit_rules is not None:
-            status, value, g_m, g_L = logit_subset_into(
-                *head, np.ascontiguousarray(mean[:, 0]), np.ascontiguousarray(Ls[0]),
-                np.ascontiguousarray(y, dtype=np.float64), float(scale),
-                *self._logit_rules, SMALL_VAR, LAPACK, *weights,
-            )  # fmt: skip
-        elif self._softmax_labels is not None and class_indices(y, self.n_latent):
-            status, value, g_m, g_L = softmax_subset_into(
-                *head, np.ascontiguousarray(mean), np.ascontiguousarray(Ls),
-                np.ascontiguousarray(y, dtype=np.int64), float(scale),
-                np.ascontiguousarray(self.likelihood.default_draws()), SMALL_VAR,
-                LAPACK, *weights,
-            )  # fmt: skip
-        else:
+        compiled = self._compiled_q(mean, Ls, y, scale)
+        if compiled is None:
             return None
+        kind, q = compiled
+        subset_into = logit_subset_into if kind == "logit" else softmax_subset_into
+        status, value, g_m, g_L = subset_into(
+            *kernels, np.asarray(idx, dtype=np.int64), self.jitter, *q,
+            LAPACK, *weights,
+        )  # fmt: skip
         if status != DONE:
             return None
+        return value, self._q_gradient(g_m, g_L)
+
+    def _compiled_q(self, mean, Ls, y, scale):
+        """The compiled likelihood's kind and its ``q(u)`` arguments, or None.
+
+        ``("logit", args)`` or ``("softmax", args)``, ``args`` being what the
+        compiled terms (:func:`logit_given_projection`,
+        :func:`softmax_given_projection`) and the subset passes take after
+        the projection or the kernels. None where the likelihood has no
+        compiled form, or for labels that are not class indices.
+        """
+        if getattr(self, "_logit_rules", None) is not None:
+            return "logit", (
+                np.ascontiguousarray(mean[:, 0], dtype=np.float64),
+                np.ascontiguousarray(Ls[0], dtype=np.float64),
+                np.ascontiguousarray(y, dtype=np.float64),
+                float(scale),
+                *self._logit_rules,
+                SMALL_VAR,
+            )
+        if getattr(self, "_softmax_labels", None) is None:
+            return None
+        labels = np.asarray(y)
+        if not class_indices(labels, self.n_latent):
+            return None
+        return "softmax", (
+            np.ascontiguousarray(mean, dtype=np.float64),
+            np.ascontiguousarray(Ls, dtype=np.float64),
+            np.ascontiguousarray(labels, dtype=np.int64),
+            float(scale),
+            np.ascontiguousarray(self.likelihood.default_draws()),
+            SMALL_VAR,
+        )
+
+    def _q_gradient(self, g_m, g_L):
+        """A gradient vector with the ``m`` and ``L`` entries filled, the rest 0."""
         out = np.zeros(self.n_params)
         out[self._m_slice] = g_m
         out[self._L_slice] = g_L
-        return value, out
+        return out
 
     def _in_one_call(self, theta, mean, Ls, Z, X, y, scale):
         """The bound (no prior) and its gradient by :func:`logit_bound`, or None.
@@ -627,10 +656,8 @@ class SVGPBound:
         )  # fmt: skip
         if status != DONE:
             return None
-        out = np.empty(self.n_params)
+        out = self._q_gradient(g_m, g_L)
         out[: self.n_kernel_params] = g_theta
-        out[self._m_slice] = g_m
-        out[self._L_slice] = g_L
         if self.learn_inducing:
             out[self._Z_slice] = g_Z.reshape(-1)
         return value, out
@@ -643,43 +670,21 @@ class SVGPBound:
         latent variance is below the likelihood's small-variance limit (the
         logit rule switches there).
         """
+        compiled = self._compiled_q(mean, Ls, y, scale)
+        if compiled is None:
+            return None
+        kind, q = compiled
+        terms = logit_given_projection if kind == "logit" else softmax_given_projection
         A, gamma, free = projection
-        common = (
+        ok, value, g_m, g_L, Abar, gbar = terms(
             np.ascontiguousarray(A, dtype=np.float64),
             np.ascontiguousarray(gamma, dtype=np.float64),
             np.ascontiguousarray(free, dtype=np.bool_),
+            *q,
         )
-        if getattr(self, "_logit_rules", None) is not None:
-            ok, value, g_m, g_L, Abar, gbar = logit_given_projection(
-                *common,
-                np.ascontiguousarray(mean[:, 0], dtype=np.float64),
-                np.ascontiguousarray(Ls[0], dtype=np.float64),
-                np.ascontiguousarray(y, dtype=np.float64),
-                float(scale),
-                *self._logit_rules,
-                SMALL_VAR,
-            )
-        elif getattr(self, "_softmax_labels", None) is not None:
-            labels = np.asarray(y)
-            if not class_indices(labels, self.n_latent):
-                return None
-            ok, value, g_m, g_L, Abar, gbar = softmax_given_projection(
-                *common,
-                np.ascontiguousarray(mean, dtype=np.float64),
-                np.ascontiguousarray(Ls, dtype=np.float64),
-                np.ascontiguousarray(labels, dtype=np.int64),
-                float(scale),
-                np.ascontiguousarray(self.likelihood.default_draws()),
-                SMALL_VAR,
-            )
-        else:
-            return None
         if not ok:
             return None
-        out = np.empty(self.n_params)
-        out[self._m_slice] = g_m
-        out[self._L_slice] = g_L
-        return value, out, Abar, gbar
+        return value, self._q_gradient(g_m, g_L), Abar, gbar
 
     def __repr__(self):
         return (
