@@ -18,11 +18,10 @@ such a function, by name:
   kernel, its arguments but ``params``.
 
 with the prior as the arrays of
-:func:`~skgp_bayes.targets._sparse_numba.log_prior_theta`.
-:func:`empty_form` gives arguments of the same types with nothing in
-them, so that one compiled caller can take every form's argument tuple,
-used or not. Every array is C-ordered float64 or int64, every scalar a
-Python float or int: the same types from one target to the next.
+:func:`~skgp_bayes.targets._sparse_numba.log_prior_theta` (empty
+arrays, :func:`no_prior`, when there is none). Every array is C-ordered
+float64 or int64, every scalar a Python float or int: the same types from
+one target to the next.
 """
 
 import numpy as np
@@ -30,14 +29,13 @@ import numpy as np
 from ..kernels import KernelAdapter
 from ..likelihoods._base import SMALL_VAR
 from ._exact_numba import RBF_ROUTINES
-from ._likelihood_numba import logit_rules
 from ._sparse_compiled import compiled_prior, has_workspace
 from ._sparse_numba import LAPACK
 from .collapsed import CollapsedSparseTarget
 from .exact import ExactMarginalTarget
 from .sparse import SparseWhitenedTarget
 
-__all__ = ["FORMS", "compiled_form", "empty_form"]
+__all__ = ["FORMS", "compiled_form", "no_prior"]
 
 FORMS = ("logit", "softmax", "collapsed", "exact")
 
@@ -65,7 +63,7 @@ def _kernel(target):
 def _prior(prior_set):
     """``log_prior_theta``'s arrays, empty ones for no prior, or None."""
     if prior_set is None:
-        return empty_form("prior")
+        return no_prior()
     arrays = compiled_prior(prior_set)
     if arrays is None:
         return None
@@ -165,32 +163,13 @@ def compiled_form(target):
     return (*form, prior)
 
 
-def empty_form(name):
-    """Arguments of the form ``name`` (or ``"prior"``) with nothing in them.
-
-    The same types as :func:`compiled_form`'s, for a compiled caller that
-    takes the argument tuples of every form.
+def no_prior():
+    """The prior's arrays of :func:`compiled_form` when there is no prior.
 
     Examples
     --------
-    >>> from skgp_bayes.targets.compiled_forms import empty_form
-    >>> [a.shape for a in empty_form("prior")]
+    >>> from skgp_bayes.targets.compiled_forms import no_prior
+    >>> [a.shape for a in no_prior()]
     [(0,), (0,), (0,), (0,)]
     """
-    none_1, none_2, none_index = np.zeros(0), np.zeros((0, 0)), np.zeros(0, np.int64)
-    kernel = (none_2, none_2, none_1, none_index, 0, 0.0)
-    if name == "prior":
-        return none_index, none_1, none_1, none_1
-    if name == "logit":
-        nodes, weights, counts, limits = logit_rules(1)
-        return (
-            *kernel, none_1, 0.0, _floats(nodes), _floats(weights), _indices(counts),
-            _floats(limits), 0.0, LAPACK, none_1,
-        )  # fmt: skip
-    if name == "softmax":
-        return (*kernel, none_index, 0.0, none_2, none_1, LAPACK, none_1)
-    if name == "collapsed":
-        return none_2, none_2, none_1, none_1, none_index, 0, 0.0, LAPACK
-    if name == "exact":
-        return none_1, none_index, none_2, none_1, RBF_ROUTINES
-    raise ValueError(f"Unknown compiled form {name!r}; the forms are {FORMS}.")
+    return np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..inference.affine import AffineTarget
 from ..inference.marginal_maps import MarginalMapTarget
-from ..targets.compiled_forms import FORMS, compiled_form, empty_form
+from ..targets.compiled_forms import FORMS, compiled_form
 from ._trajectory_numba import (
     GENERAL,
     KIND_COLLAPSED,
@@ -28,7 +28,7 @@ from ._trajectory_numba import (
     KIND_LOGIT,
     KIND_SOFTMAX,
     OK,
-    trajectory,
+    TRAJECTORIES,
 )
 
 __all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan"]
@@ -54,7 +54,9 @@ def _floats(a):
 
 
 def compiled_plan(affine):
-    """Arguments of :func:`._trajectory_numba.trajectory` for ``affine``, or None.
+    """Arguments of the compiled trajectory for ``affine``, or None.
+
+    The trajectory is ``_trajectory_numba.TRAJECTORIES[kind]``.
 
     Parameters
     ----------
@@ -65,8 +67,8 @@ def compiled_plan(affine):
     Returns
     -------
     tuple or None
-        ``(chain, kind, n_hyper, targets, prior)``; None where a layer has
-        no compiled form.
+        ``(chain, kind, n_hyper, arguments, prior)``, ``arguments`` those of
+        the target's compiled form; None where a layer has no compiled form.
 
     Examples
     --------
@@ -101,7 +103,6 @@ def compiled_plan(affine):
     name, arguments, prior = form
     if name == "exact" and target.X.shape[0] > EXACT_MAX_ROWS:
         return None
-    targets = tuple(arguments if f == name else empty_form(f) for f in FORMS)
     if maps is None:
         mapping = (np.zeros(0),) * 4
     else:
@@ -115,7 +116,7 @@ def compiled_plan(affine):
         _floats(base.upper),
     )
     n_hyper = getattr(target, "n_hyper", target.n_params)  # exact: all of them
-    return chain, _KINDS[name], int(n_hyper), targets, prior
+    return chain, _KINDS[name], int(n_hyper), arguments, prior
 
 
 class TrajectoryTarget(AffineTarget):
@@ -185,9 +186,10 @@ class TrajectoryTarget(AffineTarget):
             return NotImplemented
         d = self.shift.size
         ends = np.empty(d), np.empty(d), np.empty(d)
-        status, value = trajectory(
+        chain, kind, n_hyper, arguments, prior = self._plan
+        status, value = TRAJECTORIES[kind](
             _floats(x), _floats(p), _floats(grad), float(step), _floats(inv_mass),
-            int(n_steps), *self._plan, *ends,
+            int(n_steps), chain, n_hyper, arguments, prior, *ends,
         )  # fmt: skip
         if status == GENERAL:
             return NotImplemented

@@ -14,17 +14,30 @@ inducing inputs 64 us, of which 14. Here the layers' arithmetic is the
 same, in the same order, and the trajectory runs without the interpreter
 lock, so chains on threads run side by side.
 
-``kind`` selects the target: the Bernoulli-logit or softmax joint target
-of ``(theta, v)`` (:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`,
+The target is one of four kinds: the Bernoulli-logit or softmax joint
+target of ``(theta, v)`` (:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`,
 ``softmax_joint``), the collapsed bound of ``[theta, log s2]``
 (:func:`~skgp_bayes.targets._collapsed_numba.value_and_grad_params`) or
 the exact marginal likelihood of up to a few hundred rows with an RBF kernel
-(:func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad`).
-``targets`` holds the four kinds' argument tuples, those of the kinds not
-used empty placeholders of the same types, so that one compiled function
-(cached on disk) serves them all. ``prior`` is ``(kind, a, b, const)`` of
+(:func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad`), each with
+its own entry point (:data:`TRAJECTORIES`) that takes only its kind's
+argument tuple. ``prior`` is ``(kind, a, b, const)`` of
 :func:`~skgp_bayes.targets._sparse_numba.log_prior_theta`, all of length
 zero when there is no prior.
+
+Why four entry points over one loop: a compiled function is compiled
+with every function it can call, and the compiler optimises and lowers
+that whole tree again at each level of calls above it. When one function
+served all four kinds through a runtime ``kind``, a classifier's first
+fit compiled the collapsed and exact targets it never uses, and every
+target three times over (the density, the chain's layers, the
+trajectory): on breast cancer, with an empty cache, the trajectory took
+98 of the 168 s the first fit spent compiling, and takes 13 s now
+(benchmarks/RESULTS.md, "The first fit after an installation"). Here the
+layers are inlined (``inline="always"``) into each entry point with
+``kind`` a constant, so the compiler drops the other kinds' branches
+before typing them, and each entry point compiles its own target's tree
+once.
 
 A status :data:`GENERAL` hands the whole trajectory back to the
 interpreted layers: the logit rule's small-variance hand-over, and an
@@ -56,8 +69,7 @@ __all__ = [
     "KIND_SOFTMAX",
     "OK",
     "OUTSIDE",
-    "chain_density",
-    "trajectory",
+    "TRAJECTORIES",
 ]
 
 KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT = 0, 1, 2, 3
@@ -67,18 +79,19 @@ KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT = 0, 1, 2, 3
 OK, OUTSIDE, GENERAL = 0, 1, 2
 
 
-@njit(cache=True, nogil=True)
-def _target_density(kind, x, n_hyper, targets, prior, grad):
+# ``kind`` must be a constant where these are inlined: the branches of the
+# other kinds are then dropped before they are typed (see the module notes).
+@njit(cache=True, nogil=True, inline="always")
+def _target_density(kind, x, n_hyper, arguments, prior, grad):
     """``(status, log density)`` of the target at ``x``; gradient into ``grad``."""
-    logit, softmax, collapsed, exact = targets
     if kind == KIND_EXACT:
-        defaults, index, X, y, routines = exact
+        defaults, index, X, y, routines = arguments
         ok, value, g = rbf_value_and_grad(x, defaults, index, X, y, routines)
         if not ok:  # K needs jitter: the interpreted target adds it
             return GENERAL, math.nan
         grad[:] = g
     elif kind == KIND_COLLAPSED:
-        X, Z, y, defaults, index, base, jitter, lapack = collapsed
+        X, Z, y, defaults, index, base, jitter, lapack = arguments
         ok, value, g = value_and_grad_params(
             X, Z, y, x, defaults, index, base, jitter, lapack
         )
@@ -88,16 +101,16 @@ def _target_density(kind, x, n_hyper, targets, prior, grad):
     else:
         theta = x[:n_hyper].copy()
         if kind == KIND_LOGIT:
-            X, Z, defaults, index, base, jitter, y, scale = logit[:8]
-            nodes, weights, counts, limits, small_var, lapack, work = logit[8:]
+            X, Z, defaults, index, base, jitter, y, scale = arguments[:8]
+            nodes, weights, counts, limits, small_var, lapack, work = arguments[8:]
             v = x[n_hyper:].copy().reshape((Z.shape[0], 1))
             status, value, g_theta, g_v = logit_joint(
                 X, Z, theta, defaults, index, base, jitter, v, y, scale,
                 nodes, weights, counts, limits, small_var, lapack, work,
             )  # fmt: skip
         else:
-            X, Z, defaults, index, base, jitter, labels, scale = softmax[:8]
-            eps, weights, lapack, work = softmax[8:]
+            X, Z, defaults, index, base, jitter, labels, scale = arguments[:8]
+            eps, weights, lapack, work = arguments[8:]
             m = Z.shape[0]
             v = x[n_hyper:].copy().reshape((m, (x.size - n_hyper) // m))
             status, value, g_theta, g_v = softmax_joint(
@@ -119,8 +132,8 @@ def _target_density(kind, x, n_hyper, targets, prior, grad):
     return OK, value
 
 
-@njit(cache=True, nogil=True)
-def chain_density(w, chain, kind, n_hyper, targets, prior, grad):
+@njit(cache=True, nogil=True, inline="always")
+def _chain_density(w, chain, kind, n_hyper, arguments, prior, grad):
     """``(status, log density)`` of the chains' coordinates ``w``.
 
     ``chain`` is ``(shift, transform, transform', mu, sigma, skew, rate,
@@ -141,7 +154,7 @@ def chain_density(w, chain, kind, n_hyper, targets, prior, grad):
         if x[j] < lower[j] or x[j] > upper[j]:
             return OUTSIDE, -math.inf
     grad_x = np.empty(x.size)
-    status, value = _target_density(kind, x, n_hyper, targets, prior, grad_x)
+    status, value = _target_density(kind, x, n_hyper, arguments, prior, grad_x)
     if status != OK:
         return status, value
     if k:
@@ -152,9 +165,9 @@ def chain_density(w, chain, kind, n_hyper, targets, prior, grad):
     return OK, value
 
 
-@njit(cache=True, nogil=True)
-def trajectory(
-    w, p, grad, step, inv_mass, n_steps, chain, kind, n_hyper, targets, prior,
+@njit(cache=True, nogil=True, inline="always")
+def _trajectory(
+    w, p, grad, step, inv_mass, n_steps, chain, kind, n_hyper, arguments, prior,
     w_end, p_end, grad_end,
 ):  # fmt: skip
     """``n_steps`` leapfrog steps from ``(w, p)``; ``(status, log density)``.
@@ -177,7 +190,7 @@ def trajectory(
         wn = wn + drift * pn
         if not math.isfinite(wn.sum()):
             return OUTSIDE, math.nan
-        status, value = chain_density(wn, chain, kind, n_hyper, targets, prior, gn)
+        status, value = _chain_density(wn, chain, kind, n_hyper, arguments, prior, gn)
         if status == GENERAL:
             return GENERAL, math.nan
         if status != OK or not math.isfinite(gn.sum()):
@@ -187,3 +200,34 @@ def trajectory(
     p_end[:] = pn
     grad_end[:] = gn
     return OK, value
+
+
+def _entry_point(kind):
+    """The compiled trajectory of one kind, ``kind`` a constant in it.
+
+    The closure's ``kind`` is part of the cache's key: the four entry
+    points share this source and each keeps its own compiled code.
+    """
+
+    @njit(cache=True, nogil=True)
+    def trajectory(
+        w, p, grad, step, inv_mass, n_steps, chain, n_hyper, arguments, prior,
+        w_end, p_end, grad_end,
+    ):  # fmt: skip
+        return _trajectory(
+            w, p, grad, step, inv_mass, n_steps, chain, kind, n_hyper, arguments,
+            prior, w_end, p_end, grad_end,
+        )  # fmt: skip
+
+    return trajectory
+
+
+# Indexed by kind. Each is ``(w, p, grad, step, inv_mass, n_steps, chain,
+# n_hyper, arguments, prior, w_end, p_end, grad_end) -> (status, log
+# density)``: ``n_steps`` leapfrog steps of the chains' density (see
+# ``_trajectory``), ``arguments`` the kind's tuple of
+# :func:`~skgp_bayes.targets.compiled_forms.compiled_form`.
+TRAJECTORIES = tuple(
+    _entry_point(kind)
+    for kind in (KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT)
+)

@@ -133,6 +133,34 @@ def test_compiled_trajectory_is_the_interpreted_one(kind, family, with_maps):
     assert np.abs(compiled[0] - w).max() > 1e-2
 
 
+@pytest.mark.parametrize("kind", ["logit", "softmax", "collapsed", "exact"])
+def test_each_kind_has_its_own_entry_point_and_arguments(kind):
+    # One compiled entry point per kind, given only that kind's arguments:
+    # a first fit then compiles the one target it samples (module notes of
+    # _trajectory_numba), not all four.
+    from skgp_bayes.targets.compiled_forms import FORMS, compiled_form
+    from skgp_bayes.variational_mcmc._trajectory_numba import TRAJECTORIES
+
+    rng = np.random.default_rng(3)
+    target = _target(kind, None, rng)
+    density = _density(target, False, rng)
+    _, index, _, arguments, _ = compiled_plan(density)
+    name, form_arguments, _ = compiled_form(target)
+    assert FORMS.index(name) == index
+    assert len(arguments) == len(form_arguments)
+    for got, want in zip(arguments, form_arguments, strict=True):
+        if isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want)
+        else:  # scalars, and the LAPACK routines' addresses
+            assert got == want
+    entry = TRAJECTORIES[index]
+    assert len({id(f) for f in TRAJECTORIES}) == len(FORMS)
+    d = density.shift.size
+    value, grad = density(np.zeros(d))
+    density.leapfrog(np.zeros(d), np.ones(d), grad, 0.01, np.ones(d), 2)
+    assert len(entry.signatures) == 1
+
+
 def test_data_standing_for_more_rows_keeps_its_scale():
     """``n_total`` scales the data term by ``n_total / n`` in both paths."""
     rng = np.random.default_rng(11)
