@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 # benchmarks/ is on sys.path when run as a script
 from bench_defaults import (
@@ -39,57 +40,48 @@ from bench_defaults import (
 )
 from threadpoolctl import threadpool_limits
 
+from skgp_bayes._compile_time import compile_seconds
+
 DATA = {"regression": "diabetes", "classification": "breast_cancer"}
 
-_CHILD = r"""
-import json, sys, time, warnings
-sys.path.insert(0, {bench!r})
-warnings.simplefilter("ignore")
-from numba.core import event
-from threadpoolctl import threadpool_limits
-from bench_defaults import load_all, make_estimator, split
 
-threadpool_limits(1, user_api="blas")
-stack, spent = [], [0.0]
+def _split(data):
+    return split(load_all([data])[data], 0.3, 300, 0)
 
 
-class Compiles(event.Listener):
-    def on_start(self, ev):
-        stack.append([time.perf_counter(), 0.0])
-
-    def on_end(self, ev):
-        start, inner = stack.pop()
-        took = time.perf_counter() - start
-        spent[0] += took - inner
-        if stack:
-            stack[-1][1] += took
-
-
-event.register("numba:compile", Compiles())
-name, data_name = {name!r}, {data!r}
-X_tr, X_te, y_tr, y_te = split(load_all([data_name])[data_name], 0.3, 300, 0)
-times = []
-for _ in range(2):
-    estimator = make_estimator(name, X_tr.shape[1])
-    before, start = spent[0], time.perf_counter()
+def _fit_and_predict(estimator, X_tr, y_tr, X_te):
+    """Seconds of a fit and its prediction (class probabilities, or mean and sd)."""
+    start = time.perf_counter()
     estimator.fit(X_tr, y_tr)
     if hasattr(estimator, "predict_proba"):
         estimator.predict_proba(X_te)
     else:
         estimator.predict(X_te, return_std=True)
-    times.append((time.perf_counter() - start, spent[0] - before))
-print(json.dumps(times))
-"""
+    return time.perf_counter() - start
+
+
+def _child(name, data):
+    """In the fresh process: two fits, each with the seconds it spent compiling."""
+    X_tr, X_te, y_tr, _ = _split(data)
+    times = []
+    with threadpool_limits(1, user_api="blas"):
+        for _ in range(2):
+            estimator = make_estimator(name, X_tr.shape[1])
+            with compile_seconds() as compiling:
+                seconds = _fit_and_predict(estimator, X_tr, y_tr, X_te)
+            times.append((seconds, compiling[0]))
+    print(json.dumps(times))
 
 
 def first_fit(name, data):
     """``[(seconds, compiling), (seconds, compiling)]`` of two fits, cold cache."""
-    bench = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        code = _CHILD.format(bench=bench, name=name, data=data)
         out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True
+            [sys.executable, os.path.abspath(__file__), "--child", name, data],
+            env=env,
+            capture_output=True,
+            text=True,
         )
     if out.returncode:
         raise RuntimeError(f"{name}: {out.stderr[-2000:]}")
@@ -98,17 +90,10 @@ def first_fit(name, data):
 
 def peer_fit(task):
     """Seconds of scikit-learn's peer fit and prediction on the task's data."""
-    data = DATA[task]
-    X_tr, X_te, y_tr, y_te = split(load_all([data])[data], 0.3, 300, 0)
+    X_tr, X_te, y_tr, _ = _split(DATA[task])
     peer = make_estimator(PEERS[task], X_tr.shape[1])
     with threadpool_limits(1, user_api="blas"):
-        start = time.perf_counter()
-        peer.fit(X_tr, y_tr)
-        if task == "regression":
-            peer.predict(X_te, return_std=True)
-        else:
-            peer.predict_proba(X_te)
-        return time.perf_counter() - start
+        return _fit_and_predict(peer, X_tr, y_tr, X_te)
 
 
 def main(argv=None):
@@ -118,7 +103,14 @@ def main(argv=None):
         default=",".join(REGRESSORS + CLASSIFIERS),
         help="comma-separated estimator names (default: all)",
     )
+    parser.add_argument(
+        "--child", nargs=2, metavar=("ESTIMATOR", "DATA"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
+    if args.child:
+        warnings.simplefilter("ignore")
+        _child(*args.child)
+        return
     names = [n for n in args.estimators.split(",") if n]
     peers = {task: peer_fit(task) for task in DATA}
     print(
