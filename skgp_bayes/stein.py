@@ -266,7 +266,8 @@ class SteinGPRegressor(
         MAP point used for the initialisation (``init="map"``).
     diagnostics_ : dict
         ``max_jitter`` added to kernel diagonals, ``converged``,
-        ``fit_time``.
+        ``fit_time``, ``settled`` (whether the particles were settled on
+        the Laplace approximation before SVGD on the posterior).
     fit_time_ : dict
         ``{"total": seconds}``.
     inducing_points_ : ndarray of shape (m, n_features)

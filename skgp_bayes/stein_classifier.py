@@ -275,7 +275,10 @@ class SteinGPClassifier(
         SVGP Gaussian approximation.
     diagnostics_ : dict
         ``jitter`` (relative diagonal jitter of every Gram matrix),
-        ``converged``, ``init_time``, ``fit_time``; the sparse model adds
+        ``converged``, ``init_time``, ``fit_time``,
+        ``settled`` (whether the particles were settled on the Laplace
+        approximation before SVGD on the posterior); the sparse model
+        adds
         ``svgp_elbo`` (of the initial approximation, full batch only) and
         ``batch_size``.
     fit_time_ : dict

@@ -25,6 +25,7 @@ from .._threads import blas_threads_for
 from .._validation import check_input_magnitude, column_scales
 from .._warnings import warn_user
 from ..exceptions import NumericalWarning, SolverConvergenceWarning
+from ..inference.gaussian_surrogate import GaussianMixtureDensity
 from ..inference.laplace import (
     find_map,
     gaussian_draws,
@@ -68,10 +69,13 @@ def allocate(weights, total):
 
 
 def map_particles(estimator, target, start, bounds, prior_set, rng):
-    """Particles, the MAP point and the preconditioner's factor.
+    """Particles, the MAP point, the preconditioner's factor and the surrogate.
 
     The factor is the Cholesky factor of the (capped) Laplace covariance
-    at the most probable mode; ``None`` with ``init="prior"``.
+    at the most probable mode; the surrogate the Laplace approximation the
+    particles were drawn from (a mixture over the modes with restarts), as
+    a :class:`~skgp_bayes.inference.gaussian_surrogate.GaussianMixtureDensity`.
+    All three are ``None`` with ``init="prior"``.
 
     Examples
     --------
@@ -79,17 +83,17 @@ def map_particles(estimator, target, start, bounds, prior_set, rng):
     >>> from skgp_bayes import SteinGPRegressor
     >>> from skgp_bayes._stein_models.exact import map_particles
     >>> est = SteinGPRegressor(n_particles=3)
-    >>> particles, centre, factor = map_particles(
+    >>> particles, centre, factor, surrogate = map_particles(
     ...     est, None, np.empty(0), np.empty((0, 2)), None, None)
-    >>> particles.shape, centre, factor
-    ((3, 0), None, None)
+    >>> particles.shape, centre, factor, surrogate
+    ((3, 0), None, None, None)
     """
     J = estimator.n_particles
     if start.shape[0] == 0:
-        return np.empty((J, 0)), None, None
+        return np.empty((J, 0)), None, None, None
     if estimator.init == "prior":
         particles = prior_set.sample(rng, J)
-        return np.clip(particles, bounds[:, 0], bounds[:, 1]), None, None
+        return np.clip(particles, bounds[:, 0], bounds[:, 1]), None, None, None
     if estimator.n_restarts > 0:
         return multimodal_particles(estimator, target, start, bounds, prior_set, rng)
     result = find_map(target, start, bounds)
@@ -100,10 +104,16 @@ def map_particles(estimator, target, start, bounds, prior_set, rng):
             f"{target.describe(map_params)}"
         )
     factor = gaussian_factor(laplace_covariance(target, map_params, bounds))
+    surrogate = GaussianMixtureDensity(map_params[None, :], [factor])
     if J == 1:
-        return map_params[None, :], map_params, factor
+        return map_params[None, :], map_params, factor, surrogate
     particles = gaussian_draws(map_params, factor, J, rng)
-    return np.clip(particles, bounds[:, 0], bounds[:, 1]), map_params, factor
+    return (
+        np.clip(particles, bounds[:, 0], bounds[:, 1]),
+        map_params,
+        factor,
+        surrogate,
+    )
 
 
 def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
@@ -128,7 +138,7 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     >>> target = ExactMarginalTarget(
     ...     KernelAdapter(RBF()), X, np.sin(X[:, 0]), prior_set, np.log(0.1))
     >>> est = SteinGPRegressor(n_particles=4, n_restarts=2)
-    >>> particles, best, factor = multimodal_particles(
+    >>> particles, best, factor, surrogate = multimodal_particles(
     ...     est, target, np.zeros(1), np.array([[-5.0, 5.0]]), prior_set,
     ...     np.random.RandomState(0))
     >>> particles.shape, factor.shape
@@ -143,7 +153,7 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     starts = np.vstack([start, *extra, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
     modes = laplace_modes(target, starts, bounds)
     if not modes:  # every optimum failed: let the caller report the error
-        return np.clip(starts[: estimator.n_particles], *bounds.T), None, None
+        return np.clip(starts[: estimator.n_particles], *bounds.T), None, None, None
     best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
     factor = gaussian_factor(modes[0][1])
     log_mass = np.array([entry[2] for entry in modes])
@@ -154,14 +164,17 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
             estimator._log(
                 f"mode with Laplace mass {weight:.3f}: {target.describe(mode)}"
             )
+    roots = [gaussian_factor(cov) for _, cov, _ in modes]
+    surrogate = GaussianMixtureDensity([m[0] for m in modes], roots, log_mass)
     if estimator.n_particles == 1:
-        return best[None, :], best, factor
+        return best[None, :], best, factor, surrogate
     counts = allocate(weights, estimator.n_particles)
-    blocks = []
-    for (mode, cov, _), count in zip(modes, counts, strict=True):
-        blocks.append(gaussian_draws(mode, gaussian_factor(cov), count, rng))
+    blocks = [
+        gaussian_draws(mode, root, count, rng)
+        for (mode, _, _), root, count in zip(modes, roots, counts, strict=True)
+    ]
     particles = np.vstack(blocks)
-    return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor
+    return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor, surrogate
 
 
 class ExactCholeskyModel(SteinModel):
@@ -215,7 +228,7 @@ class ExactCholeskyModel(SteinModel):
 
     def initial(self):
         """Particles from the MAP modes' Laplace approximations, or the prior."""
-        particles, centre, factor = map_particles(
+        particles, centre, factor, surrogate = map_particles(
             self.estimator,
             self.map_target(),
             self.hyper_start,
@@ -223,7 +236,12 @@ class ExactCholeskyModel(SteinModel):
             self.prior_set,
             self.rng,
         )
-        return Start(particles, centre=centre, preconditioner=self.precondition(factor))
+        return Start(
+            particles,
+            centre=centre,
+            preconditioner=self.precondition(factor),
+            surrogate=surrogate,
+        )
 
     def resume(self):
         """The fitted particles, engine state and preconditioner."""

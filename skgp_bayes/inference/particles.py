@@ -351,11 +351,15 @@ class ParticleEvaluator:
         return wanted
 
     def check_initial(self, particles):
-        """Raise the kernel's error if no starting particle can be evaluated."""
+        """Raise the kernel's error if no starting particle can be evaluated.
+
+        Returns the values ``(J,)`` and gradients ``(J, P)`` it computed, on
+        the batch the first step will use.
+        """
         # The check looks at the batch the first step will use, without
         # consuming it, so that a check never shifts the batch sequence.
         saved = self.get_state()
-        values, _ = self.evaluate(particles, self.next_batch())
+        values, grads = self.evaluate(particles, self.next_batch())
         self.set_state(saved)
         if particles.shape[0] and not np.any(np.isfinite(values)):
             if self.last_error is not None:
@@ -363,3 +367,4 @@ class ParticleEvaluator:
             raise FloatingPointError(
                 "The log posterior is not finite at any initial particle."
             )
+        return values, grads

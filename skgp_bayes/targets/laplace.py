@@ -538,7 +538,8 @@ def softmax_laplace_draw(target, thetas, nu0, rng):
 
 
 def softmax_chord_draw(target, thetas, mode, R, rng):
-    """One Laplace draw of ``nu`` at ``thetas`` from the MAP's Newton system.
+    """One Laplace draw of ``nu`` at ``thetas`` from the MAP's Newton system,
+    and the conditional mode it is drawn about.
 
     A chord step: one Newton step from the mode at the MAP hyperparameters
     with the precision factor ``R`` there, ``mode + P^-1 grad``, which is
@@ -566,8 +567,9 @@ def softmax_chord_draw(target, thetas, mode, R, rng):
     >>> thetas = np.zeros((target.n_blocks, target.n_kernel_params))
     >>> rng = np.random.default_rng(0)
     >>> nu, mode, R = softmax_laplace_draw(target, thetas, np.zeros((3, 6)), rng)
-    >>> softmax_chord_draw(target, thetas + 0.1, mode, R, rng).shape
-    (3, 6)
+    >>> draw, centre = softmax_chord_draw(target, thetas + 0.1, mode, R, rng)
+    >>> draw.shape, centre.shape
+    ((3, 6), (3, 6))
     """
     C, n = target.n_latent, target.n
     factors = target.factors(thetas)
@@ -578,7 +580,7 @@ def softmax_chord_draw(target, thetas, mode, R, rng):
     centre = mode + cho_solve(R, grad.reshape(-1)).reshape(C, n)
     z = rng.standard_normal(C * n)
     draw = solve_triangular(R, z, lower=True, trans=1, check_finite=False)
-    return centre + draw.reshape(C, n)
+    return centre + draw.reshape(C, n), centre
 
 
 def _softmax_precision_factor(Ls, pi):

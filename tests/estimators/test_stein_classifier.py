@@ -777,3 +777,17 @@ def test_fit_runs_the_one_model_its_parameters_name(data, params, model, monkeyp
     monkeypatch.setattr(base.SteinModel, "fit", spy)
     SteinGPClassifier(**{**FAST, "max_iter": 2}, **params).fit(*data)
     assert ran == [model]
+
+
+def test_particles_settle_only_where_the_surrogate_is_identified(data):
+    # The coupled surrogate's slope in theta needs more particles than
+    # hyperparameters: two (isotropic) with ten particles, not 31 (ARD).
+    isotropic = ConstantKernel() * RBF(1.0)
+    settled = SteinGPClassifier(isotropic, n_particles=10, random_state=0)
+    settled.fit(*data)
+    assert settled.diagnostics_["settled"] and settled.converged_
+    X, y = data
+    wide = np.hstack([X, np.random.RandomState(3).normal(size=(X.shape[0], 9))])
+    ard = ConstantKernel() * RBF(np.ones(wide.shape[1]))
+    drawn = SteinGPClassifier(ard, n_particles=10, max_iter=5, random_state=0)
+    assert not drawn.fit(wide, y).diagnostics_["settled"]

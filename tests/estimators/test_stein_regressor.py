@@ -772,3 +772,15 @@ def test_stochastic_trace_gradient_continues_and_rejects_other_models(data):
             SteinGPRegressor(gradient="stochastic_trace", **params).fit(X, y)
     with pytest.raises(ValueError, match="stochastic_trace"):
         SteinGPRegressor(gradient="stochastic_trace").fit(X, np.column_stack([y, y]))
+
+
+def test_particles_settle_on_the_laplace_surrogate_before_the_posterior(data):
+    # From the MAP the draws first settle on their Laplace mixture; a start
+    # from the prior has no surrogate. Both reach SVGD's fixed point.
+    settled = SteinGPRegressor(n_particles=10, random_state=0).fit(*data)
+    assert settled.diagnostics_["settled"] and settled.converged_
+    drawn = SteinGPRegressor(n_particles=10, init="prior", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        drawn.fit(*data)
+    assert not drawn.diagnostics_["settled"]
