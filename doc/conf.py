@@ -1,9 +1,19 @@
 """Sphinx configuration for the skgp_bayes documentation."""
 
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))
+
+# autosummary writes a stub per name of api.rst into generated/ (ignored by
+# git) and never removes one: a stub left from a name since removed fails
+# the -W build in a working tree that built the docs before, so every build
+# starts from none.
+shutil.rmtree(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "generated"),
+    ignore_errors=True,
+)
 
 import skgp_bayes  # noqa: E402
 
