@@ -155,7 +155,8 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     if not modes:  # every optimum failed: let the caller report the error
         return np.clip(starts[: estimator.n_particles], *bounds.T), None, None, None
     best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
-    factor = gaussian_factor(modes[0][1])
+    roots = [gaussian_factor(cov) for _, cov, _ in modes]
+    factor = roots[0]
     log_mass = np.array([entry[2] for entry in modes])
     weights = np.exp(log_mass - log_mass.max())
     weights /= weights.sum()
@@ -164,7 +165,6 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
             estimator._log(
                 f"mode with Laplace mass {weight:.3f}: {target.describe(mode)}"
             )
-    roots = [gaussian_factor(cov) for _, cov, _ in modes]
     surrogate = GaussianMixtureDensity([m[0] for m in modes], roots, log_mass)
     if estimator.n_particles == 1:
         return best[None, :], best, factor, surrogate

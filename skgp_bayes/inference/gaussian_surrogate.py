@@ -46,8 +46,7 @@ class GaussianMixtureDensity:
         n_components, n_params = self.means.shape
         if len(roots) != n_components:
             raise ValueError(f"{n_components} means but {len(roots)} covariance roots.")
-        self.roots = [np.asarray(root, dtype=np.float64) for root in roots]
-        self.inverse_roots = [np.linalg.inv(root) for root in self.roots]
+        self.inverse_roots = [np.linalg.inv(root) for root in roots]
         log_dets = np.array([np.linalg.slogdet(root)[1] for root in roots])
         weights = (
             np.zeros(n_components)
