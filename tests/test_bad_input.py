@@ -11,7 +11,7 @@ to ``ESTIMATORS``.
 
 Every cell also checks that bad input never gives a NaN prediction, a
 LAPACK-level error or a slow failure (each case must finish in
-``_MAX_SECONDS``).
+``_MAX_SECONDS``, Numba's compilation not counted).
 """
 
 import time
@@ -27,6 +27,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils._param_validation import InvalidParameterError, make_constraint
 
+from skgp_bayes._compile_time import compile_seconds
 from skgp_bayes.exceptions import DegenerateFitWarning
 
 # One line per estimator, in tests/_estimators.py.
@@ -461,7 +462,9 @@ def test_bad_input(name, case):
     est = ESTIMATORS[name]()
     expected = _expected(case, name)
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    # A worker whose first fit this is compiles the kernels inside the case
+    # (tens of seconds with a cold cache): that is not a slow failure.
+    with compile_seconds() as compiling, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if isinstance(expected, Raises):
             with pytest.raises(Exception) as info:
@@ -474,7 +477,7 @@ def test_bad_input(name, case):
         else:
             result = case.run(est, name)
             _check_outcome(result, expected, est)
-    assert time.perf_counter() - start < _MAX_SECONDS
+    assert time.perf_counter() - start - compiling[0] < _MAX_SECONDS
     if isinstance(expected, Warns):
         messages = [
             str(w.message) for w in caught if issubclass(w.category, expected.category)
