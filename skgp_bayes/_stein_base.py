@@ -12,7 +12,7 @@ and warnings the models share.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -27,7 +27,7 @@ from ._warnings import collect_warnings, warn_user
 from .diagnostics import kernel_stein_discrepancy
 from .inference import SVGDResult, run_svgd
 from .inference.particles import ParticleEvaluator
-from .inference.stein_kernel import choose_kernel
+from .inference.stein_kernel import SteinCoordinates, choose_kernel
 
 __all__ = []
 
@@ -273,8 +273,12 @@ def settle_on_surrogate(estimator, start, evaluator, bounds, options, max_iter):
     >>> particles.shape, evaluated[0].shape
     ((10, 2), (10,))
     """
-    particles, root = start.particles, start.preconditioner
-    if start.surrogate is None or root is None or not estimator.max_iter:
+    particles = start.particles
+    if (
+        start.surrogate is None
+        or start.preconditioner is None
+        or not estimator.max_iter
+    ):
         return particles, None
     with collect_warnings() as engine_warnings:
         settled = run_svgd(
@@ -283,7 +287,7 @@ def settle_on_surrogate(estimator, start, evaluator, bounds, options, max_iter):
             max_iter=max_iter,
             learning_rate=svgd_learning_rate(estimator, True),
             tol=SURROGATE_TOL_FRACTION * svgd_tol(estimator),
-            preconditioner=root,
+            preconditioner=start.coordinates(),
             bounds=bounds,
             **options,
         )
@@ -311,6 +315,8 @@ class Start:
         The point the particles spread from (``map_params_``).
     preconditioner : ndarray or None
         Root of SVGD's preconditioner; None for none.
+    preconditioner_inverse : ndarray or None
+        Its inverse where the model knows it blockwise; None to invert it.
     elbo : float or None
         Bound of the Gaussian approximation that placed the particles.
     surrogate : callable or None
@@ -330,8 +336,34 @@ class Start:
     state: dict = None
     centre: np.ndarray = None
     preconditioner: np.ndarray = None
+    preconditioner_inverse: np.ndarray = None
     elbo: float = None
     surrogate: object = None
+    _coordinates: SteinCoordinates = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def coordinates(self):
+        """SVGD's working coordinates, built once for every run from here.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes._stein_base import Start
+        >>> start = Start(np.zeros((3, 2)), preconditioner=2.0 * np.eye(2))
+        >>> start.coordinates().S_inv
+        array([[0.5, 0. ],
+               [0. , 0.5]])
+        >>> start.coordinates() is start.coordinates()
+        True
+        """
+        if self.preconditioner is not None and self._coordinates is None:
+            self._coordinates = SteinCoordinates(
+                self.preconditioner,
+                self.particles.shape[1],
+                inverse=self.preconditioner_inverse,
+            )
+        return self._coordinates
 
 
 def merged_history(estimator, continuing, result):
@@ -470,7 +502,7 @@ class SteinModel:
             self.bounds,
             start.state,
             self.stochastic,
-            start.preconditioner,
+            start.coordinates(),
             **self.svgd_options(start),
         )
         if self.warns_unconverged(result):

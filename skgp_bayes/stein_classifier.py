@@ -83,6 +83,7 @@ _MODEL_SPECIFIC = (
     "_target",
     "_batch_state",
     "_preconditioner",
+    "_preconditioner_inverse",
 )
 
 

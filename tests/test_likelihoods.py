@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy import integrate, stats
-from scipy.special import expit, log_ndtr, logsumexp, ndtr
+from scipy.special import expit, log_ndtr, logsumexp, ndtr, softmax
 from sklearn.base import clone
 
 from skgp_bayes.likelihoods import (
@@ -519,6 +519,20 @@ def test_softmax_predictive_rows():
     assert np.all(
         np.isfinite(Softmax(4).log_predictive_density(np.zeros(32, int), mu, var))
     )
+
+
+@pytest.mark.parametrize("per_point", [False, True])
+def test_softmax_predictive_is_the_mean_softmax_of_the_given_draws(per_point):
+    # the compiled loop against the NumPy form it replaced, saturated rows too
+    rng = np.random.default_rng(13)
+    mu = np.vstack([rng.normal(0, 3, (20, 3)), [[700.0, -700.0, 0.0]]])
+    var = rng.uniform(0.01, 9, mu.shape)
+    shape = (16, mu.shape[0], 3) if per_point else (16, 3)
+    eps = rng.standard_normal(shape)
+    F = mu + np.sqrt(var) * (eps if per_point else eps[:, None, :])
+    expected = np.mean(softmax(F, axis=-1), axis=0)
+    got = Softmax(n_classes=3).predictive(mu, var, draws=eps)
+    assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
 
 
 # ---------------------------------------------------------------- robust-max

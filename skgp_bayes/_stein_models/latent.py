@@ -71,7 +71,7 @@ def latent_target(adapter, X, y_enc, likelihood, prior_set, shared_kernel):
     )
 
 
-def coupled_laplace(modes, theta_root, latent_root):
+def coupled_laplace(modes, theta_root, latent_root, latent_inverse):
     """The Gaussian the particles were drawn from, as one joint density.
 
     ``theta ~ N(theta_0, S_t S_t')`` and ``nu | theta ~ N(nu_0 + B (theta -
@@ -84,14 +84,17 @@ def coupled_laplace(modes, theta_root, latent_root):
     right: on two binary data sets of 300 rows and 8-9 inputs the target's
     Stein field after settling was larger than before (1.2-1.4 against 1.0
     posterior sds); settled on the coupled surrogate, 0.31-0.34 on the
-    first. The joint root is ``[[S_t, 0], [B S_t, S_n]]``.
+    first. The joint root is ``[[S_t, 0], [B S_t, S_n]]``, and its inverse
+    ``[[S_t^-1, 0], [-S_n^-1 B, S_n^-1]]`` needs only ``S_n^-1``
+    (``latent_inverse``, known from the precision's factors) and the small
+    ``S_t^-1``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from skgp_bayes._stein_models.latent import coupled_laplace
     >>> modes = np.array([[0.0, 1.0], [1.0, 3.0]])  # nu_hat = 1 + 2 theta
-    >>> density = coupled_laplace(modes, np.eye(1), np.eye(1))
+    >>> density = coupled_laplace(modes, np.eye(1), np.eye(1), np.eye(1))
     >>> density(np.array([[1.0, 3.0]]))[1]  # the conditional mode: no pull on nu
     array([[-1.,  0.]])
     """
@@ -102,13 +105,15 @@ def coupled_laplace(modes, theta_root, latent_root):
         if n_theta and offsets.shape[0]
         else np.zeros((latent_root.shape[0], n_theta))
     )
-    root = np.block(
+    zeros = np.zeros((n_theta, latent_root.shape[0]))
+    root = np.block([[theta_root, zeros], [slope @ theta_root, latent_root]])
+    inverse = np.block(
         [
-            [theta_root, np.zeros((n_theta, latent_root.shape[0]))],
-            [slope @ theta_root, latent_root],
+            [np.linalg.inv(theta_root), zeros],
+            [-latent_inverse @ slope, latent_inverse],
         ]
     )
-    return GaussianMixtureDensity(modes[:1], [root])
+    return GaussianMixtureDensity(modes[:1], [root], inverse_roots=[inverse])
 
 
 def laplace_surrogate(target, y_enc):
@@ -256,6 +261,7 @@ class LatentModel(SteinModel):
         # The first particle sits at the MAP: the Laplace curvature there, in
         # theta and in the whitened latents, preconditions SVGD.
         latent_root = covariance_root(precision_factors)
+        latent_inverse = block_diag(*[R.T for R in precision_factors])
         # The latents' slope in theta is identified by the particles' modes
         # only with fewer hyperparameters than particles; past that the
         # surrogate is arbitrary between them; with ARD kernels on six data
@@ -266,8 +272,13 @@ class LatentModel(SteinModel):
             particles,
             centre=map_theta,
             preconditioner=block_diag(theta_root, latent_root),
+            preconditioner_inverse=block_diag(
+                np.linalg.inv(theta_root), latent_inverse
+            ),
             surrogate=(
-                coupled_laplace(modes, theta_root, latent_root) if identified else None
+                coupled_laplace(modes, theta_root, latent_root, latent_inverse)
+                if identified
+                else None
             ),
         )
 
@@ -405,6 +416,8 @@ class LatentModel(SteinModel):
             state=estimator._svgd_state,
             centre=estimator.map_params_,
             preconditioner=getattr(estimator, "_preconditioner", None),
+            # the first fit's inverse, so that its continuation runs as one
+            preconditioner_inverse=getattr(estimator, "_preconditioner_inverse", None),
         )
 
     def make_evaluator(self, start):
@@ -434,6 +447,7 @@ class LatentModel(SteinModel):
             "_draws": LatentDraws(target, particles),
             "_target": target,
             "_preconditioner": start.preconditioner,
+            "_preconditioner_inverse": start.preconditioner_inverse,
         }
 
     def diagnostics(self, result, start, init_time, fit_time):

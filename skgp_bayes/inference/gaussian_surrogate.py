@@ -28,6 +28,9 @@ class GaussianMixtureDensity:
         C``: a Cholesky factor, or the inverse transpose of a precision's).
     log_weights : ndarray of shape (K,), optional
         Unnormalised log weights; equal weights by default.
+    inverse_roots : sequence of K ndarrays of shape (P, P), optional
+        ``S_k^-1`` where the caller knows them (blockwise, from factors),
+        instead of an inversion here.
 
     Examples
     --------
@@ -41,13 +44,21 @@ class GaussianMixtureDensity:
     True
     """
 
-    def __init__(self, means, roots, log_weights=None):
+    def __init__(self, means, roots, log_weights=None, inverse_roots=None):
         self.means = np.atleast_2d(np.asarray(means, dtype=np.float64))
         n_components, n_params = self.means.shape
         if len(roots) != n_components:
             raise ValueError(f"{n_components} means but {len(roots)} covariance roots.")
-        self.inverse_roots = [np.linalg.inv(root) for root in roots]
-        log_dets = np.array([np.linalg.slogdet(root)[1] for root in roots])
+        if inverse_roots is None:
+            self.inverse_roots = [np.linalg.inv(root) for root in roots]
+            log_dets = np.array([np.linalg.slogdet(root)[1] for root in roots])
+        else:
+            self.inverse_roots = [
+                np.asarray(inv, dtype=np.float64) for inv in inverse_roots
+            ]
+            log_dets = -np.array(
+                [np.linalg.slogdet(inv)[1] for inv in self.inverse_roots]
+            )
         weights = (
             np.zeros(n_components)
             if log_weights is None

@@ -141,6 +141,31 @@ def choose_kernel(root, shape):
     return "coordinatewise"
 
 
+def _median_over_ordered_pairs(pair_sq, n_particles):
+    """``np.median`` over all ``J * J`` ordered pairs, per coordinate, from
+    the ``J (J - 1) / 2`` unordered ones ``pair_sq`` (M, P).
+
+    In sorted order the ``J`` zeros of the diagonal come first and every
+    other value twice, so the median is one or two order statistics of the
+    unordered pairs: the same numbers from a partition of under half the
+    rows (the partition was most of an SVGD step over a few hundred
+    whitened coordinates).
+    """
+    total = n_particles * n_particles
+    middle = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
+    ranks = sorted({(i - n_particles) // 2 for i in middle if i >= n_particles})
+    ordered = np.partition(pair_sq, ranks, axis=0) if ranks else pair_sq
+
+    def value(i):
+        if i < n_particles:
+            return np.zeros(pair_sq.shape[1])
+        return ordered[(i - n_particles) // 2]
+
+    if len(middle) == 1:
+        return value(middle[0]).copy()
+    return (value(middle[0]) + value(middle[1])) / 2.0
+
+
 def _coordinatewise_field(particles, grads):
     """SVGD field of the diagonal kernel ``diag(k_p(x_p, y_p))``.
 
@@ -150,12 +175,19 @@ def _coordinatewise_field(particles, grads):
     n_particles, n_dims = particles.shape
     diff = particles[:, None, :] - particles[None, :, :]  # x_j - x_i at [j, i]
     sq = diff * diff
+    # sq is symmetric to the bit (x_i - x_j is exactly -(x_j - x_i)): the
+    # median and the exponentials need only the pairs above the diagonal.
+    upper = np.triu_indices(n_particles, 1)
+    pair_sq = sq[upper]
     if n_particles < 2:
         bandwidth = np.ones(n_dims)
     else:
-        med = np.median(sq.reshape(-1, n_dims), axis=0)
+        med = _median_over_ordered_pairs(pair_sq, n_particles)
         bandwidth = np.maximum(med / np.log(n_particles + 1.0), _BANDWIDTH_FLOOR)
-    k = np.exp(-sq / bandwidth)
+    k = np.empty_like(sq)
+    k[upper] = np.exp(-pair_sq / bandwidth)
+    k[upper[1], upper[0]] = k[upper]
+    k[np.arange(n_particles), np.arange(n_particles)] = 1.0  # exp(-0 / h)
     drive = np.einsum("jip,jp->ip", k, grads)
     repulse = -2.0 / bandwidth * np.einsum("jip,jip->ip", k, diff)
     mass = k.sum(axis=0) / n_particles
@@ -216,6 +248,15 @@ def svgd_direction(particles, grads, bandwidth=None):
     return phi, bandwidth
 
 
+def _finite_square(matrix, n, name):
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.shape != (n, n) or not np.all(np.isfinite(matrix)):
+        raise ValueError(
+            f"{name} must be a finite ({n}, {n}) matrix; got shape {matrix.shape}."
+        )
+    return matrix
+
+
 class SteinCoordinates:
     """Working coordinates of an SVGD run and the posterior-sd unit of its rule.
 
@@ -229,6 +270,9 @@ class SteinCoordinates:
     preconditioner : ndarray of shape (n_params, n_params) or None
         ``S``; None runs on the parameters themselves.
     n_params : int
+    inverse : ndarray of shape (n_params, n_params), optional
+        ``S^-1`` where the caller has it (a factor's inverse, known
+        blockwise), instead of an inversion here.
 
     Examples
     --------
@@ -239,18 +283,39 @@ class SteinCoordinates:
     array([[1., 4.]])
     """
 
-    def __init__(self, preconditioner, n_params):
+    def __init__(self, preconditioner, n_params, inverse=None):
+        self.n_params = n_params
         if preconditioner is None:
             self.S = self.S_inv = None
             return
-        S = np.asarray(preconditioner, dtype=np.float64)
-        if S.shape != (n_params, n_params) or not np.all(np.isfinite(S)):
+        self.S = _finite_square(preconditioner, n_params, "preconditioner")
+        self.S_inv = (
+            np.linalg.inv(self.S)
+            if inverse is None
+            else _finite_square(inverse, n_params, "inverse")
+        )
+
+    @classmethod
+    def of(cls, preconditioner, n_params):
+        """``preconditioner`` as coordinates: built from ``S`` (or None), or
+        an instance already built for ``n_params`` parameters, as it is.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.stein_kernel import SteinCoordinates
+        >>> coords = SteinCoordinates(np.eye(2), 2)
+        >>> SteinCoordinates.of(coords, 2) is coords
+        True
+        """
+        if not isinstance(preconditioner, cls):
+            return cls(preconditioner, n_params)
+        if preconditioner.n_params != n_params:
             raise ValueError(
-                f"preconditioner must be a finite ({n_params}, {n_params}) "
-                f"matrix; got shape {S.shape}."
+                f"the coordinates were built for {preconditioner.n_params} "
+                f"parameters; the particles have {n_params}."
             )
-        self.S = S
-        self.S_inv = np.linalg.inv(S)
+        return preconditioner
 
     @property
     def whitened(self):
@@ -306,6 +371,24 @@ class SteinCoordinates:
         # d/dz log p(S z) = S' grad_x
         return grads if self.S is None else grads @ self.S
 
+    def _any_held(self, field, particles, bounds):
+        """Whether a bound holds any coordinate that the field pushes out.
+
+        Only the bounded coordinates' moves ``S field`` are formed: in the
+        latent models most coordinates are unbounded.
+        """
+        if bounds is None:
+            return False
+        bounded = np.flatnonzero(np.isfinite(bounds).any(axis=1))
+        if bounded.size == 0:
+            return False
+        move = field @ self.S[bounded].T
+        at = particles[:, bounded]
+        held = ((at <= bounds[bounded, 0]) & (move < 0)) | (
+            (at >= bounds[bounded, 1]) & (move > 0)
+        )
+        return bool(np.any(held))
+
     def residual(self, field, particles, bounds):
         """RMS of the field in posterior sds, bound-held coordinates removed.
 
@@ -330,6 +413,10 @@ class SteinCoordinates:
         """
         if field.size == 0:
             return 0.0
+        if self.S is not None and not self._any_held(field, particles, bounds):
+            # S^-1 S field: the field itself, without two products by S
+            sd_units = field
+            return float(np.sqrt(np.mean(sd_units**2)))
         move = self.to_params(field)
         if bounds is not None:
             held = ((particles <= bounds[:, 0]) & (move < 0)) | (

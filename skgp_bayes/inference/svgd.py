@@ -332,7 +332,7 @@ def svgd_init(
     array([-1.5, -1.5])
     """
     particles = np.array(particles, dtype=np.float64, copy=True)
-    metric = SteinCoordinates(preconditioner, particles.shape[1])
+    metric = SteinCoordinates.of(preconditioner, particles.shape[1])
     per_coordinate = _check_options(kernel, step_control, metric)
     if resume is None:
         adam, lr, done = adam_init(particles), float(learning_rate), 0
@@ -636,7 +636,9 @@ def run_svgd(
         steps along the field divided by each particle's kernel mass
         instead of Adam; on a target close to the Gaussian of covariance
         ``Q`` it converges in tens of iterations whatever the scales and
-        correlations of the parameters.
+        correlations of the parameters. The coordinates built from ``S``
+        (``stein_kernel.SteinCoordinates``) may stand in for it, so that a
+        second run does not invert ``S`` again.
     kernel : {"rbf", "rbf+linear", "coordinatewise"}, default="rbf"
         ``"rbf"``: one RBF kernel on the whole (whitened) vector.
         ``"rbf+linear"``: that kernel plus a linear one, whose fixed points

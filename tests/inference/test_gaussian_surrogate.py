@@ -68,6 +68,17 @@ def test_density_rejects_mismatched_components():
         GaussianMixtureDensity(np.zeros((2, 3)), [np.eye(3)])
 
 
+def test_given_inverse_roots_give_the_same_density():
+    rng = np.random.default_rng(3)
+    roots = [np.tril(rng.standard_normal((4, 4))) + 3 * np.eye(4) for _ in range(2)]
+    means, x = rng.standard_normal((2, 4)), rng.standard_normal((5, 4))
+    inverses = [np.linalg.inv(root) for root in roots]
+    given = GaussianMixtureDensity(means, roots, [0.0, 1.0], inverse_roots=inverses)
+    inverted = GaussianMixtureDensity(means, roots, [0.0, 1.0])
+    for a, b in zip(given(x), inverted(x), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
 def test_coupled_laplace_is_the_conditional_gaussian_of_the_draws():
     rng = np.random.default_rng(2)
     n_theta, n_latent, n_particles = 2, 5, 6
@@ -79,7 +90,9 @@ def test_coupled_laplace_is_the_conditional_gaussian_of_the_draws():
     latent_root = np.triu(rng.standard_normal((n_latent, n_latent))) + 2 * np.eye(
         n_latent
     )
-    density = coupled_laplace(modes, theta_root, latent_root)
+    density = coupled_laplace(
+        modes, theta_root, latent_root, np.linalg.inv(latent_root)
+    )
     # The joint covariance implied: theta's, and nu | theta with the slope.
     cov_t = theta_root @ theta_root.T
     joint = np.block(

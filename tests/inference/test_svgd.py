@@ -309,24 +309,70 @@ def test_preconditioner_shape_is_checked():
 
 
 # ------------------------------------------------- coordinate-wise kernel
-def test_coordinatewise_field_matches_double_loop():
+@pytest.mark.parametrize("n_particles", [2, 3, 4, 5, 6])
+def test_coordinatewise_field_matches_double_loop(n_particles):
+    # odd and even particle counts (one or two middle pairs in the median),
+    # and two particles that coincide in one coordinate
     from skgp_bayes.inference.stein_kernel import _coordinatewise_field
 
+    J = n_particles
     rng = np.random.default_rng(0)
-    x, g = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    x, g = rng.normal(size=(J, 3)), rng.normal(size=(J, 3))
+    x[-1, 2] = x[0, 2]
     phi, _, mass = _coordinatewise_field(x, g)
     ref = np.zeros_like(x)
     ref_mass = np.zeros_like(x)
     for p in range(3):
         d2 = (x[:, None, p] - x[None, :, p]) ** 2
-        h = np.median(d2) / np.log(6.0)
-        for i in range(5):
-            for j in range(5):
+        h = max(np.median(d2) / np.log(J + 1.0), 1e-8)  # the engine's floor
+        for i in range(J):
+            for j in range(J):
                 k = np.exp(-((x[j, p] - x[i, p]) ** 2) / h)
                 ref[i, p] += k * g[j, p] - 2.0 / h * (x[j, p] - x[i, p]) * k
                 ref_mass[i, p] += k
-    np.testing.assert_allclose(phi, ref / 5, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(mass, ref_mass / 5, rtol=1e-12)
+    np.testing.assert_allclose(phi, ref / J, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(mass, ref_mass / J, rtol=1e-12)
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_residual_is_the_field_in_sds_with_held_coordinates_removed(held):
+    # the residual without the products by S where no bound holds, and the
+    # full form where one does, against their definition
+    from skgp_bayes.inference.stein_kernel import SteinCoordinates
+
+    rng = np.random.default_rng(1)
+    S = np.tril(rng.normal(size=(4, 4))) + 2 * np.eye(4)
+    coords = SteinCoordinates(S, 4)
+    field, x = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    bounds = np.array([[-np.inf, np.inf]] * 4)
+    bounds[1] = [-5.0, 5.0]
+    move = field @ S.T
+    if held:
+        x[0, 1] = 5.0 if move[0, 1] > 0 else -5.0
+        move[0, 1] = 0.0
+    expected = np.sqrt(np.mean((move @ np.linalg.inv(S).T) ** 2))
+    assert coords.residual(field, x, bounds) == pytest.approx(expected, rel=1e-12)
+
+
+def test_built_coordinates_stand_in_for_the_preconditioner():
+    from skgp_bayes.inference.stein_kernel import SteinCoordinates
+
+    S = np.array([[1.0, 0.0], [0.5, 2.0]])
+    logp = _gaussian(np.array([1.0, -1.0]), S @ S.T)
+    x0 = np.random.default_rng(2).normal(size=(6, 2))
+    runs = [
+        run_svgd(logp, x0, max_iter=40, learning_rate=0.5, preconditioner=pre)
+        for pre in (S, SteinCoordinates(S, 2, inverse=np.linalg.inv(S)))
+    ]
+    np.testing.assert_array_equal(runs[0].particles, runs[1].particles)
+    with pytest.raises(ValueError, match="built for 2 parameters"):
+        run_svgd(
+            logp,
+            np.zeros((3, 3)),
+            max_iter=1,
+            learning_rate=0.5,
+            preconditioner=SteinCoordinates(S, 2),
+        )
 
 
 def _standard_normal(x):
