@@ -783,12 +783,19 @@ def test_skewed_coordinates_mapped_in_warm_up_keep_the_posterior(
     # hyperparameters with and without maps agree within 4.5 standard
     # errors of their difference (sd / sqrt(ESS) of each run's own chains);
     # a false failure has probability about 7e-6 per hyperparameter.
+    from skgp_bayes.inference import marginal_maps
     from skgp_bayes.variational_mcmc import _sampling
 
     rng = np.random.default_rng(11 + stat_seed)
     X = rng.uniform(-3, 3, (60, 2))
     y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=60)
     seed = 1 + stat_seed
+    # Whether a coordinate's warm-up draws pass the maps' 1% likelihood-ratio
+    # test depends on the data drawn (with SKGP_TEST_SEED=4 none did, and
+    # the test had nothing to compare). With the threshold at 0 every usable
+    # coordinate is mapped, whatever the seed; any map must keep the
+    # posterior.
+    monkeypatch.setattr(marginal_maps, "_LR_THRESHOLD", 0.0)
     mapped = VariationalMCMCRegressor(random_state=seed).fit(X, y)
     assert mapped.diagnostics_["skew_maps"] >= 1
     assert np.all(np.isfinite(mapped.inv_mass_[:, :4]))
