@@ -71,7 +71,7 @@ def latent_target(adapter, X, y_enc, likelihood, prior_set, shared_kernel):
     )
 
 
-def coupled_laplace(modes, theta_root, latent_root, latent_inverse):
+def coupled_laplace(modes, theta_root, latent_root, theta_inverse, latent_inverse):
     """The Gaussian the particles were drawn from, as one joint density.
 
     ``theta ~ N(theta_0, S_t S_t')`` and ``nu | theta ~ N(nu_0 + B (theta -
@@ -85,16 +85,17 @@ def coupled_laplace(modes, theta_root, latent_root, latent_inverse):
     Stein field after settling was larger than before (1.2-1.4 against 1.0
     posterior sds); settled on the coupled surrogate, 0.31-0.34 on the
     first. The joint root is ``[[S_t, 0], [B S_t, S_n]]``, and its inverse
-    ``[[S_t^-1, 0], [-S_n^-1 B, S_n^-1]]`` needs only ``S_n^-1``
-    (``latent_inverse``, known from the precision's factors) and the small
-    ``S_t^-1``.
+    ``[[S_t^-1, 0], [-S_n^-1 B, S_n^-1]]`` needs only the blocks' inverses
+    (``theta_inverse``, and ``latent_inverse``, known from the precision's
+    factors), which the preconditioner uses too.
 
     Examples
     --------
     >>> import numpy as np
     >>> from skgp_bayes._stein_models.latent import coupled_laplace
     >>> modes = np.array([[0.0, 1.0], [1.0, 3.0]])  # nu_hat = 1 + 2 theta
-    >>> density = coupled_laplace(modes, np.eye(1), np.eye(1), np.eye(1))
+    >>> eye = np.eye(1)
+    >>> density = coupled_laplace(modes, eye, eye, eye, eye)
     >>> density(np.array([[1.0, 3.0]]))[1]  # the conditional mode: no pull on nu
     array([[-1.,  0.]])
     """
@@ -109,7 +110,7 @@ def coupled_laplace(modes, theta_root, latent_root, latent_inverse):
     root = np.block([[theta_root, zeros], [slope @ theta_root, latent_root]])
     inverse = np.block(
         [
-            [np.linalg.inv(theta_root), zeros],
+            [theta_inverse, zeros],
             [-latent_inverse @ slope, latent_inverse],
         ]
     )
@@ -261,6 +262,7 @@ class LatentModel(SteinModel):
         # The first particle sits at the MAP: the Laplace curvature there, in
         # theta and in the whitened latents, preconditions SVGD.
         latent_root = covariance_root(precision_factors)
+        theta_inverse = np.linalg.inv(theta_root)
         latent_inverse = block_diag(*[R.T for R in precision_factors])
         # The latents' slope in theta is identified by the particles' modes
         # only with fewer hyperparameters than particles; past that the
@@ -272,11 +274,11 @@ class LatentModel(SteinModel):
             particles,
             centre=map_theta,
             preconditioner=block_diag(theta_root, latent_root),
-            preconditioner_inverse=block_diag(
-                np.linalg.inv(theta_root), latent_inverse
-            ),
+            preconditioner_inverse=block_diag(theta_inverse, latent_inverse),
             surrogate=(
-                coupled_laplace(modes, theta_root, latent_root, latent_inverse)
+                coupled_laplace(
+                    modes, theta_root, latent_root, theta_inverse, latent_inverse
+                )
                 if identified
                 else None
             ),

@@ -371,23 +371,24 @@ class SteinCoordinates:
         # d/dz log p(S z) = S' grad_x
         return grads if self.S is None else grads @ self.S
 
-    def _any_held(self, field, particles, bounds):
-        """Whether a bound holds any coordinate that the field pushes out.
+    def _held(self, field, particles, bounds):
+        """The bounded coordinates and where a bound holds each of them
+        against the field: ``(columns, mask (J, len(columns)))``, or None
+        where no bound holds any coordinate.
 
-        Only the bounded coordinates' moves ``S field`` are formed: in the
-        latent models most coordinates are unbounded.
+        Only the bounded coordinates' moves ``S field`` are formed: an
+        unbounded coordinate is never held, and in the latent models most
+        coordinates are unbounded.
         """
         if bounds is None:
-            return False
+            return None
         bounded = np.flatnonzero(np.isfinite(bounds).any(axis=1))
-        if bounded.size == 0:
-            return False
-        move = field @ self.S[bounded].T
+        move = field[:, bounded] if self.S is None else field @ self.S[bounded].T
         at = particles[:, bounded]
         held = ((at <= bounds[bounded, 0]) & (move < 0)) | (
             (at >= bounds[bounded, 1]) & (move > 0)
         )
-        return bool(np.any(held))
+        return (bounded, held) if held.any() else None
 
     def residual(self, field, particles, bounds):
         """RMS of the field in posterior sds, bound-held coordinates removed.
@@ -413,16 +414,15 @@ class SteinCoordinates:
         """
         if field.size == 0:
             return 0.0
-        if self.S is not None and not self._any_held(field, particles, bounds):
+        held = self._held(field, particles, bounds)
+        if self.S is not None and held is None:
             # S^-1 S field: the field itself, without two products by S
-            sd_units = field
-            return float(np.sqrt(np.mean(sd_units**2)))
+            return float(np.sqrt(np.mean(field**2)))
         move = self.to_params(field)
-        if bounds is not None:
-            held = ((particles <= bounds[:, 0]) & (move < 0)) | (
-                (particles >= bounds[:, 1]) & (move > 0)
-            )
-            move = np.where(held, 0.0, move)
+        if held is not None:
+            bounded, mask = held
+            move = move.copy()  # without S, to_params gives the field itself
+            move[:, bounded] = np.where(mask, 0.0, move[:, bounded])
         if self.S is not None:
             sd_units = move @ self.S_inv.T
         else:

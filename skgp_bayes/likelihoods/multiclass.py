@@ -321,14 +321,19 @@ class Softmax(_MultiLatent):
         p = softmax(np.asarray(f, dtype=np.float64), axis=-1)
         return -p * (1.0 - p)
 
-    def _samples(self, mu, var, draws):
-        """Latent draws ``mu + sqrt(var) * eps``, a block of rows at a time."""
+    def _blocks(self, mu, var, draws):
+        """Rows, their standard-normal draws and latent sds, a block of rows
+        at a time."""
         eps_all = self._draws(draws, mu.shape[0])
         scale_all = np.sqrt(var)
         per_row = eps_all.shape[0] * self.n_classes
         for rows in _row_blocks(mu.shape[0], per_row):
             eps = eps_all if eps_all.shape[1] == 1 else eps_all[:, rows]
-            scale = scale_all[rows]
+            yield rows, eps, scale_all[rows]
+
+    def _samples(self, mu, var, draws):
+        """Latent draws ``mu + sqrt(var) * eps``, a block of rows at a time."""
+        for rows, eps, scale in self._blocks(mu, var, draws):
             yield rows, mu[rows] + scale * eps, eps, scale
 
     def expected_log_prob(self, y, mu, var, grad=False, draws=None):
@@ -413,15 +418,12 @@ class Softmax(_MultiLatent):
         array([[0.5, 0.5]])
         """
         mu, var = self._marginals(None, mu, var)
-        eps_all = self._draws(draws, mu.shape[0])
-        scale_all = np.sqrt(var)
         proba = np.empty_like(mu)
         # Blocks of rows keep the compiled loop short enough for Ctrl-C.
-        for rows in _row_blocks(mu.shape[0], eps_all.shape[0] * self.n_classes):
-            eps = eps_all if eps_all.shape[1] == 1 else eps_all[:, rows]
+        for rows, eps, scale in self._blocks(mu, var, draws):
             proba[rows] = softmax_expectation(
                 np.ascontiguousarray(mu[rows]),
-                np.ascontiguousarray(scale_all[rows]),
+                np.ascontiguousarray(scale),
                 np.ascontiguousarray(eps),
             )
         # Averaging leaves rounding in the row sums; callers rely on exact ones.

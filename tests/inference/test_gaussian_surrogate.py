@@ -91,7 +91,11 @@ def test_coupled_laplace_is_the_conditional_gaussian_of_the_draws():
         n_latent
     )
     density = coupled_laplace(
-        modes, theta_root, latent_root, np.linalg.inv(latent_root)
+        modes,
+        theta_root,
+        latent_root,
+        np.linalg.inv(theta_root),
+        np.linalg.inv(latent_root),
     )
     # The joint covariance implied: theta's, and nu | theta with the slope.
     cov_t = theta_root @ theta_root.T
