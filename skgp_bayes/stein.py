@@ -123,13 +123,13 @@ class SteinGPRegressor(
         Budget of SVGD iterations per call to ``fit``, a safeguard: a fit
         normally ends on ``tol`` (tens of iterations from ``init="map"``).
     learning_rate : "auto" or float, default="auto"
-        With ``init="map"`` (exact model, ``solver="cholesky"``,
-        ``gradient="exact"``) SVGD is preconditioned by the Laplace
-        covariance of the most probable mode and steps a fraction
-        ``learning_rate`` of its whitened field (``"auto"``: 0.5, halved by
-        the engine where the field oscillates). Otherwise
-        (``init="prior"``, the sparse model, ``solver="cg"``,
-        ``gradient="stochastic_trace"``) it is Adam's learning rate in log
+        With ``init="map"`` (exact model, ``solver="cholesky"``) SVGD is
+        preconditioned by the Laplace covariance of the most probable mode
+        and steps a fraction ``learning_rate`` of its whitened field
+        (``"auto"``: 0.5, halved by the engine where the field oscillates;
+        with ``gradient="stochastic_trace"`` decayed by
+        ``learning_rate_decay`` instead). Otherwise (``init="prior"``, the
+        sparse model, ``solver="cg"``) it is Adam's learning rate in log
         units per step (``"auto"``: 0.05).
     tol : "auto" or float, default="auto"
         Stopping rule: the run ends once the root mean square of the Stein
@@ -222,9 +222,10 @@ class SteinGPRegressor(
         gradient's data term stay exact, from the same factor; the trace
         term ``tr(K^-1 dK/dtheta)`` is estimated from 4 Rademacher probes
         solved with it, an unbiased gradient that drops the inverse (about
-        two factorisations' flops) and the ``n x n`` contraction. SVGD then
-        follows noisy gradients as with ``solver="cg"``: Adam with a
-        decaying step (``learning_rate_decay``), no preconditioner, and
+        two factorisations' flops) and the ``n x n`` contraction. SVGD is
+        preconditioned and uses the SVGD kernel as for ``"exact"`` (so that
+        both have the same fixed point), with one decaying step
+        (``learning_rate_decay``) for noisy gradients, and runs
         ``max_iter`` iterations (``converged_`` is False). Other models
         reject ``"stochastic_trace"``: ``solver="cg"`` estimates the trace
         term already, and the sparse model has none.
@@ -321,8 +322,7 @@ class SteinGPRegressor(
     """
 
     # Adam's learning rate (log units per step) for learning_rate="auto"
-    # without a preconditioner (init="prior", the sparse model, solver="cg",
-    # gradient="stochastic_trace").
+    # without a preconditioner (init="prior", the sparse model, solver="cg").
     _adam_rate = 0.05
 
     _parameter_constraints = {
