@@ -18,7 +18,11 @@ sets it against, in the same run:
     python benchmarks/bench_gpu.py                 # n = 5000 and 22784
     python benchmarks/bench_gpu.py --sizes 2000    # quicker
     python benchmarks/bench_gpu.py --sizes --preconditioner 2000 5000 10000 22784
+    python benchmarks/bench_gpu.py --sizes --exact 1000 2000 5000
 
+``--exact`` times the exact gradient of ``solver="cholesky"`` (the MALA
+chain, the default up to 5,000 points) on the host and on the device,
+against the device Cholesky and GPyTorch's Cholesky gradient.
 ``--preconditioner`` times the rank-100 preconditioner alone (the pivoted
 Cholesky and the Woodbury factors) with the factor built on the host and on
 the device, which sets ``DEVICE_PIVOTING_MIN_ROWS``.
@@ -40,7 +44,11 @@ import skgp_bayes.targets.stochastic as stochastic
 from skgp_bayes._backend import get_array_module
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.predictive.exact import CGGPDraws
-from skgp_bayes.targets import StochasticMarginalGradient
+from skgp_bayes.targets import (
+    ArrayExactMarginalTarget,
+    ExactMarginalTarget,
+    StochasticMarginalGradient,
+)
 
 PARTS = (
     "kernel_operator",
@@ -250,6 +258,43 @@ def preconditioner_table(sizes, cupy):
         )
 
 
+def exact_gradient_seconds(target, repeats=3):
+    """Best time of one exact log posterior and gradient (a MALA step's)."""
+    times = []
+    for step in range(repeats + 1):  # the first call compiles and loads
+        start = time.perf_counter()
+        value, grad = target.logp_and_grad(CENSUS_PARAMS + 0.01 * step)
+        times.append(time.perf_counter() - start)  # grad is on the host
+        assert np.isfinite(value) and np.all(np.isfinite(grad))
+    return min(times[1:])
+
+
+def exact_table(sizes, cupy):
+    """``solver="cholesky"``'s gradient (MALA) on the host and the device."""
+    print('\n### Exact gradients (solver="cholesky"), d = 8 (RBF), float64\n')
+    print(
+        "| n | device Cholesky s | ours, cupy s | ratio | ours, numpy s | ratio | "
+        "GPyTorch, Cholesky s | ratio | numpy / cupy |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for n in sizes:
+        X, y = synthetic(n)
+        floor = device_cholesky(X, cupy)
+        device = exact_gradient_seconds(
+            ArrayExactMarginalTarget(adapter(), X, y, None, xp=cupy)
+        )
+        host = exact_gradient_seconds(ExactMarginalTarget(adapter(), X, y, None))
+        try:
+            peer = gpytorch_gradient(X, y, True)
+            peer_cells = f"{peer:.4f} | {peer / floor:.2f}"
+        except Exception as err:  # a missing GPyTorch, or out of memory
+            peer_cells = f"failed: {type(err).__name__} | "
+        print(
+            f"| {n} | {floor:.4f} | {device:.4f} | {device / floor:.2f} | "
+            f"{host:.4f} | {host / floor:.2f} | {peer_cells} | {host / device:.1f} |"
+        )
+
+
 def row(label, seconds, floor):
     return f"| {label} | {seconds:.3f} | {seconds / floor:.2f} |"
 
@@ -308,6 +353,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 22784])
     parser.add_argument("--preconditioner", type=int, nargs="*", default=[])
+    parser.add_argument("--exact", type=int, nargs="*", default=[])
     args = parser.parse_args()
     cupy = get_array_module("cupy")
     props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -320,6 +366,8 @@ def main():
     our_gradient(*warm_up, np, lambda: None, repeats=1)  # Numba compiles
     if args.preconditioner:
         preconditioner_table(args.preconditioner, cupy)
+    if args.exact:
+        exact_table(args.exact, cupy)
     for n in args.sizes:
         run_size(n, cupy)
 

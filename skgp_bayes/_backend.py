@@ -8,11 +8,19 @@ libraries fail to load, or a machine without a GPU, is reported with the
 reason instead of failing later in the middle of a fit.
 """
 
+import contextlib
+
 import numpy as np
 
 from .exceptions import BackendUnavailableError
 
-__all__ = ["BACKENDS", "get_array_module", "to_numpy"]
+__all__ = [
+    "BACKENDS",
+    "get_array_module",
+    "linalg_errors_raised",
+    "solve_triangular_in",
+    "to_numpy",
+]
 
 BACKENDS = ("numpy", "cupy")
 
@@ -108,3 +116,65 @@ def to_numpy(array):
     if callable(get) and not isinstance(array, np.ndarray):
         return np.asarray(get())
     return np.asarray(array)
+
+
+def solve_triangular_in(xp):
+    """``solve_triangular(a, b, lower=...)`` for arrays of the module ``xp``.
+
+    SciPy's for NumPy, ``cupyx.scipy.linalg``'s for CuPy; any other module
+    (a test's stand-in for a device) brings its own as ``xp.solve_triangular``.
+
+    Parameters
+    ----------
+    xp : module
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._backend import solve_triangular_in
+    >>> solve = solve_triangular_in(np)
+    >>> solve(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 2.0]), lower=True)
+    array([1., 1.])
+    """
+    if xp is np:
+        from scipy.linalg import solve_triangular
+    elif xp.__name__ == "cupy":
+        from cupyx.scipy.linalg import solve_triangular
+    else:
+        solve_triangular = xp.solve_triangular
+    return solve_triangular
+
+
+def linalg_errors_raised(xp):
+    """A context in which ``xp.linalg.cholesky`` raises on a failed factor.
+
+    NumPy always raises ``LinAlgError``; CuPy by default returns a factor
+    with unspecified entries and raises only under
+    ``cupyx.errstate(linalg="raise")``, which reads cuSOLVER's status back
+    (one synchronisation).
+
+    Parameters
+    ----------
+    xp : module
+
+    Returns
+    -------
+    context manager
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._backend import linalg_errors_raised
+    >>> with linalg_errors_raised(np):
+    ...     np.linalg.cholesky(np.eye(2)).shape
+    (2, 2)
+    """
+    if getattr(xp, "__name__", "") == "cupy":
+        import cupyx
+
+        return cupyx.errstate(linalg="raise")
+    return contextlib.nullcontext()

@@ -15,6 +15,7 @@ from . import _config
 from ._config import check_dense_bytes
 from .predictive.exact import CGGPDraws, ExactGPDraws
 from .targets import (
+    ArrayExactMarginalTarget,
     ExactMarginalTarget,
     StochasticMarginalGradient,
     StochasticTraceTarget,
@@ -113,12 +114,16 @@ class CholeskySolver:
 
     def new_target(self, data, rng, xp):
         """The chain's target over ``data = (adapter, X, y, prior_set,
-        log_noise)``; it draws nothing, so ``rng`` and ``xp`` are unused."""
+        log_noise)``; it draws nothing, so ``rng`` is unused. With an array
+        module other than NumPy (a GPU) and a recognised kernel, the target
+        is evaluated there."""
+        if xp is not np and data[0].is_fast:
+            return ArrayExactMarginalTarget(*data, xp=xp)
         return ExactMarginalTarget(*data)
 
     def resumed_target(self, data, state, xp):
         """The target of a continued chain (it keeps no state)."""
-        return ExactMarginalTarget(*data)
+        return self.new_target(data, None, xp)
 
     def guarded(self, target):
         """``target.logp_and_grad`` with ``-inf`` where ``K`` fails."""

@@ -284,13 +284,16 @@ class SGLDGPRegressor(
         Chains run in parallel processes (joblib); results do not depend on
         it.
     backend : {"numpy", "cupy"}, default="numpy"
-        Array module of the fit's CG-based gradients. ``"cupy"`` builds and
-        stores the kernel matrix on the GPU and runs the CG solves and the
-        gradient contraction there; so do the CG solves of predictions
+        Array module of the fit's gradients. ``"cupy"`` builds and stores
+        the kernel matrix on the GPU and runs the CG solves and the gradient
+        contraction there, or, with ``solver="cholesky"`` (the default up
+        to 5000 points) and a kernel of the compiled family (RBF, Matern,
+        with a constant and white noise), the factorisation and the exact
+        gradient; so do the CG solves of predictions
         (``predict_solver="cg"``, or ``"auto"`` beyond 5000 points), on the
         host where no GPU is usable (a model loaded on another machine).
-        Fitted attributes stay NumPy arrays. The factorising solvers
-        (``"cholesky"``, ``"stochastic_trace"``) run on the CPU.
+        Fitted attributes stay NumPy arrays. ``solver="stochastic_trace"``,
+        predictions by Cholesky and other kernels run on the CPU.
     normalize_X : bool, default=True
         Standardise each input column (mean 0, standard deviation 1 on the
         training data) inside the estimator. The kernel's hyperparameters,

@@ -51,6 +51,20 @@ CHEAP = {
 ESTIMATOR_CLASSES = [type(make()) for make in CHEAP.values()]
 
 
+def short_sgld(backend, X, y, solver, **params):
+    """A short Langevin fit on ``backend`` with the given gradient solver."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    options = dict(n_iter=40, burn_in=20, n_chains=2, n_predict_draws=4)
+    return SGLDGPRegressor(
+        ConstantKernel() * RBF([1.0] * X.shape[1]),
+        solver=solver,
+        backend=backend,
+        random_state=0,
+        **{**options, **params},
+    ).fit(X, y)
+
+
 def cg_predicting_sgld(backend, X, y):
     """A short Langevin fit whose solves (fit and predict) all run by CG."""
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel

@@ -169,3 +169,17 @@ module.sqrt = lambda x: DeviceArray(np.sqrt(_operand(x)))
 module.maximum = lambda x, y: DeviceArray(np.maximum(_operand(x), _operand(y)))
 module.argmax = lambda x: _wrap(np.asarray(np.argmax(_operand(x))))
 module.stack = lambda arrays: DeviceArray(np.stack(_unwrap_all(arrays)))
+module.eye = lambda n: DeviceArray(np.eye(n))
+module.log = lambda x: DeviceArray(np.log(_operand(x)))
+module.abs = lambda x: DeviceArray(np.abs(_operand(x)))
+module.linalg = type(np)("strict_device.linalg")
+module.linalg.cholesky = lambda a: DeviceArray(np.linalg.cholesky(_operand(a)))
+
+
+def _solve_triangular(a, b, lower=False):
+    from scipy.linalg import solve_triangular
+
+    return DeviceArray(solve_triangular(_operand(a), _operand(b), lower=lower))
+
+
+module.solve_triangular = _solve_triangular

@@ -18,6 +18,7 @@ from skgp_bayes.kernels import KernelAdapter, force_generic
 from skgp_bayes.likelihoods import Bernoulli, Gaussian, Softmax
 from skgp_bayes.priors import Gamma, LogNormal, PriorSet
 from skgp_bayes.targets import (
+    ArrayExactMarginalTarget,
     ExactMarginalTarget,
     SparseWhitenedTarget,
     StochasticMarginalGradient,
@@ -78,6 +79,14 @@ def exact_marginal_generic():
     adapter = force_generic(ConstantKernel() * RBF())
     target = ExactMarginalTarget(adapter, X, y, None)
     return target.logp_and_grad, _near([0.0, 0.0, np.log(0.1)], 2)
+
+
+def exact_marginal_array():
+    # NumPy as the array module: the same arithmetic the GPU runs
+    X, y = _data()
+    adapter = _scaled_rbf()
+    target = ArrayExactMarginalTarget(adapter, X, y, _hyper_prior(adapter), xp=np)
+    return target.logp_and_grad, _near([0.0, 0.0, np.log(0.1)], 1)
 
 
 def whitened_latent():
@@ -171,6 +180,7 @@ def bernoulli_point_process():
 EXACT = {
     "ExactMarginalTarget": exact_marginal,
     "ExactMarginalTarget-generic": exact_marginal_generic,
+    "ArrayExactMarginalTarget": exact_marginal_array,
     "WhitenedLatentTarget": whitened_latent,
     "WhitenedLatentTarget-softmax": whitened_latent_softmax,
     "SparseWhitenedTarget": sparse_whitened,

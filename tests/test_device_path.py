@@ -12,16 +12,24 @@ to a tolerance, each derived where it is used, not bit for bit.
 
 import numpy as np
 import pytest
-from _estimators import cg_predicting_sgld
+from _estimators import cg_predicting_sgld, short_sgld
 from _strict_device import DeviceArray
 from _strict_device import module as device
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+from scipy.optimize import approx_fprime
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    ConstantKernel,
+    Matern,
+    WhiteKernel,
+)
 
 import skgp_bayes._sgld_chains as sgld_chains
+import skgp_bayes._sgld_solvers as sgld_solvers
 import skgp_bayes.linalg.precondition as precondition
 import skgp_bayes.predictive.exact as predictive_exact
 import skgp_bayes.sgld as sgld_module
 from skgp_bayes import SGLDGPRegressor
+from skgp_bayes.exceptions import NotPSDError
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.linalg import (
     batched_cg,
@@ -30,7 +38,11 @@ from skgp_bayes.linalg import (
     pivoted_cholesky,
     ulisse_solve,
 )
-from skgp_bayes.targets import StochasticMarginalGradient
+from skgp_bayes.targets import (
+    ArrayExactMarginalTarget,
+    ExactMarginalTarget,
+    StochasticMarginalGradient,
+)
 
 
 @pytest.fixture(scope="module")
@@ -220,4 +232,115 @@ def test_a_gpu_model_predicts_where_cupy_is_missing(data, monkeypatch):
     assert np.all(np.isfinite(mean))
     np.testing.assert_allclose(
         mean, cg_predicting_sgld("numpy", X, y).predict(X[:5]), rtol=0, atol=1e-5
+    )
+
+
+_EXACT_KERNELS = {
+    "rbf ard, white": ConstantKernel(1.0) * RBF([0.8, 1.2]) + WhiteKernel(0.01),
+    "rbf isotropic": RBF(0.6),
+    "matern 3/2": ConstantKernel(2.0) * Matern([0.7, 1.1], nu=1.5),
+    "matern 1/2": Matern(0.9, nu=0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(_EXACT_KERNELS))
+@pytest.mark.parametrize("noise_free", [True, False])
+def test_exact_target_on_device_equals_host(data, name, noise_free):
+    # The same log posterior as the host's compiled target: the kernel
+    # entries differ by a few ulps (test_kernel_array_forms) and K^-1 is
+    # formed another way (L^-T L^-1 from a triangular solve against
+    # dpotri), so agreement is to rounding amplified by the condition of
+    # K (noise 0.05 on a unit-variance kernel: about 1e3), well inside 1e-9.
+    _, _, X, y = data
+    adapter = KernelAdapter(_EXACT_KERNELS[name])
+    log_noise = None if noise_free else np.log(0.05)
+    params = adapter.kernel.theta - 0.1
+    if noise_free:
+        params = np.append(params, np.log(0.05))
+    host = ExactMarginalTarget(adapter, X, y, None, log_noise)
+    on_device = ArrayExactMarginalTarget(adapter, X, y, None, log_noise, xp=device)
+    value, grad = on_device.logp_and_grad(params)
+    expected_value, expected_grad = host.logp_and_grad(params)
+    assert isinstance(grad, np.ndarray) and isinstance(value, float)
+    np.testing.assert_allclose(value, expected_value, rtol=1e-11)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-9, atol=1e-9)
+    assert on_device.log_prob(params) == pytest.approx(expected_value, rel=1e-11)
+
+
+def test_exact_target_on_device_gradient_matches_finite_differences(data):
+    _, _, X, y = data
+    adapter = KernelAdapter(_EXACT_KERNELS["rbf ard, white"])
+    target = ArrayExactMarginalTarget(adapter, X, y, None, xp=device)
+    params = np.append(adapter.kernel.theta, np.log(0.05))
+    numeric = approx_fprime(params, target.log_prob, 1e-6)
+    # central-free differences of step 1e-6: error ~ step x curvature
+    # (~1e2 here) plus rounding 1e-13 / 1e-6
+    np.testing.assert_allclose(target.logp_and_grad(params)[1], numeric, atol=2e-4)
+
+
+def test_exact_target_on_device_adds_the_hosts_jitter():
+    # Repeated inputs and no noise make K singular; both targets climb the
+    # same jitter ladder and stop on the same rung.
+    X = np.repeat(np.linspace(-1, 1, 10), 3)[:, None]
+    y = np.sin(3 * X[:, 0])
+    adapter = KernelAdapter(RBF(0.5))
+    params = np.array([np.log(0.5)])
+    host = ExactMarginalTarget(adapter, X, y, None, log_noise_variance=-np.inf)
+    on_device = ArrayExactMarginalTarget(
+        adapter, X, y, None, log_noise_variance=-np.inf, xp=device
+    )
+    expected = host.logp_and_grad(params)
+    value, grad = on_device.logp_and_grad(params)
+    assert on_device.max_jitter == host.max_jitter > 0
+    np.testing.assert_allclose(value, expected[0], rtol=1e-6)
+    np.testing.assert_allclose(grad, expected[1], rtol=1e-4)
+
+
+def test_exact_target_on_device_refuses_a_non_finite_kernel(data):
+    _, _, X, y = data
+    adapter = KernelAdapter(RBF(1.0))
+    target = ArrayExactMarginalTarget(adapter, X, y, None, xp=device)
+    with pytest.raises(NotPSDError, match="non-finite"):
+        target.logp_and_grad(np.array([0.0, np.inf]))  # an infinite noise variance
+
+
+def test_exact_target_on_device_pickles_to_the_host(data):
+    import pickle
+
+    _, _, X, y = data
+    adapter = KernelAdapter(_EXACT_KERNELS["rbf ard, white"])
+    target = ArrayExactMarginalTarget(adapter, X, y, None, xp=device)
+    params = np.append(adapter.kernel.theta, np.log(0.05))
+    loaded = pickle.loads(pickle.dumps(target))
+    assert loaded.xp is np
+    np.testing.assert_allclose(
+        loaded.logp_and_grad(params)[1], target.logp_and_grad(params)[1], rtol=1e-12
+    )
+
+
+def test_sgld_cholesky_chains_run_on_the_device(data, monkeypatch):
+    # solver="cholesky" (MALA, the default up to 5,000 points) with
+    # backend="cupy" evaluates its exact target on the device.
+    _, _, X, y = data
+    built = []
+
+    class Spy(ArrayExactMarginalTarget):
+        def __init__(self, *args, **kwargs):
+            built.append(kwargs["xp"])
+            super().__init__(*args, **kwargs)
+
+    def strict_module(backend="numpy"):
+        return device if backend == "cupy" else np
+
+    monkeypatch.setattr(sgld_module, "get_array_module", strict_module)
+    monkeypatch.setattr(sgld_chains, "get_array_module", strict_module)
+    monkeypatch.setattr(sgld_solvers, "ArrayExactMarginalTarget", Spy)
+    fits = {b: short_sgld(b, X, y, "cholesky") for b in ("numpy", "cupy")}
+    assert built and all(xp is device for xp in built)
+    assert fits["cupy"].solver_ == "cholesky"
+    # the same proposals and uniforms; log densities agree to ~1e-13, so
+    # every accept decision and state is the host's to rounding
+    np.testing.assert_allclose(fits["cupy"].chains_, fits["numpy"].chains_, atol=1e-9)
+    np.testing.assert_allclose(
+        fits["cupy"].predict(X[:5]), fits["numpy"].predict(X[:5]), atol=1e-9
     )

@@ -28,7 +28,12 @@ import numpy as np
 
 from ._lowering import BASE_MATERN12, BASE_MATERN32, BASE_RBF
 
-__all__ = ["array_gram", "array_kernel_columns", "array_lowrank_grad_contract"]
+__all__ = [
+    "array_grad_contract",
+    "array_gram",
+    "array_kernel_columns",
+    "array_lowrank_grad_contract",
+]
 
 # Entries of one (rows, n) block temporary: 2^25 float64 are 256 MiB, and a
 # block holds about six of them at once.
@@ -208,6 +213,69 @@ def array_lowrank_grad_contract(
     ...             lowrank_grad_contract(adapter, theta, X, U, V))
     True
     """
+
+    def rows_of_W(start, stop):
+        # W = (U V' + V U') / 2 gives the same sums as U V' (k and f are
+        # symmetric) and makes M symmetric, which the formula needs.
+        return 0.5 * (U[start:stop] @ V.T + V[start:stop] @ U.T)
+
+    return _contract(
+        adapter, theta, X, rows_of_W, lambda: xp.sum(U * V), xp, block_entries
+    )
+
+
+def array_grad_contract(adapter, theta, X, W, xp, block_entries=_BLOCK_ENTRIES):
+    """``g_j = sum_ab W_ab dK(X, X)_ab / dtheta_j`` for a dense symmetric ``W``.
+
+    The exact gradient's contraction (``W = a a' - K^-1``) on the device;
+    :func:`array_lowrank_grad_contract` is the same sum for ``W = U V'``.
+
+    Parameters
+    ----------
+    adapter : KernelAdapter
+        A recognised kernel (``adapter.is_fast``).
+    theta : ndarray of shape (n_params,)
+    X : ndarray of shape (n, d)
+        Inputs, on the host.
+    W : array of shape (n, n), of module ``xp``
+        Symmetric weights.
+    xp : module
+    block_entries : int, optional
+        Entries of one block of rows.
+
+    Returns
+    -------
+    g : ndarray of shape (n_params,)
+        On the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.kernels._array_forms import array_grad_contract
+    >>> adapter = KernelAdapter(RBF([1.0, 2.0]))
+    >>> rng = np.random.default_rng(0)
+    >>> X, U = rng.normal(size=(6, 2)), rng.normal(size=(6, 3))
+    >>> theta = adapter.kernel.theta
+    >>> np.allclose(array_grad_contract(adapter, theta, X, U @ U.T, np),
+    ...             adapter.grad_contract(theta, X, U @ U.T))
+    True
+    """
+    diagonal = xp.arange(W.shape[0])
+    return _contract(
+        adapter,
+        theta,
+        X,
+        lambda start, stop: W[start:stop],
+        lambda: xp.sum(W[diagonal, diagonal]),
+        xp,
+        block_entries,
+    )
+
+
+def _contract(adapter, theta, X, rows_of_W, trace_of_W, xp, block_entries):
+    """The contraction over blocks of rows of a symmetric ``W``."""
     variance, noise, ard, Xs = _scaled_inputs(adapter, theta, X, xp)
     n, d = Xs.shape
     squares = Xs * Xs
@@ -216,9 +284,7 @@ def array_lowrank_grad_contract(
     step = _block_rows(n, block_entries)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        # W = (U V' + V U') / 2 gives the same sums as U V' (k and f are
-        # symmetric) and makes M symmetric, which the formula above needs.
-        W = 0.5 * (U[start:stop] @ V.T + V[start:stop] @ U.T)
+        W = rows_of_W(start, stop)
         k, f = _radial(
             adapter.spec.base, _squared_distances(Xs, start, stop, xp), xp, True
         )
@@ -235,5 +301,5 @@ def array_lowrank_grad_contract(
     g_phi = np.empty(adapter.spec.n_length_scales + 2)
     g_phi[0] = variance * total_k
     g_phi[1:-1] = variance * (by_input if ard else by_input.sum())
-    g_phi[-1] = noise * float(xp.sum(U * V)) if noise else 0.0
+    g_phi[-1] = noise * float(trace_of_W()) if noise else 0.0
     return adapter._to_theta(g_phi)
