@@ -108,9 +108,11 @@ def choose_kernel(root, shape):
       (0.49 against 1 at correlation 0.8 in 5 dimensions), so it is kept
       for the shapes where the linear kernel cannot span.
 
-    Without a preconditioner the coordinates are not whitened, the
-    kernels' scales would follow the parameters' units, and the joint RBF
-    kernel is kept.
+    Without a preconditioner the joint RBF kernel is kept, on each
+    coordinate divided by the particles' spread in it
+    (:meth:`SteinCoordinates.field`): the linear kernel there, tried on
+    2026-11-30, left particles drawn from the prior far out after 1,500
+    iterations (sd 1.29 of the exact posterior's on one length scale).
 
     Parameters
     ----------
@@ -371,6 +373,45 @@ class SteinCoordinates:
         # d/dz log p(S z) = S' grad_x
         return grads if self.S is None else grads @ self.S
 
+    def field(self, particles, grads, kernel):
+        """SVGD's field at the particles: ``(work, phi, normalised, bandwidth)``.
+
+        ``work`` are the working coordinates, ``phi`` the field there (the
+        step direction), ``normalised`` the field divided by each particle's
+        kernel mass, which keeps its zeros and makes it a distance (module
+        notes of :mod:`.svgd`), as :meth:`residual` reads it.
+
+        Without a preconditioner the kernel is taken on every coordinate
+        divided by the particles' spread in it, a diagonal whitening by
+        their own sd, redrawn each iteration as the median bandwidth is. On
+        the raw coordinates one bandwidth, set by the widest coordinate,
+        left a narrow one without repulsion: on a Gaussian with sds 0.05, 2
+        and 0.5 and 10 particles its particles' sd came out 3e-13 of the
+        target's, and on a GP posterior a log noise variance's sd 0.026
+        against 0.125. ``phi`` is then the field in the parameters (the
+        scaled field times the spread) and ``normalised`` the scaled one
+        divided by the spread, so that :meth:`residual` measures it in sds.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.stein_kernel import SteinCoordinates
+        >>> x = np.array([[0.0, 0.0], [0.01, 2.0], [0.02, 4.0]])
+        >>> work, phi, normalised, h = SteinCoordinates(None, 2).field(x, -x, "rbf")
+        >>> phi.shape, bool(np.all(np.isfinite(normalised)))
+        ((3, 2), True)
+        """
+        if self.S is not None:
+            work = self.to_work(particles)
+            phi, bandwidth, mass = stein_field(work, self.work_grads(grads), kernel)
+            return work, phi, phi / _per_row(mass), bandwidth
+        # A coordinate without spread (one particle, or particles that
+        # coincide) keeps its own units.
+        spread = np.std(particles, axis=0)
+        spread = np.where(spread > 0.0, spread, 1.0)
+        phi, bandwidth, mass = stein_field(particles / spread, grads * spread, kernel)
+        return particles, phi * spread, phi / _per_row(mass) / spread, bandwidth
+
     def _held(self, field, particles, bounds):
         """The bounded coordinates and where a bound holds each of them
         against the field: ``(columns, mask (J, len(columns)))``, or None
@@ -431,6 +472,11 @@ class SteinCoordinates:
             spread = np.std(particles, axis=0)
             sd_units = move * np.where(spread > 0, spread, 1.0)
         return float(np.sqrt(np.mean(sd_units**2)))
+
+
+def _per_row(mass):
+    """The kernel mass as a divisor of a (J, P) field."""
+    return mass if mass.ndim == 2 else mass[:, None]
 
 
 def stein_field(particles, grads, kernel="rbf"):

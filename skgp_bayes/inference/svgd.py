@@ -54,7 +54,6 @@ from .stein_kernel import (
     SteinCoordinates,
     choose_kernel,
     median_bandwidth,
-    stein_field,
     svgd_direction,
 )
 
@@ -368,13 +367,9 @@ def svgd_init(
 def _normalised_field(state, bounds):
     """Field, its normalised form, bandwidth and residual at the particles."""
     metric = state.metric
-    work = metric.to_work(state.particles)
-    phi, bandwidth, mass = stein_field(
-        work, metric.work_grads(state.grads), state.kernel
+    work, phi, normalised, bandwidth = metric.field(
+        state.particles, state.grads, state.kernel
     )
-    # Dividing by the kernel mass keeps the field's zeros and makes it a
-    # distance (see the module notes).
-    normalised = phi / (mass if mass.ndim == 2 else mass[:, None])
     residual = metric.residual(normalised, state.particles, bounds)
     return work, phi, normalised, bandwidth, residual
 
@@ -646,7 +641,8 @@ def run_svgd(
         particles; :func:`choose_kernel`). ``"coordinatewise"``: the
         diagonal matrix-valued kernel of the module notes, one RBF kernel
         per coordinate, for targets with many coordinates and few
-        particles. The last two need a ``preconditioner``.
+        particles. The last two need a ``preconditioner``; without one the
+        RBF kernel acts on each coordinate divided by the particles' spread.
     step_control : {"global", "per_coordinate"}, default="global"
         How a whitened run adapts its step (module notes). Needs a
         ``preconditioner``.

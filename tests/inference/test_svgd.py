@@ -542,6 +542,25 @@ def test_rbf_plus_linear_keeps_a_gaussians_spread_and_correlation(dim, rho):
     assert abs(np.mean(corr[~np.eye(dim, dtype=bool)]) - rho) < 0.1
 
 
+def test_unpreconditioned_kernel_sees_every_coordinates_spread():
+    # Posterior sds 40 times apart: on the raw coordinates one bandwidth,
+    # set by the widest, left the narrowest without repulsion (its particles'
+    # sd came out 3e-13 of the target's). On the spread-scaled coordinates
+    # every coordinate keeps the same share of its sd (the joint RBF
+    # kernel's 0.68 in 3 dimensions with 10 particles, see choose_kernel).
+    sd = np.array([0.05, 2.0, 0.5])
+
+    def gaussian(x):
+        return -0.5 * np.sum((x / sd) ** 2, axis=1), -x / sd**2
+
+    x0 = np.random.default_rng(0).normal(size=(10, 3)) * sd * 0.3 + [0.1, -1, 0.3]
+    result = run_svgd(gaussian, x0, max_iter=3000, learning_rate=0.05, tol=1e-3)
+    assert result.converged
+    ratio = result.particles.std(axis=0, ddof=1) / sd
+    assert np.all(ratio > 0.6) and ratio.max() / ratio.min() < 1.05
+    np.testing.assert_allclose(result.particles.mean(axis=0) / sd, 0.0, atol=0.01)
+
+
 def test_choose_kernel_by_shape():
     from skgp_bayes.inference.stein_kernel import choose_kernel
 
