@@ -389,8 +389,8 @@ class SteinCoordinates:
         and 0.5 and 10 particles its particles' sd came out 3e-13 of the
         target's, and on a GP posterior a log noise variance's sd 0.026
         against 0.125. ``phi`` is then the field in the parameters (the
-        scaled field times the spread) and ``normalised`` the scaled one
-        divided by the spread, so that :meth:`residual` measures it in sds.
+        scaled field times the spread) and ``normalised`` the scaled field's,
+        already in the particles' sds, as :meth:`residual` reads it.
 
         Examples
         --------
@@ -410,7 +410,7 @@ class SteinCoordinates:
         spread = np.std(particles, axis=0)
         spread = np.where(spread > 0.0, spread, 1.0)
         phi, bandwidth, mass = stein_field(particles / spread, grads * spread, kernel)
-        return particles, phi * spread, phi / _per_row(mass) / spread, bandwidth
+        return particles, phi * spread, phi / _per_row(mass), bandwidth
 
     def _held(self, field, particles, bounds):
         """The bounded coordinates and where a bound holds each of them
@@ -437,7 +437,9 @@ class SteinCoordinates:
         Parameters
         ----------
         field : ndarray of shape (J, P)
-            Normalised field in working coordinates.
+            Normalised field in working coordinates: whitened ones, or
+            without a preconditioner the particles' spread-scaled ones
+            (:meth:`field`); either way in posterior sds.
         particles : ndarray of shape (J, P)
         bounds : ndarray of shape (P, 2) or None
 
@@ -456,21 +458,15 @@ class SteinCoordinates:
         if field.size == 0:
             return 0.0
         held = self._held(field, particles, bounds)
-        if self.S is not None and held is None:
-            # S^-1 S field: the field itself, without two products by S
+        if held is None:
+            # with S, S^-1 S field: the field itself, without two products
             return float(np.sqrt(np.mean(field**2)))
-        move = self.to_params(field)
-        if held is not None:
-            bounded, mask = held
-            move = move.copy()  # without S, to_params gives the field itself
-            move[:, bounded] = np.where(mask, 0.0, move[:, bounded])
-        if self.S is not None:
-            sd_units = move @ self.S_inv.T
-        else:
-            # A coordinate without spread (one particle, or particles that
-            # coincide) has no sd to measure in: its field counts as is.
-            spread = np.std(particles, axis=0)
-            sd_units = move * np.where(spread > 0, spread, 1.0)
+        bounded, mask = held
+        # Without S the spread-scaled coordinates are the parameters' own,
+        # each divided by a positive number: the same ones are held.
+        move = self.to_params(field).copy()
+        move[:, bounded] = np.where(mask, 0.0, move[:, bounded])
+        sd_units = move if self.S is None else move @ self.S_inv.T
         return float(np.sqrt(np.mean(sd_units**2)))
 
 

@@ -103,13 +103,10 @@ def cholesky(matrix, *, max_tries=JITTER_TRIES, warn=True, context=None):
 
 def _jittered_factor(matrix, diag, max_tries, warn, suffix):
     """The jitter escalation of :func:`cholesky`, after the plain attempt failed."""
-    scale = float(np.mean(np.abs(diag)))
-    if not np.isfinite(scale) or scale == 0.0:
-        scale = 1.0
-    jitter = JITTER_START * scale
+    scale, jitters = jitter_ladder(np.mean(np.abs(diag)), max_tries)
     work = matrix.copy()
     base_diag = diag.copy()
-    for _ in range(max_tries):
+    for jitter in jitters:
         np.fill_diagonal(work, base_diag + jitter)
         factor, info = _potrf(work)
         if info == 0:
@@ -122,10 +119,58 @@ def _jittered_factor(matrix, diag, max_tries, warn, suffix):
                     worst=jitter / scale,
                 )
             return factor, jitter
+    raise jitter_exhausted(scale, jitters, suffix)
+
+
+def jitter_ladder(mean_abs_diagonal, max_tries=JITTER_TRIES):
+    """The jitters a factorisation tries after its plain attempt failed.
+
+    ``JITTER_START`` times the mean absolute diagonal (1 where that is zero
+    or not finite), multiplied by ``JITTER_FACTOR`` after each failure, for
+    ``max_tries`` attempts; the host's :func:`cholesky` and the array
+    module's exact target climb the same rungs.
+
+    Parameters
+    ----------
+    mean_abs_diagonal : float
+    max_tries : int, default=JITTER_TRIES
+
+    Returns
+    -------
+    scale : float
+        The diagonal scale the jitters are relative to.
+    jitters : list of float
+
+    Examples
+    --------
+    >>> from skgp_bayes.linalg.cholesky import jitter_ladder
+    >>> scale, jitters = jitter_ladder(2.0, 3)
+    >>> scale, [float(f"{j:.0e}") for j in jitters]
+    (2.0, [2e-08, 2e-07, 2e-06])
+    """
+    scale = float(mean_abs_diagonal)
+    if not np.isfinite(scale) or scale == 0.0:
+        scale = 1.0
+    jitter, jitters = JITTER_START * scale, []
+    for _ in range(max_tries):
+        jitters.append(jitter)
         jitter *= JITTER_FACTOR
-    raise NotPSDError(
+    return scale, jitters
+
+
+def jitter_exhausted(scale, jitters, suffix=""):
+    """The :class:`~skgp_bayes.exceptions.NotPSDError` once every rung failed.
+
+    Examples
+    --------
+    >>> from skgp_bayes.linalg.cholesky import jitter_exhausted, jitter_ladder
+    >>> str(jitter_exhausted(*jitter_ladder(1.0, 2)))[:40]
+    'Matrix is not positive definite, even af'
+    """
+    last = jitters[-1] if jitters else JITTER_START * scale / JITTER_FACTOR
+    return NotPSDError(
         "Matrix is not positive definite, even after adding jitter up to "
-        f"{jitter / JITTER_FACTOR:.3g} to the diagonal{suffix}. Consider a "
+        f"{last:.3g} to the diagonal{suffix}. Consider a "
         "larger noise variance lower bound, removing duplicate inputs, or a "
         "kernel that is positive definite."
     )

@@ -27,9 +27,9 @@ differently), which ``tests/test_device_path.py`` bounds.
 import numpy as np
 
 from .._backend import linalg_errors_raised, solve_triangular_in
-from .._config import JITTER_FACTOR, JITTER_START, JITTER_TRIES
 from ..exceptions import NotPSDError
 from ..kernels._array_forms import array_grad_contract, array_gram
+from ..linalg.cholesky import jitter_exhausted, jitter_ladder
 from ._exact_numba import HALF_LOG_2PI
 from .exact import ExactMarginalTarget
 
@@ -152,31 +152,23 @@ class ArrayExactMarginalTarget(ExactMarginalTarget):
         xp = self.xp
         diagonal = xp.arange(K.shape[0])
         base = K[diagonal, diagonal] + noise
-        scale = float(xp.sum(xp.abs(base))) / K.shape[0]
-        if not np.isfinite(scale):
+        mean_abs = float(xp.sum(xp.abs(base))) / K.shape[0]
+        if not np.isfinite(mean_abs):
             raise NotPSDError(
                 f"Matrix has non-finite diagonal entries ({self._context(params)})."
             )
-        jitter = 0.0
-        for attempt in range(JITTER_TRIES + 1):
+        scale, jitters = jitter_ladder(mean_abs)
+        for jitter in [0.0, *jitters]:
             K[diagonal, diagonal] = base + jitter
             try:
                 with linalg_errors_raised(xp):
                     L = xp.linalg.cholesky(K)
             except np.linalg.LinAlgError:
-                L = None
-            # A factor is used only with a finite, positive diagonal: the
-            # check costs one copy of a scalar and guards any module whose
+                continue
+            # A factor is used only with a positive diagonal (NaN fails
+            # too): the check copies one scalar and guards any module whose
             # failed factorisation is not reported.
-            if L is not None and bool(xp.all(L[diagonal, diagonal] > 0.0)):
+            if bool(xp.all(L[diagonal, diagonal] > 0.0)):
                 self.max_jitter = max(self.max_jitter, jitter)
                 return L
-            jitter = (
-                JITTER_START * (scale if scale > 0.0 else 1.0)
-                if attempt == 0
-                else jitter * JITTER_FACTOR
-            )
-        raise NotPSDError(
-            "Matrix is not positive definite even with jitter "
-            f"({self._context(params)})."
-        )
+        raise jitter_exhausted(scale, jitters, f" ({self._context(params)})")
