@@ -28,7 +28,13 @@ from skgp_bayes.kernels import (
     random_fourier_features,
     sample_spectral_frequencies,
 )
-from skgp_bayes.kernels.spectral import frequencies_from_spec, spectral_parameters
+from skgp_bayes.kernels.spectral import (
+    _OWN_SHARE,
+    _tail_width,
+    frequencies_from_spec,
+    spectral_parameters,
+    weighted_frequencies,
+)
 from skgp_bayes.sampling._numba import cos_poly
 
 KERNELS = [
@@ -166,6 +172,64 @@ def test_isotropic_scale_is_shared_by_dimensions(stat_seed):
     # relative standard error of a Gaussian sd: 1 / sqrt(2 n); 5 of them on
     # 3 dimensions: false failure 3 x 5.7e-7
     np.testing.assert_allclose(np.std(W, axis=0), 4.0, rtol=5 / np.sqrt(2 * n))
+
+
+@pytest.mark.parametrize("nu", [np.inf, 0.5, 1.5, 2.5])
+@pytest.mark.parametrize("n_dims", [1, 3])
+def test_weights_are_the_density_ratio(nu, n_dims):
+    # The weight of frequency w is p(w) / (c p(w) + (1 - c) p_rho(w)), with p
+    # the kernel's normalised spectral density (a Gaussian, or a
+    # multivariate t with 2 nu degrees of freedom, scale 1 / ell) and p_rho
+    # the same with scale rho / ell; checked against scipy's densities.
+    ell = np.array([0.7, 1.6, 0.3])[:n_dims]
+    kernel = RBF(ell) if np.isinf(nu) else Matern(ell, nu=nu)
+    spec = lower_kernel(kernel)
+    n = 401  # odd: the shares are not exactly 3/4 and 1/4
+    W, weights = weighted_frequencies(
+        spec, kernel.theta, n, n_dims, np.random.RandomState(0)
+    )
+    rho = _tail_width(n_dims)
+
+    def density(scale):
+        cov = np.diag((scale / ell) ** 2)
+        if np.isinf(nu):
+            return stats.multivariate_normal(np.zeros(n_dims), cov).logpdf(W)
+        return stats.multivariate_t(np.zeros(n_dims), cov, df=2 * nu).logpdf(W)
+
+    own = int(np.ceil(_OWN_SHARE * n))
+    share = own / n
+    log_p, log_wide = np.atleast_1d(density(1.0)), np.atleast_1d(density(rho))
+    log_q = np.logaddexp(np.log(share) + log_p, np.log1p(-share) + log_wide)
+    expected = np.exp(log_p - log_q)
+    np.testing.assert_allclose(weights, expected, rtol=1e-10)
+    assert np.all(weights <= 1 / share + 1e-12)
+    # the first share are draws from p itself, the frequencies_from_spec draws
+    same = frequencies_from_spec(
+        spec, kernel.theta, n, n_dims, np.random.RandomState(0)
+    )
+    np.testing.assert_array_equal(W[:own], same[:own])
+    np.testing.assert_allclose(W[own:], rho * same[own:], rtol=1e-15)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+def test_weighted_features_estimate_the_kernel(kernel, stat_seed):
+    # One weighted term s2 a (cos(w'(x - x')) + cos(w'(x + x') + 2 b)) has a
+    # second moment of at most 1.5 s2^2 E[a^2]: with a <= 1 / c = 4/3 that
+    # is 2.67 s2^2 for the draws from p, and (since a p_rho <= p / (1 - c))
+    # at most 1.5 s2^2 / (c (1 - c)) = 8 s2^2 for the wide ones; so an
+    # entry's standard deviation is at most s2 sqrt((0.75 * 2.67 + 0.25 * 8)
+    # / F) = 2 s2 / sqrt(F). 5 of them on 21 entries: false failure 1.2e-5.
+    rng = np.random.RandomState(5 + stat_seed)
+    X = _points(rng)
+    n_features = 40000
+    spec = lower_kernel(kernel)
+    W, weights = weighted_frequencies(spec, kernel.theta, n_features, 2, rng)
+    s2 = spectral_parameters(spec, kernel.theta, 2)[0]
+    b = rng.uniform(0.0, 2.0 * np.pi, n_features)
+    Phi = random_fourier_features(X, W, b, s2) * np.sqrt(weights)
+    tol = 5 * 2 * s2 / np.sqrt(n_features)
+    np.testing.assert_allclose(Phi @ Phi.T, _smooth(kernel)(X), atol=tol, rtol=0)
 
 
 def test_draws_are_reproducible():

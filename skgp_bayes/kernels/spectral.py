@@ -146,6 +146,93 @@ def frequencies_from_spec(spec, theta, n_features, n_dims, rng):
     return z * inv_ell * np.sqrt(2.0 * nu / g)[:, None]
 
 
+# Pathwise samples draw this share of their frequencies from the kernel's own
+# density and the rest from a wider copy of it (see weighted_frequencies).
+_OWN_SHARE = 0.75
+
+
+def _tail_width(n_dims):
+    """Scale factor of the wider density: its typical radius ``sqrt(d) + 3``.
+
+    In units of the inverse length scales the kernel's frequencies lie near
+    radius ``sqrt(d)``; the wide copy centres ``rho sqrt(d) = sqrt(d) + 3``,
+    three units past them, where a sampled function's residual variance
+    lives (measured in 1-D: 4 to 5.5 units).
+    """
+    return 1.0 + 3.0 / np.sqrt(n_dims)
+
+
+def weighted_frequencies(spec, theta, n_features, n_dims, rng):
+    """Frequencies with importance weights that reach the spectral tail.
+
+    A posterior function sample is a prior sample minus its interpolant from
+    the conditioning points plus the data's update. Where those points are
+    close together and a query lies in a gap between them, the interpolation
+    weights ``A^-1 k(P, x)`` are large and alternate in sign, so the residual
+    ``f_prior(x) - k(x, P) A^-1 f_prior(P)`` cancels at every frequency the
+    points resolve: its variance comes from the far tail of the spectral
+    density (4 to 5.5 standard deviations out in a measured 1-D case). With
+    frequencies drawn from the density alone, a set of 1024 almost never
+    reaches there; the sampled variance was 0.79 of the predictive in half
+    the feature sets and far above it in a few (the mean right, the median
+    not, even at 65,536 features).
+
+    Defensive importance sampling (Hesterberg 1995) mends this:
+    ``ceil(0.75 F)`` frequencies come from the density ``p`` and the rest
+    from ``p_rho``, the same density with every scale ``rho`` times wider
+    (see :func:`_tail_width`), and each feature's weight ``p / q``, with
+    ``q = c p + (1 - c) p_rho`` and ``c`` the share from ``p`` (the balance
+    heuristic of multiple importance sampling), keeps the kernel estimate
+    unbiased. The weights are at most ``1 / c = 4/3``, which bounds what the
+    wide share costs where the tail does not matter (the prior variance's
+    spread over feature sets rose from 2.2% to 2.6% in the 1-D case); there
+    the sampled variance's spread over feature sets fell from 2.3 to 0.04 of
+    the predictive.
+
+    Parameters
+    ----------
+    spec, theta, n_features, n_dims, rng
+        As in :func:`frequencies_from_spec`.
+
+    Returns
+    -------
+    frequencies : ndarray of shape (n_features, n_dims)
+    weights : ndarray of shape (n_features,)
+        Multiply feature ``f``'s variance ``2 s2 / F`` by ``weights[f]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import Matern
+    >>> from skgp_bayes.kernels import lower_kernel
+    >>> kernel = Matern(0.5, nu=1.5)
+    >>> W, a = weighted_frequencies(lower_kernel(kernel), kernel.theta, 8, 1,
+    ...                             np.random.RandomState(0))
+    >>> W.shape, bool(a.max() <= 1 / 0.75)
+    ((8, 1), True)
+    """
+    frequencies = frequencies_from_spec(spec, theta, n_features, n_dims, rng)
+    own = int(np.ceil(_OWN_SHARE * n_features))
+    if own == n_features:
+        return frequencies, np.ones(n_features)
+    rho = _tail_width(n_dims)
+    frequencies[own:] *= rho
+    _, inv_ell, _ = spectral_parameters(spec, theta, n_dims)
+    r2 = np.sum((frequencies / inv_ell) ** 2, axis=1)
+    if spec.base == BASE_RBF:
+        log_ratio = 0.5 * r2 * (1.0 - rho**-2)
+    else:
+        dof = 2.0 * _MATERN_NU[spec.base]
+        log_ratio = (
+            -0.5 * (dof + n_dims) * (np.log1p(r2 / (dof * rho**2)) - np.log1p(r2 / dof))
+        )
+    # log p_rho / p, then weight p / (c p + (1 - c) p_rho) in logs
+    log_ratio -= n_dims * np.log(rho)
+    share = own / n_features
+    log_q_over_p = np.logaddexp(np.log(share), np.log1p(-share) + log_ratio)
+    return frequencies, np.exp(-log_q_over_p)
+
+
 def sample_spectral_frequencies(kernel, n_features, n_dims, random_state=None):
     """Frequencies from the normalised spectral density of ``kernel``.
 

@@ -3,9 +3,13 @@
 A posterior function sample is a prior sample plus a data-dependent update
 (Matheron's rule). The prior sample uses random Fourier features,
 
-``f_prior(x) = sum_f W_f sqrt(2 s2 / F) cos(w_f' x + b_f)``,
+``f_prior(x) = sum_f W_f sqrt(2 s2 a_f / F) cos(w_f' x + b_f)``,
 
-and the update is a finite sum over ``m`` canonical points ``P``:
+with three quarters of the frequencies ``w_f`` from the kernel's spectral
+density and a quarter from a wider copy of it, weighted by ``a_f`` (see
+:func:`skgp_bayes.kernels.spectral.weighted_frequencies`: between clustered
+conditioning points the update leaves only the density's far tail), and
+the update is a finite sum over ``m`` canonical points ``P``:
 
 ``f(x) = f_prior(x) + k(x, P) V``, ``V = A^-1 (t - f_prior(P))``,
 
@@ -32,7 +36,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ..kernels import lower_kernel
-from ..kernels.spectral import frequencies_from_spec, spectral_parameters
+from ..kernels.spectral import spectral_parameters, weighted_frequencies
 from ..linalg import cho_solve
 from ._numba import evaluate_group, gradient_group
 
@@ -567,10 +571,10 @@ def _conditioned_group(spec, theta, conditioner, j, cols, n_features, rng):
     points, factor, targets = _conditioned(conditioner, j, cols.size, rng)
     n_dims = points.shape[1]
     variance, inv_ell, _ = spectral_parameters(spec, theta, n_dims)
-    omega = frequencies_from_spec(spec, theta, n_features, n_dims, rng)
+    omega, weights = weighted_frequencies(spec, theta, n_features, n_dims, rng)
     phases = rng.uniform(0.0, 2.0 * np.pi, n_features)
     Wt = rng.standard_normal((cols.size, n_features))
-    Wt *= np.sqrt(2.0 * variance / n_features)
+    Wt *= np.sqrt(2.0 * variance / n_features * weights)
     prior = _Group(
         spec.base,
         variance,
