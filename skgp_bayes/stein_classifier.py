@@ -464,7 +464,10 @@ class SteinGPClassifier(
         of points seen so far (``n_samples_seen_``). Each chunk stands in
         for all the data seen, so chunks should be random samples of the
         stream (shuffle data stored in order first), as for any
-        stochastic-gradient fit. The learning-rate schedule, the optimiser
+        stochastic-gradient fit. The posterior sharpens as chunks arrive
+        and the particles must follow it: give each call about the
+        iterations a fit would run (the user guide's streaming section has
+        the measurements). The learning-rate schedule, the optimiser
         state and the batch random stream carry over between calls, and the
         estimator pickles between them. Only available with
         ``inducing_points``.

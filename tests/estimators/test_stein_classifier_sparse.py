@@ -239,24 +239,31 @@ def test_sparse_fit_classifies_moons(fitted_moons, seeded_moons):
 def test_partial_fit_reaches_the_quality_of_fit(
     fitted_moons, seeded_moons, shared_stat_seed
 ):
-    # 3 shuffled chunks of 200 with a third of the iterations each: the same
-    # number of SVGD steps on the same batch size as the fit. Both reach a
-    # test log loss near 0.09 and 97% accuracy. Over seeds 0-5 (data,
-    # chunks, starts) the stream's difference from the fit was -0.006 to
-    # 0.024 in log loss (mean 0.007, sd 0.0095) and -0.0075 to 0.0025 in
-    # accuracy (mean -0.001, sd 0.0035); the tolerances, 0.055 and 0.02, are
-    # 5 sds beyond the means (below 3e-7 each for Gaussian spread).
+    # 3 shuffled chunks of 200, each given the fit's 100 iterations: the
+    # posterior sharpens as the chunks arrive (the first chunk's puts the
+    # length scales near 2.5, all 600 points' near 0.6), and the particles
+    # must follow it. With a third of the iterations a chunk, 6 of 249 seeds
+    # (0-247, 1000) ended 0.055 or more above the fit's test log loss, one
+    # 0.21 with every length scale still near 2.5 (more passes over the
+    # chunks did bring it to 0.6). With 100 a chunk, over 297 seeds (0-39,
+    # 300-555, 1000; data, chunks and starts) the stream's excess log loss
+    # had mean 0.002, sd 0.011 and maximum 0.034 (2.9 sds out; the long
+    # tail is the other side, streams that beat the fit), and its accuracy
+    # drop mean 0.002, sd 0.006 and maximum 0.018 (excess kurtosis 0.6).
+    # The bounds, 0.06 and 0.03, are 5.3 and 4.9 sds beyond the means:
+    # normal tails of 6e-8 and 5e-7. One-sided: a stream that ends better
+    # than the fit passes.
     X, y, X_test, y_test = seeded_moons
-    clf = clone(fitted_moons).set_params(max_iter=34)
+    clf = clone(fitted_moons)
     order = np.random.RandomState(shared_stat_seed).permutation(600)
     for chunk in np.array_split(order, 3):
         clf.partial_fit(X[chunk], y[chunk], classes=[0, 1])
     assert clf.n_samples_seen_ == 600
-    assert clf.n_iter_ == 102
+    assert clf.n_iter_ == 300
     loss_fit = log_loss(y_test, fitted_moons.predict_proba(X_test))
     loss_partial = log_loss(y_test, clf.predict_proba(X_test))
-    assert abs(loss_partial - loss_fit) < 0.055
-    assert abs(clf.score(X_test, y_test) - fitted_moons.score(X_test, y_test)) < 0.02
+    assert loss_partial - loss_fit < 0.06
+    assert fitted_moons.score(X_test, y_test) - clf.score(X_test, y_test) < 0.03
 
 
 def test_pickling_between_chunks_gives_identical_results(moons):
