@@ -478,9 +478,10 @@ class SteinModel:
             values = self.log_density(particles)
             return SVGDResult(particles, values, particles, 0, True, {}, start.state)
         evaluator = self.make_evaluator(start)
-        evaluated = evaluator.check_initial(particles)
         # A run on noisy gradients has no stopping rule to reach sooner.
-        if not self.stochastic:
+        if self.stochastic:
+            evaluator.check_initial(particles)
+        else:
             settled, at_settled = settle_on_surrogate(
                 self.estimator,
                 start,
@@ -490,8 +491,12 @@ class SteinModel:
                 self.surrogate_max_iter,
             )
             if at_settled is not None:
+                # every settled particle was finite: nothing to check at the
+                # draws, which would cost one evaluation of each
                 particles, evaluated = settled, at_settled
                 self.settled = True
+            else:
+                evaluated = evaluator.check_initial(particles)
             # Exact targets give the same numbers again: the last evaluation,
             # at the particles the run starts from, is its first.
             evaluator.replay_first(particles, *evaluated)
