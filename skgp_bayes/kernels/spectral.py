@@ -157,7 +157,9 @@ def _tail_width(n_dims):
     In units of the inverse length scales the kernel's frequencies lie near
     radius ``sqrt(d)``; the wide copy centres ``rho sqrt(d) = sqrt(d) + 3``,
     three units past them, where a sampled function's residual variance
-    lives (measured in 1-D: 4 to 5.5 units).
+    lives (measured in 1-D: 4 to 5.5 units). Keeping the offset rather than
+    the factor in more dimensions is a choice, not a measurement; in 8-D it
+    cost nothing measurable (see :func:`weighted_frequencies`).
     """
     return 1.0 + 3.0 / np.sqrt(n_dims)
 
@@ -185,9 +187,12 @@ def weighted_frequencies(spec, theta, n_features, n_dims, rng):
     heuristic of multiple importance sampling), keeps the kernel estimate
     unbiased. The weights are at most ``1 / c = 4/3``, which bounds what the
     wide share costs where the tail does not matter (the prior variance's
-    spread over feature sets rose from 2.2% to 2.6% in the 1-D case); there
-    the sampled variance's spread over feature sets fell from 2.3 to 0.04 of
-    the predictive.
+    spread over feature sets rose from 2.2% to 2.6% in the 1-D case), and at
+    that case's query in the gap the sampled variance's spread over feature
+    sets fell from 2.3 to 0.04 of the predictive. In 8 dimensions (an exact
+    regressor on 300 points, ARD) the per-set spreads of the variance at
+    eight queries were 0.034-0.080 against 0.035-0.119 before (2000
+    samples a set alone give 0.032).
 
     Parameters
     ----------

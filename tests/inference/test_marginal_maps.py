@@ -118,24 +118,22 @@ def test_mapped_target_gradient_matches_finite_differences():
         assert np.isclose(value, logp(x)[0] + np.sum(np.log(maps.slope(s))))
 
 
-def _observed_information(params, x):
-    """Negative Hessian of the summed log-likelihood, by differences of its gradient."""
-    h = 1e-5
-    rows = []
-    for e in np.eye(params.size) * h:
-        up = _map_log_likelihood(params + e, x)[1].ravel()
-        down = _map_log_likelihood(params - e, x)[1].ravel()
-        rows.append(-(up - down) / (2 * h))
-    information = np.array(rows)
-    return 0.5 * (information + information.T)
-
-
 @pytest.mark.statistical
 def test_fit_recovers_the_map_of_iid_draws_within_its_standard_errors(stat_seed):
-    # 4 x 1000 independent draws of a mapped normal: each fitted parameter is
-    # within 4.5 asymptotic standard errors of the truth (the inverse
-    # observed information); a false failure has probability about 7e-6 per
-    # parameter, 3e-5 for the four.
+    # 4 x 1000 independent draws of a mapped normal, fitted by maximum
+    # likelihood. The likelihood-ratio statistic 2 (l(fit) - l(truth)) is
+    # asymptotically chi-squared with 4 degrees of freedom whatever the
+    # parametrisation; over 300 seeds it had mean 4.17 and variance 7.88
+    # (KS p = 0.67 against chi2(4)) and never fell below 0.11. Two checks:
+    # the fit reaches at least the truth's likelihood (the maximum does; a
+    # shortfall of 5e-4 nats is allowed for the optimiser, and chi2(4) puts
+    # 1e-7 below 1e-3), and the truth lies in the fit's likelihood region
+    # (chi2(4) exceeds 28.47 with probability 1e-5).
+    # Standard errors from the observed information were used before and
+    # failed at SKGP_TEST_SEED=20: there the profile likelihood of the skew
+    # is flat from 4 to infinity and the fit sits on that plateau (skew 6.8
+    # against 2, standard error 134), where the rate's Wald interval is not
+    # valid (its t was -4.7; over 100 seeds the rate's t had sd 1.28).
     truth = np.array([0.5, np.log(0.8), 2.0, 0.5])
     maps = SinhMaps([truth[0]], [np.exp(truth[1])], [truth[2]], [truth[3]])
     rng = np.random.default_rng(4 + stat_seed)
@@ -145,12 +143,11 @@ def test_fit_recovers_the_map_of_iid_draws_within_its_standard_errors(stat_seed)
     estimate = np.array(
         [fitted.mu[0], np.log(fitted.sigma[0]), fitted.skew[0], fitted.rate[0]]
     )
-    covariance = np.linalg.inv(
-        _observed_information(estimate, maps.to_x(s)[..., 0].reshape(-1, 1))
+    x = maps.to_x(s)[..., 0].reshape(-1, 1)
+    ratio = 2.0 * (
+        _map_log_likelihood(estimate, x)[0][0] - _map_log_likelihood(truth, x)[0][0]
     )
-    np.testing.assert_array_less(
-        np.abs(estimate - truth), 4.5 * np.sqrt(np.diag(covariance))
-    )
+    assert -1e-3 < ratio < 28.47
 
 
 @pytest.mark.statistical

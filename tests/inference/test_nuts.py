@@ -128,7 +128,16 @@ def test_adapted_chain_matches_a_skewed_exact_posterior(stat_seed):
     # var sqrt((2 + 1.2) / ESS); 5 of them: false failure below 1e-5 each.
     assert abs(draws.mean() - mean) < 5 * np.sqrt(var / ess)
     assert abs(draws.var() - var) < 5 * var * np.sqrt(3.2 / ess)
-    assert res.n_divergent == 0
+    # The right tail is stiff (the curvature e^x grows without bound), so a
+    # trajectory that reaches far into it can diverge with any fixed step:
+    # over seeds 0-399, 8 runs had a divergence (1 to 3 of 3000 draws; this
+    # test asserted none and failed at SKGP_TEST_SEED=21). Counts are
+    # Poisson given the adapted step; taking the rate of the worst of the
+    # 400 runs, 3, a count above 15 (half a percent of the draws) has
+    # probability 1.2e-7. A step the adaptation left too long would show:
+    # fixed steps of 2.0 and 2.5 gave 68 and 956 divergences (seed 21's
+    # adapted step was 1.27).
+    assert res.n_divergent <= 15
 
 
 def test_trajectory_stops_at_the_depth_cap_and_counts_its_steps():
