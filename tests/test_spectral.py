@@ -29,7 +29,7 @@ from skgp_bayes.kernels import (
     sample_spectral_frequencies,
 )
 from skgp_bayes.kernels.spectral import (
-    _OWN_SHARE,
+    _own_count,
     _tail_width,
     frequencies_from_spec,
     spectral_parameters,
@@ -196,7 +196,7 @@ def test_weights_are_the_density_ratio(nu, n_dims):
             return stats.multivariate_normal(np.zeros(n_dims), cov).logpdf(W)
         return stats.multivariate_t(np.zeros(n_dims), cov, df=2 * nu).logpdf(W)
 
-    own = int(np.ceil(_OWN_SHARE * n))
+    own = _own_count(n)
     share = own / n
     log_p, log_wide = np.atleast_1d(density(1.0)), np.atleast_1d(density(rho))
     log_q = np.logaddexp(np.log(share) + log_p, np.log1p(-share) + log_wide)

@@ -151,6 +151,11 @@ def frequencies_from_spec(spec, theta, n_features, n_dims, rng):
 _OWN_SHARE = 0.75
 
 
+def _own_count(n_features):
+    """How many of ``n_features`` frequencies come from the kernel's density."""
+    return int(np.ceil(_OWN_SHARE * n_features))
+
+
 def _tail_width(n_dims):
     """Scale factor of the wider density: its typical radius ``sqrt(d) + 3``.
 
@@ -217,7 +222,7 @@ def weighted_frequencies(spec, theta, n_features, n_dims, rng):
     ((8, 1), True)
     """
     frequencies = frequencies_from_spec(spec, theta, n_features, n_dims, rng)
-    own = int(np.ceil(_OWN_SHARE * n_features))
+    own = _own_count(n_features)
     if own == n_features:
         return frequencies, np.ones(n_features)
     rho = _tail_width(n_dims)

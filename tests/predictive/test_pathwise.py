@@ -38,7 +38,7 @@ from skgp_bayes import SteinGPRegressor
 from skgp_bayes import _base as _exact_gp
 from skgp_bayes.kernels import lower_kernel
 from skgp_bayes.kernels.spectral import (
-    _OWN_SHARE,
+    _own_count,
     spectral_parameters,
     weighted_frequencies,
 )
@@ -92,7 +92,7 @@ def _feature_term_sd(kernel, points, P, n_features, n_sets, seed=0):
     b = rng.uniform(0.0, 2.0 * np.pi, n_cols)
     PZ = P @ (np.sqrt(2.0 * s2 * weights) * np.cos(points @ W.T + b))
     terms = PZ[:, None, :] * PZ[None, :, :]
-    own = int(np.ceil(_OWN_SHARE * n_cols))
+    own = _own_count(n_cols)
     share = own / n_cols
     var = share * np.var(terms[..., :own], axis=2)
     var += (1.0 - share) * np.var(terms[..., own:], axis=2)
