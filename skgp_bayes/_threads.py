@@ -49,3 +49,19 @@ def blas_threads_for(n_rows, n_cols=None):
     if n_rows * n_cols <= _config.SERIAL_BLAS_MAX_WORK:
         return _blas_controller().limit(limits=1, user_api="blas")
     return contextlib.nullcontext()
+
+
+def one_blas_thread():
+    """Context running BLAS on one thread, entered in microseconds.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+
+    Examples
+    --------
+    >>> from skgp_bayes._threads import one_blas_thread
+    >>> with one_blas_thread():
+    ...     pass
+    """
+    return _blas_controller().limit(limits=1, user_api="blas")

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from ._chain_threads import run_on_threads
 from ._hmc_state import HMCState
 from .adaptation import (
     DualAveraging,
@@ -713,23 +714,30 @@ def run_hmc(
     )
 
 
-def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kwargs):
+def run_hmc_chains(
+    logp_and_grad, inits, *, random_state=None, n_jobs=None, threads=1, **kwargs
+):
     """Several independent :func:`run_hmc` chains, optionally in parallel.
 
     One child seed per chain is spawned up front from ``random_state``, so
-    the chains are the same whatever ``n_jobs`` is.
+    the chains are the same whatever ``n_jobs`` and ``threads`` are.
 
     Parameters
     ----------
     logp_and_grad : callable
-        As in :func:`run_hmc`; must be picklable when ``n_jobs`` is not 1.
+        As in :func:`run_hmc`; picklable for ``n_jobs`` other than 1, safe
+        on several threads at once for ``threads`` above 1.
     inits : array-like of shape (n_chains, n_params)
         One starting point per chain.
     random_state : int or None
         Seed of the :class:`numpy.random.SeedSequence` the chain seeds are
         spawned from.
     n_jobs : int or None
-        joblib's ``n_jobs``.
+        joblib's ``n_jobs``, where ``threads`` is 1.
+    threads : int, default=1
+        Above 1: that many threads of this process instead, for a
+        ``logp_and_grad`` that releases the GIL (see
+        :func:`~skgp_bayes.inference._chain_threads.run_on_threads`).
     **kwargs
         Passed to :func:`run_hmc` (the same for every chain, except
         ``inv_mass``, which may be an array of shape ``(n_chains,
@@ -754,25 +762,35 @@ def run_hmc_chains(logp_and_grad, inits, *, random_state=None, n_jobs=None, **kw
     inits = np.atleast_2d(np.asarray(inits, dtype=np.float64))
     n_chains = inits.shape[0]
     seeds = np.random.SeedSequence(random_state).spawn(n_chains)
-    inv_mass = kwargs.pop("inv_mass", None)
-    if inv_mass is not None and np.ndim(inv_mass) == 2:
-        masses = list(np.asarray(inv_mass, dtype=np.float64))
-    else:
-        masses = [inv_mass] * n_chains
+    inv_mass = kwargs.pop("inv_mass", None)  # np.ndim(None) is 0
+    two_d = np.ndim(inv_mass) == 2
+    masses = list(np.asarray(inv_mass, float)) if two_d else [inv_mass] * n_chains
     step = kwargs.pop("step_size", None)
     if step is not None and np.ndim(step) == 1:
         steps = [float(s) for s in step]
     else:
         steps = [step] * n_chains
-    jobs = (
-        delayed(run_hmc)(
-            logp_and_grad,
-            inits[c],
+
+    per_chain = [
+        dict(
             random_state=np.random.default_rng(seeds[c]),
             inv_mass=masses[c],
             step_size=steps[c],
-            **kwargs,
         )
+        for c in range(n_chains)
+    ]
+    if threads > 1 and n_chains > 1:
+        shared = kwargs.pop("progress", None)
+        return run_on_threads(
+            lambda c, p: run_hmc(
+                logp_and_grad, inits[c], progress=p, **per_chain[c], **kwargs
+            ),
+            n_chains,
+            threads,
+            shared,
+        )
+    jobs = (
+        delayed(run_hmc)(logp_and_grad, inits[c], **per_chain[c], **kwargs)
         for c in range(n_chains)
     )
     return Parallel(n_jobs=n_jobs)(jobs)

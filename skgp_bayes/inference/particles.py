@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from .._warnings import bound_to_fit
 from ..exceptions import NotPSDError
+from ._chain_threads import numba_threads_are_safe
 
 __all__ = []
 
@@ -29,27 +30,6 @@ _MIN_PARTICLES_PER_JOB = 2
 # backend on a local cluster), so that the round trip adds at most 20%.
 _REMOTE_WORK_PER_ROUND_TRIP = 5.0
 _TIMING_ROUNDS = 3
-
-
-def _numba_threads_are_safe():
-    """Whether Numba's parallel kernels may be entered from several threads.
-
-    Numba's ``workqueue`` layer aborts the process when two threads launch
-    parallel kernels at once; ``omp`` and ``tbb`` are thread-safe.
-    """
-    import numba
-
-    try:
-        layer = numba.threading_layer()
-    except ValueError:
-        # No parallel kernel has run yet, so no layer is chosen: launch one.
-        # A fit on the compiled sparse target may run none before its
-        # particles, and its n_jobs then bought no thread at all.
-        from ._numba_layer import launch_parallel_layer
-
-        launch_parallel_layer(2)
-        layer = numba.threading_layer()
-    return layer in ("omp", "tbb")
 
 
 def _evaluate_block(target, block, batch, in_worker=False):
@@ -346,7 +326,7 @@ class ParticleEvaluator:
         wanted = min(
             effective_n_jobs(self.n_jobs), n_particles // _MIN_PARTICLES_PER_JOB
         )
-        if wanted <= 1 or not _numba_threads_are_safe():
+        if wanted <= 1 or not numba_threads_are_safe():
             return 1
         return wanted
 

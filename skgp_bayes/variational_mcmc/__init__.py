@@ -32,8 +32,9 @@ Ghahramani, 2015).
    (:mod:`skgp_bayes.inference.marginal_maps`), held for the rest of the run;
    the number of leapfrog steps is uniform on ``1..ceil(pi / step)``, an
    integration time of up to ``pi`` (see ``max_leapfrog``). Chains
-   run in parallel with joblib; their seeds are spawned up front, so
-   ``n_jobs`` never changes the result.
+   run on threads by default where their trajectories are compiled, or in
+   parallel with joblib; their seeds are spawned up front, so ``n_jobs``
+   never changes the result.
 3. **Run length.** After warm-up the chains sample in blocks of
    ``n_samples``; after each block the split R-hat and the bulk effective
    sample size of every parameter are computed over all kept draws, and

@@ -181,8 +181,14 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
     random_state : int, RandomState instance or None, default=None
         Seeds k-means, the minibatches, the chain starts and the chains.
     n_jobs : int, default=None
-        Chains run in parallel with joblib; the result does not depend on
-        it.
+        How the chains share the machine; the result does not depend on it.
+        None: on threads of this process where their trajectories run in
+        compiled code (the default kernels and priors), one per chain up to
+        :func:`numba.get_num_threads` (``NUMBA_NUM_THREADS``, which joblib's
+        workers set to their share of the cores), as BLAS uses the cores
+        by default; one after another otherwise. 1: one after another.
+        Other values: joblib's ``n_jobs`` (processes, or the backend of
+        :func:`joblib.parallel_config`).
     verbose : int, default=0
         1 shows one progress line per stage on standard error, updated in
         place on a terminal (the Gaussian approximation's bound, then the

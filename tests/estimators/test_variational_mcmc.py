@@ -3,6 +3,7 @@
 import pickle
 import warnings
 
+import numba
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -17,10 +18,12 @@ from skgp_bayes import VariationalMCMCClassifier, VariationalMCMCRegressor
 from skgp_bayes.datasets import bin_coal_counts
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.exceptions import SamplerWarning
+from skgp_bayes.inference import hmc as hmc_module
 from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
+from skgp_bayes.variational_mcmc import _chains
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
@@ -199,7 +202,7 @@ def test_multiclass(multiclass, stat_seed):
     assert clf.score(X, y) > 0.8
 
 
-def test_same_result_with_one_or_two_jobs_and_random_state():
+def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
     X, y = _binary(30)
     params = dict(
         n_inducing=5,
@@ -213,10 +216,47 @@ def test_same_result_with_one_or_two_jobs_and_random_state():
     b = _quiet_fit(VariationalMCMCClassifier(n_jobs=2, **params), X, y)
     np.testing.assert_array_equal(a.draws_, b.draws_)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    # n_jobs=None: compiled chains share the cores by threads, here even
+    # with steps too cheap for threads to pay.
+    monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
+    threaded = []
+    run_on_threads = hmc_module.run_on_threads
+
+    def counted(*args, **kwargs):
+        threaded.append(args[2])
+        return run_on_threads(*args, **kwargs)
+
+    monkeypatch.setattr(hmc_module, "run_on_threads", counted)
+    d = _quiet_fit(VariationalMCMCClassifier(**params), X, y)
+    np.testing.assert_array_equal(a.draws_, d.draws_)
+    np.testing.assert_array_equal(a.predict_proba(X), d.predict_proba(X))
+    if numba.get_num_threads() >= 2:
+        assert threaded and all(n == 2 for n in threaded)
     c = _quiet_fit(
         VariationalMCMCClassifier(n_jobs=1, **{**params, "random_state": 4}), X, y
     )
     assert not np.array_equal(a.draws_, c.draws_)
+
+
+def test_chains_stay_on_one_thread_where_a_step_is_cheap(monkeypatch):
+    X, y = _binary(30)
+    threads = []
+    chain_threads = _chains.chain_threads
+
+    def recorded(*args):
+        threads.append(chain_threads(*args))
+        return threads[-1]
+
+    monkeypatch.setattr(_chains, "chain_threads", recorded)
+    params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20)
+    _quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
+    # 30 rows and 5 inducing inputs: a step of a few microseconds.
+    assert threads and set(threads) == {1}
+    monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
+    threads.clear()
+    _quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
+    expected = 2 if numba.get_num_threads() >= 2 else 1
+    assert threads and set(threads) == {expected}
 
 
 def test_pickle_and_clone_round_trip():
@@ -506,7 +546,6 @@ def test_fit_restarts_with_a_shorter_step_after_a_divergence(monkeypatch):
     # only draws taken after the last restart, and say how many restarts.
     import dataclasses
 
-    from skgp_bayes.variational_mcmc import _chains
     from skgp_bayes.variational_mcmc._sampling import MAX_BACKOFFS, STEP_BACKOFF
 
     pooled = _chains.pool_step_sizes
@@ -691,7 +730,6 @@ def test_collapsed_draws_get_their_own_v_after_a_restart(monkeypatch):
     import dataclasses
 
     from skgp_bayes.targets.exact_inducing import ExactInducingConditional
-    from skgp_bayes.variational_mcmc import _chains
 
     used = []
 

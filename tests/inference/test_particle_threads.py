@@ -6,8 +6,8 @@ import sys
 
 _PROBE = """
 import numba
-from skgp_bayes.inference.particles import _numba_threads_are_safe
-safe = _numba_threads_are_safe()
+from skgp_bayes.inference._chain_threads import numba_threads_are_safe
+safe = numba_threads_are_safe()
 print(safe, numba.threading_layer())
 """
 

@@ -1,0 +1,145 @@
+"""Independent chains on threads of this process.
+
+A chain whose leapfrog trajectories run in compiled code that releases the
+GIL (:class:`~skgp_bayes.variational_mcmc._trajectory.TrajectoryTarget`)
+spends most of its time outside the interpreter, so its chains can share
+the cores by threads, with nothing pickled and nothing started but the
+threads. Each chain keeps its own generator and state, so the draws are
+those of the chains run one after another, bit for bit.
+
+Two things a thread pool does not give by itself are added here:
+
+- Ctrl-C. The signal reaches the main thread, which waits on the chains; a
+  thread cannot be killed, so every chain checks a shared flag once a
+  transition (through its progress callable) and ends at the next one,
+  before the ``KeyboardInterrupt`` goes on to the caller.
+- Progress. The engine reports each chain's own count, and a shared
+  reporter that expects runs one after another would take the interleaved
+  counts for new runs; the chains' counts are summed under a lock instead.
+"""
+
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+from .._threads import one_blas_thread
+from .._warnings import bound_to_fit
+
+__all__ = ["numba_threads_are_safe", "run_on_threads"]
+
+
+class _Stopped(Exception):
+    """A chain ended early because another chain failed or the user pressed Ctrl-C."""
+
+
+class _SharedProgress:
+    """The chains' progress callables: their counts summed; a stop on request."""
+
+    def __init__(self, progress, n_chains):
+        self.progress = progress
+        self.done = [0] * n_chains
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def for_chain(self, index):
+        def report(done, total=None, stats=None):
+            if self.stop.is_set():
+                raise _Stopped
+            if self.progress is None:
+                return
+            with self.lock:
+                self.done[index] = int(done)
+                self.progress(sum(self.done), total, stats)
+
+        return report
+
+
+def run_on_threads(run_chain, n_chains, n_threads, progress=None):
+    """``[run_chain(c, progress_c) for c in range(n_chains)]`` on ``n_threads`` threads.
+
+    Parameters
+    ----------
+    run_chain : callable
+        ``run_chain(c, progress)`` runs chain ``c`` to its end, calling
+        ``progress(done, total, stats)`` once a transition, and returns its
+        result.
+    n_chains : int
+    n_threads : int
+        At least 2. BLAS runs on one thread meanwhile: the chains are the
+        parallelism.
+    progress : callable, optional
+        ``progress(done, total, stats)`` with ``done`` summed over the
+        chains, as for chains run one after another.
+
+    Returns
+    -------
+    list
+        The chains' results, in chain order.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        After every chain has stopped at its next transition.
+    Exception
+        The error of the first chain (in chain order) that raised one, once
+        the others have stopped.
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference._chain_threads import run_on_threads
+    >>> def run_chain(c, progress):
+    ...     for i in range(3):
+    ...         progress(i + 1, 3, {})
+    ...     return c * c
+    >>> run_on_threads(run_chain, 4, 2)
+    [0, 1, 4, 9]
+    """
+    shared = _SharedProgress(progress, n_chains)
+    with one_blas_thread():
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            futures = [
+                pool.submit(bound_to_fit(run_chain), c, shared.for_chain(c))
+                for c in range(n_chains)
+            ]
+            try:
+                # Waits in the main thread: Ctrl-C lands here.
+                wait(futures, return_when=FIRST_EXCEPTION)
+            finally:
+                # On a failure or Ctrl-C the other chains end at their next
+                # transition, and leaving the pool waits for them.
+                if not all(f.done() and f.exception() is None for f in futures):
+                    shared.stop.set()
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise next(e for e in errors if not isinstance(e, _Stopped))
+    return [future.result() for future in futures]
+
+
+def numba_threads_are_safe():
+    """Whether Numba's parallel kernels may be entered from several threads.
+
+    Numba's ``workqueue`` layer aborts the process when two threads launch
+    parallel kernels at once; ``omp`` and ``tbb`` are thread-safe.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference._chain_threads import numba_threads_are_safe
+    >>> isinstance(numba_threads_are_safe(), bool)
+    True
+    """
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        # No parallel kernel has run yet, so no layer is chosen: launch one.
+        # A fit on a compiled target may run none before its particles or
+        # chains go on threads, and would then get no thread at all.
+        from ._numba_layer import launch_parallel_layer
+
+        launch_parallel_layer(2)
+        layer = numba.threading_layer()
+    return layer in ("omp", "tbb")
