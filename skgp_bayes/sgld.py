@@ -281,8 +281,15 @@ class SGLDGPRegressor(
         ``random_state`` and ``verbose``) must be unchanged, else
         ``ValueError``.
     n_jobs : int or None, default=None
-        Chains run in parallel processes (joblib); results do not depend on
-        it.
+        How the chains share the machine; results do not depend on it.
+        None: on threads of this process where the gradient is exact and
+        compiled (``solver="cholesky"``, an RBF-family kernel, the CPU) and
+        takes at least 80 us, one per chain up to
+        :func:`numba.get_num_threads` (``NUMBA_NUM_THREADS``, which
+        joblib's workers set to their share of the cores); one after
+        another otherwise. 1: one after another. Other values: joblib's
+        ``n_jobs`` (processes, or the backend of
+        :func:`joblib.parallel_config`).
     backend : {"numpy", "cupy"}, default="numpy"
         Array module of the fit's gradients. ``"cupy"`` builds and stores
         the kernel matrix on the GPU and runs the CG solves and the gradient

@@ -148,6 +148,27 @@ class ExactMarginalTarget:
             self._rbf_setup(self.X)
 
     @property
+    def compiled(self):
+        """Whether value and gradient come from one compiled call.
+
+        The RBF family's path, which releases the GIL (it falls back to the
+        general path only where ``K`` needs jitter).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF, Matern
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets import ExactMarginalTarget
+        >>> X, y = np.linspace(0, 1, 5)[:, None], np.zeros(5)
+        >>> ExactMarginalTarget(KernelAdapter(RBF()), X, y, None).compiled
+        True
+        >>> ExactMarginalTarget(KernelAdapter(Matern()), X, y, None).compiled
+        False
+        """
+        return bool(self._rbf and self.y.ndim == 1)
+
+    @property
     def param_names(self):
         """Names of the parameter vector's entries.
 

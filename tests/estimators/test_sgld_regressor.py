@@ -3,6 +3,7 @@ import sys
 import warnings
 
 import joblib
+import numba
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -10,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from skgp_bayes import SGLDGPRegressor
+from skgp_bayes import SGLDGPRegressor, _sgld_chains
 from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
@@ -222,6 +223,31 @@ def test_determinism_across_n_jobs(data):
     np.testing.assert_array_equal(one.predict(X), two.predict(X))
     other = SGLDGPRegressor(**{**FAST, "random_state": 1}).fit(X, y)
     assert not np.array_equal(one.chains_, other.chains_)
+
+
+def test_exact_chains_on_threads_by_default_give_the_same_draws(data, monkeypatch):
+    """n_jobs=None: compiled exact chains share the cores by threads."""
+    X, y = data
+    params = dict(n_iter=60, n_chains=2, solver="cholesky", random_state=0)
+    one = SGLDGPRegressor(**params, n_jobs=1).fit(X, y)
+    threads = []
+    choose = _sgld_chains.SGLDChainsMixin._chain_threads
+
+    def recorded(self, *args):
+        threads.append(choose(self, *args))
+        return threads[-1]
+
+    monkeypatch.setattr(_sgld_chains.SGLDChainsMixin, "_chain_threads", recorded)
+    monkeypatch.setattr(_sgld_chains, "THREADED_GRADIENT_SECONDS", 0.0)
+    default = SGLDGPRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(one.chains_, default.chains_)
+    np.testing.assert_array_equal(one.predict(X), default.predict(X))
+    expected = 2 if numba.get_num_threads() >= 2 else 1
+    assert threads and set(threads) == {expected}
+    # CG gradients hold BLAS, not compiled code: they stay one after another.
+    threads.clear()
+    SGLDGPRegressor(**FAST).fit(X, y)
+    assert threads and set(threads) == {1}
 
 
 def test_pickle_and_joblib_round_trip(fitted, data, tmp_path):
