@@ -1,17 +1,18 @@
 """Independent chains on threads of this process.
 
-A chain whose leapfrog trajectories run in compiled code that releases the
-GIL (:class:`~skgp_bayes.variational_mcmc._trajectory.TrajectoryTarget`)
-spends most of its time outside the interpreter, so its chains can share
-the cores by threads, with nothing pickled and nothing started but the
-threads. Each chain keeps its own generator and state, so the draws are
+A chain whose target runs in compiled code that releases the GIL (HMC's
+compiled trajectories,
+:class:`~skgp_bayes.variational_mcmc._trajectory.TrajectoryTarget`; the
+exact target's compiled RBF path under SGLD) spends most of its time
+outside the interpreter, so its chains can share the cores by threads, with
+nothing pickled and nothing started but the threads. Each chain keeps its own generator and state, so the draws are
 those of the chains run one after another, bit for bit.
 
 Two things a thread pool does not give by itself are added here:
 
 - Ctrl-C. The signal reaches the main thread, which waits on the chains; a
-  thread cannot be killed, so every chain checks a shared flag once a
-  transition (through its progress callable) and ends at the next one,
+  thread cannot be killed, so every chain checks a shared flag once an
+  iteration (through its progress callable) and ends at the next one,
   before the ``KeyboardInterrupt`` goes on to the caller.
 - Progress. The engine reports each chain's own count, and a shared
   reporter that expects runs one after another would take the interleaved
@@ -60,7 +61,7 @@ def run_on_threads(run_chain, n_chains, n_threads, progress=None):
     ----------
     run_chain : callable
         ``run_chain(c, progress)`` runs chain ``c`` to its end, calling
-        ``progress(done, total, stats)`` once a transition, and returns its
+        ``progress(done, total, stats)`` once an iteration, and returns its
         result.
     n_chains : int
     n_threads : int
@@ -78,7 +79,7 @@ def run_on_threads(run_chain, n_chains, n_threads, progress=None):
     Raises
     ------
     KeyboardInterrupt
-        After every chain has stopped at its next transition.
+        After every chain has stopped at its next iteration.
     Exception
         The error of the first chain (in chain order) that raised one, once
         the others have stopped.
@@ -105,7 +106,7 @@ def run_on_threads(run_chain, n_chains, n_threads, progress=None):
                 wait(futures, return_when=FIRST_EXCEPTION)
             finally:
                 # On a failure or Ctrl-C the other chains end at their next
-                # transition, and leaving the pool waits for them.
+                # iteration, and leaving the pool waits for them.
                 if not all(f.done() and f.exception() is None for f in futures):
                     shared.stop.set()
     errors = [f.exception() for f in futures if f.exception() is not None]
