@@ -173,6 +173,33 @@ def shortest_resolvable_scale(X):
     return float(np.median(np.sqrt(np.maximum(d2.min(axis=1), 0.0))))
 
 
+def shortened_length_scales(names, theta, factor):
+    """``theta`` with every length scale divided by ``factor`` (log scale).
+
+    Parameters
+    ----------
+    names : list of str
+        Hyperparameter names, as in :func:`length_scale_grid`.
+    theta : ndarray of shape (n_params,)
+    factor : float
+
+    Returns
+    -------
+    ndarray of shape (n_params,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._starts import shortened_length_scales
+    >>> shortened_length_scales(["k1__constant_value", "k2__length_scale"],
+    ...                         np.zeros(2), np.e).tolist()
+    [0.0, -1.0]
+    """
+    theta = np.array(theta, dtype=float)
+    theta[_length_scale_entries(names)] -= np.log(factor)
+    return theta
+
+
 def length_scale_grid(names, start, X):
     """Candidate starts: length scales scaled together, crossed with noise levels.
 

@@ -5,8 +5,9 @@ compiled trajectories,
 :class:`~skgp_bayes.variational_mcmc._trajectory.TrajectoryTarget`; the
 exact target's compiled RBF path under SGLD) spends most of its time
 outside the interpreter, so its chains can share the cores by threads, with
-nothing pickled and nothing started but the threads. Each chain keeps its own generator and state, so the draws are
-those of the chains run one after another, bit for bit.
+nothing pickled and nothing started but the threads. Each chain keeps its
+own generator and state, so the draws are those of the chains run one after
+another, bit for bit.
 
 Two things a thread pool does not give by itself are added here:
 

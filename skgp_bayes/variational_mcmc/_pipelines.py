@@ -15,7 +15,7 @@ import numpy as np
 
 from .._defaults import estimator_prior_set
 from .._fit_checks import warn_at_bounds
-from .._starts import screened_exact_starts
+from .._starts import screened_exact_starts, shortened_length_scales
 from ..inference.affine import curvature_preconditioner
 from ..inference.laplace import find_map
 from ..inference.mode_jumps import jump_record, laplace_mixture
@@ -40,6 +40,19 @@ from ._sampling import (
 # to which stage 1 also searches the exact marginal: each search is an
 # L-BFGS run on the sampled target.
 _MODE_SEARCH_MAX_N = 1000
+# The last of the SVGP bound's further k-means starts (a classifier's or a
+# Poisson model's, see _approximation._SVGP_STARTS) begins with its length
+# scales divided by this. The bound of a non-Gaussian likelihood has a flat
+# optimum, a long length scale that explains little of the labels, and the
+# default start (sqrt(d) in standardised inputs) can lie in its basin: on
+# 40-point binary toy data (labels from the sign of sin(1.5 x), 8 inducing
+# inputs) all starts stopped there at 8 of 100 seeds, ELBO about -30, where
+# a start at a quarter of the length scale reaches -21 and a method="gaussian"
+# prediction 0.4-0.6 closer to the sampled one. A quarter is the prior's
+# short end (its median is e times the start); the highest ELBO is kept, as
+# for the inducing inputs' starts, so the start costs nothing where the
+# default basin is the better one.
+SHORT_START_FACTOR = 4.0
 # One jump after every HMC transition: a move costs one density evaluation,
 # a transition up to max_leapfrog gradients.
 _MODE_JUMP_EVERY = 1
@@ -181,8 +194,14 @@ def gaussian_approximation(start, approximation, data, Z0):
     X, y, likelihood, offset = data
     seed = int(start.seeds[0])
     starts = [Z0, *approximation.more_inducing_starts(X, Z0, seed)]
+    theta0 = start.theta0()
     best, n_iter = None, 0
-    for Z_start in starts:
+    for k, Z_start in enumerate(starts):
+        theta_start = theta0
+        if k > 0 and k == len(starts) - 1:
+            names = start.adapter.param_names
+            theta_start = shortened_length_scales(names, theta0, SHORT_START_FACTOR)
+            theta_start = np.clip(theta_start, *start.kernel_bounds.T)
         bound = SVGPBound(
             start.adapter,
             X,
@@ -193,7 +212,7 @@ def gaussian_approximation(start, approximation, data, Z0):
             learn_inducing=None if approximation.optimize_inducing else False,
             offset=offset,
         )
-        params0 = bound.initial_params(start.theta0())
+        params0 = bound.initial_params(theta_start)
         opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
         opt_bounds[: bound.n_hyper] = start.hyper_bounds
         svgp = approximation.joint(

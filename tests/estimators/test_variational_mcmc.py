@@ -174,12 +174,10 @@ def test_classifier_fits_and_predicts_both_ways(stat_seed):
     # Its maximum over the 40 points, over seeds 0-7: 0.021-0.065. 0.15 is 5
     # of those standard errors at every point (40 * 5.7e-7 false failures)
     # on top of a bias below the largest gap seen; a method that ignored the
-    # data (p = 0.5 against about 0.9) misses it. Known open defect, not a
-    # false failure: at 8 of seeds 0-99 (28, 35, 59, 60, 65, 75, 79, 92) the
-    # SVGP stage stops in the flat optimum (length scale 2.1-3.2, ELBO -28
-    # to -30.5 against about -21 from a start at length scale 0.3-0.7) and
-    # the gap is 0.44-0.60; the chains leave that optimum, so only
-    # method="gaussian" is wrong there. Its starts screen no length scale.
+    # data (p = 0.5 against about 0.9) misses it. Before the SVGP stage had a
+    # short length-scale start (_pipelines.SHORT_START_FACTOR) it failed at 8
+    # of seeds 0-99, its every start in the bound's flat optimum (gap
+    # 0.44-0.60).
     assert np.max(np.abs(p_mcmc - p_gauss)) < 0.15
     assert not np.allclose(p_mcmc, p_gauss)
     with pytest.raises(ValueError, match="method"):
