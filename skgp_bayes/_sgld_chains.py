@@ -4,9 +4,6 @@ check. Where the gradient comes from is the solver's business
 (:mod:`skgp_bayes._sgld_solvers`); starts, schedule and the rule itself are
 in :mod:`skgp_bayes._sgld_setup`."""
 
-import time
-
-import numba
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
@@ -24,7 +21,11 @@ from ._sgld_setup import (
 from ._warnings import collect_warnings, report, warn_user
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld
-from .inference._chain_threads import numba_threads_are_safe, run_on_threads
+from .inference._chain_threads import (
+    default_chain_threads,
+    quickest_seconds,
+    run_on_threads,
+)
 
 # The least time an exact gradient must take for the chains to go on threads
 # by default. Each iteration's interpreted part (the step, the Metropolis
@@ -61,16 +62,6 @@ _CHAIN_PARAMS = (
     "normalize_y",
     "backend",
 )
-
-
-def _gradient_seconds(logp_and_grad, x):
-    """The quickest of three evaluations of a value and gradient at ``x``."""
-    best = np.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        logp_and_grad(x)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
@@ -159,69 +150,62 @@ def _count_budget(budget, runs):
 class SGLDChainsMixin:
     """Chain-side methods of :class:`~skgp_bayes.SGLDGPRegressor`."""
 
-    def _run_block(self, chain_args, chain_inputs, options):
+    def _run_block(self, chain_args, chain_inputs, options, threads):
         data, M, bounds = chain_args
-        threads = self._chain_threads(data, chain_inputs, options)
         progress = fit_progress(
             self,
             "Langevin chains",
             options["n_iter"],
             n_runs=self.n_chains,
-            in_process=threads > 1 or effective_n_jobs(self.n_jobs) == 1,
+            in_process=effective_n_jobs(self.n_jobs) == 1,
         )
         verbose = engine_verbose(self)
 
-        def chain(c, chain_progress):
-            chain_options = {**options, "chain": c}
-            return _run_chain(
-                data, chain_inputs[c], chain_options, M, bounds, verbose, chain_progress
-            )
+        def arguments(c):
+            return data, chain_inputs[c], {**options, "chain": c}, M, bounds, verbose
 
         with progress:
             if threads > 1:
-                return run_on_threads(chain, self.n_chains, threads, progress.engine)
-            jobs = (
-                delayed(_run_chain)(
-                    data,
-                    chain_inputs[c],
-                    {**options, "chain": c},
-                    M,
-                    bounds,
-                    verbose,
+                return run_on_threads(
+                    lambda c, shared: _run_chain(*arguments(c), shared),
+                    self.n_chains,
+                    threads,
                     progress.engine,
                 )
+            jobs = (
+                delayed(_run_chain)(*arguments(c), progress.engine)
                 for c in range(self.n_chains)
             )
             return Parallel(n_jobs=self.n_jobs)(jobs)
 
     def _chain_threads(self, data, chain_inputs, options):
-        """Threads for the chains by default: one per chain, or 1.
+        """Threads for the chains, once per fit: one per chain, or 1.
 
-        With ``n_jobs=None`` (and no ``joblib.parallel_config`` that sets
-        ``n_jobs``), chains whose exact gradient is one compiled call that
-        releases the GIL, on the CPU, run on threads, up to Numba's thread
-        count (``NUMBA_NUM_THREADS``, which joblib's workers set to their
-        share of the cores), where a gradient takes at least
-        :data:`THREADED_GRADIENT_SECONDS`. The draws are those of one chain
-        after another.
+        Exact chains whose gradient is one compiled call that releases the
+        GIL, on the CPU, and takes at least
+        :data:`THREADED_GRADIENT_SECONDS` (timed at the first chain's start)
+        go on threads when ``n_jobs`` is None
+        (:func:`~skgp_bayes.inference._chain_threads.default_chain_threads`).
+        The draws are those of one chain after another.
         """
-        if self.n_jobs is not None or effective_n_jobs(None) != 1:
-            return 1
-        if options["solver"].name != "cholesky":
-            return 1
-        if get_array_module(options["backend"]) is not np:
-            return 1
-        target = options["solver"].new_target(data, None, np)
-        if not target.compiled:
-            return 1
-        start = chain_inputs[0].get("start")
-        x = np.zeros(target.n_params) if start is None else np.asarray(start)
-        guarded = options["solver"].guarded(target)
-        if _gradient_seconds(guarded, x) < THREADED_GRADIENT_SECONDS:
-            return 1
-        if not numba_threads_are_safe():
-            return 1
-        return max(1, min(self.n_chains, numba.get_num_threads()))
+        solver = options["solver"]
+
+        def gradient_seconds():
+            if solver.name != "cholesky":
+                return None
+            if get_array_module(options["backend"]) is not np:
+                return None
+            target = solver.new_target(data, None, np)
+            if not target.compiled:
+                return None
+            start = chain_inputs[0].get("start")
+            x = np.zeros(target.n_params) if start is None else np.asarray(start)
+            guarded = solver.guarded(target)
+            return quickest_seconds(lambda: guarded(x))
+
+        return default_chain_threads(
+            self.n_jobs, self.n_chains, gradient_seconds, THREADED_GRADIENT_SECONDS
+        )
 
     def _sample(self, chain_args, chain_inputs, options, previous, run):
         """Run the chains, in blocks until they mix when ``n_iter="auto"``.
@@ -238,8 +222,9 @@ class SGLDChainsMixin:
         limit = chains.shape[1] + self.max_iter if auto else None
         record = {"blocks": 0, "budget": [0, 0, 0.0], "mode_jumps": [0, 0]}
         ran = 0
+        threads = self._chain_threads(chain_args[0], chain_inputs, options)
         while True:
-            runs = self._run_block(chain_args, chain_inputs, options)
+            runs = self._run_block(chain_args, chain_inputs, options, threads)
             ran += options["n_iter"]
             record["blocks"] += 1
             chains, steps, accepted = (

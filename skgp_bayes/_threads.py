@@ -47,7 +47,7 @@ def blas_threads_for(n_rows, n_cols=None):
     """
     n_cols = n_rows if n_cols is None else n_cols
     if n_rows * n_cols <= _config.SERIAL_BLAS_MAX_WORK:
-        return _blas_controller().limit(limits=1, user_api="blas")
+        return one_blas_thread()
     return contextlib.nullcontext()
 
 

@@ -21,12 +21,20 @@ Two things a thread pool does not give by itself are added here:
 """
 
 import threading
+import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+from joblib import effective_n_jobs
 
 from .._threads import one_blas_thread
 from .._warnings import bound_to_fit
 
-__all__ = ["numba_threads_are_safe", "run_on_threads"]
+__all__ = [
+    "default_chain_threads",
+    "numba_threads_are_safe",
+    "quickest_seconds",
+    "run_on_threads",
+]
 
 
 class _Stopped(Exception):
@@ -145,3 +153,65 @@ def numba_threads_are_safe():
         launch_parallel_layer(2)
         layer = numba.threading_layer()
     return layer in ("omp", "tbb")
+
+
+def quickest_seconds(call, repeats=3):
+    """Seconds of the quickest of ``repeats`` calls of ``call()``.
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference._chain_threads import quickest_seconds
+    >>> quickest_seconds(lambda: sum(range(100))) >= 0.0
+    True
+    """
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def default_chain_threads(n_jobs, n_chains, work_seconds, threshold):
+    """Threads for an estimator's chains: one per chain, or 1.
+
+    Threads only where the user left ``n_jobs`` at None (here and in any
+    :func:`joblib.parallel_config`), the chains' compiled work releases the
+    GIL and one unit of it takes at least ``threshold`` seconds, and Numba's
+    threading layer can be entered from several threads; then up to
+    :func:`numba.get_num_threads` (``NUMBA_NUM_THREADS``, which joblib's
+    workers set to their share of the cores).
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        The estimator's ``n_jobs``.
+    n_chains : int
+    work_seconds : callable
+        Returns the seconds of one unit of the chains' compiled work (a
+        leapfrog step, a gradient), or None where it is not compiled;
+        called only when ``n_jobs`` allows threads.
+    threshold : float
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference._chain_threads import default_chain_threads
+    >>> default_chain_threads(None, 4, lambda: None, 50e-6)  # not compiled
+    1
+    >>> default_chain_threads(1, 4, lambda: 1.0, 50e-6)  # one after another
+    1
+    """
+    if n_jobs is not None or effective_n_jobs(None) != 1:
+        return 1
+    seconds = work_seconds()
+    if seconds is None or seconds < threshold:
+        return 1
+    if not numba_threads_are_safe():
+        return 1
+    import numba
+
+    return max(1, min(n_chains, numba.get_num_threads()))

@@ -13,8 +13,8 @@ import time
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from joblib.parallel import BACKENDS, DEFAULT_BACKEND, get_active_backend
-from threadpoolctl import threadpool_limits
 
+from .._threads import one_blas_thread
 from .._warnings import bound_to_fit
 from ..exceptions import NotPSDError
 from ._chain_threads import numba_threads_are_safe
@@ -57,7 +57,7 @@ def _evaluate_block(target, block, batch, in_worker=False):
 def _evaluate_remote_block(target, block, batch):
     # Another process: one BLAS thread, as the threads path has, so that the
     # arithmetic (and each particle's result) is the same wherever it runs.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _evaluate_block(target, block, batch, True)
 
 
@@ -305,7 +305,7 @@ class ParticleEvaluator:
             values, grads, error = _evaluate_block(self.target, particles, batch)
         else:
             blocks = np.array_split(particles, n_threads)
-            with threadpool_limits(limits=1, user_api="blas"):
+            with one_blas_thread():
                 parts = Parallel(n_jobs=n_threads, backend="threading")(
                     delayed(bound_to_fit(_evaluate_block))(
                         self.target, block, batch, True

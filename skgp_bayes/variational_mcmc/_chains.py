@@ -12,7 +12,6 @@ import functools
 import time
 from collections.abc import Callable
 
-import numba
 import numpy as np
 from joblib import effective_n_jobs
 
@@ -20,7 +19,7 @@ from .._base import Printer
 from .._progress import engine_verbose, fit_progress
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
-from ..inference._chain_threads import numba_threads_are_safe
+from ..inference._chain_threads import default_chain_threads
 from ..inference.adaptation import terminal_buffer
 from ..inference.affine import curvature_preconditioner
 from ..likelihoods import RobustMax
@@ -360,11 +359,9 @@ sampler, target_accept, n_jobs
         most of the time and stay on one thread, as does a Numba threading
         layer that cannot be entered from two threads at once.
         """
-        if self.n_jobs is not None or effective_n_jobs(None) != 1:
-            # Set by the user, here or by a joblib.parallel_config context.
-            return {"n_jobs": self.n_jobs}
-        threads = chain_threads(sampler.target, self.n_chains, sampler.inits[0])
-        return {"threads": threads}
+        x = sampler.inits[0]
+        threads = chain_threads(self.n_jobs, sampler.target, self.n_chains, x)
+        return {"n_jobs": self.n_jobs, "threads": threads}
 
     def _progress(self, stage, length):
         """The progress of one block of HMC chains, each ``length`` long."""
@@ -441,27 +438,27 @@ sampler, target_accept, n_jobs
         return n_div
 
 
-def chain_threads(target, n_chains, x):
-    """Threads for ``n_chains`` chains on ``target`` by default (see ``_workers``).
+def chain_threads(n_jobs, target, n_chains, x):
+    """Threads for ``n_chains`` chains on ``target`` (see ``HMCStage._workers``).
 
-    One where the trajectories are not compiled, or so cheap a step that
-    the interpreted part of a transition would hold the GIL most of the
-    time (:data:`THREADED_STEP_SECONDS`, timed from ``x``).
+    One unless the trajectories are compiled and a step from ``x`` takes at
+    least :data:`THREADED_STEP_SECONDS`
+    (:func:`~skgp_bayes.inference._chain_threads.default_chain_threads`).
 
     Examples
     --------
     >>> import numpy as np
     >>> from skgp_bayes.variational_mcmc._chains import chain_threads
-    >>> chain_threads(lambda x: (-0.5 * x @ x, -x), 4, np.zeros(2))  # interpreted
+    >>> chain_threads(None, lambda x: (-0.5 * x @ x, -x), 4, np.zeros(2))
     1
     """
-    if not isinstance(target, TrajectoryTarget) or not target.compiled():
-        return 1
-    if target.seconds_per_step(x) < THREADED_STEP_SECONDS:
-        return 1
-    if not numba_threads_are_safe():
-        return 1
-    return max(1, min(n_chains, numba.get_num_threads()))
+
+    def step_seconds():
+        if not isinstance(target, TrajectoryTarget):
+            return None  # interpreted
+        return target.seconds_per_step(x)
+
+    return default_chain_threads(n_jobs, n_chains, step_seconds, THREADED_STEP_SECONDS)
 
 
 def _retried_clause(results):

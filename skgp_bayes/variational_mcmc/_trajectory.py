@@ -16,10 +16,9 @@ trajectory that reaches the logit rule's small-variance hand-over or an
 exact kernel matrix that needs jitter.
 """
 
-import time
-
 import numpy as np
 
+from ..inference._chain_threads import quickest_seconds
 from ..inference.affine import AffineTarget
 from ..inference.marginal_maps import MarginalMapTarget
 from ..targets.compiled_forms import FORMS, compiled_form
@@ -185,12 +184,8 @@ class TrajectoryTarget(AffineTarget):
             x = _floats(x)
             _, grad = self(x)
             p, unit = np.full(x.size, 0.1), np.ones(x.size)
-            best = np.inf
-            for _ in range(3):
-                start = time.perf_counter()
-                self.leapfrog(x, p, grad, 1e-3, unit, 8)
-                best = min(best, time.perf_counter() - start)
-            self._step_seconds = best / 8
+            seconds = quickest_seconds(lambda: self.leapfrog(x, p, grad, 1e-3, unit, 8))
+            self._step_seconds = seconds / 8
         return self._step_seconds
 
     def leapfrog(self, x, p, grad, step, inv_mass, n_steps):
