@@ -277,6 +277,34 @@ def test_compiled_softmax_expectation_matches_the_likelihood():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+def test_compiled_softmax_expectation_in_blocks_matches_the_likelihood():
+    from skgp_bayes.targets import _likelihood_numba
+
+    # 90 points x 10 classes x 100 draws: several blocks of points, the last
+    # one short. Each point's value may not depend on the points it is
+    # computed with (bit for bit: the blocks change no arithmetic).
+    rng = np.random.default_rng(5)
+    n, C = 90, 10
+    lik = Softmax(C)
+    mu = rng.normal(scale=3.0, size=(n, C))
+    sd = rng.uniform(0.1, 2.0, n)
+    y = rng.integers(0, C, n)
+    draws = lik.default_draws()
+    weights = np.full(draws.shape[0], 1.0 / draws.shape[0])
+    assert n * C * draws.shape[0] > 2 * _likelihood_numba._SOFTMAX_BLOCK_VALUES
+    got = _likelihood_numba.softmax_expectation(y, mu, sd, draws, weights)
+    var = np.repeat(sd[:, None] ** 2, C, axis=1)
+    ref = lik.expected_log_prob(y, mu, var, grad=True)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    for i in (0, 17, n - 1):
+        alone = _likelihood_numba.softmax_expectation(
+            y[i : i + 1], mu[i : i + 1], sd[i : i + 1], draws, weights
+        )
+        for a, b in zip(alone, got, strict=True):
+            np.testing.assert_array_equal(a[0], b[i])
+
+
 @pytest.mark.parametrize("n_classes", [2, 3, 4, 5])
 def test_softmax_rule_integrates_degree_five_exactly(n_classes):
     from itertools import combinations_with_replacement
