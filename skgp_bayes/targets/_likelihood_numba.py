@@ -461,18 +461,19 @@ def _whitened_gradients(
 
 @njit(cache=True, nogil=True)
 def softmax_mean_proba(means, sd, nodes, weights):
-    """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] nodes_k)``.
+    """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] nodes[r, k])``.
 
     The class probabilities of a mixture of draws, each with latent means
     ``means[s, i]`` (one per class) and a standard deviation ``sd[s, i]``
     shared by the classes, averaged over the draws in one pass (no array of
-    ``S * n * K * C`` values is ever built).
+    ``S * n * K * C`` values is ever built). The nodes are shared by every
+    draw (``r = 0``) or are each draw's own (``r = s``).
 
     Parameters
     ----------
     means : ndarray of shape (S, n, C)
     sd : ndarray of shape (S, n)
-    nodes : ndarray of shape (K, C)
+    nodes : ndarray of shape (1, K, C) or (S, K, C)
     weights : ndarray of shape (K,)
 
     Returns
@@ -481,16 +482,18 @@ def softmax_mean_proba(means, sd, nodes, weights):
         Rows normalised to sum to one exactly.
     """
     S, n, C = means.shape
-    K = nodes.shape[0]
+    K = nodes.shape[1]
+    shared = nodes.shape[0] == 1
     out = np.zeros((n, C))
     f = np.empty(C)
     for s in range(S):
+        r = 0 if shared else s
         for i in range(n):
             s_i = sd[s, i]
             for k in range(K):
                 top = -np.inf
                 for c in range(C):
-                    f[c] = means[s, i, c] + s_i * nodes[k, c]
+                    f[c] = means[s, i, c] + s_i * nodes[r, k, c]
                     if f[c] > top:
                         top = f[c]
                 total = 0.0

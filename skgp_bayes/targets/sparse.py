@@ -90,7 +90,12 @@ from scipy.special import gammaln
 from ..likelihoods import Bernoulli, Gaussian, Poisson, Softmax
 from ..linalg import inverse_congruence, triangular_solve
 from . import _likelihood_numba
-from ._softmax_rule import softmax_nodes, softmax_rule, softmax_rule_proba
+from ._softmax_rule import (
+    softmax_mixture_proba,
+    softmax_nodes,
+    softmax_rule,
+    softmax_rule_proba,
+)
 from ._sparse_compiled import compiled_prior, evaluate_compiled
 from ._sparse_shared import (
     add_jitter_weight,
@@ -107,7 +112,13 @@ from ._sparse_shared import (
     sparse_expected_log_prob,
 )
 
-__all__ = ["SparseWhitenedTarget", "JITTER", "softmax_rule", "softmax_rule_proba"]
+__all__ = [
+    "SparseWhitenedTarget",
+    "JITTER",
+    "softmax_mixture_proba",
+    "softmax_rule",
+    "softmax_rule_proba",
+]
 
 #: Relative diagonal jitter on ``K(Z, Z)``.
 JITTER = 1e-6

@@ -20,7 +20,7 @@ from .._predictive_contract import (
 from .._validation import atomic_feature_state
 from ..likelihoods import Bernoulli, RobustMax, Softmax
 from ..sampling import require_spectral_spec
-from ..targets.sparse import softmax_rule_proba
+from ..targets.sparse import softmax_mixture_proba
 from ._base import VariationalMCMCBase
 
 
@@ -447,20 +447,20 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         """
         return self._proba(self._validate_query(X), method)
 
-    def _softmax_by_rule(self):
-        return isinstance(self._likelihood, Softmax) and self._n_latent - 1 <= 4
-
     def _proba(self, X, method):
         """``predict_proba`` at inputs already in the model's units."""
         means, var = self._latent_draws(X, method)
         if self._n_latent == 1:
             # Through the log odds, so that predict_log_proba is its log.
             return proba_from_log_odds(self._log_odds(means, var))
-        if method == "mcmc" and self._softmax_by_rule():
+        if method == "mcmc" and isinstance(self._likelihood, Softmax):
             # The draws share one latent variance across classes, which the
-            # target's cubature uses too; a loop over draws with the
-            # likelihood's 100 Monte Carlo draws each cost seconds.
-            proba = softmax_rule_proba(means, var[..., 0])
+            # target's cubature uses too; beyond five classes each draw takes
+            # its own few nodes. A loop over draws with the likelihood's 100
+            # Monte Carlo draws each took 22 s for 540 points of ten classes.
+            proba = softmax_mixture_proba(
+                means, var[..., 0], self._likelihood.random_state
+            )
         else:
             total = np.zeros((X.shape[0], self.classes_.size))
             for s in range(means.shape[0]):
@@ -479,7 +479,8 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         if method != "mcmc":
             raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
         means, variances = self._draw_moments(X)
-        return means, np.repeat(variances[..., None], self._n_latent, axis=-1)
+        # A read-only view: a copy per class took 0.5 s at 5,796 draws.
+        return means, np.broadcast_to(variances[..., None], means.shape)
 
     def _log_odds(self, means, var):
         return binary_log_odds(self._likelihood, means[..., 0], var[..., 0])

@@ -205,6 +205,47 @@ def test_multiclass(multiclass, stat_seed):
     assert clf.score(X, y) > 0.8
 
 
+def test_many_classes_predict_proba_averages_each_draws_own_nodes():
+    # Six classes, beyond the cubature rule: every kept draw takes its own
+    # antithetic pair of nodes. Against each draw's E[softmax] over 4,000
+    # shared nodes, averaged over the draws: softmax values lie in [0, 1],
+    # so a draw's node variance is at most p (1 - p) and the estimate's sd
+    # at most sqrt(sum_s p_s (1 - p_s)) / S (a pair's mean varies no more
+    # than one node), and the reference's, its error shared by the draws at
+    # worst, at most mean_s sqrt(p_s (1 - p_s)) / sqrt(4000). Five combined
+    # sds: a false failure below 6e-7 an entry, 2e-4 over the 360 entries.
+    from skgp_bayes.likelihoods import Softmax, standard_normal_draws
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-3, 3, (60, 1))
+    y = np.digitize(X[:, 0], [-2.0, -1.0, 0.0, 1.0, 2.0])
+    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=5, **SMALL), X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (60, 6)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    np.testing.assert_allclose(clf.predict_proba(X[7:9]), proba[7:9], rtol=1e-12)
+
+    means, variances = clf._draw_moments(clf._validate_query(X))
+    nodes = standard_normal_draws(4000, 6, random_state=0)
+    lik = Softmax(n_classes=6)
+    per_draw = np.array(
+        [
+            lik.predictive(m, np.repeat(v[:, None], 6, axis=1), draws=nodes)
+            for m, v in zip(means, variances, strict=True)
+        ]
+    )
+    S = per_draw.shape[0]
+    node_sd_bound = np.sqrt(per_draw * (1.0 - per_draw))
+    sd_bound = np.sqrt((node_sd_bound**2).sum(axis=0)) / S
+    reference_sd_bound = node_sd_bound.mean(axis=0) / np.sqrt(nodes.shape[0])
+    tolerance = 5.0 * np.hypot(sd_bound, reference_sd_bound)
+    assert np.all(np.abs(proba - per_draw.mean(axis=0)) <= tolerance)
+    # Noise-free bins: only points near the five boundaries can be wrong
+    # (0.97 of this fixed fit's training points are right); one class is 1/6.
+    assert clf.score(X, y) > 0.7
+
+
 def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
     X, y = _binary(30)
     params = dict(

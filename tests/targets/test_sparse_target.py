@@ -305,6 +305,74 @@ def test_compiled_softmax_expectation_in_blocks_matches_the_likelihood():
             np.testing.assert_array_equal(a[0], b[i])
 
 
+@pytest.mark.statistical
+def test_softmax_mixture_proba_beyond_the_rule_is_unbiased(stat_seed):
+    from skgp_bayes.likelihoods import standard_normal_draws
+    from skgp_bayes.targets.sparse import softmax_mixture_proba
+
+    # Seven classes: each of 30 draws takes its own two antithetic pairs.
+    # The reference averages every draw's E[softmax] over 40,000 shared
+    # nodes; its error, shared by the draws at worst, is at most the mean
+    # over draws of each draw's node sd / 200. The mean of 1,000 estimates
+    # from independent seeds must lie within 5 combined standard errors of
+    # it in each of the 28 entries: a false failure, for an unbiased
+    # estimate, about 28 x 6e-7 = 2e-5 per run.
+    rng = np.random.default_rng(40 + stat_seed)
+    S, n, C = 30, 4, 7
+    # Draws near a common centre, as a posterior's are, so that the mixture
+    # is not flat and the latent spread matters.
+    means = rng.normal(scale=3.0, size=(n, C)) + rng.normal(scale=0.3, size=(S, n, C))
+    variances = rng.uniform(0.5, 4.0, size=(S, n))
+    nodes = standard_normal_draws(40_000, C, random_state=rng)
+    lik = Softmax(n_classes=C)
+    per_draw = np.empty((S, n, C))
+    node_sd = np.empty((S, n, C))
+    for s in range(S):
+        f = means[s] + np.sqrt(variances[s])[:, None] * nodes[:, None, :]
+        p = np.exp(f - f.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        node_sd[s] = p.std(axis=0)
+        per_draw[s] = lik.predictive(
+            means[s], np.repeat(variances[s][:, None], C, axis=1), draws=nodes
+        )
+    reference = per_draw.mean(axis=0)
+    reference_se = node_sd.mean(axis=0) / np.sqrt(nodes.shape[0])
+
+    estimates = np.array(
+        [softmax_mixture_proba(means, variances, random_state=r) for r in range(1000)]
+    )
+    se = estimates.std(axis=0, ddof=1) / np.sqrt(estimates.shape[0])
+    tolerance = 5.0 * np.sqrt(se**2 + reference_se**2)
+    assert np.all(np.abs(estimates.mean(axis=0) - reference) <= tolerance)
+    # The test has power: ignoring the latent spread would miss by far more
+    # than the tolerance (19-27 times it over seeds 0-2), and one estimate
+    # differs from another.
+    plug_in = np.exp(means - means.max(axis=-1, keepdims=True))
+    plug_in = (plug_in / plug_in.sum(axis=-1, keepdims=True)).mean(axis=0)
+    assert np.max(np.abs(plug_in - reference)) > 5.0 * tolerance.max()
+    assert np.all(estimates.std(axis=0) > 0.0)
+    np.testing.assert_allclose(estimates.sum(axis=-1), 1.0, rtol=0, atol=1e-14)
+
+
+def test_softmax_mixture_proba_nodes_do_not_depend_on_the_points():
+    from skgp_bayes.targets.sparse import softmax_mixture_proba, softmax_rule_proba
+
+    # Each point's probabilities are the same asked alone or with others,
+    # to the bit, and up to five classes the function is the rule's.
+    rng = np.random.default_rng(3)
+    means = rng.normal(size=(25, 9, 8))
+    variances = rng.uniform(0.1, 2.0, size=(25, 9))
+    together = softmax_mixture_proba(means, variances, random_state=5)
+    for i in (0, 4, 8):
+        alone = softmax_mixture_proba(means[:, i : i + 1], variances[:, i : i + 1], 5)
+        np.testing.assert_array_equal(alone[0], together[i])
+    assert not np.array_equal(together, softmax_mixture_proba(means, variances, 6))
+    np.testing.assert_array_equal(
+        softmax_mixture_proba(means[..., :5], variances, 5),
+        softmax_rule_proba(means[..., :5], variances),
+    )
+
+
 @pytest.mark.parametrize("n_classes", [2, 3, 4, 5])
 def test_softmax_rule_integrates_degree_five_exactly(n_classes):
     from itertools import combinations_with_replacement
