@@ -56,11 +56,16 @@ def test_badly_scaled_gaussian_is_recovered_after_mass_adaptation(stat_seed):
     draws = chains.reshape(-1, 5)
     sd = np.sqrt(np.diag(cov))
     # Monte Carlo standard errors: sd / sqrt(ESS) for the mean and about
-    # var * sqrt(2 / ESS) for the variance; 5 of them bound a false failure
-    # below 1e-5 per entry.
+    # var * sqrt(2 / ESS_sq) for the variance, with ESS_sq that of the
+    # squared deviations: HMC's draws are antithetic in x (ESS about 2,000
+    # of 2,400 draws here) but not in x^2 (about 800), and the ESS of x
+    # made the variance's bound too tight by 1.7x (seed 40 failed at 6.3
+    # of its errors, 3.6 of the right ones). 5 of them bound a false
+    # failure below 1e-5 per entry.
     np.testing.assert_array_less(np.abs(draws.mean(0) - MEAN), 5 * sd / np.sqrt(ess))
+    ess_sq = effective_sample_size((chains - MEAN) ** 2)
     rel_var = draws.var(0) / sd**2 - 1.0
-    np.testing.assert_array_less(np.abs(rel_var), 5 * np.sqrt(2.0 / ess))
+    np.testing.assert_array_less(np.abs(rel_var), 5 * np.sqrt(2.0 / ess_sq))
     # The adapted inverse mass is sqrt(Var x / Var grad) per coordinate. For
     # the uncorrelated coordinates the gradient is -(x - mu) / s^2 draw by
     # draw, so the estimate is s^2 exactly, whatever the chain explored:
