@@ -144,7 +144,7 @@ def softmax_mixture_proba(means, variances, random_state=0):
     remove: the mixture is then no more accurate than 100 nodes, at a cost
     of 100 per draw. Each draw's own nodes err independently of the other
     draws', so the mixture's error has the variance of ``S * K`` nodes: at
-    3,836 draws and one pair each that is 7,672 nodes, for a fiftieth of
+    5,796 draws and one pair each that is 11,592 nodes, for a fiftieth of
     the work, and the estimate is unbiased for the mixture's exact
     probabilities. The nodes come from ``random_state`` and depend only on
     the number of draws and classes, never on the query points, so each

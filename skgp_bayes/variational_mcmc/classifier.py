@@ -479,7 +479,11 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         if method != "mcmc":
             raise ValueError(f"method must be 'mcmc' or 'gaussian'; got {method!r}.")
         means, variances = self._draw_moments(X)
-        # A read-only view: a copy per class took 0.5 s at 5,796 draws.
+        if self._n_latent == 1:
+            return means, variances[..., None]
+        # A view, not a copy per class (0.5 s at 5,796 draws). It is
+        # read-only, and no compiled function is handed it: one would compile
+        # again for read-only arrays.
         return means, np.broadcast_to(variances[..., None], means.shape)
 
     def _log_odds(self, means, var):
