@@ -454,10 +454,11 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
             # Through the log odds, so that predict_log_proba is its log.
             return proba_from_log_odds(self._log_odds(means, var))
         if method == "mcmc" and isinstance(self._likelihood, Softmax):
-            # The draws share one latent variance across classes, which the
-            # target's cubature uses too; beyond five classes each draw takes
-            # its own few nodes. A loop over draws with the likelihood's 100
-            # Monte Carlo draws each took 22 s for 540 points of ten classes.
+            # Each draw's own few nodes, for its one latent variance: the
+            # target's cubature rule is biased at the large conditional sds
+            # of points away from the inducing inputs (up to 0.05 in a
+            # probability on modechoice), and a loop over draws with the
+            # likelihood's 100 draws each took 22 s for 540 digits.
             proba = softmax_mixture_proba(
                 means, var[..., 0], self._likelihood.random_state
             )

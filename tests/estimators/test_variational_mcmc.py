@@ -206,12 +206,12 @@ def test_multiclass(multiclass, stat_seed):
 
 
 def test_many_classes_predict_proba_averages_each_draws_own_nodes():
-    # Six classes, beyond the cubature rule: every kept draw takes its own
-    # antithetic pair of nodes. Against each draw's E[softmax] over 4,000
-    # shared nodes, averaged over the draws: softmax values lie in [0, 1],
-    # so a draw's node variance is at most p (1 - p) and the estimate's sd
-    # at most sqrt(sum_s p_s (1 - p_s)) / S (a pair's mean varies no more
-    # than one node), and the reference's, its error shared by the draws at
+    # Six classes: every kept draw takes its own antithetic nodes. Against
+    # each draw's E[softmax] over 4,000 shared nodes, averaged over the
+    # draws: softmax values lie in [0, 1], so a draw's node variance is at
+    # most p (1 - p) and the estimate's sd at most sqrt(sum_s p_s (1 -
+    # p_s)) / S (a draw's mean over its nodes varies no more than one
+    # node), and the reference's, its error shared by the draws at
     # worst, at most mean_s sqrt(p_s (1 - p_s)) / sqrt(4000). Five combined
     # sds: a false failure below 6e-7 an entry, 2e-4 over the 360 entries.
     from skgp_bayes.likelihoods import Softmax, standard_normal_draws
