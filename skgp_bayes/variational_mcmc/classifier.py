@@ -67,11 +67,12 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
     link : {"logit", "probit"}, default="logit"
         Link of the Bernoulli likelihood for two classes.
     multiclass : {"robustmax", "softmax"}, default="softmax"
-        Likelihood for more than two classes: softmax, whose expectations
-        the sampled target and ``predict_proba`` take with a degree-5
-        cubature rule up to five classes
-        (:func:`~skgp_bayes.targets.sparse.softmax_rule`; the Gaussian
-        approximation and more classes use fixed Monte Carlo draws), or
+        Likelihood for more than two classes: softmax, whose expectation
+        the sampled target takes with a degree-5 cubature rule up to five
+        classes (:func:`~skgp_bayes.targets.sparse.softmax_rule`; the
+        Gaussian approximation and more classes use fixed Monte Carlo
+        draws) and ``predict_proba`` with each kept draw's own nodes
+        (:func:`~skgp_bayes.targets.sparse.softmax_mixture_proba`), or
         robust-max with ``epsilon = 1e-3`` (the seed paper's section 4.4).
         Robust-max is almost a step
         function of the latent values where their conditional variance is
