@@ -84,15 +84,22 @@ def test_particles_match_grid_posterior(stat_seed):
     # 2,000-point grid is the reference (RELIABILITY, statistical test 1).
     # SVGD's particles are deterministic given their prior draws; their error
     # is the method's bias plus the part that depends on the start, which
-    # the seed changes. Over seeds 0-3 (data and start): mean error
-    # 0.029-0.051 sd (mean 0.038, sd 0.009), sd ratio 0.858-0.927 (mean
-    # 0.893, sd 0.03: the 1500 iterations end at max_iter with the spread
-    # still short, a bias of the run), predictive error 0.004-0.008 sd(y)
-    # (sd 0.002). Bounds: mean 0.1 sd, sd ratio in [0.7, 1.05], predictive
-    # 0.02 sd(y), each at least 6 seed-to-seed sds beyond the mean error
-    # (false failure below 1e-6 per bound for Gaussian spread). An iid sample
-    # of 100 would miss the mean bound with probability 0.3: SVGD must do far
-    # better than Monte Carlo to pass.
+    # the seed changes. The posterior has a long left tail (skewness -1.7
+    # to -2.9 at seeds 0, 5 and 50), whose sd 100 particles pin down no
+    # better than their few tail members do: over seeds 0-59 the particles'
+    # sd ratio ranged from 0.72 to 1.13 (seed 50) while their distribution
+    # matched the bulk closely.
+    # So the checks are on the whole distribution and on the prediction:
+    # - the Kolmogorov distance between the particles and the grid
+    #   posterior: 0.025-0.049 over seeds 0-59 (log-mean -3.38, log-sd
+    #   0.158); the bound 0.075 is 5 log-sds above (false failure about 3e-7
+    #   for that log-normal spread). An iid sample of 100 exceeds 0.075 with
+    #   probability about 0.63 (Kolmogorov's law at sqrt(100) x 0.075 =
+    #   0.75): SVGD must do far better than Monte Carlo to pass.
+    # - the averaged predictive mean against the grid-weighted mixture:
+    #   0.0012-0.034 sd(y) over those seeds (log-mean -5.51, log-sd 0.65,
+    #   the tail particles' share); the bound 0.06 sd(y) is 4.2 log-sds
+    #   above (false failure about 1.5e-5).
     # The figures were measured on this model: raw inputs (the reference GP
     # below sees them too) and a Gamma(1, 2) prior on the length scale.
     X, y, kernel = _grid_posterior_problem(stat_seed)
@@ -114,11 +121,13 @@ def test_particles_match_grid_posterior(stat_seed):
     grid = np.linspace(np.log(1e-3), np.log(1e3), 2000)
     logp = np.array([target.logp_and_grad(np.array([g]))[0] for g in grid])
     w = np.exp(logp - logsumexp(logp))
-    mean = np.sum(w * grid)
-    sd = np.sqrt(np.sum(w * (grid - mean) ** 2))
-    particles = reg.particles_[:, 0]
-    assert abs(particles.mean() - mean) < 0.1 * sd
-    assert 0.7 < particles.std() / sd < 1.05
+    particles = np.sort(reg.particles_[:, 0])
+    cdf = np.interp(particles, grid, np.cumsum(w))
+    n = particles.size
+    kolmogorov = max(
+        np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n)
+    )
+    assert kolmogorov < 0.075
     # the averaged predictive mean against the grid-weighted mixture
     Xq = np.linspace(0, 5, 7)[:, None]
     top = np.argsort(w)[-400:]
@@ -129,7 +138,7 @@ def test_particles_match_grid_posterior(stat_seed):
         ).fit(X, y)
         means.append(gp.predict(Xq))
     ref = np.average(np.array(means), axis=0, weights=w[top])
-    np.testing.assert_allclose(reg.predict(Xq), ref, atol=0.02 * y.std())
+    np.testing.assert_allclose(reg.predict(Xq), ref, atol=0.06 * y.std())
 
 
 @pytest.mark.statistical
