@@ -732,18 +732,24 @@ def test_regressor_minibatch_path(stat_seed):
     ).fit(X, y)
     assert reg.elbo_history_["pre"].size == 300
     assert 1 <= reg.n_inducing_ <= 20
-    # Adam on minibatches with a shared q lands near the full-data fit (R^2
-    # 0.927 vs 0.928, bound -76.8 vs -77.5 at seed 0). Over seeds 0-7 (data
-    # and fits, with different kept sets): R^2 gap -0.0011 to 0.0009 (sd
-    # 0.0007), bound gap per data point -0.020 to 0.003 nats (mean -0.008,
-    # sd 0.008; the bound itself ranges from -17 to -77, so a relative
-    # tolerance would not do), noise ratio 1.03-1.15 (mean 1.07, sd 0.04).
-    # The bounds 0.01, 0.05 nats per point and 30% are at least 5 sds from
-    # the means (below 3e-7 each for Gaussian spread) and fail for a broken
-    # path (R^2 ~ 0, bound ~ -280).
-    assert reg.score(X, y) > full.score(X, y) - 0.01
-    assert abs(reg.elbo_ - full.elbo_) / X.shape[0] < 0.05
-    assert reg.noise_variance_ == pytest.approx(full.noise_variance_, rel=0.3)
+    # Adam on minibatches with a shared q lands near the full-data fit.
+    # Over seeds 0-99 (data and fits, with different kept sets):
+    # - training R^2 gap -0.0122 to 0.0014, with a long lower tail (four
+    #   seeds below -0.002, by 0.0003-0.0102 more; an exponential tail of
+    #   that mean excess puts a gap below -0.03 near 1e-5);
+    # - bound gap per data point -0.042 to 0.088 nats (mean -0.011, sd
+    #   0.017; the bound itself ranges from -17 to -200, so a relative
+    #   tolerance would not do). Only a lower bound: the full fit's short
+    #   run can stop below the minibatch path (seed 53: -109.8 against
+    #   -92.3, 15 points kept against 19), which is no fault of the path;
+    #   -0.1 is 5.1 sds below the mean (about 2e-7 for Gaussian spread);
+    # - noise ratio 0.90-1.23 (mean 1.058, sd 0.067): 0.7 and 1.4 are 5.1-5.3
+    #   sds away.
+    # (Bounds taken from seeds 0-7 failed at seed 53 under Haswell.) A
+    # broken path fails them all (R^2 ~ 0, bound ~ -280).
+    assert reg.score(X, y) > full.score(X, y) - 0.03
+    assert (reg.elbo_ - full.elbo_) / X.shape[0] > -0.1
+    assert 0.7 < reg.noise_variance_ / full.noise_variance_ < 1.4
 
 
 def test_lbfgs_stops_when_the_bound_stalls():
