@@ -326,7 +326,6 @@ def test_softmax_mixture_proba_is_unbiased(stat_seed, C):
     means = rng.normal(scale=3.0, size=(n, C)) + rng.normal(scale=0.3, size=(S, n, C))
     variances = rng.uniform(0.5, 4.0, size=(S, n))
     nodes = standard_normal_draws(40_000, C, random_state=rng)
-    lik = Softmax(n_classes=C)
     per_draw = np.empty((S, n, C))
     node_sd = np.empty((S, n, C))
     for s in range(S):
@@ -334,9 +333,7 @@ def test_softmax_mixture_proba_is_unbiased(stat_seed, C):
         p = np.exp(f - f.max(axis=-1, keepdims=True))
         p /= p.sum(axis=-1, keepdims=True)
         node_sd[s] = p.std(axis=0)
-        per_draw[s] = lik.predictive(
-            means[s], np.repeat(variances[s][:, None], C, axis=1), draws=nodes
-        )
+        per_draw[s] = p.mean(axis=0)
     reference = per_draw.mean(axis=0)
     reference_se = node_sd.mean(axis=0) / np.sqrt(nodes.shape[0])
 
