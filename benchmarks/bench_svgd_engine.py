@@ -13,7 +13,7 @@ large share of a fit. This times, with one BLAS thread:
   at the data's size;
 - ``predict_proba`` of a default ``SteinGPClassifier`` (isotropic kernel)
   at its training inputs on iris and wine (three classes: the softmax
-  predictive by Monte Carlo over 256 draws a point and particle).
+  predictive over 128 quasi-random nodes a point and particle).
 
     PYTHONPATH=. python benchmarks/bench_svgd_engine.py
 

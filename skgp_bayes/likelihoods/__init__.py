@@ -8,7 +8,7 @@ Gaussian processes.
 """
 
 from ._base import Likelihood
-from ._quadrature import gauss_hermite, standard_normal_draws
+from ._quadrature import gauss_hermite, sobol_normal_blocks, standard_normal_draws
 from .bernoulli import Bernoulli
 from .gaussian import Gaussian
 from .multiclass import RobustMax, Softmax
@@ -22,5 +22,6 @@ __all__ = [
     "Softmax",
     "RobustMax",
     "gauss_hermite",
+    "sobol_normal_blocks",
     "standard_normal_draws",
 ]

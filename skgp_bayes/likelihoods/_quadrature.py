@@ -1,16 +1,22 @@
 """Rules for expectations under a normal distribution.
 
-Gauss-Hermite nodes for one latent dimension, and fixed standard-normal
-draws for the Monte Carlo rules of the multi-latent likelihoods.
+Gauss-Hermite nodes for one latent dimension, fixed standard-normal
+draws for the Monte Carlo rules of the multi-latent likelihoods, and
+quasi-random normal nodes for mixtures.
 """
 
 import functools
 import numbers
 
 import numpy as np
-from scipy.special import roots_laguerre
+from scipy.special import ndtri, roots_laguerre
+from scipy.stats import qmc
 
-__all__ = ["gauss_hermite", "standard_normal_draws"]
+__all__ = ["gauss_hermite", "sobol_normal_blocks", "standard_normal_draws"]
+
+# Sobol points are integers over 2**_SOBOL_BITS; the nodes take each cell's
+# centre, so that no node is at 0, where the normal quantile is infinite.
+_SOBOL_BITS = 30
 
 
 @functools.lru_cache(maxsize=64)
@@ -126,3 +132,60 @@ def standard_normal_draws(n_samples, n_dims, random_state=None, antithetic=True)
         return rng.standard_normal((n_samples, n_dims))
     half = rng.standard_normal((n_samples // 2, n_dims))
     return np.concatenate([half, -half], axis=0)
+
+
+def sobol_normal_blocks(n_blocks, block_size, n_dims, random_state=0):
+    """Standard-normal nodes from one scrambled Sobol sequence, in blocks.
+
+    Block ``s`` holds points ``s * block_size`` to ``(s + 1) * block_size - 1``
+    of one scrambled Sobol sequence in ``n_dims`` dimensions (SciPy's
+    scrambling: a random linear matrix scramble and a digital shift),
+    mapped through the normal quantile. Every node is
+    marginally standard normal (to the sequence's resolution of
+    ``2**-30``), so an average over any block, or over all of them, is an
+    unbiased estimate of an expectation under ``N(0, I)``; for smooth
+    integrands its error falls nearly as ``1 / N`` instead of Monte
+    Carlo's ``1 / sqrt(N)``. A block of ``2**m`` points at a multiple of
+    ``2**m`` is itself a net, so each block integrates well alone, and
+    the blocks together fill the space more evenly than independent sets.
+
+    Parameters
+    ----------
+    n_blocks : int
+        Number of blocks (one per draw of a mixture).
+    block_size : int
+        Points per block; a power of two keeps each block a net.
+    n_dims : int
+        Dimension of each node.
+    random_state : int, numpy Generator or None, default=0
+        Seed of the scrambling.
+
+    Returns
+    -------
+    nodes : ndarray of shape (n_blocks, block_size, n_dims)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.likelihoods import sobol_normal_blocks
+    >>> nodes = sobol_normal_blocks(4, 256, 3, random_state=0)
+    >>> nodes.shape
+    (4, 256, 3)
+    >>> bool(np.abs(nodes.mean(axis=(0, 1))).max() < 0.01)
+    True
+    """
+    n_blocks, block_size, n_dims = int(n_blocks), int(block_size), int(n_dims)
+    if min(n_blocks, block_size, n_dims) < 1:
+        raise ValueError("n_blocks, block_size and n_dims must be positive.")
+    n_points = n_blocks * block_size
+    sobol = qmc.Sobol(
+        n_dims,
+        scramble=True,
+        bits=_SOBOL_BITS,
+        seed=np.random.default_rng(random_state),
+    )
+    # A power-of-two run keeps the balance of the whole sequence; the tail
+    # beyond the blocks is dropped.
+    u = sobol.random_base2(max(0, int(np.ceil(np.log2(n_points)))))[:n_points]
+    u += 2.0 ** -(_SOBOL_BITS + 1)
+    return ndtri(u).reshape(n_blocks, block_size, n_dims)

@@ -31,10 +31,10 @@ from .._validation import (
     check_n_samples,
 )
 from ..kernels import KernelAdapter
-from ..likelihoods import Softmax
 from ..predictive.sparse import q_moments, sparse_function_samples
 from ..sampling import require_spectral_spec
 from ..targets.selective import SharedSubsetBound
+from ..targets.sparse import softmax_mixture_proba
 from ._phases import (
     candidate_inputs,
     classification_likelihood,
@@ -43,11 +43,6 @@ from ._phases import (
     selection_attributes,
 )
 from .regressor import SelectiveSVGP
-
-# Softmax draws for multiclass probabilities at prediction (the fit uses
-# the likelihood's default 100): the Monte Carlo error of a probability
-# p is sqrt(p (1 - p) / 256) at most 0.03, before the antithetic pairing.
-_SOFTMAX_PREDICT_DRAWS = 256
 
 
 class SelectiveSVGPClassifier(
@@ -300,7 +295,8 @@ feature_names_in_
         """Class probabilities, ``E[p(y | f)]`` under ``q(f)``.
 
         Two classes: Gauss-Hermite quadrature; more: the softmax averaged
-        over 256 fixed draws of the latents.
+        over 1,024 fixed quasi-random draws of the latents
+        (:func:`~skgp_bayes.targets.sparse.softmax_mixture_proba`).
 
         Parameters
         ----------
@@ -326,10 +322,9 @@ feature_names_in_
         if len(self.classes_) == 2:
             return proba_from_log_odds(self._log_odds(X))
         mu, var = self._latent(X)
-        # more draws than the fit's: prediction is cheap and read directly
-        draws = Softmax(mu.shape[1], n_samples=_SOFTMAX_PREDICT_DRAWS, random_state=0)
-        proba = np.clip(draws.predictive(mu, var), 0.0, 1.0)
-        return proba / proba.sum(axis=1, keepdims=True)
+        # More nodes than the fit's, and quasi-random: prediction is cheap
+        # and read directly.
+        return softmax_mixture_proba(mu[None], var[None], random_state=0)
 
     def _log_odds(self, X):
         mu, var = self._latent(X)

@@ -461,18 +461,19 @@ def _whitened_gradients(
 
 @njit(cache=True, nogil=True)
 def softmax_mean_proba(means, sd, nodes, weights):
-    """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] nodes[r, k])``.
+    """``mean_s sum_k weights_k softmax(means[s, i] + sd[s, i] * nodes[r, k])``.
 
     The class probabilities of a mixture of draws, each with latent means
-    ``means[s, i]`` (one per class) and a standard deviation ``sd[s, i]``
-    shared by the classes, averaged over the draws in one pass (no array of
-    ``S * n * K * C`` values is ever built). The nodes are shared by every
-    draw (``r = 0``) or are each draw's own (``r = s``).
+    ``means[s, i]`` (one per class) and standard deviations ``sd[s, i]``
+    (one shared by the classes, or one per class), averaged over the draws
+    in one pass (no array of ``S * n * K * C`` values is ever built). The
+    nodes are shared by every draw (``r = 0``) or are each draw's own
+    (``r = s``).
 
     Parameters
     ----------
     means : ndarray of shape (S, n, C)
-    sd : ndarray of shape (S, n)
+    sd : ndarray of shape (S, n, 1) or (S, n, C)
     nodes : ndarray of shape (1, K, C) or (S, K, C)
     weights : ndarray of shape (K,)
 
@@ -484,16 +485,17 @@ def softmax_mean_proba(means, sd, nodes, weights):
     S, n, C = means.shape
     K = nodes.shape[1]
     shared = nodes.shape[0] == 1
+    # 0 where the classes share one sd, 1 where each has its own
+    class_step = 1 if sd.shape[2] > 1 else 0
     out = np.zeros((n, C))
     f = np.empty(C)
     for s in range(S):
         r = 0 if shared else s
         for i in range(n):
-            s_i = sd[s, i]
             for k in range(K):
                 top = -np.inf
                 for c in range(C):
-                    f[c] = means[s, i, c] + s_i * nodes[r, k, c]
+                    f[c] = means[s, i, c] + sd[s, i, c * class_step] * nodes[r, k, c]
                     if f[c] > top:
                         top = f[c]
                 total = 0.0

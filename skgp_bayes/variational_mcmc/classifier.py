@@ -462,9 +462,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
             # of points away from the inducing inputs (up to 0.05 in a
             # probability on modechoice), and a loop over draws with the
             # likelihood's 100 draws each took 22 s for 540 digits.
-            proba = softmax_mixture_proba(
-                means, var[..., 0], self._likelihood.random_state
-            )
+            proba = softmax_mixture_proba(means, var, self._likelihood.random_state)
         else:
             total = np.zeros((X.shape[0], self.classes_.size))
             for s in range(means.shape[0]):

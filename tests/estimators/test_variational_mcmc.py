@@ -206,15 +206,18 @@ def test_multiclass(multiclass, stat_seed):
 
 
 def test_many_classes_predict_proba_averages_each_draws_own_nodes():
-    # Six classes: every kept draw takes its own antithetic nodes. Against
-    # each draw's E[softmax] over 4,000 shared nodes, averaged over the
-    # draws: softmax values lie in [0, 1], so a draw's node variance is at
-    # most p (1 - p) and the estimate's sd at most sqrt(sum_s p_s (1 -
-    # p_s)) / S (a draw's mean over its nodes varies no more than one
-    # node), and the reference's, its error shared by the draws at
-    # worst, at most mean_s sqrt(p_s (1 - p_s)) / sqrt(4000). Five combined
-    # sds: a false failure below 6e-7 an entry, 2e-4 over the 360 entries.
+    # Six classes: every kept draw takes its own block of quasi-random
+    # nodes. Against each draw's E[softmax] over 4,000 shared nodes,
+    # averaged over the draws. The blocks are runs of one scrambled
+    # sequence, so their errors are not independent; the estimate's sd is
+    # measured over 100 seeds of the nodes instead (its relative error is
+    # about 7%). The reference's, its error shared by the draws at worst, is
+    # at most mean_s sqrt(p_s (1 - p_s)) / sqrt(4000), softmax values lying
+    # in [0, 1]. Five combined sds: a false failure below 6e-7 an entry,
+    # 2e-4 over the 360 entries, for an unbiased estimate (tested in
+    # tests/targets/test_sparse_target.py).
     from skgp_bayes.likelihoods import Softmax, standard_normal_draws
+    from skgp_bayes.targets.sparse import softmax_mixture_proba
 
     rng = np.random.default_rng(2)
     X = rng.uniform(-3, 3, (60, 1))
@@ -235,11 +238,14 @@ def test_many_classes_predict_proba_averages_each_draws_own_nodes():
             for m, v in zip(means, variances, strict=True)
         ]
     )
-    S = per_draw.shape[0]
     node_sd_bound = np.sqrt(per_draw * (1.0 - per_draw))
-    sd_bound = np.sqrt((node_sd_bound**2).sum(axis=0)) / S
     reference_sd_bound = node_sd_bound.mean(axis=0) / np.sqrt(nodes.shape[0])
-    tolerance = 5.0 * np.hypot(sd_bound, reference_sd_bound)
+    estimate_sd = np.std(
+        [softmax_mixture_proba(means, variances, random_state=r) for r in range(100)],
+        axis=0,
+        ddof=1,
+    )
+    tolerance = 5.0 * np.hypot(estimate_sd, reference_sd_bound)
     assert np.all(np.abs(proba - per_draw.mean(axis=0)) <= tolerance)
     # Noise-free bins: only points near the five boundaries can be wrong
     # (0.97 of this fixed fit's training points are right); one class is 1/6.

@@ -306,30 +306,34 @@ def test_compiled_softmax_expectation_in_blocks_matches_the_likelihood():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("C", [4, 7])
-def test_softmax_mixture_proba_is_unbiased(stat_seed, C):
+@pytest.mark.parametrize(
+    "C, S, per_class",
+    [(4, 30, False), (7, 30, False), (3, 1, True), (4, 10, True), (4, 600, False)],
+)
+def test_softmax_mixture_proba_is_unbiased(stat_seed, C, S, per_class):
     from skgp_bayes.likelihoods import standard_normal_draws
     from skgp_bayes.targets.sparse import softmax_mixture_proba
 
-    # Each of 30 draws takes its own 17 antithetic pairs (1,000 nodes in
-    # all), at latent sds up to 2. The reference averages every draw's
-    # E[softmax] over 40,000 shared nodes; its error, shared by the draws
-    # at worst, is at most the mean over draws of each draw's node sd /
-    # 200. The mean of 1,000 estimates
-    # from independent seeds must lie within 5 combined standard errors of
-    # it in each of the 4 C entries: a false failure, for an unbiased
-    # estimate, at most 28 x 6e-7 = 2e-5 per run.
-    rng = np.random.default_rng(40 + C + stat_seed)
-    S, n = 30, 4
+    # Each draw takes its own block of quasi-random nodes (1,024 for one
+    # draw, 128 for each of ten, 64 for each of 30, 2 for each of 600), at
+    # latent sds up to 2, shared by the classes or one per class. The
+    # reference averages every draw's E[softmax] over 40,000 shared nodes;
+    # its error, shared by the draws at worst, is at most the mean over
+    # draws of each draw's node sd / 200. The mean of 1,000 estimates from
+    # independent seeds must lie within 5 combined standard errors of it in
+    # each of the 4 C entries: a false failure, for an unbiased estimate,
+    # at most 28 x 6e-7 = 2e-5 per run.
+    rng = np.random.default_rng(40 + C + S + stat_seed)
+    n = 4
     # Draws near a common centre, as a posterior's are, so that the mixture
     # is not flat and the latent spread matters.
     means = rng.normal(scale=3.0, size=(n, C)) + rng.normal(scale=0.3, size=(S, n, C))
-    variances = rng.uniform(0.5, 4.0, size=(S, n))
+    variances = rng.uniform(0.5, 4.0, size=(S, n, C if per_class else 1))
     nodes = standard_normal_draws(40_000, C, random_state=rng)
     per_draw = np.empty((S, n, C))
     node_sd = np.empty((S, n, C))
     for s in range(S):
-        f = means[s] + np.sqrt(variances[s])[:, None] * nodes[:, None, :]
+        f = means[s] + np.sqrt(variances[s]) * nodes[:, None, :]
         p = np.exp(f - f.max(axis=-1, keepdims=True))
         p /= p.sum(axis=-1, keepdims=True)
         node_sd[s] = p.std(axis=0)
@@ -337,15 +341,16 @@ def test_softmax_mixture_proba_is_unbiased(stat_seed, C):
     reference = per_draw.mean(axis=0)
     reference_se = node_sd.mean(axis=0) / np.sqrt(nodes.shape[0])
 
+    given = variances if per_class else variances[..., 0]
     estimates = np.array(
-        [softmax_mixture_proba(means, variances, random_state=r) for r in range(1000)]
+        [softmax_mixture_proba(means, given, random_state=r) for r in range(1000)]
     )
     se = estimates.std(axis=0, ddof=1) / np.sqrt(estimates.shape[0])
     tolerance = 5.0 * np.sqrt(se**2 + reference_se**2)
     assert np.all(np.abs(estimates.mean(axis=0) - reference) <= tolerance)
     # The test has power: ignoring the latent spread would miss by far more
-    # than the tolerance (16-26 times it over seeds 0-3), and one estimate
-    # differs from another.
+    # than the tolerance (16-26 times it over seeds 0-3 with 30 draws), and
+    # one estimate differs from another.
     plug_in = np.exp(means - means.max(axis=-1, keepdims=True))
     plug_in = (plug_in / plug_in.sum(axis=-1, keepdims=True)).mean(axis=0)
     assert np.max(np.abs(plug_in - reference)) > 5.0 * tolerance.max()
@@ -376,7 +381,7 @@ def test_softmax_rule_proba_is_biased_where_the_latent_spread_is_large():
     # sd of 3 the degree-5 rule is off by more than 0.05 somewhere among 50
     # points (0.06-0.09 measured, three to five classes), 20 times the
     # 200,000-node reference's error bound (0.5 / sqrt(2e5) ~ 1.1e-3);
-    # 400 draws with their own nodes (1,000 in all) stay within 0.04.
+    # 400 draws with their own nodes (4 each, 1,600 in all) stay within 0.04.
     rng = np.random.default_rng(8)
     means = rng.normal(scale=3.0, size=(1, 50, 4))
     variances = np.full((1, 50), 9.0)
