@@ -6,6 +6,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from _variational_mcmc_fits import SHORT_CHAINS, SMALL, quiet_fit, seeded
 from sklearn.base import clone
 from sklearn.gaussian_process.kernels import (
     RBF,
@@ -15,7 +16,6 @@ from sklearn.gaussian_process.kernels import (
 from threadpoolctl import threadpool_limits
 
 from skgp_bayes import VariationalMCMCClassifier, VariationalMCMCRegressor
-from skgp_bayes.datasets import bin_coal_counts
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.exceptions import SamplerWarning
 from skgp_bayes.inference import hmc as hmc_module
@@ -26,23 +26,6 @@ from skgp_bayes.targets.sparse import SparseWhitenedTarget
 from skgp_bayes.variational_mcmc import _chains
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
-
-# Fixed-length runs (max_samples = n_samples): these tests check the fit and
-# its predictions, not the run-length rule, which has tests of its own.
-SMALL = dict(
-    n_chains=2,
-    n_warmup=60,
-    n_samples=60,
-    max_samples=60,
-    max_leapfrog=8,
-    random_state=0,
-)
-
-
-def _quiet_fit(est, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SamplerWarning)
-        return est.fit(*args, **kwargs)
 
 
 def _binary(n=40, seed=0):
@@ -120,18 +103,11 @@ def test_nuts_sampler_fits_through_the_estimator(stat_seed):
     # one: the accuracy floor below, derived for any fit that reaches the
     # Bayes rule.
     X, y = _binary(seed=stat_seed)
-    clf = VariationalMCMCClassifier(n_inducing=8, sampler="nuts", **_seeded(stat_seed))
-    _quiet_fit(clf, X, y)
+    clf = VariationalMCMCClassifier(n_inducing=8, sampler="nuts", **seeded(stat_seed))
+    quiet_fit(clf, X, y)
     n_leapfrog = clf.trace_["n_leapfrog"]
     assert n_leapfrog.max() <= 7 and n_leapfrog.min() >= 1
     assert clf.score(X, y) >= ACCURACY_FLOOR
-
-
-def _seeded(seed, **changes):
-    """SMALL with ``random_state`` offset by the statistical seed."""
-    if "n_samples" in changes:
-        changes.setdefault("max_samples", changes["n_samples"])
-    return {**SMALL, "random_state": SMALL["random_state"] + seed, **changes}
 
 
 # Training accuracy floors of the binary data: the Bayes rule (sign of
@@ -146,8 +122,8 @@ ACCURACY_FLOOR = 0.75
 @pytest.mark.statistical
 def test_classifier_fits_and_predicts_both_ways(stat_seed):
     X, y = _binary(seed=stat_seed)
-    clf = VariationalMCMCClassifier(n_inducing=8, **_seeded(stat_seed))
-    _quiet_fit(clf, X, y)
+    clf = VariationalMCMCClassifier(n_inducing=8, **seeded(stat_seed))
+    quiet_fit(clf, X, y)
     n_params = KernelAdapter(ConstantKernel() * RBF()).n_params + 8
     assert clf.draws_.shape == (2 * 60, n_params)
     assert clf.rhat_.shape == clf.ess_.shape == (n_params,)
@@ -191,9 +167,9 @@ def test_multiclass(multiclass, stat_seed):
     X = rng.uniform(-3, 3, (45, 1))
     y = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-1.0, 1.0])]
     clf = VariationalMCMCClassifier(
-        n_inducing=6, multiclass=multiclass, **_seeded(stat_seed, n_samples=20)
+        n_inducing=6, multiclass=multiclass, **seeded(stat_seed, n_samples=20)
     )
-    _quiet_fit(clf, X, y)
+    quiet_fit(clf, X, y)
     assert clf.draws_.shape[1] == 2 + 6 * 3
     proba = clf.predict_proba(X)
     assert proba.shape == (45, 3)
@@ -222,7 +198,7 @@ def test_many_classes_predict_proba_averages_each_draws_own_nodes():
     rng = np.random.default_rng(2)
     X = rng.uniform(-3, 3, (60, 1))
     y = np.digitize(X[:, 0], [-2.0, -1.0, 0.0, 1.0, 2.0])
-    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=5, **SMALL), X, y)
+    clf = quiet_fit(VariationalMCMCClassifier(n_inducing=5, **SMALL), X, y)
     proba = clf.predict_proba(X)
     assert proba.shape == (60, 6)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-14)
@@ -262,8 +238,8 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
         max_samples=60,
         random_state=3,
     )
-    a = _quiet_fit(VariationalMCMCClassifier(n_jobs=1, **params), X, y)
-    b = _quiet_fit(VariationalMCMCClassifier(n_jobs=2, **params), X, y)
+    a = quiet_fit(VariationalMCMCClassifier(n_jobs=1, **params), X, y)
+    b = quiet_fit(VariationalMCMCClassifier(n_jobs=2, **params), X, y)
     np.testing.assert_array_equal(a.draws_, b.draws_)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     # n_jobs=None: compiled chains share the cores by threads, here even
@@ -277,12 +253,12 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
         return run_on_threads(*args, **kwargs)
 
     monkeypatch.setattr(hmc_module, "run_on_threads", counted)
-    d = _quiet_fit(VariationalMCMCClassifier(**params), X, y)
+    d = quiet_fit(VariationalMCMCClassifier(**params), X, y)
     np.testing.assert_array_equal(a.draws_, d.draws_)
     np.testing.assert_array_equal(a.predict_proba(X), d.predict_proba(X))
     if numba.get_num_threads() >= 2:
         assert threaded and all(n == 2 for n in threaded)
-    c = _quiet_fit(
+    c = quiet_fit(
         VariationalMCMCClassifier(n_jobs=1, **{**params, "random_state": 4}), X, y
     )
     assert not np.array_equal(a.draws_, c.draws_)
@@ -299,26 +275,26 @@ def test_chains_stay_on_one_thread_where_a_step_is_cheap(monkeypatch):
 
     monkeypatch.setattr(_chains, "chain_threads", recorded)
     params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20)
-    _quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
+    quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
     # 30 rows and 5 inducing inputs: a step of a few microseconds.
     assert threads and set(threads) == {1}
     monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
     threads.clear()
-    _quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
+    quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
     expected = 2 if numba.get_num_threads() >= 2 else 1
     assert threads and set(threads) == {expected}
 
 
 def test_pickle_and_clone_round_trip():
     X, y = _binary(30)
-    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=5, **SMALL), X, y)
+    clf = quiet_fit(VariationalMCMCClassifier(n_inducing=5, **SMALL), X, y)
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
     np.testing.assert_array_equal(
         restored.predict_proba(X, method="gaussian"),
         clf.predict_proba(X, method="gaussian"),
     )
-    twin = _quiet_fit(clone(clf), X, y)
+    twin = quiet_fit(clone(clf), X, y)
     np.testing.assert_array_equal(twin.draws_, clf.draws_)
 
 
@@ -422,7 +398,7 @@ def test_run_length_rule_on_known_chains():
 
 def test_gaussian_approximation_stops_on_its_rule(capsys):
     X, y = _binary(40)
-    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=2, **SMALL), X, y)
+    clf = quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=2, **SMALL), X, y)
     n_iter = clf.diagnostics_["svgp_iterations"]
     trace = clf.trace_["svgp_elbo"]
     # the kept start's trace, which stopped before its budget; the
@@ -446,9 +422,9 @@ def test_minibatch_adam_initialisation(stat_seed):
         batch_size=15,
         svgp_max_iter=300,
         learning_rate=0.05,
-        **_seeded(stat_seed),
+        **seeded(stat_seed),
     )
-    _quiet_fit(clf, X, y)
+    quiet_fit(clf, X, y)
     assert clf.trace_["svgp_elbo"].shape == (300,)
     assert clf.score(X, y) > ACCURACY_FLOOR
 
@@ -459,11 +435,11 @@ def test_generic_kernel_keeps_given_inducing_points():
     clf = VariationalMCMCClassifier(
         RationalQuadratic(), inducing_points=Z, **{**SMALL, "n_samples": 10}
     )
-    _quiet_fit(clf, X, y)
+    quiet_fit(clf, X, y)
     # inducing_points_ are in the model's (standardised) input units
     natural = clf.input_scaling_.inverse_transform
     np.testing.assert_allclose(natural(clf.inducing_points_), Z, atol=1e-12)
-    fast = _quiet_fit(
+    fast = quiet_fit(
         VariationalMCMCClassifier(inducing_points=Z, **{**SMALL, "n_samples": 10}),
         X,
         y,
@@ -472,64 +448,8 @@ def test_generic_kernel_keeps_given_inducing_points():
     kept = VariationalMCMCClassifier(
         inducing_points=Z, optimize_inducing=False, **{**SMALL, "n_samples": 10}
     )
-    _quiet_fit(kept, X, y)
+    quiet_fit(kept, X, y)
     np.testing.assert_allclose(natural(kept.inducing_points_), Z, atol=1e-12)
-
-
-@pytest.mark.statistical
-def test_poisson_regressor_on_binned_coal_counts(stat_seed):
-    X, counts, width = bin_coal_counts(n_bins=40)
-    reg = VariationalMCMCRegressor(
-        ConstantKernel(1.0) * RBF(15.0),
-        likelihood="poisson",
-        inducing_points=np.linspace(X.min(), X.max(), 10)[:, None],
-        **_seeded(stat_seed),
-    )
-    _quiet_fit(reg, X, counts, exposure=width)
-    mean = reg.predict(X, exposure=width)
-    # The fitted rate integrates to about the number of events N = 191. The
-    # posterior of the total rate has sd 6.4-8.3% of N (over seeds 0-7), so
-    # the mean of 120 draws (ESS at least 30) carries a Monte Carlo error of
-    # at most 1.5%: 5 of them are 7.5%. The GP prior's pull of the log rate
-    # towards zero biases the total down by 0.9-3.1% over those seeds. 0.1
-    # covers both; ignoring the exposure would miss by a factor of 2.
-    assert abs(mean.sum() - counts.sum()) < 0.1 * counts.sum()
-    # exposure scales the expected count and nothing else
-    np.testing.assert_allclose(reg.predict(X, exposure=2 * width), 2 * mean)
-    # disasters were more frequent before 1890 than after 1900 (the fitted
-    # ratio was 2.53-2.78 over seeds 0-7, sd 0.08: 2 is 6 sds below)
-    early = reg.predict([[1860.0]], exposure=1.0)[0]
-    late = reg.predict([[1930.0]], exposure=1.0)[0]
-    assert early > 2 * late
-    lpd = reg.log_predictive_density(X, counts, exposure=width)
-    lpd_g = reg.log_predictive_density(X, counts, exposure=width, method="gaussian")
-    assert lpd.shape == lpd_g.shape == (40,)
-    assert np.all(lpd <= 0) and np.all(np.isfinite(lpd_g))
-    draws = reg.sample_latent(X)
-    assert draws.shape == (reg.draws_.shape[0], 40)
-    assert reg.sample_latent(X, method="gaussian", n_samples=7).shape == (7, 40)
-
-
-@pytest.mark.statistical
-def test_gaussian_regressor_predicts_with_uncertainty(stat_seed):
-    rng = np.random.default_rng(2 + stat_seed)
-    X = rng.uniform(-3, 3, (40, 1))
-    y = 10.0 + 5.0 * np.sin(X[:, 0]) + 0.5 * rng.normal(size=40)
-    reg = _quiet_fit(
-        VariationalMCMCRegressor(n_inducing=10, **_seeded(stat_seed)), X, y
-    )
-    mean, std = reg.predict(X, return_std=True, noise=True)
-    # Noise sd 0.5 against a signal sd of 3.5: the ideal R^2 is 0.98, the
-    # predictive sd at least the noise sd and the log density about -0.75 per
-    # point. The bounds are far outside the spread below and fail for a fit
-    # that ignored the data (R^2 0) or lost its
-    # noise (sd near 0). Over seeds 0-7: R^2 0.982-0.990, predictive sd
-    # 0.42-0.75, mean log density -0.43 to -0.78.
-    assert reg.score(X, y) > 0.9
-    assert np.all(std > 0.2) and np.all(std < 3.0)
-    assert "noise_variance" in reg.param_names_
-    lpd = reg.log_predictive_density(X, y)
-    assert np.mean(lpd) > -2.0
 
 
 def test_bad_input():
@@ -616,7 +536,7 @@ def test_fit_restarts_with_a_shorter_step_after_a_divergence(monkeypatch):
         max_samples=40,
         random_state=0,
     )
-    _quiet_fit(clf, X, y)
+    quiet_fit(clf, X, y)
     backoffs = clf.diagnostics_["step_backoffs"]
     assert 1 <= backoffs <= MAX_BACKOFFS
     np.testing.assert_allclose(
@@ -629,131 +549,13 @@ def test_fit_restarts_with_a_shorter_step_after_a_divergence(monkeypatch):
     assert clf.n_divergences_ == kept.sum()
 
 
-def _short_periodic(seed=0):
-    # a period of 4 over a range of 60: a length scale near 2% of the range
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0, 60, (260, 1))
-    y = 3 * np.sin(2 * np.pi * X[:, 0] / 4.0) + 10 + 0.3 * rng.standard_normal(260)
-    return X[:160], y[:160], X[160:], y[160:]
-
-
-_SHORT_CHAINS = dict(n_chains=2, n_warmup=100, n_samples=100, max_samples=100)
-
-
-def _assert_the_exact_gp(reg, X, y, X_test, y_test):
-    """``reg`` sampled the exact target on the distinct rows of ``X``, and
-    its test log density is scikit-learn's exact GP's to 0.1; returns the
-    latter. The peer's MAP predictive and the posterior average differ by
-    the hyperparameter uncertainty (about 0.01 on these well-identified
-    problems) and the Monte Carlo error of 200 draws (below 0.01)."""
-    from scipy.stats import norm
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import WhiteKernel
-
-    assert reg.diagnostics_["exact_marginal"]
-    # inducing_points_ are in the model's (standardised) input units
-    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
-    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
-    peer = GaussianProcessRegressor(
-        ConstantKernel() * RBF() + WhiteKernel(), normalize_y=True, random_state=0
-    ).fit(X, y)
-    mean, sd = peer.predict(X_test, return_std=True)
-    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
-    assert abs(np.mean(reg.log_predictive_density(X_test, y_test)) - peer_lpd) < 0.1
-    return peer_lpd
-
-
-def test_inducing_set_short_of_the_exact_mode_becomes_the_training_inputs(
-    monkeypatch,
-):
-    # With at most 8 inducing inputs the collapsed bound cannot hold a
-    # period of 4 over 60 and stays far below the exact marginal posterior's
-    # mode; the inducing inputs must then become the training inputs, where
-    # the bound is exact, and the chains sample the exact target. The test
-    # log density must then be the full GP's: scikit-learn's at its MAP
-    # (-0.40 here) differs from the posterior average by the hyperparameter
-    # uncertainty (0.01 on this well-identified problem) and the Monte Carlo
-    # error of 200 draws (below 0.01); 8 inducing inputs give -2.2.
-    from skgp_bayes.variational_mcmc import _approximation
-
-    monkeypatch.setattr(_approximation, "_MAX_COLLAPSED_INDUCING", 8)
-    X, y, X_test, y_test = _short_periodic()
-    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
-    _quiet_fit(reg, X, y)
-    peer_lpd = _assert_the_exact_gp(reg, X, y, X_test, y_test)
-    # the same fit with its inducing set fixed at 8 (no growth, no check)
-    fixed = VariationalMCMCRegressor(n_inducing=8, random_state=0, **_SHORT_CHAINS)
-    _quiet_fit(fixed, X, y)
-    assert not fixed.diagnostics_["exact_marginal"]
-    assert np.mean(fixed.log_predictive_density(X_test, y_test)) < peer_lpd - 1.0
-
-
-def test_few_training_rows_make_the_inducing_inputs_from_the_start():
-    # With at most 64 training rows (the default set's growth cap) the
-    # distinct inputs are the inducing inputs at once, the chains sample the
-    # exact target from its mode, and the predictive is the full GP's. 60
-    # rows on 20 distinct inputs (three replicates each) check that the
-    # inducing inputs are the distinct rows.
-    rng = np.random.default_rng(3)
-    X = np.repeat(rng.uniform(0, 10, (20, 1)), 3, axis=0)
-    y = np.sin(X[:, 0]) + 5 + 0.3 * rng.standard_normal(60)
-    X_test = rng.uniform(0, 10, (200, 1))
-    y_test = np.sin(X_test[:, 0]) + 5 + 0.3 * rng.standard_normal(200)
-    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
-    _quiet_fit(reg, X, y)
-    _assert_the_exact_gp(reg, X, y, X_test, y_test)
-    # a set the user sizes is kept as given
-    fixed = VariationalMCMCRegressor(n_inducing=5, random_state=0, **_SHORT_CHAINS)
-    _quiet_fit(fixed, X, y)
-    assert not fixed.diagnostics_["exact_marginal"]
-    assert fixed.inducing_points_.shape[0] == 5
-
-
-def test_a_grown_set_of_nearly_half_the_rows_gives_way_to_the_exact_target():
-    # 90 rows of a sine of period 1.3 over 10: the doubling from 40 to 64
-    # inducing inputs adds under 0.05 nats per point, so the growth keeps
-    # 40, 0.44 of the rows, at which the bound's gradient costs about the
-    # exact one (_EXACT_AFTER_GROWTH_FRACTION): the chains sample the exact
-    # target on the distinct rows instead, and predict as the full GP.
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0, 10, (90, 1))
-    y = np.sin(5 * X[:, 0]) + 0.2 * rng.standard_normal(90)
-    X_test = rng.uniform(0, 10, (200, 1))
-    y_test = np.sin(5 * X_test[:, 0]) + 0.2 * rng.standard_normal(200)
-    reg = VariationalMCMCRegressor(random_state=0, **_SHORT_CHAINS)
-    _quiet_fit(reg, X, y)
-    assert reg.diagnostics_["exact_marginal"]
-    natural = reg.input_scaling_.inverse_transform(reg.inducing_points_)
-    np.testing.assert_allclose(natural, np.unique(X, axis=0), atol=1e-10)
-    # scikit-learn's exact GP, with restarts (from its default start alone it
-    # ends at the no-signal edge here, -1.10): 0.088, ours 0.094; the
-    # tolerance as in _assert_the_exact_gp
-    from scipy.stats import norm
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import WhiteKernel
-
-    peer = GaussianProcessRegressor(
-        ConstantKernel() * RBF() + WhiteKernel(),
-        normalize_y=True,
-        n_restarts_optimizer=5,
-        random_state=0,
-    ).fit(X, y)
-    mean, sd = peer.predict(X_test, return_std=True)
-    peer_lpd = np.mean(norm.logpdf(y_test, mean, sd))
-    assert abs(np.mean(reg.log_predictive_density(X_test, y_test)) - peer_lpd) < 0.1
-    # a set the user sizes is kept as given
-    fixed = VariationalMCMCRegressor(n_inducing=40, random_state=0, **_SHORT_CHAINS)
-    _quiet_fit(fixed, X, y)
-    assert not fixed.diagnostics_["exact_marginal"]
-
-
 def test_fit_checks_predict_from_a_thinned_copy():
     # The end-of-fit signal check predicts from at most _CHECK_DRAWS evenly
     # spaced draws of a copy; the fit itself keeps all of them.
     from skgp_bayes.variational_mcmc._base import _CHECK_DRAWS
 
     X, y = _binary(40)
-    clf = _quiet_fit(
+    clf = quiet_fit(
         VariationalMCMCClassifier(n_inducing=5, **{**SMALL, "n_chains": 4}), X, y
     )
     assert clf._for_fit_checks() is clf  # 4 x 60 draws: no thinning
@@ -809,9 +611,9 @@ def test_collapsed_draws_get_their_own_v_after_a_restart(monkeypatch):
     X = rng.uniform(0, 10, (40, 1))
     y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(40)
     reg = VariationalMCMCRegressor(
-        random_state=0, **{**_SHORT_CHAINS, "max_samples": 200}
+        random_state=0, **{**SHORT_CHAINS, "max_samples": 200}
     )
-    _quiet_fit(reg, X, y)
+    quiet_fit(reg, X, y)
     assert reg.diagnostics_["exact_marginal"]
     assert reg.diagnostics_["step_backoffs"] >= 1
     m = reg.inducing_points_.shape[0]
@@ -848,7 +650,7 @@ def test_gaussian_approximation_keeps_the_best_of_its_starts(monkeypatch):
 
     monkeypatch.setattr(_approximation.ApproximationStage, "joint", recording)
     X, y = _binary(60)
-    clf = _quiet_fit(VariationalMCMCClassifier(n_inducing=6, **SMALL), X, y)
+    clf = quiet_fit(VariationalMCMCClassifier(n_inducing=6, **SMALL), X, y)
     assert len(reached) == _approximation._SVGP_STARTS
     best = max(range(len(reached)), key=lambda k: reached[k][0])
     assert clf.svgp_elbo_ == reached[best][0]
@@ -856,7 +658,7 @@ def test_gaussian_approximation_keeps_the_best_of_its_starts(monkeypatch):
     starts = [Z for _, Z in reached]
     assert not np.allclose(starts[0], starts[1])
     reached.clear()
-    _quiet_fit(VariationalMCMCClassifier(inducing_points=X[:6], **SMALL), X, y)
+    quiet_fit(VariationalMCMCClassifier(inducing_points=X[:6], **SMALL), X, y)
     assert len(reached) == 1
 
 

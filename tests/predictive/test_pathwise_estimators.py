@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _variational_mcmc_fits import SMALL
 from sklearn.gaussian_process.kernels import (
     RBF,
     ConstantKernel,
@@ -40,14 +41,7 @@ from skgp_bayes.predictive.mixture import mixture_mean_var
 from skgp_bayes.sampling import FunctionSamples
 
 N, F, R = 4000, 2048, 32
-VMCMC = dict(
-    n_chains=2,
-    n_warmup=60,
-    n_samples=60,
-    max_samples=60,
-    max_leapfrog=8,
-    random_state=0,
-)
+VMCMC = SMALL
 SELECT = dict(n_pre_iter=30, n_select_iter=40, n_post_iter=30, random_state=0)
 
 
