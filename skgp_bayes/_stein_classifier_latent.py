@@ -43,8 +43,9 @@ class SteinClassifierLatentMixin:
             return np.column_stack([expit(-d), expit(d)])
         means, variances = self._draws.moments(X)
         # Each particle its own block of quasi-random nodes, for its own
-        # per-class variances: no error shared by every particle, and a
-        # fifth of the error of 256 shared random nodes at half the nodes
+        # per-class variances: no error shared by every particle, and on
+        # wine and modechoice a sixth of the error of the 256 random nodes
+        # the particles shared before, at half the node evaluations
         # (softmax_mixture_proba).
         return softmax_mixture_proba(
             means.transpose(0, 2, 1),

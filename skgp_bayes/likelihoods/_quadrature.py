@@ -178,14 +178,16 @@ def sobol_normal_blocks(n_blocks, block_size, n_dims, random_state=0):
     if min(n_blocks, block_size, n_dims) < 1:
         raise ValueError("n_blocks, block_size and n_dims must be positive.")
     n_points = n_blocks * block_size
-    sobol = qmc.Sobol(
-        n_dims,
-        scramble=True,
-        bits=_SOBOL_BITS,
-        seed=np.random.default_rng(random_state),
-    )
+    sobol = _scrambled_sobol(n_dims, np.random.default_rng(random_state))
     # A power-of-two run keeps the balance of the whole sequence; the tail
     # beyond the blocks is dropped.
     u = sobol.random_base2(max(0, int(np.ceil(np.log2(n_points)))))[:n_points]
     u += 2.0 ** -(_SOBOL_BITS + 1)
     return ndtri(u).reshape(n_blocks, block_size, n_dims)
+
+
+def _scrambled_sobol(n_dims, rng):
+    try:
+        return qmc.Sobol(n_dims, scramble=True, bits=_SOBOL_BITS, rng=rng)
+    except TypeError:  # SciPy before 1.15 names the generator ``seed``
+        return qmc.Sobol(n_dims, scramble=True, bits=_SOBOL_BITS, seed=rng)
