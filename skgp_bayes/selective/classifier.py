@@ -295,7 +295,7 @@ feature_names_in_
         """Class probabilities, ``E[p(y | f)]`` under ``q(f)``.
 
         Two classes: Gauss-Hermite quadrature; more: the softmax averaged
-        over 1,024 fixed quasi-random draws of the latents
+        over 256 fixed quasi-random draws of the latents
         (:func:`~skgp_bayes.targets.sparse.softmax_mixture_proba`).
 
         Parameters

@@ -12,8 +12,13 @@ _MAX_RULE_DIM = 4
 
 # Fewest nodes, summed over the draws, of softmax_mixture_proba: a mixture of
 # a few draws (a short run asked for by hand, a Stein classifier's ten
-# particles, a single Gaussian) still averages 1,000 nodes.
+# particles) still averages 1,000 nodes.
 _MIN_MIXTURE_NODES = 1000
+# Most nodes a draw: a single Gaussian (the selective classifier's q) pays
+# what its 256 random draws cost before, at a fourth to a sixth of their
+# error on the defaults suite's iris, wine and modechoice fits; 1,024 nodes
+# would cut it 3.4-4.2 times more at four times the cost.
+_MAX_DRAW_NODES = 256
 
 
 def _helmert_basis(n_classes):
@@ -147,10 +152,11 @@ def softmax_mixture_proba(means, variances, random_state=0):
     Every draw takes its own block of standard-normal nodes from one
     scrambled Sobol sequence
     (:func:`~skgp_bayes.likelihoods.sobol_normal_blocks`): a power of two
-    of at least two points, and more when the draws are few, so that there
-    are at least 1,000 nodes in all (128 for each of ten particles, 1,024
-    for a single Gaussian). With 500 draws or more each takes one point of
-    the sequence and its mirror image, an antithetic pair.
+    of at least two points and at most 256, and more when the draws are
+    few, so that there are at least 1,000 nodes in all where that allows
+    (128 for each of ten particles, 256 for a single Gaussian). With 500
+    draws or more each takes one point of the sequence and its mirror
+    image, an antithetic pair.
 
     Nodes shared by every draw, as the likelihood's 100 fixed draws are,
     make errors that the draws share and that averaging over them does not
@@ -209,7 +215,7 @@ def softmax_mixture_proba(means, variances, random_state=0):
     means = np.ascontiguousarray(means, dtype=np.float64)
     n_draws, _, n_classes = means.shape
     per_draw = -(-_MIN_MIXTURE_NODES // n_draws)
-    block_size = max(2, 1 << (per_draw - 1).bit_length())
+    block_size = min(_MAX_DRAW_NODES, max(2, 1 << (per_draw - 1).bit_length()))
     if block_size == 2:
         # One point of the sequence and its mirror image: the pair cancels
         # the part of the softmax linear in the nodes, which dominates the

@@ -683,7 +683,7 @@ def test_classifier_with_three_classes():
     proba = clf.predict_proba(X)
     assert proba.shape == (90, 3)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    # The softmax averaged over 1,024 quasi-random nodes: within 5 sds of
+    # The softmax averaged over 256 quasi-random nodes: within 5 sds of
     # as many independent draws of a 200,000-node reference, entry by entry.
     mu, var = clf._latent(X)
     nodes = standard_normal_draws(200_000, 3, random_state=1)
@@ -693,7 +693,7 @@ def test_classifier_with_three_classes():
         p = np.exp(f - f.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         reference[i], node_sd[i] = p.mean(axis=0), p.std(axis=0)
-    assert np.all(np.abs(proba - reference) <= 5.0 * node_sd / np.sqrt(1024) + 1e-12)
+    assert np.all(np.abs(proba - reference) <= 5.0 * node_sd / np.sqrt(256) + 1e-12)
     # three intervals, each of about 30 points, with clean boundaries
     assert clf.score(X, y) > 0.9
     _assert_expected_size_kept(clf)

@@ -314,7 +314,7 @@ def test_softmax_mixture_proba_is_unbiased(stat_seed, C, S, per_class):
     from skgp_bayes.likelihoods import standard_normal_draws
     from skgp_bayes.targets.sparse import softmax_mixture_proba
 
-    # Each draw takes its own block of quasi-random nodes (1,024 for one
+    # Each draw takes its own block of quasi-random nodes (256 for one
     # draw, 128 for each of ten, 64 for each of 30, 2 for each of 600), at
     # latent sds up to 2, shared by the classes or one per class. The
     # reference averages every draw's E[softmax] over 40,000 shared nodes;
