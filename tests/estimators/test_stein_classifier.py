@@ -4,7 +4,7 @@ import warnings
 import joblib
 import numpy as np
 import pytest
-from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
+from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr, softmax
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.gaussian_process import GaussianProcessClassifier
@@ -433,8 +433,7 @@ def test_multiclass_proba_averages_each_particles_softmax_expectation(
     per_particle, node_sd = [], []
     for j in range(n_particles):
         f = means[j].T[:, None, :] + np.sqrt(variances[j].T)[:, None, :] * nodes
-        p = np.exp(f - f.max(axis=-1, keepdims=True))
-        p /= p.sum(axis=-1, keepdims=True)
+        p = softmax(f, axis=-1)
         per_particle.append(p.mean(axis=1))
         node_sd.append(p.std(axis=1))
     reference = np.mean(per_particle, axis=0)
