@@ -651,8 +651,8 @@ def test_robustmax_against_monte_carlo(stat_seed):
     gap = np.log(0.95) - np.log(0.05 / (c - 1))
     assert np.all(np.abs(lik.expected_log_prob(y, mu, var) - ref) < 5 * se + rare * gap)
     hits = np.argmax(F, -1)[..., None] == np.arange(c)
-    probs = np.where(hits, 0.95, 0.05 / (c - 1)).mean(0)
-    se_p = np.where(hits, 0.95, 0.05 / (c - 1)).std(0) / np.sqrt(N)
+    values = np.where(hits, 0.95, 0.05 / (c - 1))
+    probs, se_p = values.mean(0), values.std(0) / np.sqrt(N)
     gap_p = 0.95 - 0.05 / (c - 1)
     assert np.all(np.abs(lik.predictive(mu, var) - probs) < 5 * se_p + rare * gap_p)
 
