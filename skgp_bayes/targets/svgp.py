@@ -78,6 +78,7 @@ from ._svgp_numba import (
     logit_bound,
     logit_given_projection,
     logit_subset_into,
+    softmax_bound,
     softmax_given_projection,
     softmax_subset_into,
 )
@@ -207,17 +208,18 @@ class SVGPBound:
         self._logit_rules = None
         if logit and n_latent == 1 and not self.learn_noise:
             self._logit_rules = _shared_logit_rules(likelihood.n_quadrature)
+        self._softmax_labels = None
+        if type(likelihood) is Softmax and class_indices(self.y, n_latent):
+            self._softmax_labels = np.ascontiguousarray(self.y, dtype=np.int64)
         # With a recognised kernel (one length scale or one per column) and no
-        # offset, the whole logit bound is one compiled call (logit_bound).
+        # offset, the whole logit or softmax bound is one compiled call
+        # (logit_bound, softmax_bound).
         self._one_call = (
-            self._logit_rules is not None
+            (self._logit_rules is not None or self._softmax_labels is not None)
             and adapter.is_fast
             and adapter.spec.n_length_scales in (1, X.shape[1])
             and self.offset is None
         )
-        self._softmax_labels = None
-        if type(likelihood) is Softmax and class_indices(self.y, n_latent):
-            self._softmax_labels = np.ascontiguousarray(self.y, dtype=np.int64)
 
     # ------------------------------------------------------------ plumbing
     @property
@@ -459,10 +461,10 @@ class SVGPBound:
         else:
             X, y = self.X[idx], self.y[idx]
             offset = None if self.offset is None else self.offset[idx]
-        # _logit_rules again: switching the rules off after construction (as
-        # the tests and benchmarks do, to reach the interpreted terms) must
-        # switch this path off too.
-        if grad and self._one_call and self._logit_rules is not None:
+        # _in_one_call asks _compiled_q again: switching the rules off after
+        # construction (as the tests and benchmarks do, to reach the
+        # interpreted terms) must switch this path off too.
+        if grad and self._one_call:
             done = self._in_one_call(theta, mean, Ls, Z, X, y, scale)
             if done is not None:
                 return self._with_prior(params, *done)
@@ -638,21 +640,25 @@ class SVGPBound:
         return out
 
     def _in_one_call(self, theta, mean, Ls, Z, X, y, scale):
-        """The bound (no prior) and its gradient by :func:`logit_bound`, or None.
+        """The bound (no prior) and its gradient by :func:`logit_bound` or
+        :func:`softmax_bound`, or None.
 
-        None where the jittered ``K(Z, Z)`` is not positive definite or a
-        latent variance is below the likelihood's small-variance limit: the
-        NumPy path raises, or switches rule, there.
+        None where the likelihood has no compiled form (rules switched off,
+        labels that are not class indices), where the jittered ``K(Z, Z)``
+        is not positive definite or a latent variance is below the
+        likelihood's small-variance limit: the NumPy path raises, or
+        switches rule, there.
         """
+        compiled = self._compiled_q(mean, Ls, y, scale)
+        if compiled is None:
+            return None
+        kind, q = compiled
         spec = self.adapter.spec
-        status, value, g_theta, g_m, g_L, g_Z = logit_bound(
+        whole_bound = logit_bound if kind == "logit" else softmax_bound
+        status, value, g_theta, g_m, g_L, g_Z = whole_bound(
             X, np.ascontiguousarray(Z, dtype=np.float64), theta, spec.defaults,
-            spec.theta_index, spec.base, self.jitter,
-            np.ascontiguousarray(mean[:, 0], dtype=np.float64),
-            np.ascontiguousarray(Ls[0], dtype=np.float64),
-            np.ascontiguousarray(y, dtype=np.float64), float(scale),
-            *self._logit_rules, SMALL_VAR, self.learn_inducing, LAPACK,
-            workspace(self.n_inducing, X.shape[0]),
+            spec.theta_index, spec.base, self.jitter, *q, self.learn_inducing,
+            LAPACK, workspace(self.n_inducing, X.shape[0]),
         )  # fmt: skip
         if status != DONE:
             return None
