@@ -73,24 +73,34 @@ def test_shared_bound_adds_the_log_prior():
         np.testing.assert_allclose(grad_p, grad, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("prior", [False, True], ids=["no-prior", "prior"])
-def test_shared_bound_gradient_matches_finite_differences(prior):
-    bound, params = _shared_problem(_default_prior_set() if prior else None)
+def _assert_subset_gradients(bound, params, subsets):
+    """Each ``(idx, batch)``'s gradient against central differences; the
+    entries the subset does not read must be exactly zero.
+
+    Values are O(10) (the softmax's fixed draws keep them smooth): rounding
+    ~1e-15 * 10 / 1e-6 = 1e-8, truncation O(h^2).
+    """
     h = 1e-6
-    for idx in ([], [3], [0, 2, 5, 7]):
-        _, grad = bound.value_and_grad(params, idx)
+    for idx, batch in subsets:
+        _, grad = bound.value_and_grad(params, idx, batch)
         fd = np.empty_like(params)
         for j in range(params.size):
             e = np.zeros_like(params)
             e[j] = h
-            plus = bound.value_and_grad(params + e, idx)[0]
-            minus = bound.value_and_grad(params - e, idx)[0]
+            plus = bound.value_and_grad(params + e, idx, batch)[0]
+            minus = bound.value_and_grad(params - e, idx, batch)[0]
             fd[j] = (plus - minus) / (2 * h)
-        # values are O(10): rounding ~1e-15 * 10 / 1e-6 = 1e-8, truncation
-        # O(h^2); entries the subset does not read must be exactly zero
         np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
         unread = np.setdiff1d(np.arange(params.size), bound.subset_index(idx))
         assert np.all(grad[unread] == 0)
+
+
+@pytest.mark.parametrize("prior", [False, True], ids=["no-prior", "prior"])
+def test_shared_bound_gradient_matches_finite_differences(prior):
+    bound, params = _shared_problem(_default_prior_set() if prior else None)
+    _assert_subset_gradients(
+        bound, params, [([], None), ([3], None), ([0, 2, 5, 7], None)]
+    )
 
 
 @pytest.mark.parametrize("likelihood", ["bernoulli", "softmax", "gaussian"])
@@ -223,21 +233,9 @@ def test_shared_bound_with_several_latents_gradient():
     full_value, full_grad = bound.full.elbo_and_grad(params)
     assert value == pytest.approx(full_value, rel=1e-12)
     np.testing.assert_allclose(grad, full_grad, rtol=1e-12, atol=1e-12)
-    h = 1e-6
-    for idx in ([], [2], [0, 3, 5]):
-        _, grad = bound.value_and_grad(params, idx)
-        fd = np.empty_like(params)
-        for j in range(params.size):
-            e = np.zeros_like(params)
-            e[j] = h
-            plus = bound.value_and_grad(params + e, idx)[0]
-            minus = bound.value_and_grad(params - e, idx)[0]
-            fd[j] = (plus - minus) / (2 * h)
-        # the softmax's fixed draws make the value smooth; O(10) values,
-        # rounding ~1e-8, truncation O(h^2)
-        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
-        unread = np.setdiff1d(np.arange(params.size), bound.subset_index(idx))
-        assert np.all(grad[unread] == 0)
+    _assert_subset_gradients(
+        bound, params, [([], None), ([2], None), ([0, 3, 5], None)]
+    )
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -279,15 +277,6 @@ def test_shared_bound_with_gaussian_noise_gradient():
     assert bound.learn_noise and bound.n_hyper == 3
     params = bound.full.initial_params(log_noise=np.log(0.2))
     params[bound.blocks["m"]] = rng.normal(size=6)
-    h = 1e-6
-    for idx, batch in (([], None), ([1, 4], None), ([0, 2, 5], [3, 7, 11, 20])):
-        _, grad = bound.value_and_grad(params, idx, batch)
-        fd = np.empty_like(params)
-        for j in range(params.size):
-            e = np.zeros_like(params)
-            e[j] = h
-            plus = bound.value_and_grad(params + e, idx, batch)[0]
-            minus = bound.value_and_grad(params - e, idx, batch)[0]
-            fd[j] = (plus - minus) / (2 * h)
-        # as above: O(10) values, rounding ~1e-8, truncation O(h^2)
-        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+    _assert_subset_gradients(
+        bound, params, [([], None), ([1, 4], None), ([0, 2, 5], [3, 7, 11, 20])]
+    )
