@@ -246,7 +246,7 @@ def logit_bound(
         X, Z, theta, phi_defaults, theta_index, base, jitter, lapack, work
     )
     if not ok:
-        return _refused(NOT_PSD)
+        return (NOT_PSD,) + _no_outputs()
     terms = logit_given_projection(
         A, gamma, free, mean, L, y, scale, nodes, weights, counts, limits, small_var
     )
@@ -304,7 +304,7 @@ def softmax_bound(
         X, Z, theta, phi_defaults, theta_index, base, jitter, lapack, work
     )
     if not ok:
-        return _refused(NOT_PSD)
+        return (NOT_PSD,) + _no_outputs()
     terms = softmax_given_projection(
         A, gamma, free, mean, Ls, labels, scale, eps, small_var
     )
@@ -330,10 +330,11 @@ def _scaled_projection(
 
 
 @njit(cache=True, nogil=True)
-def _refused(status):
-    """A whole-bound call's outputs when ``status`` hands it back."""
+def _no_outputs():
+    """A whole-bound call's outputs after its status, when the status hands
+    the evaluation back (nothing in them is meaningful)."""
     empty = np.empty(0)
-    return status, 0.0, empty, empty, empty, np.empty((0, 0))
+    return 0.0, empty, empty, empty, np.empty((0, 0))
 
 
 @njit(cache=True, nogil=True)
@@ -343,7 +344,7 @@ def _pulled_back(terms, kernel, A, base, theta_index, jitter, inputs, lapack):
     from ``dF/dA`` and ``dF/d diag K(X, X)`` (:func:`pullback_from_abar`)."""
     ok, value, g_m, g_L, Abar, gbar = terms
     if not ok:
-        return _refused(SMALL_VARIANCE)
+        return (SMALL_VARIANCE,) + _no_outputs()
     Xs, Zs, variance, noise, inv_ell, ard, Kuu, R, Kuf = kernel
     n_ls = inv_ell.size if ard else 1
     g_phi, g_Z = pullback_from_abar(

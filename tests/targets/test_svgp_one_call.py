@@ -17,6 +17,7 @@ from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, Softmax
 from skgp_bayes.priors import Gamma, PriorSet
 from skgp_bayes.targets import _svgp_numba
+from skgp_bayes.targets._sparse_numba import LAPACK
 from skgp_bayes.targets.svgp import SVGPBound
 
 BASES = {
@@ -145,3 +146,28 @@ def test_a_status_hands_the_evaluation_back(status, classes, name, monkeypatch):
     assert len(calls) == 1
     assert value == expected[0]
     np.testing.assert_array_equal(grad, expected[1])
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_compiled_call_reports_its_statuses(classes):
+    # The statuses themselves, from the compiled call (the test above stubs
+    # it): repeated inducing inputs with a negative jitter make K(Z, Z)
+    # indefinite (eigenvalues -c/2 twice; without jitter rounding can leave
+    # a positive pivot); a small-variance limit above every variance
+    # refuses the terms.
+    bound, params = _bound(20, 1, 3, classes=classes)
+    theta, _, mean, Ls, Z = bound.split(params)
+    kind, q = bound._compiled_q(mean, Ls, bound.y, 1.0)
+    call = _svgp_numba.logit_bound if kind == "logit" else _svgp_numba.softmax_bound
+    spec = bound.adapter.spec
+
+    def status(Z, jitter, small_var):
+        args = (*q[:-1], small_var, False, LAPACK, np.empty(0))
+        head = (bound.X, Z, theta, spec.defaults, spec.theta_index, spec.base)
+        out = call(*head, jitter, *args)
+        return out[0], out[5].shape
+
+    repeated = np.repeat(Z[:1], Z.shape[0], axis=0)
+    assert status(repeated, -0.5, q[-1]) == (_svgp_numba.NOT_PSD, (0, 0))
+    assert status(Z, bound.jitter, 1e10) == (_svgp_numba.SMALL_VARIANCE, (0, 0))
+    assert status(Z, bound.jitter, q[-1])[0] == _svgp_numba.DONE
