@@ -25,20 +25,15 @@ import numpy as np
 from _holdout_data import HOLDOUT_LOADERS  # benchmarks/ on sys.path
 from _real_data import LOADERS
 from _warm_up import warm_up
-from bench_defaults import PEERS, make_estimator, split, task_of
-from sklearn.metrics import log_loss
+from bench_defaults import (
+    PEERS,
+    make_estimator,
+    score_classifier,
+    score_regressor,
+    split,
+    task_of,
+)
 from threadpoolctl import threadpool_limits
-
-
-def _score(model, X_te, y_te, task):
-    """Test mean log density of y (regression) or log loss (classification)."""
-    if task == "classification":
-        return log_loss(y_te, model.predict_proba(X_te), labels=model.classes_)
-    if hasattr(model, "log_predictive_density"):
-        return float(np.mean(model.log_predictive_density(X_te, y_te)))
-    mean, sd = model.predict(X_te, return_std=True)
-    z = (y_te - mean) / sd
-    return float(np.mean(-0.5 * np.log(2 * np.pi * sd**2) - 0.5 * z**2))
 
 
 def splits_table(name, estimators, n_splits):
@@ -56,7 +51,11 @@ def splits_table(name, estimators, n_splits):
                 start = time.perf_counter()
                 model.fit(X_tr, y_tr)
                 seconds[model_name].append(time.perf_counter() - start)
-            scores[model_name].append(_score(model, X_te, y_te, data.task))
+            if data.task == "classification":
+                score = score_classifier(model, X_te, y_te)["log_loss"]
+            else:
+                score = score_regressor(model, X_te, y_te)["mlpd"]
+            scores[model_name].append(score)
     peer = np.asarray(scores[models[0]])
     for model_name in models:
         diff = np.asarray(scores[model_name]) - peer
