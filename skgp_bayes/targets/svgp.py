@@ -620,13 +620,17 @@ class SVGPBound:
             )
         if getattr(self, "_softmax_labels", None) is None:
             return None
-        labels = np.asarray(y)
-        if not class_indices(labels, self.n_latent):
+        if y is self.y:
+            # the full data's labels, checked and converted at construction
+            labels = self._softmax_labels
+        elif class_indices(y, self.n_latent):
+            labels = np.ascontiguousarray(y, dtype=np.int64)
+        else:
             return None
         return "softmax", (
             np.ascontiguousarray(mean, dtype=np.float64),
             np.ascontiguousarray(Ls, dtype=np.float64),
-            np.ascontiguousarray(labels, dtype=np.int64),
+            labels,
             float(scale),
             np.ascontiguousarray(self.likelihood.default_draws()),
             SMALL_VAR,
