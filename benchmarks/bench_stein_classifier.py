@@ -54,6 +54,7 @@ from threadpoolctl import threadpool_limits
 from skgp_bayes import SteinGPClassifier
 from skgp_bayes._stein_base import batch_evaluator
 from skgp_bayes.inference import svgd_direction
+from skgp_bayes.inference.particles import ParticleEvaluator
 from skgp_bayes.priors import LogNormal
 
 
@@ -153,10 +154,19 @@ def bench_same_kernel(seeds):
     )
     print("\n### SteinGPClassifier against GaussianProcessClassifier, same kernel\n")
     print(
-        "| data | kernel | seed | GPC fit (s) | Stein fit (s) | Stein / GPC | "
-        "GPC log loss | Stein log loss | Stein iterations |"
+        "Both under one BLAS thread, the peer's quickest setting here; the "
+        "Stein fit's particles go on threads as its default n_jobs=None "
+        "decides. Isotropic rows also time the Stein fit with n_jobs=1 (every "
+        "particle on one thread) and the peer with BLAS's default threads.\n"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| data | kernel | seed | GPC fit (s) | Stein fit (s) | Stein / GPC | "
+        "GPC log loss | Stein log loss | Stein iterations | Stein, n_jobs=1 / GPC "
+        "| Stein / GPC on BLAS's threads |"
+    )
+    print(
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
     # Untimed first fits (benchmarks/_warm_up.py): loading the compiled
     # kernels added 0.6-1.0 s to the first timed breast-cancer fit.
     warm_up(
@@ -180,10 +190,20 @@ def bench_same_kernel(seeds):
                     res = _score(stein, X_tr, y_tr, X_te, y_te)
                 ratio = res["time"] / ref["time"]
                 ratios.setdefault(label, []).append(ratio)
+                extra = "- | -"
+                if label == "isotropic":
+                    serial = SteinGPClassifier(kernel, random_state=seed, n_jobs=1)
+                    with threadpool_limits(limits=1, user_api="blas"):
+                        one = _score(serial, X_tr, y_tr, X_te, y_te)
+                    threaded = _score(peer, X_tr, y_tr, X_te, y_te)
+                    extra = (
+                        f"{one['time'] / ref['time']:.2f} | "
+                        f"{res['time'] / threaded['time']:.2f}"
+                    )
                 print(
                     f"| {name} | {label} | {seed} | {ref['time']:.2f} | "
                     f"{res['time']:.2f} | {ratio:.2f} | {ref['loss']:.4f} | "
-                    f"{res['loss']:.4f} | {stein.n_iter_} |",
+                    f"{res['loss']:.4f} | {stein.n_iter_} | {extra} |",
                     flush=True,
                 )
     for label, values in ratios.items():
@@ -199,9 +219,14 @@ def bench_svgd_iteration(particle_counts, repeats):
     clf = SteinGPClassifier(n_particles=1, max_iter=0, random_state=0)
     clf.fit(X_tr, y_tr)
     target = clf._target
-    evaluate = batch_evaluator(target)
-    K, _ = target.gram(clf.particles_[0, : target.n_theta])
     n = X_tr.shape[0]
+    # the fit's own evaluator (particles on threads where they pay), and one
+    # that keeps every particle on this thread
+    evaluators = {
+        "default": batch_evaluator(target, clf, n),
+        "one thread": ParticleEvaluator(target),
+    }
+    K, _ = target.gram(clf.particles_[0, : target.n_theta])
     rng = np.random.default_rng(1)
     with threadpool_limits(limits=1, user_api="blas"):
         t_chol = best_time(lambda: lapack.dpotrf(K, lower=1), repeats * 5)
@@ -210,17 +235,23 @@ def bench_svgd_iteration(particle_counts, repeats):
             f"{target.n_params} parameters per particle), one BLAS thread\n"
         )
         print(f"One LAPACK dpotrf: {t_chol * 1e3:.2f} ms\n")
-        print("| J | seconds | J x Cholesky | ratio |")
-        print("| ---: | ---: | ---: | ---: |")
+        print("| J | particles | seconds | J x Cholesky | ratio |")
+        print("| ---: | --- | ---: | ---: | ---: |")
         for J in particle_counts:
             particles = clf.particles_ + 0.05 * rng.normal(size=(J, target.n_params))
+            for label, evaluate in evaluators.items():
 
-            def iteration(particles=particles):
-                _, grads = evaluate(particles)
-                svgd_direction(particles, grads)
+                def iteration(particles=particles, evaluate=evaluate):
+                    _, grads = evaluate(particles)
+                    svgd_direction(particles, grads)
 
-            t = best_time(iteration, repeats)
-            print(f"| {J} | {t:.4f} | {J * t_chol:.4f} | {t / (J * t_chol):.2f} |")
+                t = best_time(iteration, repeats)
+                print(
+                    f"| {J} | {label} | {t:.4f} | {J * t_chol:.4f} | "
+                    f"{t / (J * t_chol):.2f} |"
+                )
+        for evaluate in evaluators.values():
+            evaluate.close()
 
 
 def _moons(n_train, n_test, seed=0):

@@ -22,6 +22,7 @@ from . import _config
 from ._base import seconds_since
 from ._fit_checks import warn_at_bounds
 from ._progress import engine_verbose, fit_progress
+from ._threads import serial_blas
 from ._validation import copied_columns
 from ._warnings import collect_warnings, warn_user
 from .diagnostics import kernel_stein_discrepancy
@@ -96,9 +97,18 @@ AUTO_TOL_SCALE = 0.1
 WHITENED_STEP = 0.5
 
 
-def batch_evaluator(target, **options):
-    """A :class:`~skgp_bayes.inference.particles.ParticleEvaluator` over ``target``."""
-    return ParticleEvaluator(target, **options)
+def batch_evaluator(target, estimator, n_rows):
+    """A :class:`~skgp_bayes.inference.particles.ParticleEvaluator` over ``target``.
+
+    Every particle's exact value and gradient on all ``n_rows`` training
+    rows. The particles go on threads as ``estimator.n_jobs`` says, and
+    with ``n_jobs=None`` where the rows are few enough for BLAS to run on
+    one thread (:func:`~skgp_bayes._threads.serial_blas`) and the target's
+    compiled evaluation pays for the hand-over.
+    """
+    return ParticleEvaluator(
+        target, n_jobs=estimator.n_jobs, auto_threads=serial_blas(n_rows)
+    )
 
 
 def warn_not_converged(estimator, result, X=None):
@@ -478,6 +488,20 @@ class SteinModel:
             values = self.log_density(particles)
             return SVGDResult(particles, values, particles, 0, True, {}, start.state)
         evaluator = self.make_evaluator(start)
+        try:
+            result = self.run_with(evaluator, start)
+        finally:
+            # an evaluator with threads of its own ends them with the run
+            if hasattr(evaluator, "close"):
+                evaluator.close()
+        if self.warns_unconverged(result):
+            warn_not_converged(self.estimator, result, self.X)
+        self.after_run(evaluator)
+        return result
+
+    def run_with(self, evaluator, start):
+        """Settle the start on the surrogate where it can, then run SVGD."""
+        particles = start.particles
         # A run on noisy gradients has no stopping rule to reach sooner.
         if self.stochastic:
             evaluator.check_initial(particles)
@@ -500,7 +524,7 @@ class SteinModel:
             # Exact targets give the same numbers again: the last evaluation,
             # at the particles the run starts from, is its first.
             evaluator.replay_first(particles, *evaluated)
-        result = run_stein_svgd(
+        return run_stein_svgd(
             self.estimator,
             evaluator,
             particles,
@@ -510,10 +534,6 @@ class SteinModel:
             start.coordinates(),
             **self.svgd_options(start),
         )
-        if self.warns_unconverged(result):
-            warn_not_converged(self.estimator, result, self.X)
-        self.after_run(evaluator)
-        return result
 
     def fitted(self, result, start):
         """The attributes every model leaves, then the model's own."""

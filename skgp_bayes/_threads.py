@@ -45,10 +45,32 @@ def blas_threads_for(n_rows, n_cols=None):
     >>> with blas_threads_for(10**6, 100):  # large: BLAS keeps its threads
     ...     pass
     """
-    n_cols = n_rows if n_cols is None else n_cols
-    if n_rows * n_cols <= _config.SERIAL_BLAS_MAX_WORK:
+    if serial_blas(n_rows, n_cols):
         return one_blas_thread()
     return contextlib.nullcontext()
+
+
+def serial_blas(n_rows, n_cols=None):
+    """Whether :func:`blas_threads_for` keeps BLAS to one thread at this size.
+
+    Parameters
+    ----------
+    n_rows : int
+    n_cols : int, optional
+        Defaults to ``n_rows``.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from skgp_bayes._threads import serial_blas
+    >>> serial_blas(300), serial_blas(5000)
+    (True, False)
+    """
+    n_cols = n_rows if n_cols is None else n_cols
+    return n_rows * n_cols <= _config.SERIAL_BLAS_MAX_WORK
 
 
 def one_blas_thread():

@@ -194,9 +194,10 @@ class SteinGPRegressor(
         ``None`` keeps the rate constant.
     n_jobs : int or None, default=None
         Threads over which the particles' gradients are spread (``-1``: all
-        cores). Used with ``inducing_points``, where each particle's work is
-        many small matrix products; the exact model's large factorisations
-        use the threads of BLAS instead. Under a process-based backend
+        cores). ``None``: the exact model's particles go on Numba's threads
+        up to 1,000 rows (where BLAS runs on one) when a compiled evaluation
+        takes at least 0.1 ms; beyond, BLAS's threads; the sparse model's,
+        one thread. Under a process-based backend
         chosen with ``joblib.parallel_config`` (a Dask cluster), blocks of
         particles go to its workers where a particle's work is large enough
         (the rule is in the doc page "Scaling out"). Neither threads nor

@@ -266,7 +266,7 @@ class ExactCholeskyModel(SteinModel):
 
     def make_evaluator(self, start):
         """Every particle's exact value and gradient."""
-        return batch_evaluator(self.target)
+        return batch_evaluator(self.target, self.estimator, self.X.shape[0])
 
     def log_density(self, particles):
         """Log posterior of particles with every parameter fixed."""
@@ -516,7 +516,7 @@ class StochasticTraceModel(ExactCholeskyModel):
             rng=np.random.default_rng([seed, done]),
             n_probes=TRACE_PROBES,
         )
-        return batch_evaluator(self.trace_target)
+        return batch_evaluator(self.trace_target, self.estimator, self.X.shape[0])
 
     def max_jitter(self):
         """Largest jitter of the MAP search's and SVGD's factorisations."""

@@ -424,7 +424,7 @@ class LatentModel(SteinModel):
 
     def make_evaluator(self, start):
         """Every particle's exact value and gradient."""
-        return batch_evaluator(self.target)
+        return batch_evaluator(self.target, self.estimator, self.X.shape[0])
 
     def finish(self, result, start):
         """Classes, kernels (one per block), training data and draws."""

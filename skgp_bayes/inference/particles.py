@@ -9,6 +9,7 @@ particle's work is large enough to pay for the round trip.
 """
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
@@ -24,6 +25,13 @@ __all__ = []
 # Fewer particles per thread than this and thread hand-off costs more than
 # it saves.
 _MIN_PARTICLES_PER_JOB = 2
+# With ``auto_threads``, particles go on threads where the quickest one's
+# evaluation takes at least this long. A round on the evaluator's own pool
+# (two blocks handed over and collected) costs 20-40 us on a 2-core
+# machine; see the note in ParticleEvaluator for what was measured.
+THREADED_PARTICLE_SECONDS = 100e-6
+# Particles timed on the calling thread before ``auto_threads`` decides.
+_TIMED_PARTICLES = 2
 
 # A block sent to another process must compute for at least this many
 # times the backend's measured round trip (40-50 ms for joblib's Dask
@@ -43,15 +51,33 @@ def _evaluate_block(target, block, batch, in_worker=False):
     grads = np.empty_like(block)
     error = None
     for j, params in enumerate(block):
-        try:
-            if batch is None:
-                values[j], grads[j] = target.logp_and_grad(params)
-            else:
-                values[j], grads[j] = target.logp_and_grad(params, batch=batch)
-        except NotPSDError as err:
-            values[j], grads[j] = -np.inf, np.nan
-            error = err
+        values[j], grads[j], failure = _evaluate_one(target, params, batch)
+        error = failure or error
     return values, grads, error
+
+
+def _evaluate_one(target, params, batch):
+    try:
+        if batch is None:
+            value, grad = target.logp_and_grad(params)
+        else:
+            value, grad = target.logp_and_grad(params, batch=batch)
+    except NotPSDError as err:
+        return -np.inf, np.nan, err
+    return value, grad, None
+
+
+def _evaluate_timed(target, block, batch):
+    """``_evaluate_block`` here, with the quickest particle's seconds."""
+    values = np.empty(block.shape[0])
+    grads = np.empty_like(block)
+    error, quickest = None, np.inf
+    for j, params in enumerate(block):
+        start = time.perf_counter()
+        values[j], grads[j], failure = _evaluate_one(target, params, batch)
+        quickest = min(quickest, time.perf_counter() - start)
+        error = failure or error
+    return values, grads, error, quickest
 
 
 def _evaluate_remote_block(target, block, batch):
@@ -120,9 +146,22 @@ class ParticleEvaluator:
         backend the user chose (``joblib.parallel_config(backend="dask")``),
         blocks of particles go to its workers instead, one task per block,
         where a particle's work is large enough (see Notes).
+    auto_threads : bool, default=False
+        With ``n_jobs=None``, put the particles on this process's threads
+        where the target's evaluation is one compiled call that releases
+        the GIL (``target.compiled``), the quickest particle of the first
+        evaluation took at least :data:`THREADED_PARTICLE_SECONDS`, no
+        :func:`joblib.parallel_config` is active and Numba's threading
+        layer is thread-safe. For models whose BLAS runs on one thread
+        anyway, so that the other cores would otherwise idle.
 
     Notes
     -----
+    Threads share one pool for the evaluator's life (:meth:`close` ends
+    it): starting threads afresh every SVGD iteration, as a
+    :class:`joblib.Parallel` call does, cost more than ten particles of a
+    few hundred rows took to evaluate.
+
     The rule for a chosen backend: the first two evaluations run here and
     the second is timed (the first may include compiling the kernels),
     which gives ``t``, one core's seconds per particle. The target is then
@@ -156,13 +195,18 @@ class ParticleEvaluator:
     array([-1., -1., -1.])
     """
 
-    def __init__(self, target, *, batch_size=None, rng=None, n_jobs=None):
+    def __init__(
+        self, target, *, batch_size=None, rng=None, n_jobs=None, auto_threads=False
+    ):
         if batch_size is not None and rng is None:
             raise ValueError("batch_size needs an rng for the permutations.")
         self.target = target
         self.batch_size = batch_size
         self.rng = rng
         self.n_jobs = n_jobs
+        # With auto_threads: None until the first evaluation has been timed.
+        self._auto_threads = None if auto_threads and n_jobs is None else 1
+        self._pool, self._pool_size = None, 0
         self.last_error = None
         self._order = None
         self._epoch_state = None
@@ -300,20 +344,61 @@ class ParticleEvaluator:
         return self._keep_error(*_merge(parts))
 
     def _evaluate_here(self, particles, batch):
+        if self._auto_threads is None and particles.shape[0] > _TIMED_PARTICLES:
+            # The first particles here, timed (the first of all may include
+            # loading the compiled kernels), and the rest as they decide.
+            timed = particles[:_TIMED_PARTICLES]
+            values, grads, error, quickest = _evaluate_timed(self.target, timed, batch)
+            self._auto_threads = self._automatic_threads(quickest)
+            rest = self._evaluate_here(particles[_TIMED_PARTICLES:], batch)
+            return self._keep_error(
+                np.concatenate([values, rest[0]]), np.vstack([grads, rest[1]]), error
+            )
         n_threads = self._threads(particles.shape[0])
         if n_threads <= 1:
             values, grads, error = _evaluate_block(self.target, particles, batch)
         else:
             blocks = np.array_split(particles, n_threads)
+            run_block = bound_to_fit(_evaluate_block)
             with one_blas_thread():
-                parts = Parallel(n_jobs=n_threads, backend="threading")(
-                    delayed(bound_to_fit(_evaluate_block))(
-                        self.target, block, batch, True
+                futures = [
+                    self._threads_pool(n_threads).submit(
+                        run_block, self.target, block, batch, True
                     )
                     for block in blocks
-                )
+                ]
+                parts = [future.result() for future in futures]
             values, grads, error = _merge(parts)
         return self._keep_error(values, grads, error)
+
+    def _automatic_threads(self, particle_seconds):
+        if not getattr(self.target, "compiled", False):
+            return 1
+        if particle_seconds < THREADED_PARTICLE_SECONDS:
+            return 1
+        if effective_n_jobs(None) != 1 or not numba_threads_are_safe():
+            return 1
+        import numba
+
+        return max(1, numba.get_num_threads())
+
+    def _threads_pool(self, n_threads):
+        if self._pool is None or self._pool_size < n_threads:
+            self.close()
+            self._pool = ThreadPoolExecutor(max_workers=n_threads)
+            self._pool_size = n_threads
+        return self._pool
+
+    def close(self):
+        """End the evaluator's threads (a later threaded call starts new ones)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_pool"] = None
+        return state
 
     def _keep_error(self, values, grads, error):
         if error is not None:
@@ -321,7 +406,12 @@ class ParticleEvaluator:
         return values, grads
 
     def _threads(self, n_particles):
-        if self.n_jobs is None or self.n_jobs == 1:
+        if self.n_jobs is None:
+            if self._auto_threads is None:  # still undecided: too few to time
+                return 1
+            wanted = min(self._auto_threads, n_particles // _MIN_PARTICLES_PER_JOB)
+            return max(1, wanted)
+        if self.n_jobs == 1:
             return 1
         wanted = min(
             effective_n_jobs(self.n_jobs), n_particles // _MIN_PARTICLES_PER_JOB

@@ -32,7 +32,13 @@ from ._sparse_shared import (
     sparse_expected_log_prob,
 )
 
-__all__ = ["compiled_prior", "evaluate_compiled", "has_workspace", "workspace"]
+__all__ = [
+    "compiled_prior",
+    "evaluate_compiled",
+    "has_workspace",
+    "thread_buffer",
+    "workspace",
+]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -95,13 +101,41 @@ def workspace(m, n):
     """
     if not has_workspace(m, n):
         return _NO_WORK
-    key = (m, n)
-    kept = getattr(_SCRATCH, "kept", None)
+    return thread_buffer(_SCRATCH, (m, n), _sparse_numba.work_size(m, n))
+
+
+def thread_buffer(store, key, size):
+    """The calling thread's buffer in ``store`` for ``key``, kept for the next call.
+
+    Each thread keeps one buffer, for the last ``key`` it asked for: a
+    thread's successive evaluations reuse the memory of the last, and
+    threads never share one.
+
+    Parameters
+    ----------
+    store : threading.local
+    key : hashable
+    size : int
+        Entries of a fresh buffer.
+
+    Returns
+    -------
+    ndarray of shape (size,)
+
+    Examples
+    --------
+    >>> import threading
+    >>> from skgp_bayes.targets._sparse_compiled import thread_buffer
+    >>> store = threading.local()
+    >>> thread_buffer(store, 3, 3) is thread_buffer(store, 3, 3)
+    True
+    """
+    kept = getattr(store, "kept", None)
     if kept is not None and kept[0] == key:
         return kept[1]
-    work = np.empty(_sparse_numba.work_size(m, n))
-    _SCRATCH.kept = (key, work)
-    return work
+    buffer = np.empty(size)
+    store.kept = (key, buffer)
+    return buffer
 
 
 def compiled_prior(prior_set):

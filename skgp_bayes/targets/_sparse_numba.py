@@ -515,7 +515,7 @@ def gram_contract(Zs, Kuu, W, variance, noise, base, ard, g, g_inputs):
 
 
 @njit(cache=True, nogil=True)
-def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g, g_inputs):
+def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g, g_inputs, G_work=None):
     """Add ``sum_ja W_ja dK(Z, X)_ja / dphi`` to ``g``.
 
     With ``G_ja = W_ja variance f(r_ja)`` the length-scale entry of column
@@ -529,11 +529,20 @@ def cross_contract(Zs, Xs, Kuf, W, variance, base, ard, g, g_inputs):
     The same product gives the gradient in the scaled inducing inputs,
     ``sum_a G_ja (xs_a - zs_j) = (G X)_j - rowsum(G)_j zs_j``, added to
     ``g_inputs`` when it has ``Zs``'s shape (the caller multiplies column
-    ``c`` by ``1 / ell_c``).
+    ``c`` by ``1 / ell_c``). ``G`` is formed in ``G_work`` where that is an
+    ``(m, n)`` matrix, in a fresh one otherwise.
     """
     m, d = Zs.shape
     n = Xs.shape[0]
-    G = np.zeros((m, n))
+    if G_work is None:
+        G = np.zeros((m, n))
+    elif G_work.shape[0] == m and G_work.shape[1] == n:
+        G = G_work
+        if base != 0:
+            # entries whose weight or kernel value is zero are skipped
+            G[:] = 0.0
+    else:
+        G = np.zeros((m, n))
     # Local accumulators: NumPy's axis sums and a running g[0] in memory
     # cost more than the products themselves at these sizes (40 us against
     # 6 us at m = 18, n = 300).

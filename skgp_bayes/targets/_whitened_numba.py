@@ -49,16 +49,20 @@ __all__ = [
     "OK",
     "SOFTMAX",
     "WHITENED_ROUTINES",
+    "WORK_MATRICES",
     "contract_rbf",
     "jittered_gram",
     "rbf_gram_noiseless",
     "whitened_value_and_grad",
+    "work_matrix",
 ]
 
 LOGIT, SOFTMAX = 0, 1
 OK, NOT_PSD = 0, 1
 # dpotrf, dtrsm, dsygst and dsyrk, as the sparse targets take them
 WHITENED_ROUTINES = LAPACK
+# (n, n) matrices of an evaluation's scratch memory (see work_matrix)
+WORK_MATRICES = 4
 
 
 @njit(cache=True, nogil=True)
@@ -78,8 +82,16 @@ def rbf_gram_noiseless(Xs, variance):
     >>> bool(np.allclose(K, [[2.0, 2.0 * np.exp(-0.5)], [2.0 * np.exp(-0.5), 2.0]]))
     True
     """
+    K = np.empty((Xs.shape[0], Xs.shape[0]))
+    _rbf_gram_into(Xs, variance, K)
+    return K
+
+
+@njit(cache=True, nogil=True)
+def _rbf_gram_into(Xs, variance, K):
+    """:func:`rbf_gram_noiseless` written into ``K``."""
     n, d = Xs.shape
-    K = Xs @ np.ascontiguousarray(Xs.T)
+    np.dot(Xs, np.ascontiguousarray(Xs.T), K)
     sq = np.empty(n)
     for a in range(n):
         s = 0.0
@@ -94,7 +106,6 @@ def rbf_gram_noiseless(Xs, variance):
     for a in range(n):
         for b in range(a):
             K[b, a] = K[a, b]
-    return K
 
 
 @njit(cache=True, nogil=True)
@@ -112,8 +123,16 @@ def jittered_gram(K, noise, jitter):
     array([[1.65, 0.  ],
            [0.  , 1.65]])
     """
+    out = np.empty_like(K)
+    _jittered_into(K, noise, jitter, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _jittered_into(K, noise, jitter, out):
+    """:func:`jittered_gram` written into ``out``."""
     n = K.shape[0]
-    out = K.copy()
+    out[:] = K
     total = 0.0
     for a in range(n):
         out[a, a] += noise
@@ -124,17 +143,16 @@ def jittered_gram(K, noise, jitter):
     delta = jitter * total / n
     for a in range(n):
         out[a, a] += delta
-    return out
 
 
 @njit(cache=True, nogil=True)
-def _jittered_factor(K, noise, jitter, dpotrf):
-    """``(ok, L)``: the lower factor of :func:`jittered_gram`."""
-    L = jittered_gram(K, noise, jitter)
+def _jittered_factor(K, noise, jitter, dpotrf, L):
+    """Whether :func:`jittered_gram` has a finite lower factor, written into ``L``."""
+    _jittered_into(K, noise, jitter, L)
     ok = cholesky_in_place_c(L, dpotrf) == 0
     for a in range(K.shape[0]):
         ok = ok and math.isfinite(L[a, a])
-    return ok, L
+    return ok
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -190,11 +208,17 @@ def contract_rbf(Kbar, K, Xs, noise, ard, g_phi):
     >>> g_phi  # d tr(K) / d log variance = 2; the noise's: 0.5 * 2
     array([2., 0., 1.])
     """
+    _contract_rbf_with(Kbar, K, Xs, noise, ard, g_phi, np.empty((K.shape[0], 0)))
+
+
+@njit(cache=True, nogil=True)
+def _contract_rbf_with(Kbar, K, Xs, noise, ard, g_phi, scratch):
+    """:func:`contract_rbf` with ``scratch`` for ``Kbar o K`` where it is ``(n, n)``."""
     n = K.shape[0]
     g_phi[:] = 0.0
     # The RBF's slope is K itself, so the variance argument goes unread;
     # K's diagonal is the variance exactly.
-    cross_contract(Xs, Xs, K, Kbar, K[0, 0], 0, ard, g_phi, np.empty((0, 0)))
+    cross_contract(Xs, Xs, K, Kbar, K[0, 0], 0, ard, g_phi, np.empty((0, 0)), scratch)
     trace = 0.0
     for a in range(n):
         trace += Kbar[a, a]
@@ -202,23 +226,55 @@ def contract_rbf(Kbar, K, Xs, noise, ard, g_phi):
 
 
 @njit(cache=True, nogil=True)
-def _hyper_gradient(L, U, N, K, Xs, noise, ard, jitter, routines, g_phi):
+def _hyper_gradient(L, U, N, K, Xs, noise, ard, jitter, routines, g_phi, S, scratch):
     """``dF/dphi`` of ``F = sum_c g_c' L nu_c`` through the factor, into ``g_phi``.
 
     ``Kbar = L^-T sym(Phi(tril(U N'))) L^-1``, whose symmetric middle has
-    the lower triangle ``U N' / 2``; then the jitter's weight and the
-    kernel contraction. ``L`` is reversed and restored during the call.
+    the lower triangle ``U N' / 2``, formed in ``S``; then the jitter's
+    weight and the kernel contraction, with ``scratch`` for its ``Kbar o
+    K``. ``L`` is reversed and restored during the call.
     """
-    S = 0.5 * (U @ np.ascontiguousarray(N.T))
+    np.dot(U, np.ascontiguousarray(N.T), S)
+    n = S.shape[0]
+    for a in range(n):
+        for b in range(n):
+            S[a, b] *= 0.5
     congruence_with_jitter_weight(L, S, jitter, routines)
-    contract_rbf(S, K, Xs, noise, ard, g_phi)
+    _contract_rbf_with(S, K, Xs, noise, ard, g_phi, scratch)
 
 
-# Long because the docstring documents ten parameters; the body is 40 lines.
+@njit(cache=True, nogil=True)
+def work_matrix(work, slot, n):
+    """Matrix ``slot`` of ``work`` as ``(n, n)``, or a fresh one.
+
+    The slots hold the Gram matrix, its factor, the factor's transpose
+    (then the contraction's ``Kbar o K``) and ``Kbar``. A buffer of any
+    other length than ``WORK_MATRICES * n * n`` gives fresh matrices.
+    One flat array, not a tuple of matrices, as
+    :func:`~skgp_bayes.targets._sparse_numba.scratch` takes, for the
+    same reason (each array argument costs its unboxing).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._whitened_numba import WORK_MATRICES, work_matrix
+    >>> work = np.zeros(WORK_MATRICES * 9)
+    >>> work_matrix(work, 1, 3).shape, np.shares_memory(work_matrix(work, 1, 3), work)
+    ((3, 3), True)
+    >>> np.shares_memory(work_matrix(np.empty(0), 1, 3), work)
+    False
+    """
+    size = n * n
+    if work.size != WORK_MATRICES * size:
+        return np.empty((n, n))
+    return work[slot * size : (slot + 1) * size].reshape((n, n))
+
+
+# Long because the docstring documents eleven parameters; the body is 45 lines.
 @njit(cache=True, nogil=True)
 def whitened_value_and_grad(
     params, X, phi_defaults, theta_index, jitter, labels, kind, n_latent, prior,
-    routines,
+    routines, work,
 ):  # fmt: skip
     """``(status, value, grad)`` of the whitened target at ``params``.
 
@@ -245,6 +301,10 @@ def whitened_value_and_grad(
         length zero for a flat prior.
     routines : tuple of int
         :data:`WHITENED_ROUTINES`.
+    work : ndarray of shape (WORK_MATRICES * n * n,) or (0,)
+        Scratch memory for the ``(n, n)`` matrices (see :func:`work_matrix`);
+        any other length allocates them afresh. The results do not depend
+        on it.
 
     Returns
     -------
@@ -264,7 +324,8 @@ def whitened_value_and_grad(
     >>> flat = tuple(np.zeros(0, dtype=k) for k in (np.int64, float, float, float))
     >>> status, value, grad = whitened_value_and_grad(
     ...     np.zeros(7), X, np.array([0.0, 0.0, -np.inf]), np.array([1]), 1e-6,
-    ...     (X[:, 0] > 0).astype(float), LOGIT, 1, flat, WHITENED_ROUTINES)
+    ...     (X[:, 0] > 0).astype(float), LOGIT, 1, flat, WHITENED_ROUTINES,
+    ...     np.empty(0))
     >>> status == OK, bool(np.isclose(value, 6 * np.log(0.5))), grad.shape
     (True, True, (7,))
     """
@@ -274,9 +335,10 @@ def whitened_value_and_grad(
     theta = params[:p].copy()
     variance, noise, inv_ell, ard = kernel_scales(theta, phi_defaults, theta_index, d)
     Xs = scaled(X, inv_ell)
-    K = rbf_gram_noiseless(Xs, variance)
-    ok, L = _jittered_factor(K, noise, jitter, routines[0])
-    if not ok:
+    K = work_matrix(work, 0, n)
+    _rbf_gram_into(Xs, variance, K)
+    L = work_matrix(work, 1, n)
+    if not _jittered_factor(K, noise, jitter, routines[0], L):
         return NOT_PSD, 0.0, grad
     C = n_latent
     N = np.empty((n, C))
@@ -293,13 +355,17 @@ def whitened_value_and_grad(
         prior_value, prior_grad = log_prior_theta(theta, *prior)
         value += prior_value
         grad[:p] = prior_grad
-    U = np.ascontiguousarray(L.T) @ G
+    LT = work_matrix(work, 2, n)
+    LT[:] = L.T
+    U = LT @ G
     for c in range(C):
         for a in range(n):
             grad[p + c * n + a] = U[a, c] - N[a, c]
     if p:
         g_phi = np.empty(phi_defaults.size)
-        _hyper_gradient(L, U, N, K, Xs, noise, ard, jitter, routines, g_phi)
+        # the transposed factor's matrix is free again: Kbar o K goes there
+        S = work_matrix(work, 3, n)
+        _hyper_gradient(L, U, N, K, Xs, noise, ard, jitter, routines, g_phi, S, LT)
         for k in range(p):
             grad[k] += g_phi[theta_index[k]]
     if not math.isfinite(value):

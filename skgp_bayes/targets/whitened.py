@@ -55,7 +55,7 @@ from ..linalg import cholesky, inverse_congruence
 from ..linalg._numba_ops import flush_tiny
 from ..linalg.diagonal import add_to_diagonal
 from ._sparse_shared import add_jitter_weight
-from ._whitened_compiled import whitened_plan
+from ._whitened_compiled import whitened_plan, whitened_workspace
 from ._whitened_numba import OK, WHITENED_ROUTINES, whitened_value_and_grad
 
 __all__ = ["WhitenedLatentTarget", "JITTER"]
@@ -712,18 +712,42 @@ class WhitenedLatentTarget:
             value = -np.inf
         return value, grad
 
+    @property
+    def compiled(self):
+        """Whether value and gradient come from one compiled call (without the GIL).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli
+        >>> from skgp_bayes.targets.whitened import WhitenedLatentTarget
+        >>> X, y = np.zeros((3, 1)), np.array([0.0, 1.0, 1.0])
+        >>> for link in ("logit", "probit"):  # the probit has no compiled form
+        ...     target = WhitenedLatentTarget(
+        ...         KernelAdapter(RBF()), X, y, Bernoulli(link=link), None)
+        ...     print(target.compiled)
+        True
+        False
+        """
+        if not self._planned:
+            self._plan, self._planned = whitened_plan(self), True
+        return self._plan is not None
+
     def _compiled_logp_and_grad(self, params):
         """``(value, grad)`` in one compiled call, or None (module
         :mod:`._whitened_compiled` says which targets have one; a Gram
         matrix without a factor goes back to the interpreted path, which
         raises)."""
-        if not self._planned:
-            self._plan, self._planned = whitened_plan(self), True
         params = np.asarray(params, dtype=np.float64)
-        if self._plan is None or params.shape != (self.n_params,):
+        if not self.compiled or params.shape != (self.n_params,):
             return None
         status, value, grad = whitened_value_and_grad(
-            np.ascontiguousarray(params), *self._plan, WHITENED_ROUTINES
+            np.ascontiguousarray(params),
+            *self._plan,
+            WHITENED_ROUTINES,
+            whitened_workspace(self.n),
         )
         return (value, grad) if status == OK else None
 

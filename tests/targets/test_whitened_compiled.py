@@ -1,6 +1,7 @@
 """The whitened target's compiled evaluation against its interpreted one."""
 
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -16,10 +17,16 @@ from skgp_bayes.exceptions import NotPSDError
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli, RobustMax, Softmax
 from skgp_bayes.priors import HalfNormal, PriorSet
-from skgp_bayes.targets._whitened_compiled import whitened_plan
+from skgp_bayes.targets._sparse_numba import cross_contract
+from skgp_bayes.targets._whitened_compiled import (
+    WORK_MIN_ROWS,
+    whitened_plan,
+    whitened_workspace,
+)
 from skgp_bayes.targets._whitened_numba import (
     NOT_PSD,
     WHITENED_ROUTINES,
+    WORK_MATRICES,
     whitened_value_and_grad,
 )
 from skgp_bayes.targets.whitened import WhitenedLatentTarget
@@ -136,7 +143,7 @@ def test_a_gram_matrix_without_a_factor_raises_as_before():
     bad = params.copy()
     bad[0] = np.nan
     plan = whitened_plan(target)
-    status, _, _ = whitened_value_and_grad(bad, *plan, WHITENED_ROUTINES)
+    status, _, _ = whitened_value_and_grad(bad, *plan, WHITENED_ROUTINES, np.empty(0))
     assert status == NOT_PSD
     with pytest.raises(NotPSDError):
         target.logp_and_grad(bad)
@@ -161,3 +168,63 @@ def test_labels_outside_the_classes_are_never_read_as_indices():
     target, _ = _target("rbf-iso", 3, n=10)
     target.y = np.where(np.arange(10) == 4, 3, target.y)  # no class 3
     assert whitened_plan(target) is None
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_scratch_memory_changes_no_result(n_classes):
+    # A thread's kept matrices, dirty from an evaluation at other
+    # parameters, give the bits that fresh matrices give.
+    n = WORK_MIN_ROWS
+    target, params = _target("rbf-ard", n_classes, n=n, seed=3)
+    plan = whitened_plan(target)
+    fresh = whitened_value_and_grad(params, *plan, WHITENED_ROUTINES, np.empty(0))
+    work = np.full(WORK_MATRICES * n * n, np.nan)
+    other = params + 0.5
+    whitened_value_and_grad(other, *plan, WHITENED_ROUTINES, work)
+    kept = whitened_value_and_grad(params, *plan, WHITENED_ROUTINES, work)
+    assert kept[0] == fresh[0] and kept[1] == fresh[1]
+    assert np.array_equal(kept[2], fresh[2])
+
+
+def test_threads_keep_scratch_memory_of_their_own():
+    n = WORK_MIN_ROWS
+    assert whitened_workspace(n).size == 0  # this is the main thread
+    seen = []
+
+    def evaluate():
+        seen.append(whitened_workspace(n))
+        seen.append(whitened_workspace(n))
+
+    workers = [threading.Thread(target=evaluate) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert seen[0] is seen[1] and seen[2] is seen[3]
+    assert seen[0].size == WORK_MATRICES * n * n
+    assert not np.shares_memory(seen[0], seen[2])
+    assert whitened_workspace(n - 1).size == 0
+
+
+def test_target_on_a_thread_equals_the_main_thread():
+    target, params = _target("rbf-iso", 3, n=WORK_MIN_ROWS, seed=4)
+    here = target.logp_and_grad(params)
+    there = []
+    worker = threading.Thread(target=lambda: there.append(target.logp_and_grad(params)))
+    worker.start()
+    worker.join()
+    assert there[0][0] == here[0] and np.array_equal(there[0][1], here[1])
+
+
+@pytest.mark.parametrize("base", [0, 2])
+def test_cross_contract_into_scratch_equals_fresh(base):
+    rng = np.random.default_rng(5)
+    Zs, Xs = rng.normal(size=(7, 3)), rng.normal(size=(9, 3))
+    Kuf = np.exp(-rng.uniform(size=(7, 9)))
+    Kuf[2, 4] = 0.0  # skipped by every kernel but the RBF
+    W = rng.normal(size=(7, 9))
+    fresh, kept = np.zeros(4), np.zeros(4)
+    none = np.empty((0, 0))
+    cross_contract(Zs, Xs, Kuf, W, 1.3, base, True, fresh, none)
+    cross_contract(Zs, Xs, Kuf, W, 1.3, base, True, kept, none, np.full((7, 9), 9.0))
+    assert np.array_equal(fresh, kept)

@@ -1,0 +1,153 @@
+"""Particles on the evaluator's own threads: when they go there by default,
+and that where they run never changes a result."""
+
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_regression
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from skgp_bayes import SteinGPClassifier, SteinGPRegressor
+from skgp_bayes.exceptions import NotPSDError
+from skgp_bayes.inference import particles as particles_module
+from skgp_bayes.inference.particles import ParticleEvaluator
+
+
+class _Sleepy:
+    """A target whose evaluation waits outside the GIL, as compiled code does."""
+
+    n = 10
+
+    def __init__(self, seconds, compiled=True):
+        self.seconds = seconds
+        self.compiled = compiled
+        self.threads = set()
+
+    def logp_and_grad(self, params, batch=None):
+        self.threads.add(threading.get_ident())
+        if self.seconds:
+            time.sleep(self.seconds)
+        if params[0] > 100:
+            raise NotPSDError("not positive definite")
+        return -0.5 * float(params @ params), -params
+
+
+def _threads_are_safe():
+    return ParticleEvaluator(None, n_jobs=2)._threads(4) == 2
+
+
+def _particles():
+    return np.random.default_rng(0).normal(size=(6, 3))
+
+
+def test_auto_threads_chosen_from_the_first_particles():
+    if not _threads_are_safe():
+        pytest.skip("Numba's threading layer is not thread-safe here.")
+    target = _Sleepy(2e-3)
+    evaluator = ParticleEvaluator(target, auto_threads=True)
+    particles = _particles()
+    first = evaluator(particles)
+    # two particles timed here, the other four on two threads
+    assert len(target.threads) > 1 and evaluator._threads(6) == 2
+    second = evaluator(particles)
+    evaluator.close()
+    serial = ParticleEvaluator(_Sleepy(0.0))(particles)
+    for a, b, c in zip(first, second, serial, strict=True):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def test_too_few_particles_to_time_stay_undecided():
+    evaluator = ParticleEvaluator(_Sleepy(2e-3), auto_threads=True)
+    evaluator(_particles()[:2])
+    assert evaluator._auto_threads is None and evaluator._pool is None
+
+
+@pytest.mark.parametrize(
+    "target, options",
+    [
+        (_Sleepy(2e-3, compiled=False), {"auto_threads": True}),  # holds the GIL
+        (_Sleepy(0.0), {"auto_threads": True}),  # too quick to hand over
+        (_Sleepy(2e-3), {"auto_threads": True, "n_jobs": 1}),  # the user said one
+        (_Sleepy(2e-3), {}),  # not asked for
+    ],
+)
+def test_particles_stay_on_this_thread(target, options, monkeypatch):
+    # A threshold far above the quick target's microseconds, so that a busy
+    # machine cannot push it over.
+    monkeypatch.setattr(particles_module, "THREADED_PARTICLE_SECONDS", 1e-3)
+    evaluator = ParticleEvaluator(target, **options)
+    for _ in range(3):
+        evaluator(_particles())
+    assert evaluator._pool is None
+    assert target.threads == {threading.get_ident()}
+
+
+def test_pool_is_closed_and_left_out_of_pickles():
+    if not _threads_are_safe():
+        pytest.skip("Numba's threading layer is not thread-safe here.")
+    evaluator = ParticleEvaluator(_Sleepy(1e-3), n_jobs=2)
+    evaluator(_particles())
+    assert evaluator._pool is not None
+    copy = pickle.loads(pickle.dumps(evaluator))
+    assert copy._pool is None
+    values, _ = copy(_particles())  # starts threads of its own
+    assert np.all(np.isfinite(values))
+    copy.close()
+    evaluator.close()
+    assert evaluator._pool is None
+
+
+def test_a_failed_particle_on_a_thread_is_rejected_not_raised():
+    if not _threads_are_safe():
+        pytest.skip("Numba's threading layer is not thread-safe here.")
+    evaluator = ParticleEvaluator(_Sleepy(1e-3), n_jobs=2)
+    particles = _particles()
+    particles[4, 0] = 1e3
+    values, grads = evaluator(particles)
+    evaluator.close()
+    assert values[4] == -np.inf and np.all(np.isnan(grads[4]))
+    assert np.all(np.isfinite(np.delete(values, 4)))
+    assert isinstance(evaluator.last_error, NotPSDError)
+
+
+@pytest.fixture
+def threads_always(monkeypatch):
+    # The test problems are small; a zero threshold puts their particles on
+    # threads, as a few hundred rows would.
+    if not _threads_are_safe():
+        pytest.skip("Numba's threading layer is not thread-safe here.")
+    monkeypatch.setattr(particles_module, "THREADED_PARTICLE_SECONDS", 0.0)
+    used = []
+    original = ParticleEvaluator._threads_pool
+
+    def spy(self, n_threads):
+        used.append(n_threads)
+        return original(self, n_threads)
+
+    monkeypatch.setattr(ParticleEvaluator, "_threads_pool", spy)
+    return used
+
+
+def test_default_threads_give_the_one_thread_classifier(threads_always):
+    X, y = make_classification(80, 4, random_state=0)
+    options = {"kernel": ConstantKernel() * RBF(1.0), "random_state": 0, "max_iter": 8}
+    one = SteinGPClassifier(n_jobs=1, **options).fit(X, y)
+    assert not threads_always
+    default = SteinGPClassifier(**options).fit(X, y)
+    assert threads_always
+    assert np.array_equal(one.particles_, default.particles_)
+    assert np.array_equal(one.predict_proba(X), default.predict_proba(X))
+
+
+def test_default_threads_give_the_one_thread_regressor(threads_always):
+    X, y = make_regression(60, 3, noise=5.0, random_state=0)
+    options = {"random_state": 0, "max_iter": 8}
+    one = SteinGPRegressor(n_jobs=1, **options).fit(X, y)
+    assert not threads_always
+    default = SteinGPRegressor(**options).fit(X, y)
+    assert threads_always
+    assert np.array_equal(one.particles_, default.particles_)
+    assert np.array_equal(one.predict(X), default.predict(X))
