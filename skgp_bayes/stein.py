@@ -193,15 +193,15 @@ class SteinGPRegressor(
         ``"auto"`` uses 100 with ``batch_size`` and no decay otherwise;
         ``None`` keeps the rate constant.
     n_jobs : int or None, default=None
-        Threads over which the particles' gradients are spread (``-1``: all
-        cores). ``None``: the exact model's particles go on Numba's threads
-        up to 1,000 rows (where BLAS runs on one) when a compiled evaluation
-        takes at least 0.1 ms; beyond, BLAS's threads; the sparse model's,
-        one thread. Under a process-based backend
-        chosen with ``joblib.parallel_config`` (a Dask cluster), blocks of
-        particles go to its workers where a particle's work is large enough
-        (the rule is in the doc page "Scaling out"). Neither threads nor
-        workers change the result.
+        Threads over which the particles' gradients, and the exact model's
+        MAP searches from its restarts, are spread (``-1``: all cores).
+        ``None``: the exact model's go on Numba's threads up to 1,000 rows
+        (where BLAS runs on one) when a compiled evaluation takes at least
+        0.1 ms; beyond, BLAS's threads; the sparse model's, one thread.
+        Under a process-based backend chosen with ``joblib.parallel_config``
+        (a Dask cluster), blocks of particles go to its workers where a
+        particle's work is large enough (the rule is in the doc page
+        "Scaling out"). Neither threads nor workers change the result.
     solver : {"cholesky", "cg"}, default="cholesky"
         How the exact model (``inducing_points=None``) meets ``K^-1``.
         ``"cholesky"`` factorises each particle's kernel matrix: exact

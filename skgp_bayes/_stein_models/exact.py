@@ -20,11 +20,13 @@ from .._stein_base import (
     batch_evaluator,
     check_dense_memory,
     check_particle_shape,
+    search_threads,
 )
 from .._threads import blas_threads_for
 from .._validation import check_input_magnitude, column_scales
 from .._warnings import warn_user
 from ..exceptions import NumericalWarning, SolverConvergenceWarning
+from ..inference._chain_threads import mapped_on_threads
 from ..inference.gaussian_surrogate import GaussianMixtureDensity
 from ..inference.laplace import (
     find_map,
@@ -151,7 +153,11 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     if type(target) is ExactMarginalTarget:
         extra = screened_exact_starts(target, start, bounds)
     starts = np.vstack([start, *extra, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
-    modes = laplace_modes(target, starts, bounds)
+    rows = getattr(target, "X", None)
+    n_rows = 0 if rows is None else rows.shape[0]
+    threads = search_threads(estimator, target, n_rows, starts.shape[0], starts[0])
+    with mapped_on_threads(threads) as map_fn:
+        modes = laplace_modes(target, starts, bounds, map_fn=map_fn)
     if not modes:  # every optimum failed: let the caller report the error
         return np.clip(starts[: estimator.n_particles], *bounds.T), None, None, None
     best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]

@@ -20,6 +20,7 @@ Two things a thread pool does not give by itself are added here:
   counts for new runs; the chains' counts are summed under a lock instead.
 """
 
+import contextlib
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -31,6 +32,7 @@ from .._warnings import bound_to_fit
 
 __all__ = [
     "default_chain_threads",
+    "mapped_on_threads",
     "numba_threads_are_safe",
     "quickest_seconds",
     "run_on_threads",
@@ -215,3 +217,38 @@ def default_chain_threads(n_jobs, n_chains, work_seconds, threshold):
     import numba
 
     return max(1, min(n_chains, numba.get_num_threads()))
+
+
+@contextlib.contextmanager
+def mapped_on_threads(n_threads):
+    """Context giving a ``map(function, items)`` over ``n_threads`` threads.
+
+    Results come in the order of ``items``, and an item's error is raised
+    where its result is read, as with the builtin :func:`map`, which is
+    what one thread gives. BLAS runs on one thread meanwhile: the items are
+    the parallelism. Read every result inside the context.
+
+    Parameters
+    ----------
+    n_threads : int
+
+    Yields
+    ------
+    callable
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference._chain_threads import mapped_on_threads
+    >>> with mapped_on_threads(2) as map_fn:
+    ...     list(map_fn(abs, [-1, 2, -3]))
+    [1, 2, 3]
+    """
+    if n_threads <= 1:
+        yield map
+        return
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=n_threads) as pool:
+
+        def map_fn(function, items):
+            return pool.map(bound_to_fit(function), items)
+
+        yield map_fn

@@ -187,7 +187,7 @@ def laplace_covariance(
     return capped
 
 
-def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
+def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD, map_fn=map):
     """Distinct local maxima of ``target`` found by L-BFGS-B from ``starts``.
 
     Optima closer than ``SAME_MODE`` in every coordinate are one mode.
@@ -200,6 +200,11 @@ def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
     bounds : ndarray of shape (p, 2)
     max_std : float, default=MAX_LAPLACE_STD
         Cap of the modes' covariances, as in :func:`laplace_covariance`.
+    map_fn : callable, default=map
+        ``map_fn(function, items)``, in order, for the searches from the
+        starts and the modes' covariances, which are independent
+        (:func:`~skgp_bayes.inference._chain_threads.mapped_on_threads`
+        spreads them over threads).
 
     Returns
     -------
@@ -219,12 +224,17 @@ def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD):
     >>> len(modes), np.round(modes[0][0], 4)
     (1, array([2.]))
     """
-    optima = distinct_optima(find_map(target, s, bounds).params for s in starts)
-    modes = []
-    for mode in optima:
-        component = laplace_component(target, mode, bounds, max_std)
-        if component is not None:
-            modes.append((mode, *component))
+    optima = distinct_optima(
+        map_fn(lambda start: find_map(target, start, bounds).params, starts)
+    )
+    components = map_fn(
+        lambda mode: laplace_component(target, mode, bounds, max_std), optima
+    )
+    modes = [
+        (mode, *component)
+        for mode, component in zip(optima, components, strict=True)
+        if component is not None
+    ]
     modes.sort(key=lambda entry: -entry[2])
     return modes
 

@@ -4,15 +4,21 @@ and that where they run never changes a result."""
 import pickle
 import threading
 import time
+import warnings
 
+import numba
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SteinGPClassifier, SteinGPRegressor
+from skgp_bayes._stein_models import exact as exact_model
 from skgp_bayes.exceptions import NotPSDError
 from skgp_bayes.inference import particles as particles_module
+from skgp_bayes.inference._chain_threads import mapped_on_threads
+from skgp_bayes.inference.laplace import laplace_modes
 from skgp_bayes.inference.particles import ParticleEvaluator
 
 
@@ -36,7 +42,9 @@ class _Sleepy:
 
 
 def _threads_are_safe():
-    return ParticleEvaluator(None, n_jobs=2)._threads(4) == 2
+    # and more than one core for Numba's threads, which the default takes
+    two = ParticleEvaluator(None, n_jobs=2)._threads(4) == 2
+    return two and numba.get_num_threads() > 1
 
 
 def _particles():
@@ -50,8 +58,8 @@ def test_auto_threads_chosen_from_the_first_particles():
     evaluator = ParticleEvaluator(target, auto_threads=True)
     particles = _particles()
     first = evaluator(particles)
-    # two particles timed here, the other four on two threads
-    assert len(target.threads) > 1 and evaluator._threads(6) == 2
+    # two particles timed here, the other four on threads
+    assert len(target.threads) > 1 and evaluator._threads(6) > 1
     second = evaluator(particles)
     evaluator.close()
     serial = ParticleEvaluator(_Sleepy(0.0))(particles)
@@ -142,12 +150,62 @@ def test_default_threads_give_the_one_thread_classifier(threads_always):
     assert np.array_equal(one.predict_proba(X), default.predict_proba(X))
 
 
-def test_default_threads_give_the_one_thread_regressor(threads_always):
+def test_default_threads_give_the_one_thread_regressor(threads_always, monkeypatch):
+    # the MAP searches from the restarts go on threads by the same rule
+    searches = []
+    original = exact_model.mapped_on_threads
+
+    def spy(n_threads):
+        searches.append(n_threads)
+        return original(n_threads)
+
+    monkeypatch.setattr(exact_model, "mapped_on_threads", spy)
     X, y = make_regression(60, 3, noise=5.0, random_state=0)
-    options = {"random_state": 0, "max_iter": 8}
+    options = {"random_state": 0, "max_iter": 8, "n_restarts": 3}
     one = SteinGPRegressor(n_jobs=1, **options).fit(X, y)
-    assert not threads_always
+    assert not threads_always and searches == [1]
     default = SteinGPRegressor(**options).fit(X, y)
-    assert threads_always
+    assert threads_always and searches[1] > 1
     assert np.array_equal(one.particles_, default.particles_)
+    assert np.array_equal(one.map_params_, default.map_params_)
     assert np.array_equal(one.predict(X), default.predict(X))
+
+
+class _TwoWells:
+    """Two modes of unequal mass on the line."""
+
+    def logp_and_grad(self, x):
+        a, b = np.exp(-2.0 * (x[0] + 1.5) ** 2), 0.5 * np.exp(-2.0 * (x[0] - 2.0) ** 2)
+        dens = a + b + 1e-300
+        grad = (-4.0 * (x[0] + 1.5) * a - 4.0 * (x[0] - 2.0) * b) / dens
+        return float(np.log(dens)), np.array([grad])
+
+
+def test_mode_search_on_threads_equals_one_thread():
+    starts = np.array([[-3.0], [-1.0], [1.5], [3.0]])
+    bounds = np.array([[-6.0, 6.0]])
+    serial = laplace_modes(_TwoWells(), starts, bounds)
+    with mapped_on_threads(2) as map_fn:
+        threaded = laplace_modes(_TwoWells(), starts, bounds, map_fn=map_fn)
+    assert len(serial) == 2
+    for (m1, c1, l1), (m2, c2, l2) in zip(serial, threaded, strict=True):
+        assert np.array_equal(m1, m2) and np.array_equal(c1, c2) and l1 == l2
+
+
+def test_searches_without_a_compiled_target_stay_on_one_thread(threads_always):
+    from sklearn.gaussian_process.kernels import Matern
+
+    seen = []
+    original = exact_model.mapped_on_threads
+    exact_model.mapped_on_threads = lambda n: seen.append(n) or original(n)
+    try:
+        X, y = make_regression(40, 2, noise=5.0, random_state=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # a short run
+            SteinGPRegressor(
+                ConstantKernel() * Matern(1.0), random_state=0, max_iter=3, n_restarts=2
+            ).fit(X, y)
+    finally:
+        exact_model.mapped_on_threads = original
+    # the interpreted target holds the interpreter lock: no threads for it
+    assert seen == [1] and not threads_always
