@@ -223,6 +223,30 @@ class SVGPBound:
 
     # ------------------------------------------------------------ plumbing
     @property
+    def compiled(self):
+        """Whether value and gradient on all the data are one compiled call.
+
+        The logit or softmax bound with a recognised kernel and no offset
+        (``logit_bound``, ``softmax_bound``), which releases the GIL.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.likelihoods import Bernoulli, Gaussian
+        >>> from skgp_bayes.targets.svgp import SVGPBound
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> y = (X[:, 0] > 0.5).astype(float)
+        >>> for likelihood in (Bernoulli(), Gaussian()):
+        ...     bound = SVGPBound(KernelAdapter(RBF()), X, y, X[:3], likelihood)
+        ...     print(bound.compiled)
+        True
+        False
+        """
+        return bool(self._one_call)
+
+    @property
     def blocks(self):
         """Slices of the parameter vector by block name.
 

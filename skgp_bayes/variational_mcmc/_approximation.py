@@ -25,8 +25,10 @@ from .._starts import (
     screened_starts,
 )
 from .._warnings import warn_user
+from ..inference._chain_threads import default_chain_threads, quickest_seconds
 from ..inference.laplace import distinct_optima, find_map
 from ..inference.mode_jumps import laplace_mixture
+from ..inference.particles import THREADED_PARTICLE_SECONDS
 from ..linalg.rows import unique_rows
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
@@ -200,6 +202,11 @@ class ApproximationStage:
     log : callable
         Writes one progress line.
     verbose : int
+    n_jobs : int or None
+        The estimator's ``n_jobs`` (see :meth:`start_threads`).
+    quiet : bool
+        Whether nothing follows the fit's progress (no ``verbose``, no
+        callback).
 
     Examples
     --------
@@ -220,6 +227,8 @@ class ApproximationStage:
     progress: Callable
     log: Callable
     verbose: int
+    n_jobs: int | None = None
+    quiet: bool = False
 
     @classmethod
     def of(cls, estimator):
@@ -236,6 +245,33 @@ class ApproximationStage:
             progress=functools.partial(fit_progress, estimator),
             log=estimator._log,
             verbose=estimator.verbose,
+            n_jobs=estimator.n_jobs,
+            quiet=not estimator.verbose
+            and getattr(estimator, "_callback_fit_ctx", None) is None,
+        )
+
+    def start_threads(self, bound, params, n_starts, n):
+        """Threads for the bound's maximisations from ``n_starts`` starts.
+
+        The starts are independent L-BFGS-B runs, as the Stein regressor's
+        MAP searches are, and go on threads by the same rule: ``n_jobs``
+        None (and no :func:`joblib.parallel_config`), a compiled bound
+        (:attr:`~skgp_bayes.targets.svgp.SVGPBound.compiled`) whose
+        evaluation at ``params`` takes at least
+        :data:`~skgp_bayes.inference.particles.THREADED_PARTICLE_SECONDS`,
+        and a quiet fit, whose progress lines would otherwise interleave.
+        Minibatch Adam keeps one thread. The result does not depend on it.
+        """
+        if n_starts < 2 or not self.quiet or not self.max_iter or self.uses_adam(n):
+            return 1
+
+        def evaluation_seconds():
+            if not bound.compiled:
+                return None
+            return quickest_seconds(lambda: bound.logp_and_grad(params))
+
+        return default_chain_threads(
+            self.n_jobs, n_starts, evaluation_seconds, THREADED_PARTICLE_SECONDS
         )
 
     def uses_adam(self, n):

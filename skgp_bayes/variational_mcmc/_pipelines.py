@@ -16,6 +16,7 @@ import numpy as np
 from .._defaults import estimator_prior_set
 from .._fit_checks import warn_at_bounds
 from .._starts import screened_exact_starts, shortened_length_scales
+from ..inference._chain_threads import mapped_on_threads
 from ..inference.affine import curvature_preconditioner
 from ..inference.laplace import find_map
 from ..inference.mode_jumps import jump_record, laplace_mixture
@@ -195,8 +196,8 @@ def gaussian_approximation(start, approximation, data, Z0):
     seed = int(start.seeds[0])
     starts = [Z0, *approximation.more_inducing_starts(X, Z0, seed)]
     theta0 = start.theta0()
-    best, n_iter = None, 0
-    for k, Z_start in enumerate(starts):
+
+    def prepared(k, Z_start):
         theta_start = theta0
         if k > 0 and k == len(starts) - 1:
             names = start.adapter.param_names
@@ -212,17 +213,27 @@ def gaussian_approximation(start, approximation, data, Z0):
             learn_inducing=None if approximation.optimize_inducing else False,
             offset=offset,
         )
-        params0 = bound.initial_params(theta_start)
+        return bound, bound.initial_params(theta_start)
+
+    def maximised(bound_and_start):
+        bound, params0 = bound_and_start
         opt_bounds = np.tile([-np.inf, np.inf], (bound.n_params, 1))
         opt_bounds[: bound.n_hyper] = start.hyper_bounds
         svgp = approximation.joint(
             bound, params0, opt_bounds, X.shape[0], int(start.seeds[1]), start.t_start
         )
         elbo = float(svgp.trace[-1]) if svgp.trace else float(bound.elbo(svgp.params))
-        n_iter += svgp.n_iter
-        if best is None or elbo > best[2]:
-            best = (bound, svgp, elbo)
-    return (*best, len(starts), n_iter)
+        return bound, svgp, elbo
+
+    ready = [prepared(k, Z_start) for k, Z_start in enumerate(starts)]
+    threads = approximation.start_threads(*ready[0], len(starts), X.shape[0])
+    with mapped_on_threads(threads) as map_fn:
+        results = list(map_fn(maximised, ready))
+    best = None
+    for result in results:  # the first of equal ELBOs, as one after another
+        if best is None or result[2] > best[2]:
+            best = result
+    return (*best, len(starts), sum(svgp.n_iter for _, svgp, _ in results))
 
 
 def fit_collapsed(start, stages, data, Z0):

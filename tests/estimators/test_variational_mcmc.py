@@ -23,7 +23,7 @@ from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
-from skgp_bayes.variational_mcmc import _chains
+from skgp_bayes.variational_mcmc import _approximation, _chains, _pipelines
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
@@ -253,11 +253,22 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
         return run_on_threads(*args, **kwargs)
 
     monkeypatch.setattr(hmc_module, "run_on_threads", counted)
+    # and the Gaussian approximation's k-means starts, by the same rule
+    monkeypatch.setattr(_approximation, "THREADED_PARTICLE_SECONDS", 0.0)
+    starts_threads = []
+    mapped_on_threads = _pipelines.mapped_on_threads
+
+    def starts_counted(n_threads):
+        starts_threads.append(n_threads)
+        return mapped_on_threads(n_threads)
+
+    monkeypatch.setattr(_pipelines, "mapped_on_threads", starts_counted)
     d = quiet_fit(VariationalMCMCClassifier(**params), X, y)
     np.testing.assert_array_equal(a.draws_, d.draws_)
     np.testing.assert_array_equal(a.predict_proba(X), d.predict_proba(X))
     if numba.get_num_threads() >= 2:
         assert threaded and all(n == 2 for n in threaded)
+        assert starts_threads and starts_threads[0] > 1
     c = quiet_fit(
         VariationalMCMCClassifier(n_jobs=1, **{**params, "random_state": 4}), X, y
     )
