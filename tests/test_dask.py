@@ -271,3 +271,21 @@ def test_chains_under_loky_equal_one_process(name):
     assert os.getpid() not in pids
     np.testing.assert_array_equal(_chain_draws(remote), _chain_draws(local))
     np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+
+
+def test_target_is_broadcast_once_per_fit_under_a_key_of_its_own(client):
+    # A key of its own for every fit: content-hashed keys let a later fit on
+    # the same data scatter a key the scheduler was still releasing.
+    from joblib.parallel import get_active_backend
+
+    from skgp_bayes.inference.particles import _holding
+
+    target = np.arange(5000.0)
+    with joblib.parallel_config(backend="dask"):
+        backend, _ = get_active_backend()
+        first, second = _holding(backend, target), _holding(backend, target)
+    futures = [held.data_futures[id(target)] for held in (first, second)]
+    assert futures[0].key != futures[1].key
+    holders = client.who_has(futures)
+    assert all(len(holders[f.key]) == 2 for f in futures)  # on both workers
+    np.testing.assert_array_equal(futures[0].result(), target)

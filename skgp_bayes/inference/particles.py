@@ -104,13 +104,25 @@ def _chosen_backend():
 def _holding(backend, target):
     """``backend`` with ``target`` already on every worker, where it can.
 
-    joblib's Dask backend takes a ``scatter`` list and broadcasts it once;
-    its tasks then carry a reference to the copy on the workers.
+    joblib's Dask backend replaces an argument by the future in its
+    ``data_futures`` for that object (``id``); its tasks then carry a
+    reference to the copy on the workers. The target is broadcast here
+    rather than through the backend's ``scatter`` argument, which keys the
+    data by its content: a later fit on the same data then scattered the
+    same key while the scheduler was still releasing the earlier fit's copy,
+    and its tasks could be cancelled for "lost dependencies" (seen once in
+    a full test run; dask/distributed#3703). ``hash=False`` gives every
+    fit a key of its own.
     """
     client = getattr(backend, "client", None)
     if client is None or not hasattr(backend, "data_futures"):
         return backend
-    return type(backend)(client=client, scatter=[target])
+    held = type(backend)(client=client)
+    [future] = client.scatter([target], broadcast=True, hash=False)
+    # the object stays referenced, so that its id keeps naming the future
+    held._scatter = [target]
+    held.data_futures = {id(target): future}
+    return held
 
 
 def _merge(parts):
