@@ -185,8 +185,8 @@ class ParticleEvaluator:
     (5), so that the round trip adds at most 20% to a block's work; below
     it the particles stay on threads. Every SVGD iteration is one round of
     tasks, so a cheaper block spends its time travelling. The Dask backend
-    receives the target once per fit (``client.scatter(..., broadcast=True)``
-    through its ``scatter`` argument); each round then carries only the
+    receives the target once per fit, under a key of its own (see
+    ``_holding``); each round then carries only the
     block of particles and the batch's indices out, and the values and
     gradients back. Each particle's arithmetic is the same in a worker as
     in a thread (one BLAS thread, one Numba thread), so where it runs never
