@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
@@ -27,15 +26,13 @@ from ._threads import serial_blas
 from ._validation import copied_columns
 from ._warnings import collect_warnings, warn_user
 from .diagnostics import kernel_stein_discrepancy
-from .exceptions import NotPSDError
 from .inference import SVGDResult, run_svgd
-from .inference import particles as particle_evaluation
-from .inference._chain_threads import (
-    default_chain_threads,
-    numba_threads_are_safe,
-    quickest_seconds,
+from .inference.particles import (
+    ParticleEvaluator,
+    automatic_threads,
+    evaluation_seconds,
+    requested_threads,
 )
-from .inference.particles import ParticleEvaluator
 from .inference.stein_kernel import SteinCoordinates, choose_kernel
 
 __all__ = []
@@ -130,26 +127,11 @@ def search_threads(estimator, target, n_rows, n_searches, at):
     the quickest of three), ``n_jobs=1`` keeps them on one, and an integer
     sets the threads. The searches' results do not depend on it.
     """
-    n_jobs = estimator.n_jobs
-    if n_jobs is not None:
-        if n_jobs == 1 or not numba_threads_are_safe():
-            return 1
-        return max(1, min(effective_n_jobs(n_jobs), n_searches))
-
-    def evaluation_seconds():
-        if not (serial_blas(n_rows) and getattr(target, "compiled", False)):
-            return None
-        try:
-            return quickest_seconds(lambda: target.logp_and_grad(at))
-        except NotPSDError:
-            return None
-
-    return default_chain_threads(
-        None,
-        n_searches,
-        evaluation_seconds,
-        particle_evaluation.THREADED_PARTICLE_SECONDS,
-    )
+    if estimator.n_jobs is not None:
+        return requested_threads(estimator.n_jobs, n_searches)
+    if not serial_blas(n_rows):
+        return 1
+    return automatic_threads(target, n_searches, lambda: evaluation_seconds(target, at))
 
 
 def warn_not_converged(estimator, result, X=None):

@@ -18,7 +18,11 @@ from joblib.parallel import BACKENDS, DEFAULT_BACKEND, get_active_backend
 from .._threads import one_blas_thread
 from .._warnings import bound_to_fit
 from ..exceptions import NotPSDError
-from ._chain_threads import numba_threads_are_safe
+from ._chain_threads import (
+    default_chain_threads,
+    numba_threads_are_safe,
+    quickest_seconds,
+)
 
 __all__ = []
 
@@ -51,33 +55,86 @@ def _evaluate_block(target, block, batch, in_worker=False):
     grads = np.empty_like(block)
     error = None
     for j, params in enumerate(block):
-        values[j], grads[j], failure = _evaluate_one(target, params, batch)
-        error = failure or error
+        try:
+            if batch is None:
+                values[j], grads[j] = target.logp_and_grad(params)
+            else:
+                values[j], grads[j] = target.logp_and_grad(params, batch=batch)
+        except NotPSDError as err:
+            values[j], grads[j] = -np.inf, np.nan
+            error = err
     return values, grads, error
-
-
-def _evaluate_one(target, params, batch):
-    try:
-        if batch is None:
-            value, grad = target.logp_and_grad(params)
-        else:
-            value, grad = target.logp_and_grad(params, batch=batch)
-    except NotPSDError as err:
-        return -np.inf, np.nan, err
-    return value, grad, None
 
 
 def _evaluate_timed(target, block, batch):
     """``_evaluate_block`` here, with the quickest particle's seconds."""
-    values = np.empty(block.shape[0])
-    grads = np.empty_like(block)
-    error, quickest = None, np.inf
-    for j, params in enumerate(block):
+    parts, quickest = [], np.inf
+    for j in range(block.shape[0]):
         start = time.perf_counter()
-        values[j], grads[j], failure = _evaluate_one(target, params, batch)
+        parts.append(_evaluate_block(target, block[j : j + 1], batch))
         quickest = min(quickest, time.perf_counter() - start)
-        error = failure or error
-    return values, grads, error, quickest
+    return (*_merge(parts), quickest)
+
+
+def requested_threads(n_jobs, n_tasks):
+    """Threads for ``n_tasks`` independent evaluations as an explicit ``n_jobs`` asks.
+
+    At most one per task (``-1``: every core), and one where Numba's
+    threading layer cannot be entered from several threads.
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference.particles import requested_threads
+    >>> requested_threads(1, 10), requested_threads(4, 1)
+    (1, 1)
+    """
+    wanted = min(effective_n_jobs(n_jobs), n_tasks)
+    if wanted <= 1 or not numba_threads_are_safe():
+        return 1
+    return wanted
+
+
+def automatic_threads(target, n_tasks, seconds, n_jobs=None):
+    """Threads for ``n_tasks`` independent evaluations of ``target`` by default.
+
+    One unless ``target.compiled`` (one compiled call without the GIL) and
+    :func:`~skgp_bayes.inference._chain_threads.default_chain_threads`
+    allows more with ``seconds()``, one evaluation's time, at least
+    :data:`THREADED_PARTICLE_SECONDS`: the rule the particles, the Stein
+    regressor's MAP searches and the SVGP bound's starts share.
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference.particles import automatic_threads
+    >>> class Interpreted:
+    ...     compiled = False
+    >>> automatic_threads(Interpreted(), 10, lambda: 1.0)
+    1
+    """
+    if not getattr(target, "compiled", False):
+        return 1
+    return default_chain_threads(n_jobs, n_tasks, seconds, THREADED_PARTICLE_SECONDS)
+
+
+def evaluation_seconds(target, at):
+    """The quickest of three evaluations of ``target`` at ``at``, or None.
+
+    None where the kernel matrix there is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.particles import evaluation_seconds
+    >>> class Quadratic:
+    ...     def logp_and_grad(self, x):
+    ...         return -0.5 * float(x @ x), -x
+    >>> evaluation_seconds(Quadratic(), np.zeros(2)) >= 0.0
+    True
+    """
+    try:
+        return quickest_seconds(lambda: target.logp_and_grad(at))
+    except NotPSDError:
+        return None
 
 
 def _evaluate_remote_block(target, block, batch):
@@ -361,7 +418,9 @@ class ParticleEvaluator:
             # loading the compiled kernels), and the rest as they decide.
             timed = particles[:_TIMED_PARTICLES]
             values, grads, error, quickest = _evaluate_timed(self.target, timed, batch)
-            self._auto_threads = self._automatic_threads(quickest)
+            self._auto_threads = automatic_threads(
+                self.target, particles.shape[0], lambda: quickest
+            )
             rest = self._evaluate_here(particles[_TIMED_PARTICLES:], batch)
             return self._keep_error(
                 np.concatenate([values, rest[0]]), np.vstack([grads, rest[1]]), error
@@ -382,17 +441,6 @@ class ParticleEvaluator:
                 parts = [future.result() for future in futures]
             values, grads, error = _merge(parts)
         return self._keep_error(values, grads, error)
-
-    def _automatic_threads(self, particle_seconds):
-        if not getattr(self.target, "compiled", False):
-            return 1
-        if particle_seconds < THREADED_PARTICLE_SECONDS:
-            return 1
-        if effective_n_jobs(None) != 1 or not numba_threads_are_safe():
-            return 1
-        import numba
-
-        return max(1, numba.get_num_threads())
 
     def _threads_pool(self, n_threads):
         if self._pool is None or self._pool_size < n_threads:
@@ -423,14 +471,7 @@ class ParticleEvaluator:
                 return 1
             wanted = min(self._auto_threads, n_particles // _MIN_PARTICLES_PER_JOB)
             return max(1, wanted)
-        if self.n_jobs == 1:
-            return 1
-        wanted = min(
-            effective_n_jobs(self.n_jobs), n_particles // _MIN_PARTICLES_PER_JOB
-        )
-        if wanted <= 1 or not numba_threads_are_safe():
-            return 1
-        return wanted
+        return requested_threads(self.n_jobs, n_particles // _MIN_PARTICLES_PER_JOB)
 
     def check_initial(self, particles):
         """Raise the kernel's error if no starting particle can be evaluated.

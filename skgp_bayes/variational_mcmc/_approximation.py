@@ -25,10 +25,9 @@ from .._starts import (
     screened_starts,
 )
 from .._warnings import warn_user
-from ..inference._chain_threads import default_chain_threads, quickest_seconds
 from ..inference.laplace import distinct_optima, find_map
 from ..inference.mode_jumps import laplace_mixture
-from ..inference.particles import THREADED_PARTICLE_SECONDS
+from ..inference.particles import automatic_threads, evaluation_seconds
 from ..linalg.rows import unique_rows
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
@@ -264,14 +263,8 @@ class ApproximationStage:
         """
         if n_starts < 2 or not self.quiet or not self.max_iter or self.uses_adam(n):
             return 1
-
-        def evaluation_seconds():
-            if not bound.compiled:
-                return None
-            return quickest_seconds(lambda: bound.logp_and_grad(params))
-
-        return default_chain_threads(
-            self.n_jobs, n_starts, evaluation_seconds, THREADED_PARTICLE_SECONDS
+        return automatic_threads(
+            bound, n_starts, lambda: evaluation_seconds(bound, params), self.n_jobs
         )
 
     def uses_adam(self, n):

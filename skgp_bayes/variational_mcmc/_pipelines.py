@@ -229,10 +229,7 @@ def gaussian_approximation(start, approximation, data, Z0):
     threads = approximation.start_threads(*ready[0], len(starts), X.shape[0])
     with mapped_on_threads(threads) as map_fn:
         results = list(map_fn(maximised, ready))
-    best = None
-    for result in results:  # the first of equal ELBOs, as one after another
-        if best is None or result[2] > best[2]:
-            best = result
+    best = max(results, key=lambda result: result[2])  # the first of equal ELBOs
     return (*best, len(starts), sum(svgp.n_iter for _, svgp, _ in results))
 
 

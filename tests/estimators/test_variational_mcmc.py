@@ -19,11 +19,12 @@ from skgp_bayes import VariationalMCMCClassifier, VariationalMCMCRegressor
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.exceptions import SamplerWarning
 from skgp_bayes.inference import hmc as hmc_module
+from skgp_bayes.inference import particles as particle_evaluation
 from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
-from skgp_bayes.variational_mcmc import _approximation, _chains, _pipelines
+from skgp_bayes.variational_mcmc import _chains, _pipelines
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
@@ -254,7 +255,7 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
 
     monkeypatch.setattr(hmc_module, "run_on_threads", counted)
     # and the Gaussian approximation's k-means starts, by the same rule
-    monkeypatch.setattr(_approximation, "THREADED_PARTICLE_SECONDS", 0.0)
+    monkeypatch.setattr(particle_evaluation, "THREADED_PARTICLE_SECONDS", 0.0)
     starts_threads = []
     mapped_on_threads = _pipelines.mapped_on_threads
 
