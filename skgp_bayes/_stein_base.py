@@ -30,7 +30,6 @@ from .inference import SVGDResult, run_svgd
 from .inference.particles import (
     ParticleEvaluator,
     automatic_threads,
-    evaluation_seconds,
     requested_threads,
 )
 from .inference.stein_kernel import SteinCoordinates, choose_kernel
@@ -116,22 +115,23 @@ def batch_evaluator(target, estimator, n_rows):
     )
 
 
-def search_threads(estimator, target, n_rows, n_searches, at):
+def search_threads(estimator, target, n_rows, n_searches, seconds):
     """Threads for ``n_searches`` independent searches on ``target``.
 
-    The MAP searches from several starts, and the modes' covariances, are
-    independent, as the particles are; with ``n_jobs=None`` they go on
-    threads under the particles' rule (the rows few enough for BLAS to
-    run on one thread, a compiled evaluation, at ``at``, of at least
-    :data:`~skgp_bayes.inference.particles.THREADED_PARTICLE_SECONDS`,
-    the quickest of three), ``n_jobs=1`` keeps them on one, and an integer
-    sets the threads. The searches' results do not depend on it.
+    The MAP searches from several starts, the modes' covariances and the
+    classifier's Laplace draws are independent, as the particles are; with
+    ``n_jobs=None`` they go on threads under the particles' rule (the rows
+    few enough for BLAS to run on one thread, ``target.compiled``, and
+    ``seconds()``, one search's or evaluation's time, at least
+    :data:`~skgp_bayes.inference.particles.THREADED_PARTICLE_SECONDS`),
+    ``n_jobs=1`` keeps them on one, and an integer sets the threads. The
+    searches' results do not depend on it.
     """
     if estimator.n_jobs is not None:
         return requested_threads(estimator.n_jobs, n_searches)
     if not serial_blas(n_rows):
         return 1
-    return automatic_threads(target, n_searches, lambda: evaluation_seconds(target, at))
+    return automatic_threads(target, n_searches, seconds)
 
 
 def warn_not_converged(estimator, result, X=None):

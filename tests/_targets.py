@@ -262,4 +262,6 @@ STOCHASTIC = {
 NOT_TARGETS = {
     "ExactInducingConditional": "draws v | theta for a sampled exact target; "
     "tested in tests/targets/test_exact_inducing.py",
+    "LaplaceDraw": "a record of one Laplace draw, not a density; the draws are "
+    "tested in tests/targets/test_laplace_compiled.py",
 }

@@ -35,6 +35,7 @@ from ..inference.laplace import (
     laplace_covariance,
     laplace_modes,
 )
+from ..inference.particles import evaluation_seconds
 from ..predictive.exact import CGGPDraws, ExactGPDraws
 from ..targets import ExactMarginalTarget, StochasticTraceTarget
 from ..targets.cg_particles import (
@@ -155,7 +156,13 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     starts = np.vstack([start, *extra, np.clip(restarts, bounds[:, 0], bounds[:, 1])])
     rows = getattr(target, "X", None)
     n_rows = 0 if rows is None else rows.shape[0]
-    threads = search_threads(estimator, target, n_rows, starts.shape[0], starts[0])
+    threads = search_threads(
+        estimator,
+        target,
+        n_rows,
+        starts.shape[0],
+        lambda: evaluation_seconds(target, starts[0]),
+    )
     with mapped_on_threads(threads) as map_fn:
         modes = laplace_modes(target, starts, bounds, map_fn=map_fn)
     if not modes:  # every optimum failed: let the caller report the error

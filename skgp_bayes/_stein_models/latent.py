@@ -8,14 +8,23 @@ notes of :mod:`skgp_bayes.stein_classifier`), whose curvature at the MAP,
 in ``theta`` and in the whitened latents, preconditions SVGD.
 """
 
+import time
+
 import numpy as np
 from scipy.linalg import block_diag
 
 from .._base import mean_kernel
 from .._starts import LAPLACE_SCREEN_ROWS, screened_start, subset_rows
-from .._stein_base import Start, SteinModel, batch_evaluator, check_dense_memory
+from .._stein_base import (
+    Start,
+    SteinModel,
+    batch_evaluator,
+    check_dense_memory,
+    search_threads,
+)
 from .._threads import blas_threads_for
 from .._validation import check_input_magnitude
+from ..inference._chain_threads import mapped_on_threads
 from ..inference.gaussian_surrogate import GaussianMixtureDensity
 from ..inference.laplace import (
     MAX_LAPLACE_STD,
@@ -39,6 +48,14 @@ from ..targets.whitened import WhitenedLatentTarget
 from .common import kernel_prior, latent_likelihood
 
 __all__ = ["LatentModel"]
+
+
+class _Compiled:
+    """Whether every binary problem draws in one compiled call."""
+
+    def __init__(self, problems):
+        self.compiled = all(problem.compiled for problem in problems)
+
 
 # Largest number of whitened unknowns (n * n_classes) for which the softmax
 # Laplace step forms its dense Hessian; beyond it one-vs-rest draws are used.
@@ -366,21 +383,65 @@ class LatentModel(SteinModel):
         approximation; the particles, the precision factors at the MAP (the
         first particle's ``theta``), and the particles with their latents'
         conditional modes in place of the draws."""
+        target = self.target
+        if target.n_latent > 1 and target.n * target.n_latent <= _DENSE_NEWTON_MAX:
+            return self.softmax_latents(surrogate, thetas)
+        return self.binary_latents(surrogate, thetas)
+
+    def binary_latents(self, surrogate, thetas):
+        """:meth:`laplace_latents` from one binary problem per latent.
+
+        The first particle (the MAP) starts Newton from the surrogate's last
+        mode; the others from the first one's mode in ``f``, which is
+        closer to theirs than its ``a = K^-1 f`` is. Their draws are
+        independent and go on threads under the particles' rule
+        (:func:`~skgp_bayes._stein_base.search_threads`, the first draw's
+        time deciding), with the normal draws taken up front in the order
+        one thread takes them: the particles do not depend on the threads.
+        """
+        target, problems = self.target, surrogate.problems
+        J, C, n = thetas.shape[0], target.n_latent, target.n
+        blocks = thetas.reshape(J, target.n_blocks, target.n_kernel_params)
+        noise = self.rng.standard_normal((J, C, 2, n))
+
+        def draw(task, a0=None, f0=None):
+            j, c = task
+            block = blocks[j, target.block_of_latent(c)]
+            return binary_laplace_draw(problems[c], block, noise[j, c], a0, f0)
+
+        began = time.perf_counter()
+        first = [draw((0, c), a0=problem.a) for c, problem in enumerate(problems)]
+        seconds = (time.perf_counter() - began) / C
+        tasks = [(j, c) for j in range(1, J) for c in range(C)]
+        threads = search_threads(
+            self.estimator, _Compiled(problems), n, len(tasks), lambda: seconds
+        )
+        with mapped_on_threads(threads) as map_fn:
+            rest = map_fn(lambda task: draw(task, f0=first[task[1]].f), tasks)
+            draws = first + list(rest)
+        particles = np.empty((J, target.n_params))
+        modes = np.empty_like(particles)
+        for j in range(J):
+            mine = draws[j * C : (j + 1) * C]
+            particles[j] = target.join(blocks[j], np.stack([d.nu for d in mine]))
+            modes[j] = target.join(blocks[j], np.stack([d.nu_hat for d in mine]))
+        factors = [binary_precision_factor(d.L, d.W) for d in first]
+        return particles, factors, modes
+
+    def softmax_latents(self, surrogate, thetas):
+        """:meth:`laplace_latents` from the joint softmax Laplace step.
+
+        The first particle's Newton starts from the one-vs-rest modes; the
+        others take a chord step from the first one's mode and curvature.
+        """
         target, rng = self.target, self.rng
         n, C = target.n, target.n_latent
-        # Warm starts for Newton at every particle: the modes at the MAP.
         warm = [problem.a for problem in surrogate.problems]
-        dense = C > 1 and n * C <= _DENSE_NEWTON_MAX
         particles = np.empty((thetas.shape[0], target.n_params))
         modes = np.empty_like(particles)
-        precision_factors = []
-        mode = R = None  # the softmax mode and precision factor at the MAP
         for j, theta in enumerate(thetas):
             blocks = theta.reshape(target.n_blocks, target.n_kernel_params)
-            if dense and j > 0:
-                nu, nu_hat = softmax_chord_draw(target, blocks, mode, R, rng)
-            elif dense:
-                # Start the softmax Newton from the one-vs-rest modes.
+            if j == 0:
                 nu_start = np.stack(
                     [
                         target.factor(blocks[target.block_of_latent(c)]).T
@@ -389,20 +450,12 @@ class LatentModel(SteinModel):
                     ]
                 )
                 nu, mode, R = softmax_laplace_draw(target, blocks, nu_start, rng)
-                precision_factors.append(R)
                 nu_hat = mode
             else:
-                nu, nu_hat = np.empty((C, n)), np.empty((C, n))
-                for c, problem in enumerate(surrogate.problems):
-                    nu[c], a, (L, W) = binary_laplace_draw(
-                        problem, blocks[target.block_of_latent(c)], rng, warm[c]
-                    )
-                    nu_hat[c] = L.T @ a  # L^-1 f_hat, with f_hat = K a
-                    if j == 0:
-                        precision_factors.append(binary_precision_factor(L, W))
+                nu, nu_hat = softmax_chord_draw(target, blocks, mode, R, rng)
             particles[j] = target.join(blocks, nu)
             modes[j] = target.join(blocks, nu_hat)
-        return particles, precision_factors, modes
+        return particles, [R], modes
 
     def resume(self):
         """The fitted particles, engine state and preconditioner."""

@@ -57,6 +57,7 @@ __all__ = [
     "NEWTON_TOL",
     "OK",
     "laplace_logit",
+    "laplace_logit_draw",
 ]
 
 # Newton iterations for a Laplace mode; logistic and probit problems converge
@@ -284,3 +285,92 @@ def laplace_logit(
     for k in range(p):
         grad[k] = g_phi[theta_index[k]]
     return OK, value, a, grad
+
+
+@njit(cache=True, nogil=True)
+def _lower_transpose_times(L, x):
+    """``L' x`` for the lower triangle of ``L`` (Fortran order)."""
+    n = x.size
+    out = np.zeros(n)
+    for i in range(n):
+        acc = 0.0
+        for k in range(i, n):
+            acc += L[k, i] * x[k]
+        out[i] = acc
+    return out
+
+
+@njit(cache=True, nogil=True)
+def laplace_logit_draw(
+    theta, a0, f0, X, phi_defaults, theta_index, jitter, y, noise, routines
+):  # fmt: skip
+    """``(status, nu, nu_hat, f, L, W)``: a draw of the whitened latents.
+
+    What :func:`~skgp_bayes.targets.laplace.binary_laplace_draw` computes,
+    in one call without the interpreter lock: the Gram matrix as in
+    :func:`laplace_logit`, its factor ``L``, Newton's mode from ``a0`` or,
+    where ``f0`` has ``n`` entries, from ``a0 = K^-1 f0``, and ``nu = nu_hat
+    + r - L' W^1/2 B^-1 W^1/2 L r`` with ``r = z1 + L' W^1/2 z2``, ``(z1,
+    z2) = noise``: a draw from ``N(nu_hat, (I + L'WL)^-1)``.
+
+    Returns
+    -------
+    status : int
+        :data:`OK`, or :data:`FAILED` where a factorisation failed.
+    nu, nu_hat, f : ndarray of shape (n,)
+        The draw, the mode in whitened coordinates and in ``f``.
+    L : ndarray of shape (n, n)
+        The Gram matrix's lower factor, its strict upper triangle zero.
+    W : ndarray of shape (n,)
+        The likelihood's curvature at the mode.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets._laplace_numba import (
+    ...     LAPLACE_ROUTINES, OK, laplace_logit_draw)
+    >>> X = np.linspace(-2, 2, 6)[:, None]
+    >>> y = (X[:, 0] > 0).astype(float)
+    >>> status, nu, nu_hat, f, L, W = laplace_logit_draw(
+    ...     np.zeros(2), np.zeros(6), np.zeros(0), X,
+    ...     np.array([0.0, 0.0, -np.inf]), np.array([0, 1]), 1e-6, y,
+    ...     np.zeros((2, 6)), LAPLACE_ROUTINES)
+    >>> status == OK, bool(np.allclose(nu, nu_hat)), bool(np.allclose(L @ nu, f))
+    (True, True, True)
+    """
+    dpotrf, dpotrs, _ = routines
+    n, d = X.shape
+    variance, noise_var, inv_ell, ard = kernel_scales(
+        theta, phi_defaults, theta_index, d
+    )
+    K = jittered_gram(rbf_gram_noiseless(scaled(X, inv_ell), variance), noise_var,
+                      jitter)  # fmt: skip
+    L = np.zeros((n, n)).T  # Fortran order: LAPACK's own
+    for b in range(n):
+        for a in range(b, n):
+            L[a, b] = K[a, b]
+    empty = np.zeros(n)
+    W, sW = np.empty(n), np.empty(n)
+    if cholesky_lower_f(L, dpotrf) != 0:
+        return FAILED, empty, empty, empty, L, W
+    start = a0.copy()
+    if f0.size == n:
+        rhs = np.empty((1, n)).T
+        rhs[:, 0] = f0
+        cholesky_solve_f(L, rhs, dpotrs)
+        start = rhs[:, 0].copy()
+    B = np.empty((n, n)).T
+    ok, a, f, _ = _newton_mode(K, y, start, W, sW, B, dpotrf, dpotrs)
+    if not ok:
+        return FAILED, empty, empty, empty, L, W
+    nu_hat = _lower_transpose_times(L, a)  # L^-1 f with f = K a = L L' a
+    r = noise[0] + _lower_transpose_times(L, sW * noise[1])
+    rhs = np.zeros((1, n)).T
+    for i in range(n):
+        for k in range(i, n):
+            rhs[k, 0] += L[k, i] * r[i]
+    for k in range(n):
+        rhs[k, 0] *= sW[k]
+    cholesky_solve_f(B, rhs, dpotrs)
+    nu = nu_hat + r - _lower_transpose_times(L, sW * rhs[:, 0])
+    return OK, nu, nu_hat, f, L, W

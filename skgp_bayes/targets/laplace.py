@@ -8,6 +8,8 @@ the whitened latents from the Gaussian (Laplace) approximation, for binary and
 softmax likelihoods, with the precision factors that precondition a sampler.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.linalg import block_diag, solve_triangular
 from scipy.special import expit, softmax
@@ -21,6 +23,7 @@ from ._laplace_numba import (
     NEWTON_MAX_ITER,
     NEWTON_TOL,
     laplace_logit,
+    laplace_logit_draw,
 )
 from ._laplace_numba import OK as _COMPILED_OK
 from ._sparse_shared import add_jitter_weight
@@ -29,6 +32,7 @@ from ._whitened_compiled import rbf_arguments
 __all__ = [
     "example_binary_problem",
     "BinaryLaplaceProblem",
+    "LaplaceDraw",
     "LaplaceSurrogate",
     "binary_laplace_draw",
     "binary_precision_factor",
@@ -177,6 +181,54 @@ class BinaryLaplaceProblem:
             return None
         self.a = a
         return value, grad
+
+    @property
+    def compiled(self):
+        """Whether the problem's evaluations and draws are compiled calls.
+
+        Examples
+        --------
+        >>> from skgp_bayes.targets.laplace import example_binary_problem
+        >>> target, y, problem = example_binary_problem()
+        >>> problem.compiled
+        True
+        """
+        return self._plan is not None
+
+    def compiled_draw(self, theta, noise, a0, f0=None):
+        """:func:`binary_laplace_draw` in one compiled call, or None.
+
+        None without a compiled plan or where a factorisation failed (the
+        interpreted draw then raises). Reads nothing of the problem's
+        state and changes none of it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.targets.laplace import example_binary_problem
+        >>> target, y, problem = example_binary_problem()
+        >>> draw = problem.compiled_draw(np.zeros(2), np.zeros((2, 6)), np.zeros(6))
+        >>> bool(np.allclose(draw.nu, draw.nu_hat))
+        True
+        """
+        if self._plan is None:
+            return None
+        X, phi_defaults, theta_index, jitter, y = self._plan
+        status, nu, nu_hat, f, L, W = laplace_logit_draw(
+            np.ascontiguousarray(theta, dtype=np.float64),
+            np.ascontiguousarray(a0, dtype=np.float64),
+            np.zeros(0) if f0 is None else np.ascontiguousarray(f0, dtype=float),
+            X,
+            phi_defaults,
+            theta_index,
+            jitter,
+            y,
+            np.ascontiguousarray(noise, dtype=np.float64),
+            LAPLACE_ROUTINES,
+        )
+        if status != _COMPILED_OK:
+            return None
+        return LaplaceDraw(nu, nu_hat, f, np.ascontiguousarray(L), W)
 
     def mode(self, theta, K=None):
         """Gram matrix and Newton mode of ``p(f | theta, y)``, from the warm start.
@@ -399,7 +451,39 @@ def surrogate_cov(surrogate, centre, bounds, max_std):
     return cov * np.outer(shrink, shrink)
 
 
-def binary_laplace_draw(problem, theta, rng, a0):
+class LaplaceDraw(NamedTuple):
+    """One particle's whitened latents from the Laplace approximation.
+
+    Attributes
+    ----------
+    nu : ndarray of shape (n,)
+        The draw.
+    nu_hat : ndarray of shape (n,)
+        The mode in whitened coordinates, ``L^-1 f``.
+    f : ndarray of shape (n,)
+        The mode of ``p(f | theta, y)``.
+    L : ndarray of shape (n, n)
+        The Gram matrix's lower Cholesky factor.
+    W : ndarray of shape (n,)
+        The likelihood's curvature at the mode.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.targets.laplace import LaplaceDraw
+    >>> draw = LaplaceDraw(*(np.zeros(2),) * 3, np.eye(2), np.ones(2))
+    >>> draw.L.shape
+    (2, 2)
+    """
+
+    nu: np.ndarray
+    nu_hat: np.ndarray
+    f: np.ndarray
+    L: np.ndarray
+    W: np.ndarray
+
+
+def binary_laplace_draw(problem, theta, noise, a0=None, f0=None):
     """Mode and one Laplace draw of the whitened latents at ``theta``.
 
     ``nu ~ N(nu_hat, P^-1)`` with ``P = I + A'A``, ``A = W^1/2 L``: the
@@ -407,28 +491,52 @@ def binary_laplace_draw(problem, theta, rng, a0):
     r - A' B^-1 A r`` with ``B = I + A A' = I + W^1/2 K W^1/2``, already
     factorised by Newton's method.
 
+    Newton starts from ``f0`` where given (``a0 = K^-1 f0``: the modes of
+    nearby hyperparameters are close in ``f``, where ``a`` is not), else
+    from ``a0``, else from zero. Nothing of ``problem`` changes, so draws
+    may run on several threads at once; with a compiled plan (logit link,
+    ``[c *] RBF [+ White]``) the draw is one call that releases the
+    interpreter lock (:func:`~skgp_bayes.targets._laplace_numba.laplace_logit_draw`).
+
+    Parameters
+    ----------
+    problem : BinaryLaplaceProblem
+    theta : ndarray of shape (p,)
+    noise : ndarray of shape (2, n)
+        Standard normal ``(z1, z2)``.
+    a0, f0 : ndarray of shape (n,), optional
+        Newton's start.
+
+    Returns
+    -------
+    LaplaceDraw
+
     Examples
     --------
     >>> import numpy as np
-    >>> from skgp_bayes.targets.laplace import BinaryLaplaceProblem, binary_laplace_draw
+    >>> from skgp_bayes.targets.laplace import binary_laplace_draw
     >>> from skgp_bayes.targets.laplace import example_binary_problem
     >>> target, y, problem = example_binary_problem()
-    >>> rng = np.random.default_rng(0)
-    >>> nu, a, (L, W) = binary_laplace_draw(problem, np.zeros(2), rng, None)
-    >>> nu.shape, a.shape, L.shape, W.shape
-    ((6,), (6,), (6, 6), (6,))
+    >>> noise = np.random.default_rng(0).standard_normal((2, 6))
+    >>> draw = binary_laplace_draw(problem, np.zeros(2), noise)
+    >>> draw.nu.shape, draw.L.shape, bool(np.allclose(draw.L @ draw.nu_hat, draw.f))
+    ((6,), (6, 6), True)
     """
+    n = problem.y.size
+    a0 = np.zeros(n) if a0 is None else np.asarray(a0, dtype=np.float64)
+    drawn = problem.compiled_draw(theta, noise, a0, f0)
+    if drawn is not None:
+        return drawn
     K, _ = problem.base.gram(theta)
     L, _ = cholesky(K, max_tries=0, warn=False)
-    problem.a = a0
-    _, fit = problem.mode(theta, K)
+    if f0 is not None:
+        a0 = cho_solve(L, f0)
+    fit = _newton_mode(K, problem.y, problem.likelihood, a0)
     nu_hat = L.T @ fit.a  # L^-1 f_hat with f_hat = K a = L L' a
-    n = K.shape[0]
-    z1 = rng.standard_normal(n)
-    z2 = rng.standard_normal(n)
-    r = z1 + L.T @ (fit.sW * z2)
+    r = noise[0] + L.T @ (fit.sW * noise[1])
     Ar = fit.sW * (L @ r)
-    return nu_hat + r - L.T @ (fit.sW * cho_solve(fit.Lb, Ar)), fit.a, (L, fit.W)
+    nu = nu_hat + r - L.T @ (fit.sW * cho_solve(fit.Lb, Ar))
+    return LaplaceDraw(nu, nu_hat, fit.f, L, fit.W)
 
 
 def binary_precision_factor(L, W):

@@ -15,6 +15,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SteinGPClassifier, SteinGPRegressor
 from skgp_bayes._stein_models import exact as exact_model
+from skgp_bayes._stein_models import latent as latent_model
 from skgp_bayes.exceptions import NotPSDError
 from skgp_bayes.inference import particles as particles_module
 from skgp_bayes.inference._chain_threads import mapped_on_threads
@@ -139,27 +140,48 @@ def threads_always(monkeypatch):
     return used
 
 
-def test_default_threads_give_the_one_thread_classifier(threads_always):
-    X, y = make_classification(80, 4, random_state=0)
+def _threads_asked(monkeypatch, module):
+    """The thread counts ``module.mapped_on_threads`` is called with."""
+    seen = []
+    original = module.mapped_on_threads
+
+    def spy(n_threads):
+        seen.append(n_threads)
+        return original(n_threads)
+
+    monkeypatch.setattr(module, "mapped_on_threads", spy)
+    return seen
+
+
+@pytest.mark.parametrize("one_vs_rest", [False, True])
+def test_default_threads_give_the_one_thread_classifier(
+    threads_always, monkeypatch, one_vs_rest
+):
+    draws_on_threads = _threads_asked(monkeypatch, latent_model)
+    if one_vs_rest:
+        # three binary problems per particle instead of the dense softmax
+        # step, as for n * classes above _DENSE_NEWTON_MAX
+        monkeypatch.setattr(latent_model, "_DENSE_NEWTON_MAX", 0)
+        X, y = make_classification(
+            90, 4, n_informative=3, n_redundant=0, n_classes=3, random_state=0
+        )
+    else:
+        X, y = make_classification(80, 4, random_state=0)
     options = {"kernel": ConstantKernel() * RBF(1.0), "random_state": 0, "max_iter": 8}
-    one = SteinGPClassifier(n_jobs=1, **options).fit(X, y)
-    assert not threads_always
-    default = SteinGPClassifier(**options).fit(X, y)
-    assert threads_always
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a short run
+        one = SteinGPClassifier(n_jobs=1, **options).fit(X, y)
+        assert not threads_always and draws_on_threads == [1]
+        default = SteinGPClassifier(**options).fit(X, y)
+    # the particles' evaluations and the Laplace draws both on threads
+    assert threads_always and draws_on_threads[1] > 1
     assert np.array_equal(one.particles_, default.particles_)
     assert np.array_equal(one.predict_proba(X), default.predict_proba(X))
 
 
 def test_default_threads_give_the_one_thread_regressor(threads_always, monkeypatch):
     # the MAP searches from the restarts go on threads by the same rule
-    searches = []
-    original = exact_model.mapped_on_threads
-
-    def spy(n_threads):
-        searches.append(n_threads)
-        return original(n_threads)
-
-    monkeypatch.setattr(exact_model, "mapped_on_threads", spy)
+    searches = _threads_asked(monkeypatch, exact_model)
     X, y = make_regression(60, 3, noise=5.0, random_state=0)
     options = {"random_state": 0, "max_iter": 8, "n_restarts": 3}
     one = SteinGPRegressor(n_jobs=1, **options).fit(X, y)
@@ -192,20 +214,17 @@ def test_mode_search_on_threads_equals_one_thread():
         assert np.array_equal(m1, m2) and np.array_equal(c1, c2) and l1 == l2
 
 
-def test_searches_without_a_compiled_target_stay_on_one_thread(threads_always):
+def test_searches_without_a_compiled_target_stay_on_one_thread(
+    threads_always, monkeypatch
+):
     from sklearn.gaussian_process.kernels import Matern
 
-    seen = []
-    original = exact_model.mapped_on_threads
-    exact_model.mapped_on_threads = lambda n: seen.append(n) or original(n)
-    try:
-        X, y = make_regression(40, 2, noise=5.0, random_state=1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # a short run
-            SteinGPRegressor(
-                ConstantKernel() * Matern(1.0), random_state=0, max_iter=3, n_restarts=2
-            ).fit(X, y)
-    finally:
-        exact_model.mapped_on_threads = original
+    seen = _threads_asked(monkeypatch, exact_model)
+    X, y = make_regression(40, 2, noise=5.0, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a short run
+        SteinGPRegressor(
+            ConstantKernel() * Matern(1.0), random_state=0, max_iter=3, n_restarts=2
+        ).fit(X, y)
     # the interpreted target holds the interpreter lock: no threads for it
     assert seen == [1] and not threads_always

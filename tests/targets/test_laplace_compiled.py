@@ -8,7 +8,7 @@ from skgp_bayes.exceptions import NotPSDError
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Bernoulli
 from skgp_bayes.targets._laplace_numba import FAILED, LAPLACE_ROUTINES, laplace_logit
-from skgp_bayes.targets.laplace import BinaryLaplaceProblem
+from skgp_bayes.targets.laplace import BinaryLaplaceProblem, binary_laplace_draw
 from skgp_bayes.targets.whitened import WhitenedLatentTarget
 
 KERNELS = {
@@ -95,3 +95,70 @@ def test_a_failed_factorisation_falls_back_and_raises_as_before():
     assert status == FAILED
     with pytest.raises(NotPSDError), np.errstate(invalid="ignore"):
         problem.log_marginal_and_grad(bad)
+
+
+def _draw_parts(draw):
+    return draw.nu, draw.nu_hat, draw.f, draw.L, draw.W
+
+
+@pytest.mark.parametrize("kernel_name", sorted(KERNELS))
+@pytest.mark.parametrize("n", [3, 40, 150])
+def test_compiled_draw_equals_interpreted(kernel_name, n):
+    target, y, theta = _problem(kernel_name, n=n, seed=n + 1)
+    compiled = BinaryLaplaceProblem(target, y, Bernoulli())
+    interpreted = _interpreted(target, y)
+    noise = np.random.default_rng(n).standard_normal((2, n))
+    mode_f = binary_laplace_draw(compiled, theta, noise).f
+    starts = [{}, {"a0": np.full(n, 0.1)}, {"f0": 0.8 * mode_f}]
+    for start in starts:
+        got = binary_laplace_draw(compiled, theta + 0.1, noise, **start)
+        want = binary_laplace_draw(interpreted, theta + 0.1, noise, **start)
+        # the same Newton steps summed in another order: modes within
+        # rounding of each other, and the draws (a linear map of them)
+        for a, b in zip(_draw_parts(got), _draw_parts(want), strict=True):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * (1 + np.abs(b).max()))
+
+
+def test_draw_from_either_start_reaches_the_same_mode():
+    target, y, theta = _problem("rbf-ard", n=60, seed=3)
+    problem = BinaryLaplaceProblem(target, y, Bernoulli())
+    noise = np.random.default_rng(1).standard_normal((2, 60))
+    cold = binary_laplace_draw(problem, theta, noise)
+    near = binary_laplace_draw(problem, theta + 0.2, noise).f
+    warm = binary_laplace_draw(problem, theta, noise, f0=near)
+    # Newton stops within 1e-9 (1 + max|f|) of the mode from any start
+    tol = 1e-8 * (1 + np.abs(cold.f).max())
+    np.testing.assert_allclose(warm.f, cold.f, rtol=0, atol=tol)
+    np.testing.assert_allclose(warm.nu, cold.nu, rtol=0, atol=10 * tol)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_draw_has_the_laplace_covariance(compiled):
+    # nu - nu_hat is linear in the noise (z1, z2): its map M must satisfy
+    # M M' = (I + L'WL)^-1, the Laplace covariance of the whitened latents.
+    n = 12
+    target, y, theta = _problem("rbf+white", n=n, seed=5)
+    problem = BinaryLaplaceProblem(target, y, Bernoulli())
+    if not compiled:
+        problem._plan = None
+    zero = binary_laplace_draw(problem, theta, np.zeros((2, n)))
+    columns = []
+    for k in range(2 * n):
+        unit = np.zeros(2 * n)
+        unit[k] = 1.0
+        drawn = binary_laplace_draw(problem, theta, unit.reshape(2, n), f0=zero.f)
+        columns.append(drawn.nu - drawn.nu_hat)
+    M = np.array(columns).T
+    precision = np.eye(n) + zero.L.T @ (zero.W[:, None] * zero.L)
+    np.testing.assert_allclose(M @ M.T @ precision, np.eye(n), atol=1e-8)
+
+
+def test_a_failed_draw_falls_back_and_raises_as_before():
+    target, y, theta = _problem("rbf-ard", n=12)
+    bad = theta.copy()
+    bad[0] = np.nan
+    problem = BinaryLaplaceProblem(target, y, Bernoulli())
+    noise = np.zeros((2, 12))
+    assert problem.compiled_draw(bad, noise, np.zeros(12)) is None
+    with pytest.raises(NotPSDError), np.errstate(invalid="ignore"):
+        binary_laplace_draw(problem, bad, noise)
