@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..linalg._numba_ops import copy_vector
 from ._sparse_numba import (
     cross_contract,
     gram_contract,
@@ -89,8 +90,9 @@ def value_and_grad(
     gram_contract(Zs, Kuu, W, variance, noise, base, ard, g, g_inputs)
     cross_contract(Zs, Xs, Kuf, Kufbar, variance, base, ard, g, g_inputs)
     if g_inputs.shape[0] == Z.shape[0]:
-        for c in range(Z.shape[1]):
-            g_inputs[:, c] *= inv_ell[c]
+        for i in range(g_inputs.shape[0]):
+            for c in range(Z.shape[1]):
+                g_inputs[i, c] *= inv_ell[c]
     n_free = 0
     for i in range(n):
         if free[i]:
@@ -250,5 +252,5 @@ def _value_and_grad_at(
     for k in range(n_theta):
         grad[k] = g_phi[theta_index[k]]
     grad[n_theta] = g_s2
-    grad[n_theta + 1 :] = g_inputs.ravel()
+    copy_vector(grad[n_theta + 1 :], g_inputs.ravel())
     return ok, value, grad

@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..linalg._numba_ops import copy_matrix
 from ._sparse_numba import (
     kernel_scales,
     kernel_values_into,
@@ -79,7 +80,7 @@ def exact_v_draws(
         diagonal = variance + noise
         for i in range(m):
             K[i, i] = diagonal + jitter * diagonal
-        R[:, :] = K
+        copy_matrix(R, K)
         if not lower_factor(R, lapack):
             return FACTOR_FAILED, s
         if weighted:

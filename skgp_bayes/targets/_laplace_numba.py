@@ -45,7 +45,7 @@ from ..linalg._nogil_lapack import (
     cholesky_solve_f,
     inverse_from_factor_f,
 )
-from ..linalg._numba_ops import TINY
+from ..linalg._numba_ops import TINY, copy_vector
 from ._exact_numba import INVERSE_BY_HALVES_MAX_N, INVERSE_LEAF
 from ._sparse_numba import kernel_scales, scaled
 from ._whitened_numba import contract_rbf, jittered_gram, rbf_gram_noiseless
@@ -356,7 +356,7 @@ def laplace_logit_draw(
     start = a0.copy()
     if f0.size == n:
         rhs = np.empty((1, n)).T
-        rhs[:, 0] = f0
+        copy_vector(rhs[:, 0], f0)
         cholesky_solve_f(L, rhs, dpotrs)
         start = rhs[:, 0].copy()
     B = np.empty((n, n)).T

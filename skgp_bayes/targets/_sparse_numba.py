@@ -44,7 +44,7 @@ from ..linalg._nogil_lapack import (
     solve_lower_c,
     weighted_gram_lower_c,
 )
-from ..linalg._numba_ops import TINY
+from ..linalg._numba_ops import TINY, copy_matrix, copy_vector
 
 __all__ = ["backward", "forward"]
 
@@ -302,7 +302,7 @@ def scratch(work, slot, m, n):
 def lower_solve_into(R, B, trans, lapack):
     """:func:`lower_solve` written over the C-ordered ``B``."""
     if R.shape[0] < LAPACK_MIN_INDUCING:
-        B[:, :] = solve_lower_t(R, B) if trans else solve_lower(R, B)
+        copy_matrix(B, solve_lower_t(R, B) if trans else solve_lower(R, B))
     else:
         solve_in_place_c(R, B, trans, lapack[1])
 
@@ -440,7 +440,7 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack, work):
     kernel_values_into(Zs, Zs, variance, base, Kuu)
     diag = variance + noise
     K = scratch(work, 1, m, n)
-    K[:, :] = Kuu
+    copy_matrix(K, Kuu)
     for i in range(m):
         K[i, i] = diag + jitter * diag
     ok = lower_factor(K, lapack)
@@ -455,7 +455,7 @@ def inducing_projection(Xs, Zs, variance, noise, base, jitter, lapack, work):
         A = solve_lower(R, Kuf)
     else:
         A = scratch(work, 3, m, n)
-        A[:, :] = Kuf
+        copy_matrix(A, Kuf)
         solve_in_place_c(R, A, False, lapack[1])
     for i in range(n):
         s = diag
@@ -773,6 +773,6 @@ def draw_moments(X, Z, inv_ells, variances, noises, base, jitter, v, lapack):
         )
         if not ok:
             return False, means, spread
-        means[j] = np.ascontiguousarray(A.T) @ np.ascontiguousarray(v[j])
-        spread[j] = gamma
+        copy_matrix(means[j], np.ascontiguousarray(A.T) @ np.ascontiguousarray(v[j]))
+        copy_vector(spread[j], gamma)
     return True, means, spread

@@ -33,6 +33,7 @@ from ..linalg._nogil_lapack import (
     cholesky_solve_f,
     symmetric_product_upper_f,
 )
+from ..linalg._numba_ops import copy_matrix, copy_vector
 from ._exact_numba import HALF_LOG_2PI, factor_rbf, log_diagonal_sum, rbf_gradient
 
 __all__ = ["STOCHASTIC_ROUTINES", "rbf_stochastic_trace"]
@@ -128,10 +129,10 @@ def rbf_stochastic_trace(params, phi_defaults, param_index, X, y, probes, routin
         return False, 0.0, grad
     variance, white, noise = scales
     V = np.empty((r, n)).T  # Fortran order, as dpotrs and dsymm read it
-    V[:, 0] = y
-    V[:, 1:] = probes
+    copy_vector(V[:, 0], y)
+    copy_matrix(V[:, 1:], probes)
     U = np.empty((r, n)).T
-    U[:, :] = V
+    copy_matrix(U, V)
     if cholesky_solve_f(B, U, dpotrs) != 0:
         return False, 0.0, grad
     fit = 0.0
@@ -143,11 +144,13 @@ def rbf_stochastic_trace(params, phi_defaults, param_index, X, y, probes, routin
     value = -0.5 * fit - log_diagonal_sum(B) - n * HALF_LOG_2PI
     _kernel_above_factor(B, packed, variance)
     columns = np.empty((r * (d + 2), n)).T
-    columns[:, :r] = V
-    columns[:, r : 2 * r] = U
+    copy_matrix(columns[:, :r], V)
+    copy_matrix(columns[:, r : 2 * r], U)
     for s in range(r):
         for c in range(d):
-            columns[:, 2 * r + s * d + c] = V[:, s] * Xs1[:, c]
+            column = columns[:, 2 * r + s * d + c]
+            for a in range(n):
+                column[a] = V[a, s] * Xs1[a, c]
     P = np.empty((r * (d + 2), n)).T
     symmetric_product_upper_f(B, columns, P, dsymm)
     sums_P, sums = _lowrank_sums(P, U, V, Xs1)

@@ -546,7 +546,9 @@ def _add_subset_weights(R, A, Abar, gbar, idx, jitter, lapack, W_cc, W_cf, w_dia
             W_cc[idx[a], idx[b]] += inner[a, b]
             W_cc[idx[b], idx[a]] += inner[a, b]
         W_cc[idx[a], idx[a]] += inner[a, a]
-        W_cf[idx[a]] += Abar[a]
+        row = W_cf[idx[a]]
+        for t in range(row.size):
+            row[t] += Abar[a, t]
     for i in range(gbar.size):
         w_diag[i] += gbar[i]
 

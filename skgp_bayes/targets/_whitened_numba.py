@@ -33,7 +33,7 @@ from numba import njit
 
 from .._vector_exp import vector_exp, vector_log1p
 from ..linalg._nogil_lapack import cholesky_in_place_c
-from ..linalg._numba_ops import TINY
+from ..linalg._numba_ops import TINY, copy_matrix, copy_vector
 from ._sparse_numba import (
     LAPACK,
     congruence_with_jitter_weight,
@@ -132,7 +132,7 @@ def jittered_gram(K, noise, jitter):
 def _jittered_into(K, noise, jitter, out):
     """:func:`jittered_gram` written into ``out``."""
     n = K.shape[0]
-    out[:] = K
+    copy_matrix(out, K)
     total = 0.0
     for a in range(n):
         out[a, a] += noise
@@ -354,9 +354,9 @@ def whitened_value_and_grad(
     if prior[0].size:
         prior_value, prior_grad = log_prior_theta(theta, *prior)
         value += prior_value
-        grad[:p] = prior_grad
+        copy_vector(grad[:p], prior_grad)
     LT = work_matrix(work, 2, n)
-    LT[:] = L.T
+    copy_matrix(LT, L.T)
     U = LT @ G
     for c in range(C):
         for a in range(n):

@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit
 
 from ..inference._marginal_maps_numba import map_forward
+from ..linalg._numba_ops import copy_vector
 from ..targets._collapsed_numba import value_and_grad_params
 from ..targets._exact_numba import rbf_value_and_grad
 from ..targets._likelihood_numba import (
@@ -89,7 +90,7 @@ def _target_density(kind, x, n_hyper, arguments, prior, grad):
         ok, value, g = rbf_value_and_grad(x, defaults, index, X, y, routines)
         if not ok:  # K needs jitter: the interpreted target adds it
             return GENERAL, math.nan
-        grad[:] = g
+        copy_vector(grad, g)
     elif kind == KIND_COLLAPSED:
         X, Z, y, defaults, index, base, jitter, lapack = arguments
         ok, value, g = value_and_grad_params(
@@ -97,7 +98,7 @@ def _target_density(kind, x, n_hyper, arguments, prior, grad):
         )
         if not ok:
             return OUTSIDE, -math.inf
-        grad[:] = g
+        copy_vector(grad, g)
     else:
         theta = x[:n_hyper].copy()
         if kind == KIND_LOGIT:
@@ -121,12 +122,13 @@ def _target_density(kind, x, n_hyper, arguments, prior, grad):
             return OUTSIDE, -math.inf
         if status != DONE:
             return GENERAL, math.nan
-        grad[:n_hyper] = g_theta
-        grad[n_hyper:] = g_v
+        copy_vector(grad[:n_hyper], g_theta)
+        copy_vector(grad[n_hyper:], g_v.ravel())
     if prior[0].size:
         prior_value, prior_grad = log_prior_theta(x[:n_hyper].copy(), *prior)
         value += prior_value
-        grad[:n_hyper] += prior_grad
+        for j in range(n_hyper):
+            grad[j] += prior_grad[j]
     if not math.isfinite(value):
         return OUTSIDE, -math.inf
     return OK, value
@@ -149,7 +151,7 @@ def _chain_density(w, chain, kind, n_hyper, arguments, prior, grad):
         mapped, slope, log_jacobian, d_log = map_forward(
             x[:k].copy(), mu, sigma, skew, rate
         )
-        x[:k] = mapped
+        copy_vector(x[:k], mapped)
     for j in range(lower.size):
         if x[j] < lower[j] or x[j] > upper[j]:
             return OUTSIDE, -math.inf
@@ -161,7 +163,7 @@ def _chain_density(w, chain, kind, n_hyper, arguments, prior, grad):
         for j in range(k):
             grad_x[j] = grad_x[j] * slope[j] + d_log[j]
         value += log_jacobian
-    grad[:] = np.dot(transform_t, grad_x)
+    copy_vector(grad, np.dot(transform_t, grad_x))
     return OK, value
 
 
@@ -196,9 +198,9 @@ def _trajectory(
         if status != OK or not math.isfinite(gn.sum()):
             return OUTSIDE, math.nan
     pn = pn + half * gn
-    w_end[:] = wn
-    p_end[:] = pn
-    grad_end[:] = gn
+    copy_vector(w_end, wn)
+    copy_vector(p_end, pn)
+    copy_vector(grad_end, gn)
     return OK, value
 
 
