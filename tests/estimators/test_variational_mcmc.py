@@ -689,8 +689,6 @@ def test_skewed_coordinates_mapped_in_warm_up_keep_the_posterior(
     from skgp_bayes.variational_mcmc import _sampling
 
     rng = np.random.default_rng(11 + stat_seed)
-    X = rng.uniform(-3, 3, (60, 2))
-    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=60)
     seed = 1 + stat_seed
     # Whether a coordinate's warm-up draws pass the maps' 1% likelihood-ratio
     # test depends on the data drawn (with SKGP_TEST_SEED=4 none did, and
@@ -698,7 +696,15 @@ def test_skewed_coordinates_mapped_in_warm_up_keep_the_posterior(
     # coordinate is mapped, whatever the seed; any map must keep the
     # posterior.
     monkeypatch.setattr(marginal_maps, "_LR_THRESHOLD", 0.0)
-    mapped = VariationalMCMCRegressor(random_state=seed).fit(X, y)
+    # A fit whose collapsed target has two modes samples with mode jumps,
+    # whose Gaussian proposals rule the maps out (SKGP_TEST_SEED=79 drew
+    # such data): the next draw of data then, so that every seed tests maps.
+    for _ in range(3):
+        X = rng.uniform(-3, 3, (60, 2))
+        y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=60)
+        mapped = VariationalMCMCRegressor(random_state=seed).fit(X, y)
+        if not mapped.diagnostics_["mode_jumps"]["modes"]:
+            break
     assert mapped.diagnostics_["skew_maps"] >= 1
     assert np.all(np.isfinite(mapped.inv_mass_[:, :4]))
     monkeypatch.setattr(_sampling, "fit_marginal_maps", lambda *args: None)
