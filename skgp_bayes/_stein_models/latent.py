@@ -50,13 +50,6 @@ from .common import kernel_prior, latent_likelihood
 __all__ = ["LatentModel"]
 
 
-class _Compiled:
-    """Whether every binary problem draws in one compiled call."""
-
-    def __init__(self, problems):
-        self.compiled = all(problem.compiled for problem in problems)
-
-
 # Largest number of whitened unknowns (n * n_classes) for which the softmax
 # Laplace step forms its dense Hessian; beyond it one-vs-rest draws are used.
 _DENSE_NEWTON_MAX = 2000
@@ -414,7 +407,7 @@ class LatentModel(SteinModel):
         seconds = (time.perf_counter() - began) / C
         tasks = [(j, c) for j in range(1, J) for c in range(C)]
         threads = search_threads(
-            self.estimator, _Compiled(problems), n, len(tasks), lambda: seconds
+            self.estimator, surrogate, n, len(tasks), lambda: seconds
         )
         with mapped_on_threads(threads) as map_fn:
             rest = map_fn(lambda task: draw(task, f0=first[task[1]].f), tasks)

@@ -346,6 +346,20 @@ class LaplaceSurrogate:
         self.prior_set = prior_set
         self.p = n_kernel_params
 
+    @property
+    def compiled(self):
+        """Whether every problem evaluates and draws in one compiled call.
+
+        Examples
+        --------
+        >>> from skgp_bayes.targets.laplace import LaplaceSurrogate
+        >>> from skgp_bayes.targets.laplace import example_binary_problem
+        >>> target, y, problem = example_binary_problem()
+        >>> LaplaceSurrogate([problem], 1, None, 2).compiled
+        True
+        """
+        return all(problem.compiled for problem in self.problems)
+
     def logp_and_grad(self, params):
         """Surrogate log density and gradient at the flat hyperparameters ``params``.
 

@@ -6,6 +6,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from _thread_spies import threads_asked
 from _variational_mcmc_fits import SHORT_CHAINS, SMALL, quiet_fit, seeded
 from sklearn.base import clone
 from sklearn.gaussian_process.kernels import (
@@ -256,14 +257,7 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
     monkeypatch.setattr(hmc_module, "run_on_threads", counted)
     # and the Gaussian approximation's k-means starts, by the same rule
     monkeypatch.setattr(particle_evaluation, "THREADED_PARTICLE_SECONDS", 0.0)
-    starts_threads = []
-    mapped_on_threads = _pipelines.mapped_on_threads
-
-    def starts_counted(n_threads):
-        starts_threads.append(n_threads)
-        return mapped_on_threads(n_threads)
-
-    monkeypatch.setattr(_pipelines, "mapped_on_threads", starts_counted)
+    starts_threads = threads_asked(monkeypatch, _pipelines)
     d = quiet_fit(VariationalMCMCClassifier(**params), X, y)
     np.testing.assert_array_equal(a.draws_, d.draws_)
     np.testing.assert_array_equal(a.predict_proba(X), d.predict_proba(X))

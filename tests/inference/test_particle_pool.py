@@ -9,6 +9,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from _thread_spies import threads_asked
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
@@ -140,24 +141,11 @@ def threads_always(monkeypatch):
     return used
 
 
-def _threads_asked(monkeypatch, module):
-    """The thread counts ``module.mapped_on_threads`` is called with."""
-    seen = []
-    original = module.mapped_on_threads
-
-    def spy(n_threads):
-        seen.append(n_threads)
-        return original(n_threads)
-
-    monkeypatch.setattr(module, "mapped_on_threads", spy)
-    return seen
-
-
 @pytest.mark.parametrize("one_vs_rest", [False, True])
 def test_default_threads_give_the_one_thread_classifier(
     threads_always, monkeypatch, one_vs_rest
 ):
-    draws_on_threads = _threads_asked(monkeypatch, latent_model)
+    draws_on_threads = threads_asked(monkeypatch, latent_model)
     if one_vs_rest:
         # three binary problems per particle instead of the dense softmax
         # step, as for n * classes above _DENSE_NEWTON_MAX
@@ -181,7 +169,7 @@ def test_default_threads_give_the_one_thread_classifier(
 
 def test_default_threads_give_the_one_thread_regressor(threads_always, monkeypatch):
     # the MAP searches from the restarts go on threads by the same rule
-    searches = _threads_asked(monkeypatch, exact_model)
+    searches = threads_asked(monkeypatch, exact_model)
     X, y = make_regression(60, 3, noise=5.0, random_state=0)
     options = {"random_state": 0, "max_iter": 8, "n_restarts": 3}
     one = SteinGPRegressor(n_jobs=1, **options).fit(X, y)
@@ -219,7 +207,7 @@ def test_searches_without_a_compiled_target_stay_on_one_thread(
 ):
     from sklearn.gaussian_process.kernels import Matern
 
-    seen = _threads_asked(monkeypatch, exact_model)
+    seen = threads_asked(monkeypatch, exact_model)
     X, y = make_regression(40, 2, noise=5.0, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # a short run
