@@ -394,3 +394,73 @@ def test_rhat_and_ess_advice_more_warmup_and_samples(stat_seed):
     # per half-chain, and R-hat > 1.01 needs chi2_3 > 24.6: probability 2e-5
     # per parameter, 2e-4 over the 8 parameters.
     assert fit(500, 2000, 10) == []
+
+
+def _unconverged_searches(monkeypatch, which):
+    """Make the collapsed bound's L-BFGS searches numbered in ``which`` (0, 1,
+    ...) report that they ran out of iterations; returns the list of flags."""
+    from skgp_bayes.variational_mcmc import _approximation
+
+    real, flags = _approximation.fit_svgp_lbfgs, []
+
+    def search(*args, **kwargs):
+        params, trace, converged, n_iter = real(*args, **kwargs)
+        converged = converged and len(flags) not in which
+        flags.append(converged)
+        return params, trace, converged, n_iter
+
+    monkeypatch.setattr(_approximation, "fit_svgp_lbfgs", search)
+    return flags
+
+
+def test_collapsed_bound_warns_only_for_the_search_it_keeps(monkeypatch):
+    # 80 rows of a wiggly function: the default first inducing set (9 inputs)
+    # is far short, so the fit grows it and that size's searches are superseded.
+    rng = np.random.default_rng(1)
+    X80 = rng.uniform(-3, 3, (80, 1))
+    y80 = np.sin(3 * X80[:, 0]) + 0.1 * rng.standard_normal(80)
+    small = dict(_VMCMC_SMALL, n_inducing=None)
+
+    def fit(which):
+        flags = _unconverged_searches(monkeypatch, which)
+        model = VariationalMCMCRegressor(**small)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.fit(X80, y80)
+        return model, flags, _messages(_library_warnings(caught), "svgp_max_iter")
+
+    model, flags, messages = fit(which={0})
+    assert flags[0] is False and len(flags) > 2  # the first size was left behind
+    assert model.inducing_points_.shape[0] > 9
+    assert messages == []
+    # the same fit with every search unfinished: the kept one is, and it warns
+    _, flags, messages = fit(which=set(range(100)))
+    assert not any(flags) and len(messages) == 1
+
+
+def test_svgp_starts_warn_only_for_the_start_they_keep(monkeypatch):
+    # The classifier's SVGP bound is maximised from three k-means starts and
+    # the highest ELBO kept. A start that ran out of iterations at a lower
+    # ELBO (its trace ends low here) is left behind and says nothing.
+    from skgp_bayes.variational_mcmc import _approximation
+
+    real, calls = _approximation.fit_svgp_lbfgs, []
+
+    def fit(which):
+        def search(*args, **kwargs):
+            params, trace, converged, n_iter = real(*args, **kwargs)
+            if len(calls) in which:
+                converged, trace = False, [*trace, trace[-1] - 1e6]
+            calls.append(converged)
+            return params, trace, converged, n_iter
+
+        calls.clear()
+        monkeypatch.setattr(_approximation, "fit_svgp_lbfgs", search)
+        model = VariationalMCMCClassifier(**_VMCMC_SMALL)
+        return model, _messages(_fit_recording(model, Y_CLF), "svgp_max_iter")
+
+    model, messages = fit(which={0})
+    assert calls[0] is False and len(calls) == 3 and messages == []
+    assert model.diagnostics_["svgp_elbo"] > -1e5  # a converged start was kept
+    _, messages = fit(which={0, 1, 2})
+    assert len(messages) == 1

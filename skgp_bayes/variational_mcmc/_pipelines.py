@@ -190,7 +190,8 @@ def gaussian_approximation(start, approximation, data, Z0):
 
     Returns ``(bound, SVGPFit, ELBO)`` of the start that reached the highest
     ELBO (see :meth:`ApproximationStage.more_inducing_starts`), the number
-    of starts and their iterations in all.
+    of starts and their iterations in all, and warns when that start's
+    optimiser ran out of iterations.
     """
     X, y, likelihood, offset = data
     seed = int(start.seeds[0])
@@ -230,6 +231,9 @@ def gaussian_approximation(start, approximation, data, Z0):
     with mapped_on_threads(threads) as map_fn:
         results = list(map_fn(maximised, ready))
     best = max(results, key=lambda result: result[2])  # the first of equal ELBOs
+    # Only the kept start's stopping rule matters: a start left behind at a
+    # lower ELBO is no part of the fit, converged or not.
+    approximation.warn_unconverged(best[1], X.shape[0])
     return (*best, len(starts), sum(svgp.n_iter for _, svgp, _ in results))
 
 
