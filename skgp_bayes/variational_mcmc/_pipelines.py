@@ -279,8 +279,11 @@ def fit_collapsed(start, stages, data, Z0):
     )
     q_mean, q_factor = target.conditional(hyper)
     trace = optimum.trace
-    reached = trace and not optimum.exact
-    svgp_elbo = float(trace[-1]) if reached else float(target.log_prob(hyper))
+    # The bound at the kept optimum: the trace runs over every inducing-set
+    # size tried, and a doubling that gained too little is dropped for the
+    # smaller set, so its last value can be another set's (mcycle: -82.24 at
+    # 20 inducing inputs where the fit keeps 10 at -82.73).
+    svgp_elbo = float(target.log_prob(hyper))
     fitted["fit_time_"]["svgp"] = t_hmc - start.t_start
     fitted["diagnostics_"].update(
         svgp_elbo=svgp_elbo,

@@ -712,3 +712,30 @@ def test_skewed_coordinates_mapped_in_warm_up_keep_the_posterior(
         errors.append(chains.std(axis=(0, 1)) / np.sqrt(ess))
     gap = np.abs(means[0] - means[1])
     np.testing.assert_array_less(gap, 4.5 * np.hypot(*errors))
+
+
+def test_collapsed_fit_reports_the_bound_of_the_set_it_keeps(monkeypatch):
+    # The inducing set doubles while the bound gains enough; a doubling that
+    # gains too little is dropped for the smaller set. svgp_elbo_ is then the
+    # bound at the kept set, not the last value of the optimiser's trace.
+    from skgp_bayes.datasets import load_mcycle
+    from skgp_bayes.variational_mcmc import _approximation
+
+    reached = []  # (inducing inputs, bound at the end) of every search
+    search = _approximation.ApproximationStage._maximise_collapsed
+
+    def recording(self, *args):
+        found = search(self, *args)
+        reached.append((found[1].shape[0], found[3][-1]))
+        return found
+
+    stage = _approximation.ApproximationStage
+    monkeypatch.setattr(stage, "_maximise_collapsed", recording)
+    X, y = load_mcycle(return_X_y=True)
+    reg = quiet_fit(VariationalMCMCRegressor(**SMALL), X, y)
+    kept = reg.inducing_points_.shape[0]
+    assert reached[-1][0] > kept  # the case under test: a larger set was dropped
+    at_kept = max(value for m, value in reached if m == kept)
+    np.testing.assert_allclose(reg.svgp_elbo_, at_kept, rtol=1e-9)
+    assert reg.diagnostics_["svgp_elbo"] == reg.svgp_elbo_
+    assert reg.svgp_elbo_ < reached[-1][1]
