@@ -82,8 +82,8 @@ class ModeJumps:
         # of a 130 us move (two modes, d = 6).
         inverse_factors = np.linalg.inv(self.factors)
         self._stacked_inverse = inverse_factors.reshape(k * d, d)
-        self._stacked_shift = np.einsum("kij,kj->ki", inverse_factors, self.means)
-        self._stacked_shift = self._stacked_shift.reshape(k * d)
+        shift = np.einsum("kij,kj->ki", inverse_factors, self.means)
+        self._stacked_shift = shift.reshape(k * d)
         self._log_const = self.log_weights + self._log_norm
         self._cumulative = np.cumsum(np.exp(self.log_weights))
 

@@ -424,19 +424,17 @@ class ApproximationStage:
                     found,
                     CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter()),
                 )
-            if (
+            doubling_dropped = (
                 previous is not None
                 and trace
                 and previous[3]
                 and trace[-1] - previous[3][-1] < tol
-            ):
-                kept = CollapsedOptimum(*previous[:3], traces, n_iter())
+            )
+            if doubling_dropped or not self.grow_inducing or slack <= tol or m >= cap:
+                source = previous if doubling_dropped else found
+                kept = CollapsedOptimum(*source[:3], traces, n_iter())
                 grown = self._grown(reference, distinct, kept)
-                return self._warn_unconverged(grown, previous)
-            if not self.grow_inducing or slack <= tol or m >= cap:
-                kept = CollapsedOptimum(hyper, Z, learn_Z, traces, n_iter())
-                grown = self._grown(reference, distinct, kept)
-                return self._warn_unconverged(grown, found)
+                return self._warn_unconverged(grown, source)
             previous = found
             Z0 = initial_inducing(X, min(2 * m, cap), seed)
 
