@@ -20,6 +20,8 @@ points one split's coverage has a binomial error of 3-13 points.
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --jsonl /tmp/fresh.jsonl
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 5,6 \\
         --datasets ccard,coal
+    PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 1,2,3,4,5,6 \\
+        --models SGLDGPRegressor
 """
 
 import argparse
@@ -137,17 +139,31 @@ def main():
     parser.add_argument(
         "--datasets", default=",".join(name for name in _ALL if name != "digits")
     )
+    parser.add_argument(
+        "--models",
+        help="only these of our estimators (comma-separated; the peer of each "
+        "task is always fitted, for the ratios)",
+    )
     parser.add_argument("--jsonl", help="also write every fit's record here")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
+    chosen = None if args.models is None else set(args.models.split(","))
+    unknown = (chosen or set()) - set(REGRESSORS + CLASSIFIERS)
+    if unknown:
+        parser.error(f"unknown models {sorted(unknown)}")
     records = []
     with threadpool_limits(1, user_api="blas"):
-        everyone = [(name, task_of(name)) for name in REGRESSORS + CLASSIFIERS]
+        ours_all = [
+            m for m in REGRESSORS + CLASSIFIERS if chosen is None or m in chosen
+        ]
+        everyone = [(name, task_of(name)) for name in ours_all]
         warm_up(everyone, make_estimator, lambda message: None)
         for name in args.datasets.split(","):
             data = _ALL[name]()
             task = data.task
-            ours = REGRESSORS if task == "regression" else CLASSIFIERS
+            ours = [m for m in ours_all if task_of(m) == task]
+            if not ours:
+                continue
             models = [PEERS[task], *ours]
             for seed in seeds:
                 for model_name in models:

@@ -10,6 +10,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from ._backend import get_array_module
 from ._base import Printer
 from ._progress import engine_verbose, fit_progress
+from ._sgld_refine import continuation, mapped_bounds, maps_line
 from ._sgld_setup import (
     ESS_TARGET,
     RHAT_TARGET,
@@ -26,6 +27,7 @@ from .inference._chain_threads import (
     quickest_seconds,
     run_on_threads,
 )
+from .inference.marginal_maps import MarginalMapTarget
 
 # The least time an exact gradient must take for the chains to go on threads
 # by default. Each iteration's interpreted part (the step, the Metropolis
@@ -71,6 +73,9 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
     either ``"start"`` and ``"seed"`` (a new chain) or ``"state"``, the
     state a previous run returned (warm start or a further block of an
     automatic run length); ``options["solver"]`` makes the chain's target.
+    With ``options["maps"]`` (:mod:`skgp_bayes._sgld_refine`) the chain
+    moves in the mapped coordinates: its state is there, its samples are
+    returned mapped back.
     """
     solver = options["solver"]
     xp = get_array_module(options["backend"])
@@ -81,10 +86,15 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
     else:
         noise_rng = resumed["noise_rng"]
         target = solver.resumed_target(data, resumed["gradient"], xp)
+    density = solver.guarded(target)
+    maps = options.get("maps")
+    if maps is not None:
+        density = MarginalMapTarget(density, maps)
+        bounds = mapped_bounds(bounds, maps)
     # A chain may run in another process: its warnings travel back as a log.
     with collect_warnings() as log:
         result = run_sgld(
-            solver.guarded(target),
+            density,
             chain.get("start"),
             n_iter=options["n_iter"],
             a=options["a"],
@@ -111,7 +121,7 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
         )
         record["max_residual"] = max(record["max_residual"], resumed["max_residual"])
     return {
-        "samples": result.samples,
+        "samples": result.samples if maps is None else maps.to_x(result.samples),
         "step_sizes": result.step_sizes,
         "accepted": result.accepted,
         "frozen_at": result.frozen_at,
@@ -128,6 +138,16 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
             "max_residual": record["max_residual"],
         },
     }
+
+
+def _block_line(n_done, rhat, ess, done):
+    """The progress line of a block of the automatic run length."""
+    return (
+        f"{n_done} iterations per chain: "
+        f"split R-hat up to {worst(rhat, np.nanmax):.3f} (target "
+        f"{RHAT_TARGET}), bulk ESS down to {worst(ess, np.nanmin):.0f} "
+        f"(target {ESS_TARGET})" + ("" if done else "; extending")
+    )
 
 
 def _empty_traces(n_chains, n_params):
@@ -207,20 +227,28 @@ class SGLDChainsMixin:
             self.n_jobs, self.n_chains, gradient_seconds, THREADED_GRADIENT_SECONDS
         )
 
-    def _sample(self, chain_args, chain_inputs, options, previous, run):
+    def _sample(self, chain_args, chain_inputs, options, previous, run, names):
         """Run the chains, in blocks until they mix when ``n_iter="auto"``.
 
         ``previous`` holds the traces a warm start continues (None on a
-        fresh fit) and ``run`` is the
-        :class:`~skgp_bayes._sgld_setup.RunLength`. Returns the pooled
-        record and the iterations this fit ran.
+        fresh fit), ``run`` is the
+        :class:`~skgp_bayes._sgld_setup.RunLength` and ``names`` are the
+        parameters'. Once per fit, chains that have not mixed may go on in
+        coordinates that map their skewed parameters to nearly normal ones
+        (:mod:`skgp_bayes._sgld_refine`). Returns the pooled record and the
+        iterations this fit ran.
         """
         if previous is None:
             previous = _empty_traces(self.n_chains, chain_args[1].shape[0])
         chains, steps, accepted = previous
         auto = self.n_iter == "auto"
         limit = chains.shape[1] + self.max_iter if auto else None
-        record = {"blocks": 0, "budget": [0, 0, 0.0], "mode_jumps": [0, 0]}
+        record = {
+            "blocks": 0,
+            "budget": [0, 0, 0.0],
+            "mode_jumps": [0, 0],
+            "refined_at": None,
+        }
         ran = 0
         threads = self._chain_threads(chain_args[0], chain_inputs, options)
         while True:
@@ -250,17 +278,17 @@ class SGLDChainsMixin:
             converged = mixed(rhat, ess)
             done = not auto or converged or chains.shape[1] >= limit
             if self.verbose and auto:
-                self._log(
-                    f"{chains.shape[1]} iterations per chain: "
-                    f"split R-hat up to {worst(rhat, np.nanmax):.3f} (target "
-                    f"{RHAT_TARGET}), bulk ESS down to {worst(ess, np.nanmin):.0f} "
-                    f"(target {ESS_TARGET})" + ("" if done else "; extending")
-                )
+                self._log(_block_line(chains.shape[1], rhat, ess, done))
             if done:
                 break
-            n_next = run.next_block(chains.shape[1], burn, limit)
-            options = {**options, "n_iter": n_next}
-            chain_inputs = [{"state": r["state"]} for r in runs]
+            maps = options.get("maps")
+            options, chain_inputs = continuation(
+                runs, (chains.shape[1], burn, kept, rhat, ess), options, run, limit
+            )
+            if options.get("maps") is not maps:
+                record["refined_at"] = chains.shape[1]
+                if self.verbose:
+                    self._log(maps_line(names, options["maps"]))
         record.update(
             chains=chains,
             steps=steps,
@@ -276,6 +304,7 @@ class SGLDChainsMixin:
             cg_iterations=np.concatenate([r["cg_iterations"] for r in runs]),
             max_residual=max(r["max_residual"] for r in runs),
             n_rejected=int(sum(r["n_rejected"] for r in runs)),
+            options=options,
         )
         return record, ran
 

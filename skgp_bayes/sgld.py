@@ -113,6 +113,10 @@ class SGLDGPRegressor(
         most 1.01 and every bulk ESS at least 100, or ``max_iter`` is
         reached, in which case a ``SamplerWarning`` gives the figures. An
         integer runs exactly that many (and warns only at R-hat above 1.1).
+        With exact gradients, chains that have not mixed and whose slow
+        parameters are skewed go on once, after a new warm-up, in
+        coordinates that make those parameters nearly normal (the draws are
+        mapped back; ``diagnostics_["skew_maps"]``).
     max_iter : int, default=20000
         Budget of iterations per chain for ``n_iter="auto"`` (per fit: a
         warm start may run as many again).
@@ -364,7 +368,11 @@ class SGLDGPRegressor(
         ``mode_jumps`` (``modes``: distinct posterior modes the MAP searches
         reached, 0 with one; ``tried`` and ``accepted``: the MALA chains'
         independence moves between them, one every second iteration; see
-        the user guide).
+        the user guide), ``skew_maps`` (parameters whose MALA chains went
+        on in sinh-mapped coordinates because their draws were skewed and
+        slow to mix, 0 without; the metrics are then in those coordinates)
+        and ``refined_at`` (the iteration per chain at which they did, or
+        None; see the user guide).
     fit_time_ : dict
         ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
@@ -592,6 +600,7 @@ class SGLDGPRegressor(
             options,
             setup["previous"],
             run,
+            names,
         )
         self._report_warnings(
             runs["budget"], runs["rhat"], runs["ess"], names, X.shape[0], ran
@@ -631,6 +640,7 @@ class SGLDGPRegressor(
             "jumps": jumps,
             "chain_inputs": starts,
             "previous": None,
+            "refined_at": None,
         }
 
     def _continued_chains(self, options, run):
@@ -639,6 +649,8 @@ class SGLDGPRegressor(
         options["a"], options["b"] = self._schedule
         options["adapt_steps"] = self._adapt_steps
         options["metric_windows"] = self._metric_window_ranges
+        # fits pickled before the refinement continue without maps
+        options["maps"] = getattr(self, "_skew_maps", None)
         if self.n_iter == "auto":
             options["n_iter"] = run.next_block(self.n_iter_, self.burn_in_, None)
         return {
@@ -651,6 +663,7 @@ class SGLDGPRegressor(
             # Copies: the stored states stay as they are if this fit fails.
             "chain_inputs": [{"state": copy.deepcopy(s)} for s in self._chain_states],
             "previous": (self.chains_, self.step_sizes_, self._accepted),
+            "refined_at": self.diagnostics_.get("refined_at"),
         }
 
     def _fitted_draws(self, kernel, data, pooled, y_std):
@@ -689,6 +702,10 @@ class SGLDGPRegressor(
         warm start continues from."""
         chains, accepted, burn = runs["chains"], runs["accepted"], runs["burn"]
         cg_iters = runs["cg_iterations"]
+        # the adaptation and maps the chains ended with (a refinement moves
+        # them; a warm start continues from them)
+        final = runs["options"]
+        maps = final.get("maps")
         return {
             "samples_": runs["kept"],
             "chains_": chains,
@@ -717,12 +734,17 @@ class SGLDGPRegressor(
                 "fit_time": None,
                 "notes": runs["notes"],
                 "metrics": [r["state"]["sgld"].metric for r in runs["last"]],
+                "skew_maps": 0 if maps is None else int(maps.mapped.sum()),
+                "refined_at": runs["refined_at"]
+                if runs["refined_at"] is not None
+                else setup["refined_at"],
             },
             "_y_mean": setup["y_mean"],
             "_y_std": setup["y_std"],
             "_accepted": accepted,
             "_chain_states": [r["state"] for r in runs["last"]],
             "_schedule": (options["a"], options["b"]),
-            "_adapt_steps": options["adapt_steps"],
-            "_metric_window_ranges": options["metric_windows"],
+            "_adapt_steps": final["adapt_steps"],
+            "_metric_window_ranges": final["metric_windows"],
+            "_skew_maps": maps,
         }

@@ -67,7 +67,7 @@ _RATE_LIMITS = (0.02, 2.0)
 _LR_THRESHOLD = 9.21
 # Coordinates with fewer effective draws than this are not fitted: four
 # parameters from fewer points say little about a tail.
-_MIN_EFFECTIVE_DRAWS = 30.0
+MIN_EFFECTIVE_DRAWS = 30.0
 
 
 class SinhMaps:
@@ -318,7 +318,7 @@ def fit_marginal_maps(chains, effective_draws=None):
         ess = np.full(k, float(n))
     else:
         ess = np.asarray(effective_draws, dtype=np.float64).reshape(k)
-    usable = (sd > 0.0) & np.isfinite(ess) & (ess >= _MIN_EFFECTIVE_DRAWS)
+    usable = (sd > 0.0) & np.isfinite(ess) & (ess >= MIN_EFFECTIVE_DRAWS)
     if not usable.any():
         return None
     log_sd = np.log(np.where(usable, sd, 1.0))

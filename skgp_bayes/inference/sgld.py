@@ -58,6 +58,7 @@ __all__ = [
     "SGLDState",
     "copy_state",
     "mala_step",
+    "readapting_state",
     "run_sgld",
     "sgld_init",
     "sgld_schedule",
@@ -424,6 +425,60 @@ def copy_state(state):
         state.metric,
         list(state.moments),
     )
+
+
+def readapting_state(state, x, target_accept=MALA_TARGET_ACCEPT):
+    """A MALA chain's state at ``x`` that adapts its step and metric again.
+
+    For a chain that goes on in new coordinates (the same density under a
+    change of variables fitted to its draws): the counter, the metric in
+    use and the random state carry over, the cached density and gradient
+    are dropped (they are the old coordinates'), and dual averaging
+    restarts from the step the chain had frozen. Run it with
+    ``adapt_steps`` and ``metric_windows`` beyond ``state.t``; its draws
+    from then on are discarded as warm-up, as a fresh chain's are.
+
+    Parameters
+    ----------
+    state : SGLDState
+        A MALA chain's state (``metropolis=True``) after its adaptation.
+    x : array-like of shape (n_params,)
+        The chain's position in the new coordinates.
+    target_accept : float, default=0.574
+        The acceptance rate the restarted adaptation aims at.
+
+    Returns
+    -------
+    SGLDState
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference import run_sgld
+    >>> from skgp_bayes.inference.sgld import readapting_state
+    >>> target = lambda x: (-0.5 * float(x @ x), -x)
+    >>> first = run_sgld(target, np.zeros(1), n_iter=300, a=1.0, gamma=0.0,
+    ...                  metropolis=True, adapt_steps=200,
+    ...                  rng=np.random.default_rng(0))
+    >>> state = readapting_state(first.state, 2.0 * first.state.x)
+    >>> state.t, state.frozen_at, state.logp is None
+    (300, None, True)
+    >>> more = run_sgld(lambda s: (-0.125 * float(s @ s), -0.25 * s), None,
+    ...                 n_iter=300, a=1.0, gamma=0.0, metropolis=True,
+    ...                 adapt_steps=500, resume=state,
+    ...                 rng=np.random.default_rng(1))
+    >>> more.frozen_at
+    499
+    """
+    if state.frozen_eps is None:
+        raise ValueError("Only a chain whose step has been adapted can readapt.")
+    s = copy_state(state)
+    s.x = np.array(x, dtype=np.float64)
+    s.logp = s.grad = None
+    s.frozen_at = s.frozen_eps = None
+    s.dual = _restarted_dual(state.frozen_eps, target_accept)
+    s.moments = []
+    return s
 
 
 def _sgld_update(

@@ -6,6 +6,7 @@ import joblib
 import numba
 import numpy as np
 import pytest
+from _sgld_grid import grid_posterior, one_input_data
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -26,52 +27,12 @@ FAST = dict(n_iter=60, n_chains=2, solver="ulisse", random_state=0)
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.RandomState(0)
-    X = rng.uniform(-3, 3, (40, 1))
-    y = np.sin(X[:, 0]) + 0.3 * rng.randn(40)
-    return X, y
+    return one_input_data()
 
 
 @pytest.fixture(scope="module")
 def fitted(data):
     return SGLDGPRegressor(**FAST).fit(*data)
-
-
-def _grid_posterior(X, y, ranges, size=24, length_scale_prior="gamma"):
-    """Posterior mean and sd of (log c, log ell, log s2) for c RBF(ell) + s2 I
-    with Gamma(1, 2) priors, by quadrature on a grid; plain NumPy, batched
-    Cholesky factorisations, nothing from the library.
-
-    ``length_scale_prior="default"`` puts the estimators' default on ell
-    instead, ``log ell ~ N(1, 1)`` in one dimension (inputs standardised).
-    """
-    axes = [np.linspace(lo, hi, size) for lo, hi in ranges]
-    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
-    d2 = (X[:, None, 0] - X[None, :, 0]) ** 2
-    n = y.shape[0]
-    logp = np.empty(grid.shape[0])
-    for s in range(0, grid.shape[0], 2000):
-        P = grid[s : s + 2000]
-        c, ell, s2 = np.exp(P.T)
-        K = c[:, None, None] * np.exp(-0.5 * d2[None] / ell[:, None, None] ** 2)
-        K = K + s2[:, None, None] * np.eye(n)
-        L = np.linalg.cholesky(K)
-        z = np.linalg.solve(L, np.broadcast_to(y, (P.shape[0], n))[..., None])[..., 0]
-        loglik = -0.5 * np.sum(z * z, 1) - np.sum(
-            np.log(np.diagonal(L, axis1=1, axis2=2)), 1
-        )
-        log_prior = -np.exp(P) / 2 + P
-        if length_scale_prior == "default":
-            log_prior[:, 1] = -0.5 * (P[:, 1] - 1.0) ** 2
-        logp[s : s + 2000] = loglik + np.sum(log_prior, 1)
-    w = np.exp(logp - logp.max())
-    w /= w.sum()
-    marginals = [
-        w.reshape((size,) * 3).sum(axis=tuple(k for k in range(3) if k != i))
-        for i in range(3)
-    ]
-    mean = w @ grid
-    return mean, np.sqrt(w @ (grid - mean) ** 2), marginals
 
 
 @pytest.mark.slow
@@ -81,9 +42,7 @@ def test_posterior_matches_quadrature(data, stat_seed):
     # posterior); the seed changes the chains.
     X, y = data
     y = (y - y.mean()) / y.std()  # the model's scale (normalize_y=True)
-    mean, sd, marginals = _grid_posterior(
-        X, y, [(-2.5, 4.5), (-1.2, 1.6), (-3.2, -0.3)]
-    )
+    mean, sd, marginals = grid_posterior(X, y, [(-2.5, 4.5), (-1.2, 1.6), (-3.2, -0.3)])
     for marginal in marginals:  # the grid holds the whole posterior
         assert max(marginal[0], marginal[-1]) < 1e-3
     reg = SGLDGPRegressor(
@@ -590,7 +549,7 @@ def test_exact_gradient_chain_matches_quadrature(data, default_fit, stat_seed):
     ys = (y - y.mean()) / y.std()
     Xs = (X - X.mean()) / X.std()  # the model's units (normalize_X=True)
     ranges = [(-2.5, 4.5), (-1.9, 1.1), (-3.2, -0.3)]
-    mean, sd, marginals = _grid_posterior(Xs, ys, ranges, length_scale_prior="default")
+    mean, sd, marginals = grid_posterior(Xs, ys, ranges, length_scale_prior="default")
     for marginal in marginals:  # the grid holds the whole posterior
         assert max(marginal[0], marginal[-1]) < 1e-3
     draws = reg.samples_.reshape(-1, 3)

@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _sgld_grid import one_input_data
 
 from skgp_bayes import SGLDGPRegressor, _config
 from skgp_bayes.exceptions import NotPSDError, SamplerWarning
@@ -17,10 +18,7 @@ TRACE = dict(solver="stochastic_trace", n_chains=2, random_state=0)
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.RandomState(0)
-    X = rng.uniform(-3, 3, (40, 1))
-    y = np.sin(X[:, 0]) + 0.3 * rng.randn(40)
-    return X, y
+    return one_input_data()
 
 
 @pytest.mark.statistical
