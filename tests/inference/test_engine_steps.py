@@ -239,6 +239,36 @@ def test_mala_steps_repeat_run_sgld_with_metropolis():
     assert 0 < np.mean(accepted) < 1  # both branches of the test ran
 
 
+def test_mala_reuses_an_accepted_drift_only_for_its_gradient_and_metric():
+    # An accepted proposal's reverse drift is the next step's forward drift;
+    # the reuse must give the chain that recomputing it would, also where
+    # the metric changes between steps (every 40 steps here) and where the
+    # gradient is replaced (a state from copy_state).
+    from skgp_bayes.inference.sgld import copy_state
+
+    metrics = [LangevinMetric(np.linalg.inv(PREC), 3), LangevinMetric(SD**2, 3)]
+
+    def chain(forget):
+        rng = np.random.default_rng(3)
+        state = sgld_init(_start(2, 3), logp)
+        draws, reused = [], 0
+        for t in range(200):
+            if forget:
+                state.drift_of = None
+            reused += getattr(state, "drift_of", None) is state.grad
+            if t == 100:
+                state = copy_state(state)
+            metric = metrics[(t // 40) % 2]
+            state, _ = mala_step(state, logp, rng, step_size=0.6, metric=metric)
+            draws.append(state.x)
+        return np.array(draws), reused
+
+    reusing, n_reused = chain(False)
+    recomputing, _ = chain(True)
+    np.testing.assert_array_equal(reusing, recomputing)
+    assert 50 < n_reused < 200  # the reuse happened, and not at every step
+
+
 def test_sgld_step_with_a_non_finite_gradient_fails_and_stays():
     state = sgld_init(np.ones(2))
     new, info = sgld_step(
