@@ -123,6 +123,20 @@ def test_maps_are_fitted_once_per_fit(data, monkeypatch, capsys):
     assert (printed.out + printed.err).count(line) == 1
 
 
+def test_mapped_chains_are_the_same_in_worker_processes(data, monkeypatch):
+    # The maps and the moved states cross process boundaries (n_jobs=2
+    # runs each chain in a worker): the chains must not change.
+    _force_refinement(monkeypatch, never_mixed=True)
+    kw = dict(max_iter=_FIRST + WARMUP + FIRST_DRAWS, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        one = SGLDGPRegressor(**kw, n_jobs=1).fit(*data)
+        two = SGLDGPRegressor(**kw, n_jobs=2).fit(*data)
+    assert one.diagnostics_["skew_maps"] == two.diagnostics_["skew_maps"] == 3
+    np.testing.assert_array_equal(one.chains_, two.chains_)
+    np.testing.assert_array_equal(one.step_sizes_, two.step_sizes_)
+
+
 def test_no_maps_under_a_burn_in_the_user_fixed(data, monkeypatch):
     # burn_in=300 keeps every draw after the 300th: the draws before the
     # maps and the new warm-up would be among them.
