@@ -308,8 +308,11 @@ class SGLDChainsMixin:
         )
         return record, ran
 
-    def _report_warnings(self, budget, rhat, ess, names, n_samples, ran):
-        exhausted, n_gradients, residual = budget
+    def _report_warnings(self, runs, names, n_samples, ran):
+        """The solver's and the run length's warnings, from ``_sample``'s
+        record ``runs``."""
+        rhat, ess = runs["rhat"], runs["ess"]
+        exhausted, n_gradients, residual = runs["budget"]
         if exhausted:
             warn_user(
                 f"Conjugate gradients ran out of their budget of cg_max_iter="
@@ -325,7 +328,9 @@ class SGLDChainsMixin:
         if self.n_iter == "auto":
             if not mixed(rhat, ess):
                 warn_user(
-                    not_mixed_message(rhat, ess, names, ran, self.max_iter),
+                    not_mixed_message(
+                        rhat, ess, names, ran, self.max_iter, runs["kept"]
+                    ),
                     SamplerWarning,
                 )
             return

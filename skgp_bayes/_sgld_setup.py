@@ -10,7 +10,7 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 import numpy as np
 
 from ._starts import best_of_searches, screened_exact_starts
-from .diagnostics import rank_rhat_and_bulk_ess
+from .diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from .inference import sgld_schedule
 from .inference.laplace import (
     find_map,
@@ -41,6 +41,7 @@ __all__ = [
     "chain_starts",
     "map_and_preconditioner",
     "mixed",
+    "chains_apart",
     "not_mixed_message",
     "worst",
 ]
@@ -374,8 +375,11 @@ def worst(values, reduce):
     return reduce(values) if np.any(~np.isnan(values)) else float("nan")
 
 
-def not_mixed_message(rhat, ess, names, ran, max_iter):
+def not_mixed_message(rhat, ess, names, ran, max_iter, kept=None):
     """The warning of chains that missed the rule within ``max_iter``.
+
+    With the kept draws ``kept`` (n_chains, n_draws, n_params), it also
+    names the parameters whose chains sit apart (:func:`chains_apart`).
 
     Examples
     --------
@@ -389,6 +393,7 @@ def not_mixed_message(rhat, ess, names, ran, max_iter):
     for name, r, e in zip(names, rhat, ess, strict=True):
         if not (r <= RHAT_TARGET or np.isnan(r)) or not e >= ESS_TARGET:
             missed.append(f"{name} (R-hat {r:.3f}, ESS {e:.0f})")
+    apart = "" if kept is None else chains_apart(kept, names)
     return (
         f"The chains did not mix within the budget of max_iter={max_iter} "
         f"iterations per chain ({ran} run by this fit): split R-hat up to "
@@ -396,5 +401,72 @@ def not_mixed_message(rhat, ess, names, ran, max_iter):
         f"ESS down to {worst(ess, np.nanmin):.0f} where {ESS_TARGET} is "
         "wanted, for "
         f"{', '.join(missed)}. Summaries of these draws are unreliable; "
-        "increase max_iter, or continue the chains with warm_start=True."
+        "increase max_iter, or continue the chains with warm_start=True." + apart
+    )
+
+
+# Chains whose means differ by more than this many of their own standard
+# deviations sit in different places: within one mode, two chains of a
+# few effective draws each differ by about one sd.
+APART_SDS = 2.0
+# ... provided each chain has this many effective draws of the parameter on
+# its own: chains that barely move (a step far too small) also have
+# distant means and small sds, and no modes are to be inferred from them.
+APART_MIN_ESS = 10.0
+
+
+def chains_apart(kept, names):
+    """A sentence naming the parameters whose chains sit apart, or "".
+
+    A parameter's chains sit apart when two chain means differ by more than
+    :data:`APART_SDS` times the largest within-chain standard deviation
+    while every chain has at least :data:`APART_MIN_ESS` effective draws of
+    it on its own: the chains then explore different regions (modes, as
+    where either of two redundant inputs can carry the signal), which more
+    iterations of the same chains may never join.
+
+    Parameters
+    ----------
+    kept : ndarray of shape (n_chains, n_draws, n_params)
+    names : list of str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._sgld_setup import chains_apart
+    >>> rng = np.random.default_rng(0)
+    >>> kept = rng.normal(size=(2, 500, 2))
+    >>> kept[1, :, 0] += 3.0
+    >>> message = chains_apart(kept, ["ls", "noise"])
+    >>> "apart for ls (chain means" in message, "noise" in message
+    (True, False)
+    >>> chains_apart(kept[:, :, 1:], ["noise"])
+    ''
+    """
+    kept = np.asarray(kept, dtype=np.float64)
+    if kept.shape[0] < 2 or kept.shape[1] < 2:
+        return ""
+    means, sds = kept.mean(axis=1), kept.std(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own_ess = np.array([effective_sample_size(chain[None]) for chain in kept])
+    found = []
+    for j, name in enumerate(names):
+        gap = means[:, j].max() - means[:, j].min()
+        moving = bool(np.all(own_ess[:, j] >= APART_MIN_ESS))
+        if moving and gap > APART_SDS * sds[:, j].max():
+            found.append(
+                f"{name} (chain means {means[:, j].min():.2f} and "
+                f"{means[:, j].max():.2f}, within-chain sd at most "
+                f"{sds[:, j].max():.2f})"
+            )
+    if not found:
+        return ""
+    return (
+        f" The chains sit apart for {', '.join(found)}: the posterior may have "
+        "several modes the chains do not cross (one chain's draws are in "
+        "chains_), and a longer run of the same chains may not join them."
     )

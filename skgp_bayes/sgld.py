@@ -602,9 +602,7 @@ class SGLDGPRegressor(
             run,
             names,
         )
-        self._report_warnings(
-            runs["budget"], runs["rhat"], runs["ess"], names, X.shape[0], ran
-        )
+        self._report_warnings(runs, names, X.shape[0], ran)
         pooled = runs["kept"].reshape(-1, len(names))
         warn_at_bounds(pooled, bounds, names, "SGLD draws", tol="spread")
         fitted = self._fitted_draws(kernel, data, pooled, setup["y_std"])

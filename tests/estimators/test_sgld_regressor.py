@@ -13,7 +13,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SGLDGPRegressor, _sgld_chains
-from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
+from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP, not_mixed_message
 from skgp_bayes.exceptions import BackendUnavailableError, SamplerWarning
 from skgp_bayes.inference import sgld_schedule
 from skgp_bayes.priors import Gamma
@@ -514,6 +514,25 @@ def test_chains_that_cannot_mix_in_the_budget_warn(data):
     assert f"{np.min(reg.ess_):.0f}" in messages[0]
     assert reg.n_iter_ == 1300 and not reg.diagnostics_["converged"]
     assert reg.diagnostics_["blocks"] == 2  # 200 warm-up + 1000, then 100 left
+    # chains that barely move are not taken for chains in different modes
+    assert "sit apart" not in messages[0]
+
+
+def test_the_warning_names_parameters_whose_chains_sit_apart():
+    rng = np.random.default_rng(0)
+    kept = rng.normal(size=(2, 400, 2))
+    kept[1, :, 0] += 4.0  # two modes in the first parameter
+    message = not_mixed_message(
+        np.array([1.9, 1.0]), np.array([4.0, 800.0]), ["a", "b"], 100, 100, kept
+    )
+    assert "The chains sit apart for a (chain means" in message
+    assert "b (chain" not in message
+    # two random walks of tiny steps from different starts: far apart,
+    # narrow, and one or two effective draws each
+    walks = np.cumsum(1e-3 * rng.normal(size=(2, 400, 1)), axis=1)
+    walks[1] += 1.0
+    quiet = not_mixed_message(np.array([9.0]), np.array([2.0]), ["a"], 100, 100, walks)
+    assert "sit apart" not in quiet
 
 
 def test_auto_warm_start_extends_the_chains(data):
