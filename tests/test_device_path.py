@@ -10,6 +10,8 @@ kernels' by rounding (``tests/test_kernel_array_forms.py``), so results agree
 to a tolerance, each derived where it is used, not bit for bit.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from _estimators import cg_predicting_sgld, short_sgld
@@ -29,7 +31,7 @@ import skgp_bayes.linalg.precondition as precondition
 import skgp_bayes.predictive.exact as predictive_exact
 import skgp_bayes.sgld as sgld_module
 from skgp_bayes import SGLDGPRegressor
-from skgp_bayes.exceptions import NotPSDError
+from skgp_bayes.exceptions import NotPSDError, SamplerWarning
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.linalg import (
     batched_cg,
@@ -344,3 +346,42 @@ def test_sgld_cholesky_chains_run_on_the_device(data, monkeypatch):
     np.testing.assert_allclose(
         fits["cupy"].predict(X[:5]), fits["numpy"].predict(X[:5]), atol=1e-9
     )
+
+
+def test_sgld_chains_in_mapped_coordinates_run_on_the_device(data, monkeypatch):
+    # The sinh maps wrap the device target's host log density and gradient:
+    # chains forced under maps after their first block keep building their
+    # target on the device and give finite draws and predictions.
+    import skgp_bayes._sgld_refine as sgld_refine
+    from skgp_bayes.inference.marginal_maps import SinhMaps
+
+    _, _, X, y = data
+    built = []
+
+    class Spy(ArrayExactMarginalTarget):
+        def __init__(self, *args, **kwargs):
+            built.append(kwargs["xp"])
+            super().__init__(*args, **kwargs)
+
+    def strict_module(backend="numpy"):
+        return device if backend == "cupy" else np
+
+    def strong_maps(kept, span, rhat, ess, options, budget_left, warmup):
+        if options.get("maps") is not None:
+            return None
+        x = kept.reshape(-1, kept.shape[2])
+        k = x.shape[1]
+        return SinhMaps(x.mean(0), x.std(0), np.resize([1.5, -1.5], k), np.full(k, 0.8))
+
+    monkeypatch.setattr(sgld_module, "get_array_module", strict_module)
+    monkeypatch.setattr(sgld_chains, "get_array_module", strict_module)
+    monkeypatch.setattr(sgld_solvers, "ArrayExactMarginalTarget", Spy)
+    monkeypatch.setattr(sgld_chains, "mixed", lambda rhat, ess: False)
+    monkeypatch.setattr(sgld_refine, "skew_maps_for", strong_maps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        reg = SGLDGPRegressor(backend="cupy", max_iter=3000, random_state=0).fit(X, y)
+    assert built and all(xp is device for xp in built)
+    assert reg.diagnostics_["skew_maps"] == reg.chains_.shape[2]
+    assert reg.diagnostics_["refined_at"] == 1500
+    assert np.all(np.isfinite(reg.chains_)) and np.all(np.isfinite(reg.predict(X)))
