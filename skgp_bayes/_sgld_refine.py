@@ -42,8 +42,9 @@ The chains go on under the maps when two things hold.
 The chains continue from their current states, mapped, with a new warm-up
 (the step and the metric adapt again in the new coordinates), and
 everything before its end is discarded as burn-in. Not with mode jumps,
-whose proposals are Gaussian in the original coordinates, and only when the
-budget left holds the warm-up and a first block's draws.
+whose proposals are Gaussian in the original coordinates; not under a
+``burn_in`` the user fixed, which would keep the draws before the maps; and
+only when the budget left holds the warm-up and a first block's draws.
 """
 
 import numpy as np
