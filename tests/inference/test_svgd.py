@@ -585,3 +585,21 @@ def test_kernel_and_step_control_are_checked(options, match):
         run_svgd(
             _standard_normal, np.zeros((3, 1)), max_iter=1, learning_rate=0.1, **options
         )
+
+
+def test_capped_steps_of_a_run_that_met_its_stopping_rule_are_not_unstable():
+    # A run whose first 22 iterations hit the step cap while the mean log
+    # density rose and settled, then met its stopping rule at iteration
+    # 24 (the default four-class classifier on a 147-row split, 607
+    # coordinates a particle): the capped steps were its approach. The same
+    # record without the stopping rule met is a run still hitting the cap.
+    from skgp_bayes.inference.svgd import _check_stability
+
+    rising = -455.0 + 146.0 * (1.0 - np.exp(-np.arange(25) / 4.0))
+    history = {"log_density": list(rising)}
+    hit_cap = [True] * 22 + [False] * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check_stability(history, hit_cap, False, (10, 607), converged=True)
+    with pytest.warns(SamplerWarning, match="kept hitting the cap"):
+        _check_stability(history, hit_cap, False, (10, 607), converged=False)
