@@ -720,13 +720,8 @@ def run_svgd(
         failures = 0
         n_iter += 1
         recorder.record(n_iter, state, info)
-    _check_stability(
-        recorder.history,
-        recorder.hit_cap,
-        stochastic,
-        state.particles.shape,
-        converged,
-    )
+    shape = state.particles.shape
+    _check_stability(recorder.history, recorder.hit_cap, stochastic, shape, converged)
     _warn_collapse(state.particles)
     return SVGDResult(
         state.particles,
@@ -770,16 +765,11 @@ def _adapt_rates(rates, last_sign, field, cap):
 def _check_stability(history, hit_cap, stochastic, shape, converged=False):
     """SamplerWarning when steps kept hitting the cap or the density fell.
 
-    Capped steps count only in a run that did not meet its stopping rule:
-    the rule asks for a small field twice in a row, so a run that met it
-    has settled, and steps capped on the way were its approach from the
-    start. On a 147-row, four-class split (modechoice, seed 7, 607
-    coordinates a particle) the default classifier's first 22 iterations
-    hit the cap, the last two did not, the mean log density rose from -455
-    to -309 and settled, and the rule was met at iteration 24; counting the
-    last ten iterations alone called that unstable.
-
-    A fall counts when it exceeds both one nat and ``_FALL_SDS`` standard
+    Capped steps count only in a run that did not meet its stopping rule,
+    which asks for a small field twice in a row: steps capped on the way
+    were its approach (modechoice, a seed-7 split: 22 capped iterations as
+    the log density rose and settled, the rule met at the 24th). A fall
+    counts when it exceeds both one nat and ``_FALL_SDS`` standard
     deviations of the mean log density of ``J`` exact draws from a
     ``P``-dimensional near-Gaussian target, ``sqrt(P / (2 J))`` (the log
     density of one draw is ``-chi2_P / 2`` plus a constant). Particles that
