@@ -320,10 +320,9 @@ def test_exact_target_on_device_pickles_to_the_host(data):
     )
 
 
-def test_sgld_cholesky_chains_run_on_the_device(data, monkeypatch):
-    # solver="cholesky" (MALA, the default up to 5,000 points) with
-    # backend="cupy" evaluates its exact target on the device.
-    _, _, X, y = data
+def _exact_targets_on_the_device(monkeypatch):
+    """``backend="cupy"`` on the strict device module for the SGLD chains;
+    returns the list of array modules the exact targets are built with."""
     built = []
 
     class Spy(ArrayExactMarginalTarget):
@@ -337,6 +336,14 @@ def test_sgld_cholesky_chains_run_on_the_device(data, monkeypatch):
     monkeypatch.setattr(sgld_module, "get_array_module", strict_module)
     monkeypatch.setattr(sgld_chains, "get_array_module", strict_module)
     monkeypatch.setattr(sgld_solvers, "ArrayExactMarginalTarget", Spy)
+    return built
+
+
+def test_sgld_cholesky_chains_run_on_the_device(data, monkeypatch):
+    # solver="cholesky" (MALA, the default up to 5,000 points) with
+    # backend="cupy" evaluates its exact target on the device.
+    _, _, X, y = data
+    built = _exact_targets_on_the_device(monkeypatch)
     fits = {b: short_sgld(b, X, y, "cholesky") for b in ("numpy", "cupy")}
     assert built and all(xp is device for xp in built)
     assert fits["cupy"].solver_ == "cholesky"
@@ -356,15 +363,7 @@ def test_sgld_chains_in_mapped_coordinates_run_on_the_device(data, monkeypatch):
     from skgp_bayes.inference.marginal_maps import SinhMaps
 
     _, _, X, y = data
-    built = []
-
-    class Spy(ArrayExactMarginalTarget):
-        def __init__(self, *args, **kwargs):
-            built.append(kwargs["xp"])
-            super().__init__(*args, **kwargs)
-
-    def strict_module(backend="numpy"):
-        return device if backend == "cupy" else np
+    built = _exact_targets_on_the_device(monkeypatch)
 
     def strong_maps(kept, span, rhat, ess, options, budget_left, warmup):
         if options.get("maps") is not None:
@@ -373,9 +372,6 @@ def test_sgld_chains_in_mapped_coordinates_run_on_the_device(data, monkeypatch):
         k = x.shape[1]
         return SinhMaps(x.mean(0), x.std(0), np.resize([1.5, -1.5], k), np.full(k, 0.8))
 
-    monkeypatch.setattr(sgld_module, "get_array_module", strict_module)
-    monkeypatch.setattr(sgld_chains, "get_array_module", strict_module)
-    monkeypatch.setattr(sgld_solvers, "ArrayExactMarginalTarget", Spy)
     monkeypatch.setattr(sgld_chains, "mixed", lambda rhat, ess: False)
     monkeypatch.setattr(sgld_refine, "skew_maps_for", strong_maps)
     with warnings.catch_warnings():
