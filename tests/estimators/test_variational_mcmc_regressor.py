@@ -177,3 +177,39 @@ def test_a_grown_set_of_nearly_half_the_rows_gives_way_to_the_exact_target():
     fixed = VariationalMCMCRegressor(n_inducing=40, random_state=0, **SHORT_CHAINS)
     quiet_fit(fixed, X, y)
     assert not fixed.diagnostics_["exact_marginal"]
+
+
+def test_mode_searches_start_at_shorter_and_longer_length_scales(monkeypatch):
+    # Besides the length-scale screen's points, the mode searches start at
+    # the optimum with every length scale divided and multiplied by
+    # MODE_SEARCH_FACTOR (clipped into the bounds): the wiggly and the
+    # smooth reading of the data, a marginal likelihood's usual two modes.
+    from skgp_bayes.kernels import KernelAdapter
+    from skgp_bayes.targets import ExactMarginalTarget
+    from skgp_bayes.variational_mcmc import _pipelines
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (30, 2))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=30)
+    adapter = KernelAdapter(ConstantKernel() * RBF([1.0, 1.0]))
+    target = ExactMarginalTarget(adapter, X, (y - y.mean()) / y.std(), None)
+    bounds = np.array([[-5.0, 5.0], [-5.0, 5.0], [-5.0, 1.5], [-8.0, 3.0]])
+    hyper = np.array([0.2, -0.5, 1.0, -2.0])
+    searched = []
+    find_map = _pipelines.find_map
+
+    def spy(sampled, start, box):
+        searched.append(np.array(start))
+        return find_map(sampled, start, box)
+
+    monkeypatch.setattr(_pipelines, "find_map", spy)
+    problem = (adapter, X, target.y, None)
+    _pipelines.collapsed_mode_jumps(target, (np.zeros(4), hyper), bounds, problem)
+    step = np.log(_pipelines.MODE_SEARCH_FACTOR)
+    shorter = hyper - np.array([0.0, step, step, 0.0])
+    longer = np.clip(
+        hyper + np.array([0.0, step, step, 0.0]), bounds[:, 0], bounds[:, 1]
+    )
+    assert longer[2] == 1.5  # the second length scale clipped at its bound
+    for point in (shorter, longer):
+        assert any(np.allclose(s, point) for s in searched), point
