@@ -39,9 +39,9 @@ __all__ = [
     "chain_diagnostics",
     "chain_options",
     "chain_starts",
+    "chains_apart",
     "map_and_preconditioner",
     "mixed",
-    "chains_apart",
     "not_mixed_message",
     "worst",
 ]

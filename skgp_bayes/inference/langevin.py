@@ -61,6 +61,11 @@ class SGLDState:
         None while the given one is in use.
     moments : list of (ndarray, ndarray)
         States and gradients of the unfinished metric window.
+    drift, drift_of, drift_root : ndarray or None
+        The last accepted MALA proposal's reverse drift, with the gradient
+        and the metric root it was computed from: :func:`mala_step` reuses
+        it as its forward drift while ``grad`` and the root are those
+        objects. None until a MALA proposal is accepted.
 
     Examples
     --------
@@ -105,6 +110,7 @@ class SGLDState:
         self.n_accepted = n_accepted
         self.metric = metric
         self.moments = [] if moments is None else moments
+        self.drift = self.drift_of = self.drift_root = None
 
     def __copy__(self):
         # every transition that moves a chain copies its state (moved_state):
@@ -391,21 +397,22 @@ def mala_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
     root = metric.root
     d = state.x.shape[0]
     z = rng.standard_normal(d)
-    if getattr(state, "drift_of", None) is state.grad and state.drift_root is root:
-        drift = state.drift  # the last accepted proposal's reverse drift
-    else:
+    # getattr: states pickled before the drift was kept lack the field
+    drift = getattr(state, "drift", None)  # the last accepted reverse drift
+    if (
+        drift is None
+        or state.drift_of is not state.grad
+        or state.drift_root is not root
+    ):
         drift = _truncated(_times_root_t(root, state.grad), d)
     proposal = state.x + _times_root(
         root, 0.5 * step_size * drift + math.sqrt(step_size) * z
     )
     u = rng.random()
-    if bounds is None:
-        inside = bool(np.isfinite(proposal).all())
-    else:
-        # a NaN fails both comparisons; the box's ends are finite or not
-        inside = bool(
-            ((proposal >= bounds[:, 0]) & (proposal <= bounds[:, 1])).all()
-        ) and bool(np.isfinite(proposal).all())
+    inside = bool(np.isfinite(proposal).all()) and (
+        bounds is None
+        or bool(((proposal >= bounds[:, 0]) & (proposal <= bounds[:, 1])).all())
+    )
     logp, grad = (
         _finite_evaluation(logp_and_grad, proposal) if inside else (-np.inf, None)
     )
