@@ -1,6 +1,6 @@
-"""The one-input data of SGLDGPRegressor's tests and the posterior of its
-three hyperparameters there by quadrature, the reference of its
-statistical tests."""
+"""The one-input data of SGLDGPRegressor's tests, the posterior of its
+three hyperparameters there by quadrature (the reference of its
+statistical tests), and strong sinh maps to force on its chains."""
 
 import numpy as np
 
@@ -11,6 +11,18 @@ def one_input_data():
     X = rng.uniform(-3, 3, (40, 1))
     y = np.sin(X[:, 0]) + 0.3 * rng.randn(40)
     return X, y
+
+
+def strong_maps(kept):
+    """Sinh maps of every coordinate of the draws ``kept`` (n_chains,
+    n_draws, d): skews of both signs and rates that bend +-2 sd by a
+    factor 3-7, whatever the draws look like."""
+    from skgp_bayes.inference.marginal_maps import SinhMaps
+
+    x = kept.reshape(-1, kept.shape[2])
+    k = x.shape[1]
+    skew = np.resize([1.5, -1.5], k)
+    return SinhMaps(x.mean(axis=0), x.std(axis=0), skew, np.full(k, 0.8))
 
 
 def grid_posterior(X, y, ranges, size=24, length_scale_prior="gamma"):

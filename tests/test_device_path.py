@@ -359,21 +359,18 @@ def test_sgld_chains_in_mapped_coordinates_run_on_the_device(data, monkeypatch):
     # The sinh maps wrap the device target's host log density and gradient:
     # chains forced under maps after their first block keep building their
     # target on the device and give finite draws and predictions.
+    from _sgld_grid import strong_maps
+
     import skgp_bayes._sgld_refine as sgld_refine
-    from skgp_bayes.inference.marginal_maps import SinhMaps
 
     _, _, X, y = data
     built = _exact_targets_on_the_device(monkeypatch)
 
-    def strong_maps(kept, span, rhat, ess, options, budget_left, warmup):
-        if options.get("maps") is not None:
-            return None
-        x = kept.reshape(-1, kept.shape[2])
-        k = x.shape[1]
-        return SinhMaps(x.mean(0), x.std(0), np.resize([1.5, -1.5], k), np.full(k, 0.8))
+    def once(kept, span, rhat, ess, options, budget_left, warmup):
+        return None if options.get("maps") is not None else strong_maps(kept)
 
     monkeypatch.setattr(sgld_chains, "mixed", lambda rhat, ess: False)
-    monkeypatch.setattr(sgld_refine, "skew_maps_for", strong_maps)
+    monkeypatch.setattr(sgld_refine, "skew_maps_for", once)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         reg = SGLDGPRegressor(backend="cupy", max_iter=3000, random_state=0).fit(X, y)

@@ -6,14 +6,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from _sgld_grid import grid_posterior, one_input_data
+from _sgld_grid import grid_posterior, one_input_data, strong_maps
 
 from skgp_bayes import SGLDGPRegressor, _sgld_chains, _sgld_refine
 from skgp_bayes._sgld_refine import skew_maps_for
 from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
 from skgp_bayes._sgld_solvers import CholeskySolver
 from skgp_bayes.exceptions import SamplerWarning
-from skgp_bayes.inference.marginal_maps import SinhMaps
 
 _FIRST = WARMUP + FIRST_DRAWS
 
@@ -36,18 +35,14 @@ def _force_refinement(monkeypatch, never_mixed=False):
         checks["n"] += 1
         return False if never_mixed or checks["n"] == 1 else mixed(rhat, ess)
 
-    def strong_maps(kept, span, rhat, ess, options, budget_left, warmup):
+    def once(kept, span, rhat, ess, options, budget_left, warmup):
         if options.get("maps") is not None:
             return None
         asked.append(span)
-        x = kept.reshape(-1, kept.shape[2])
-        k = x.shape[1]
-        # skews of both signs and rates that bend +-2 sd by a factor 3-7
-        skew = np.resize([1.5, -1.5], k)
-        return SinhMaps(x.mean(axis=0), x.std(axis=0), skew, np.full(k, 0.8))
+        return strong_maps(kept)
 
     monkeypatch.setattr(_sgld_chains, "mixed", first_check_fails)
-    monkeypatch.setattr(_sgld_refine, "skew_maps_for", strong_maps)
+    monkeypatch.setattr(_sgld_refine, "skew_maps_for", once)
     return asked
 
 
