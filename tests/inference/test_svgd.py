@@ -44,20 +44,26 @@ def test_recovers_correlated_gaussian(stat_seed):
         _gaussian(mean, cov), x0, max_iter=2000, learning_rate=0.05, tol=1e-6
     )
     # SVGD is deterministic given its start; the randomness is the 100
-    # initial particles. Over 20 initialisations the particle mean's error
-    # had sd 0.0011 sd (first coordinate; 0.0004 sd the second) around 0,
-    # and the covariance was under-dispersed (the finite-particle bias of
-    # SVGD at this budget) by 5.3% to 5.6% by entry, with sd at most 0.0013
-    # around it. Thresholds are 5 of those sds, rounded up for the 20-run
-    # estimate (0.0015) and, for the covariance, for the spread of the
-    # entries' centres about -5.4%: 0.0075 sd for the mean and 0.008 around
-    # -5.4%; false failure below 5 x 5.7e-7 ~ 3e-6 in a normal
-    # approximation. An iid sample of 100 would have errors of 0.1 sd and
+    # initial particles. The reference is 1,000 initialisations (seeds
+    # 1000-1999 of this construction, none of which the test draws; none met
+    # tol within the 2,000 steps, so what is measured is the state after
+    # them). The particle mean's error had sd 0.0004 sd around 0 and a
+    # largest error of 0.0021 sd; the exceedances fall about fivefold per
+    # 0.0005 (376, 65, 13, 2 beyond 0.0005-0.002), so the 0.0075 sd band
+    # fails far below 1e-9. The covariance is under-dispersed (SVGD's
+    # finite-particle bias at this budget), by entry centred (median) at
+    # 5.64%, 5.80% and 5.64%, with a heavy lower tail: the largest entry's
+    # departure from its centre exceeded 0.002, 0.003, 0.004 and 0.005 in 68,
+    # 23, 9 and 2 of the runs (largest 0.0067), about threefold fewer per
+    # 0.001. That tail carried on to 0.011 puts a false failure near 2e-6.
+    # (A normal band from 20 runs around one centre, 5.4%, failed one seed
+    # in about 120.) An iid sample of 100 would have errors of 0.1 sd and
     # 14%, so the test sees errors far below the Monte Carlo scale.
     sd = np.sqrt(np.diag(cov))
     np.testing.assert_array_less(np.abs(res.particles.mean(0) - mean), 0.0075 * sd)
     rel_cov = np.cov(res.particles.T) / cov - 1.0
-    np.testing.assert_array_less(np.abs(rel_cov + 0.054), 0.008)
+    centre = np.array([[-0.0564, -0.0580], [-0.0580, -0.0564]])
+    np.testing.assert_array_less(np.abs(rel_cov - centre), 0.011)
 
 
 def test_one_particle_is_gradient_ascent_to_the_mode():
