@@ -59,8 +59,9 @@ length scale of that input looks better at that noise, though a basin many
 nats higher lies there at a lower one. So the best optimum is screened the
 same way, one input at a time and also at the screened noise levels below
 its own, and one more search starts where a point beats it
-(:func:`climb_point`, :func:`climbed`): the selective
-regressor's pre-training and the Stein regressor's searches do so.
+(:func:`climb_point`, :func:`climbed`): the selective regressor's
+pre-training, the Stein regressor's searches and the Langevin regressor's
+MAP search do so.
 """
 
 import numpy as np
@@ -580,9 +581,7 @@ def best_of_searches(search, value, start, screened):
         return result
     points = [screened] if isinstance(screened, np.ndarray) else screened
     for point in points:
-        other = search(point)
-        if finite_value(value, other) > finite_value(value, result) + BETTER_BY:
-            result = other
+        result = climbed(search, value, result, point)
     return result
 
 

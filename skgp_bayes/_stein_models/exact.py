@@ -29,7 +29,7 @@ from ..exceptions import NumericalWarning, SolverConvergenceWarning
 from ..inference._chain_threads import mapped_on_threads
 from ..inference.gaussian_surrogate import GaussianMixtureDensity
 from ..inference.laplace import (
-    SAME_MODE,
+    distinct_optima,
     find_map,
     gaussian_draws,
     gaussian_factor,
@@ -225,12 +225,11 @@ def with_climbed_mode(target, modes, bounds):
     point = exact_climb_point(target, best, bounds)
     if point is None:
         return modes
-    new = [
-        entry
-        for entry in laplace_modes(target, point[None, :], bounds)
-        if all(np.max(np.abs(entry[0] - old[0])) >= SAME_MODE for old in modes)
-    ]
-    return sorted([*modes, *new], key=lambda entry: -entry[2])
+    found = laplace_modes(target, point[None, :], bounds)
+    known = [entry[0] for entry in modes]  # distinct already (laplace_modes)
+    if not found or len(distinct_optima([*known, found[0][0]])) == len(known):
+        return modes
+    return sorted([*modes, found[0]], key=lambda entry: -entry[2])
 
 
 class ExactCholeskyModel(SteinModel):
