@@ -184,17 +184,19 @@ def test_sparse_target_at_z_equal_x_is_the_exact_target(small):
 @pytest.mark.statistical
 def test_fit_with_z_equal_x_agrees_with_the_exact_fit(stat_seed):
     # Both fits approximate the same posterior with 10 SVGD particles from
-    # different starts (Laplace vs SVGP), so they differ by the particle
-    # approximation's error, partly a bias of SVGD with 10 particles in 42
-    # dimensions (variance collapse), partly the starts. With the
-    # preconditioned SVGD that stops on its field, over seeds 0-15 (data,
-    # queries and starts) the largest gap between the sparse and the exact
-    # fit's probabilities at 30 points was 0.019-0.149 (mean 0.048, sd
-    # 0.033). 0.22 is 5.2 sds beyond the mean gap (a false failure below
-    # 1e-4 even for a tail twice as heavy as a Gaussian's); with 3 inducing
-    # inputs instead of Z = X the gap is 0.47. These figures are for the
-    # model stated here: raw inputs, an isotropic RBF starting at sqrt(d)
-    # and a Gamma(1, 2) prior on its length scale.
+    # different starts (Laplace vs SVGP) and preconditioners, so they differ
+    # by the particle approximation's error in 42 dimensions, which 30
+    # particles do not shrink (mean gap 0.042 with 10 or 30, seeds
+    # 1000-1299). Over 1,000 seeds (1000-1999: data, queries and starts) the
+    # gap between the sparse and the exact fit's probabilities at 30 points
+    # averaged over the points was 0.042 (sd 0.009, largest 0.091), its
+    # largest over the points 0.117 (sd 0.032, largest 0.267). Exponential
+    # tails fitted to the top tenth of each put 0.12 and 0.35 at a false
+    # failure of about 1e-5 each. A predictor that knows nothing (0.5
+    # everywhere) is 0.19-0.38 from the exact fit on average over the points
+    # (mean 0.28) and 0.35 or more at its largest (mean 0.45). The figures
+    # are for the model stated here: raw inputs, an isotropic RBF starting
+    # at sqrt(d) and a Gamma(1, 2) prior on its length scale.
     X, y, X_query = _small(stat_seed)
     kw = dict(
         kernel=ConstantKernel(1.0) * RBF(np.sqrt(2.0)),
@@ -208,8 +210,9 @@ def test_fit_with_z_equal_x_agrees_with_the_exact_fit(stat_seed):
     sparse = (
         SteinGPClassifier(inducing_points=X, **kw).fit(X, y).predict_proba(X_query)
     )[:, 1]
-    gap = np.max(np.abs(sparse - exact))
-    assert gap < 0.22, gap
+    gap = np.abs(sparse - exact)
+    assert gap.mean() < 0.12, gap.mean()
+    assert gap.max() < 0.35, gap.max()
 
 
 # ---------------------------------------------------------------- quality
