@@ -159,12 +159,19 @@ def _empty_traces(n_chains, n_params):
     )
 
 
-def _count_budget(budget, runs):
-    """Add a block's CG budget overruns to ``[overruns, gradients, worst
-    residual]``."""
+def _tally(record, runs):
+    """Count a block into ``record``: the block, its CG budget overruns
+    (``[overruns, gradients, worst residual]``) and mode jumps, and report
+    the chains' warnings."""
+    record["blocks"] = record.get("blocks", 0) + 1
+    budget = record["budget"]
     budget[0] += sum(r["budget_exhausted"] for r in runs)
     budget[1] += sum(r["n_gradients"] for r in runs)
     budget[2] = max([budget[2]] + [r["budget_residual"] for r in runs])
+    for r in runs:
+        record["mode_jumps"][0] += r["n_jumps"]
+        record["mode_jumps"][1] += r["n_jumps_accepted"]
+        report(r["warnings"])
 
 
 class SGLDChainsMixin:
@@ -227,14 +234,18 @@ class SGLDChainsMixin:
             self.n_jobs, self.n_chains, gradient_seconds, THREADED_GRADIENT_SECONDS
         )
 
-    def _sample(self, chain_args, chain_inputs, options, previous, run, names):
+    def _sample(
+        self, chain_args, chain_inputs, options, previous, run, names, find_modes=None
+    ):
         """Run the chains, in blocks until they mix when ``n_iter="auto"``.
 
         ``previous`` holds the traces a warm start continues (None on a
         fresh fit), ``run`` is the
         :class:`~skgp_bayes._sgld_setup.RunLength` and ``names`` are the
-        parameters'. Once per fit, chains that have not mixed may go on in
-        coordinates that map their skewed parameters to nearly normal ones
+        parameters'. Once per fit, chains that have not mixed may go on with
+        jumps between modes that searches from their draws found
+        (``find_modes``, :mod:`skgp_bayes._sgld_modes`), or in coordinates
+        that map their skewed parameters to nearly normal ones
         (:mod:`skgp_bayes._sgld_refine`). Returns the pooled record and the
         iterations this fit ran.
         """
@@ -243,18 +254,12 @@ class SGLDChainsMixin:
         chains, steps, accepted = previous
         auto = self.n_iter == "auto"
         limit = chains.shape[1] + self.max_iter if auto else None
-        record = {
-            "blocks": 0,
-            "budget": [0, 0, 0.0],
-            "mode_jumps": [0, 0],
-            "refined_at": None,
-        }
+        record = {"budget": [0, 0, 0.0], "mode_jumps": [0, 0], "refined_at": None}
         ran = 0
         threads = self._chain_threads(chain_args[0], chain_inputs, options)
         while True:
             runs = self._run_block(chain_args, chain_inputs, options, threads)
             ran += options["n_iter"]
-            record["blocks"] += 1
             chains, steps, accepted = (
                 np.concatenate([old, np.stack([r[key] for r in runs])], 1)
                 for old, key in (
@@ -263,11 +268,7 @@ class SGLDChainsMixin:
                     (accepted, "accepted"),
                 )
             )
-            _count_budget(record["budget"], runs)
-            for r in runs:
-                record["mode_jumps"][0] += r["n_jumps"]
-                record["mode_jumps"][1] += r["n_jumps_accepted"]
-                report(r["warnings"])
+            _tally(record, runs)
             frozen_at = [r["frozen_at"] for r in runs]
             notes = []
             burn = run.discarded(
@@ -281,14 +282,11 @@ class SGLDChainsMixin:
                 self._log(_block_line(chains.shape[1], rhat, ess, done))
             if done:
                 break
-            maps = options.get("maps")
+            before, diagnosed = options, (chains.shape[1], burn, kept, rhat, ess)
             options, chain_inputs = continuation(
-                runs, (chains.shape[1], burn, kept, rhat, ess), options, run, limit
+                runs, diagnosed, options, run, limit, find_modes
             )
-            if options.get("maps") is not maps:
-                record["refined_at"] = chains.shape[1]
-                if self.verbose:
-                    self._log(maps_line(names, options["maps"]))
+            self._note_refinement(record, before, options, chains.shape[1], names)
         record.update(
             chains=chains,
             steps=steps,
@@ -307,6 +305,21 @@ class SGLDChainsMixin:
             options=options,
         )
         return record, ran
+
+    def _note_refinement(self, record, before, options, n_done, names):
+        """Record (and report) new maps or mode jumps the chains go on with."""
+        if options.get("maps") is not before.get("maps"):
+            record["refined_at"] = n_done
+            if self.verbose:
+                self._log(maps_line(names, options["maps"]))
+        if options.get("jumps") is not before.get("jumps"):
+            record["refined_at"] = n_done
+            if self.verbose:
+                self._log(
+                    f"{options['jumps'].describe()} from searches that started "
+                    "where the chains went: the chains jump between them and "
+                    "adapt again"
+                )
 
     def _report_warnings(self, runs, names, n_samples, ran):
         """The solver's and the run length's warnings, from ``_sample``'s

@@ -45,6 +45,13 @@ everything before its end is discarded as burn-in. Not with mode jumps,
 whose proposals are Gaussian in the original coordinates; not under a
 ``burn_in`` the user fixed, which would keep the draws before the maps; and
 only when the budget left holds the warm-up and a first block's draws.
+
+Before the maps, and under the same conditions, the slow chains' draws start
+searches for modes that the chains visit and the MAP searches missed
+(:mod:`skgp_bayes._sgld_modes`): slow coordinates whose chains sit in, or
+travel between, separate modes are what the maps cannot straighten. Where
+the searches find more modes, the chains go on with jumps between them
+(and so without maps), adapting again as above.
 """
 
 import numpy as np
@@ -57,18 +64,22 @@ __all__ = [
     "continuation",
     "mapped_bounds",
     "maps_line",
+    "modes_wanted",
     "refined_chains",
     "skew_maps_for",
+    "worth_a_new_warmup",
 ]
 
 
-def continuation(runs, diagnosed, options, run, limit):
+def continuation(runs, diagnosed, options, run, limit, find_modes=None):
     """The options and chain inputs of the next block of the run length.
 
     The same chains further by :meth:`RunLength.next_block
     <skgp_bayes._sgld_setup.RunLength.next_block>`, or, once per fit, the
-    chains in coordinates that map their skewed parameters
-    (:func:`skew_maps_for`, :func:`refined_chains`).
+    chains with jumps between more modes (``find_modes``, where
+    :func:`modes_wanted`), or, once per fit, the chains in coordinates that
+    map their skewed parameters (:func:`skew_maps_for`); either way
+    :func:`refined_chains` adapts them again.
 
     Parameters
     ----------
@@ -81,6 +92,11 @@ def continuation(runs, diagnosed, options, run, limit):
     run : RunLength
     limit : int
         The iteration at which the budget ends.
+    find_modes : callable, optional
+        ``find_modes(kept, ends, rhat, ess, jumps) -> ModeJumps or None``
+        (:class:`~skgp_bayes._sgld_modes.ModeSearch`): a mixture of more
+        modes than the chains' ``jumps``, from the kept draws and each
+        chain's last position ``ends``.
 
     Returns
     -------
@@ -104,14 +120,30 @@ def continuation(runs, diagnosed, options, run, limit):
     (500, [{'state': 'chain 0'}, {'state': 'chain 1'}])
     """
     n_done, burn, kept, rhat, ess = diagnosed
-    maps = None
-    # a burn-in the user fixed would keep the draws before the maps
-    if run.burn_in is None:
-        maps = skew_maps_for(
-            kept, n_done - burn, rhat, ess, options, limit - n_done, WARMUP
-        )
+    # a burn-in the user fixed would keep the draws before the change
+    if run.burn_in is not None:
+        return _further(runs, options, run, (n_done, burn, limit))
+    span, budget_left = n_done - burn, limit - n_done
+    if find_modes is not None and modes_wanted(
+        span, rhat, ess, options, budget_left, WARMUP
+    ):
+        ends = [r["state"]["sgld"].x for r in runs]
+        jumps = find_modes(kept, ends, rhat, ess, options.get("jumps"))
+        options = {**options, "modes_searched": True}
+        if jumps is not None:
+            options["jumps"] = jumps
+            return refined_chains(
+                runs, options, None, n_done, WARMUP, run.metric_windows()
+            )
+    maps = skew_maps_for(kept, span, rhat, ess, options, budget_left, WARMUP)
     if maps is not None:
         return refined_chains(runs, options, maps, n_done, WARMUP, run.metric_windows())
+    return _further(runs, options, run, (n_done, burn, limit))
+
+
+def _further(runs, options, run, lengths):
+    """The same chains, one block of the run length further."""
+    n_done, burn, limit = lengths
     n_next = run.next_block(n_done, burn, limit)
     return {**options, "n_iter": n_next}, [{"state": r["state"]} for r in runs]
 
@@ -188,10 +220,7 @@ def skew_maps_for(kept, span, rhat, ess, options, budget_left, warmup):
     if not measured.any() or np.any(ess[measured] < MIN_EFFECTIVE_DRAWS):
         return None
     slow = (rhat > RHAT_TARGET) | (ess < ESS_TARGET)
-    if not (slow & measured).any():
-        return None
-    still_needed = span * (ESS_TARGET / np.min(ess[slow & measured]) - 1.0)
-    if still_needed <= warmup + FIRST_DRAWS:
+    if not worth_a_new_warmup(span, rhat, ess, warmup):
         return None
     maps = fit_marginal_maps(kept, ess)
     if maps is None or not np.all(maps.mapped[slow]):
@@ -199,8 +228,63 @@ def skew_maps_for(kept, span, rhat, ess, options, budget_left, warmup):
     return maps
 
 
+def worth_a_new_warmup(span, rhat, ess, warmup):
+    """Whether the slow coordinates need more than a new warm-up and a first
+    block's draws.
+
+    At the slowest coordinate's rate of effective draws over the ``span``
+    iterations of the kept draws so far. A fit short of its target by a few
+    hundred iterations, or only by R-hat (which more draws of the same
+    chains settle), should not pay for a new warm-up.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._sgld_refine import worth_a_new_warmup
+    >>> worth_a_new_warmup(1000, np.array([1.02, 1.0]), np.array([30.0, 900.0]), 500)
+    True
+    >>> worth_a_new_warmup(1000, np.array([1.02, 1.0]), np.array([80.0, 900.0]), 500)
+    False
+    """
+    rhat, ess = np.asarray(rhat, dtype=float), np.asarray(ess, dtype=float)
+    slow = ((rhat > RHAT_TARGET) | (ess < ESS_TARGET)) & np.isfinite(ess)
+    if not slow.any():
+        return False
+    still_needed = span * (ESS_TARGET / max(np.min(ess[slow]), 1e-12) - 1.0)
+    return bool(still_needed > warmup + FIRST_DRAWS)
+
+
+def modes_wanted(span, rhat, ess, options, budget_left, warmup):
+    """Whether the chains' draws should start searches for more modes.
+
+    Once per fit (``options["modes_searched"]``), for MALA chains (the
+    moves need exact log densities) in the original coordinates (the
+    proposals are Gaussian there), with a warm-up and a first block left in
+    the budget, and slow enough that a new warm-up is worth it
+    (:func:`worth_a_new_warmup`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._sgld_refine import modes_wanted
+    >>> from skgp_bayes._sgld_solvers import CholeskySolver
+    >>> slow = (np.array([1.3, 1.0]), np.array([5.0, 900.0]))
+    >>> modes_wanted(1000, *slow, {"solver": CholeskySolver()}, 10000, 500)
+    True
+    >>> modes_wanted(1000, *slow, {"solver": CholeskySolver(),
+    ...                            "modes_searched": True}, 10000, 500)
+    False
+    """
+    if options.get("modes_searched") or options.get("maps") is not None:
+        return False
+    if not options["solver"].metropolis or budget_left < warmup + FIRST_DRAWS:
+        return False
+    return worth_a_new_warmup(span, rhat, ess, warmup)
+
+
 def refined_chains(runs, options, maps, n_done, warmup, windows):
-    """The options and chain inputs that continue ``runs`` under ``maps``.
+    """The options and chain inputs that continue ``runs`` under ``maps``
+    (None: in the same coordinates, as after new mode jumps in ``options``).
 
     Parameters
     ----------
@@ -208,7 +292,7 @@ def refined_chains(runs, options, maps, n_done, warmup, windows):
         The last block's chain records (``state`` of each).
     options : dict
         The chains' options.
-    maps : SinhMaps
+    maps : SinhMaps or None
     n_done : int
         Iterations per chain so far (the chains' counter).
     warmup : int
@@ -222,7 +306,7 @@ def refined_chains(runs, options, maps, n_done, warmup, windows):
         With ``maps``, a block of the warm-up and a first block's draws, and
         the adaptation moved to follow ``n_done``.
     chain_inputs : list of dict
-        Each chain's state, moved to the mapped coordinates.
+        Each chain's state, moved to the mapped coordinates, adapting again.
 
     Examples
     --------
@@ -250,7 +334,8 @@ def refined_chains(runs, options, maps, n_done, warmup, windows):
     inputs = []
     for r in runs:
         state = r["state"]["sgld"]
-        moved = readapting_state(state, maps.to_s(state.x))
+        x = state.x if maps is None else maps.to_s(state.x)
+        moved = readapting_state(state, x)
         inputs.append({"state": {**r["state"], "sgld": moved}})
     return options, inputs
 

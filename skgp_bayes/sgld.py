@@ -24,6 +24,7 @@ from ._base import (
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_at_bounds, warn_degenerate_fit
 from ._sgld_chains import SGLDChainsMixin
+from ._sgld_modes import ModeSearch
 from ._sgld_setup import (
     RunLength,
     chain_options,
@@ -365,14 +366,16 @@ class SGLDGPRegressor(
         ``converged`` (the run-length rule was met), ``rhat``, ``ess``,
         ``fit_time``, ``notes``, ``metrics`` (each chain's preconditioner as MALA's
         warm-up left it; None where it kept ``preconditioner_``),
-        ``mode_jumps`` (``modes``: distinct posterior modes the MAP searches
-        reached, 0 with one; ``tried`` and ``accepted``: the MALA chains'
-        independence moves between them, one every second iteration; see
-        the user guide), ``skew_maps`` (parameters whose MALA chains went
-        on in sinh-mapped coordinates because their draws were skewed and
-        slow to mix, 0 without; the metrics are then in those coordinates)
-        and ``refined_at`` (the iteration per chain at which they did, or
-        None; see the user guide).
+        ``mode_jumps`` (``modes``: distinct posterior modes the chains
+        ended jumping between, found by the MAP searches or by searches
+        from slow chains' draws, 0 with one; ``tried`` and ``accepted``:
+        the MALA chains' independence moves between them, one every second
+        iteration; see the user guide), ``skew_maps`` (parameters whose
+        MALA chains went on in sinh-mapped coordinates because their draws
+        were skewed and slow to mix, 0 without; the metrics are then in
+        those coordinates) and ``refined_at`` (the iteration per chain at
+        which the chains went on with new modes or maps, or None; see the
+        user guide).
     fit_time_ : dict
         ``{"total": seconds}``.
     X_train_, y_train_ : ndarray
@@ -601,6 +604,7 @@ class SGLDGPRegressor(
             setup["previous"],
             run,
             names,
+            ModeSearch(data, setup["map_params"], bounds, self.map_subset),
         )
         self._report_warnings(runs, names, X.shape[0], ran)
         pooled = runs["kept"].reshape(-1, len(names))
@@ -649,6 +653,7 @@ class SGLDGPRegressor(
         options["metric_windows"] = self._metric_window_ranges
         # fits pickled before the refinement continue without maps
         options["maps"] = getattr(self, "_skew_maps", None)
+        options["modes_searched"] = getattr(self, "_modes_searched", False)
         if self.n_iter == "auto":
             options["n_iter"] = run.next_block(self.n_iter_, self.burn_in_, None)
         return {
@@ -714,14 +719,17 @@ class SGLDGPRegressor(
             "ess_": runs["ess"],
             "map_params_": setup["map_params"],
             "preconditioner_": setup["M"],
-            "_mode_jumps": setup["jumps"],
+            # the jumps the chains ended with: the searches from their draws
+            # may have added modes, and a warm start continues with them
+            "_mode_jumps": final.get("jumps"),
+            "_modes_searched": bool(final.get("modes_searched")),
             "n_iter_": chains.shape[1],
             "solver_": solver.name,
             "diagnostics_": {
                 "cg_iterations_mean": float(cg_iters.mean()) if cg_iters.size else 0.0,
                 "cg_max_residual": runs["max_residual"],
                 "n_rejected": runs["n_rejected"],
-                "mode_jumps": jump_record(setup["jumps"], [runs["mode_jumps"]]),
+                "mode_jumps": jump_record(final.get("jumps"), [runs["mode_jumps"]]),
                 "acceptance_rate": float(accepted[:, burn:].mean())
                 if solver.metropolis and burn < chains.shape[1]
                 else float("nan"),

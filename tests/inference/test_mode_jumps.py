@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _sgld_grid import one_short_input
 from scipy.special import logsumexp
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
@@ -147,20 +148,8 @@ def test_laplace_mixture_weights_modes_by_mass_and_skips_one_mode():
     np.testing.assert_allclose(jumps.factors[:, 0, 0], _SD, rtol=1e-4)
 
 
-def _one_short_input(seed=1, n=60):
-    # As in tests/test_starts.py: the skewed third input matters at a short
-    # scale. On this seed the posterior has two modes of similar height:
-    # that input's length scale short (0.12) or long (7.8).
-    rng = np.random.default_rng(seed)
-    X = np.column_stack(
-        [rng.normal(size=n), rng.normal(size=n), np.exp(1.5 * rng.normal(size=n))]
-    )
-    y = 0.5 * X[:, 0] + np.sin(4 * np.log(X[:, 2])) + 0.3 * rng.normal(size=n)
-    return X, y
-
-
 def test_sgld_regressor_moves_between_the_modes_its_searches_found():
-    X, y = _one_short_input()
+    X, y = one_short_input()
     reg = SGLDGPRegressor(random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # mixes by the run-length rule, quietly
@@ -233,7 +222,7 @@ def test_variational_mcmc_regressor_moves_between_the_modes():
     # The collapsed bound's optimum has the third input's length scale long;
     # the length-scale screen's per-input point finds the short mode on the
     # sampled target, and every chain visits both.
-    X, y = _one_short_input()
+    X, y = one_short_input()
     reg = VariationalMCMCRegressor(random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

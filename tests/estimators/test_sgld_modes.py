@@ -1,0 +1,268 @@
+"""SGLDGPRegressor's searches for modes from where its chains went."""
+
+import pickle
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from _sgld_grid import (
+    assert_draws_match_quadrature,
+    one_input_data,
+    one_short_input,
+)
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from skgp_bayes import SGLDGPRegressor, _sgld_chains, _sgld_refine, sgld
+from skgp_bayes._sgld_modes import MAX_TAIL_COORDINATES, ModeSearch, search_starts
+from skgp_bayes._sgld_refine import modes_wanted
+from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
+from skgp_bayes._sgld_solvers import CholeskySolver
+from skgp_bayes.exceptions import SamplerWarning
+from skgp_bayes.inference.laplace import find_map, laplace_covariance
+from skgp_bayes.inference.mode_jumps import ModeJumps
+from skgp_bayes.kernels import KernelAdapter
+from skgp_bayes.targets import ExactMarginalTarget
+
+_FIRST = WARMUP + FIRST_DRAWS
+# index of the third input's log length scale among
+# [constant, length scales of inputs 0-2, noise]
+_THIRD = 3
+
+
+@pytest.fixture(scope="module")
+def two_modes():
+    """The model-scale problem, its bounds and its two maxima (long, short)."""
+    X, y = one_short_input()
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    ys = (y - y.mean()) / y.std()
+    adapter = KernelAdapter(ConstantKernel() * RBF(np.ones(3)))
+    data = (adapter, Xs, ys, None, None)
+    bounds = np.vstack([adapter.bounds, [[np.log(1e-6), np.log(10.0)]]])
+    target = ExactMarginalTarget(*data)
+    start = np.array([0.0, 0.0, 0.0, 0.0, np.log(0.1)])
+    modes = []
+    for third in (np.log(8.0), np.log(0.12)):
+        start[_THIRD] = third
+        modes.append(find_map(target, start.copy(), bounds).params)
+    long, short = modes
+    assert np.exp(long[_THIRD]) > 2.0 and np.exp(short[_THIRD]) < 0.5
+    return data, bounds, target, long, short
+
+
+def _draws_around(centres, rng, n_draws=400, sd=0.05):
+    return np.stack([c + sd * rng.standard_normal((n_draws, c.size)) for c in centres])
+
+
+def test_searches_start_at_the_chain_ends_and_the_slowest_tails():
+    rng = np.random.default_rng(0)
+    kept = rng.normal(size=(2, 300, 7))
+    rhat = np.array([1.0, 1.3, 1.0, 1.05, 1.2, 1.1, 1.4])
+    ess = np.array([900.0, 8.0, 500.0, 60.0, 20.0, 40.0, 5.0])
+    ends = [kept[0, -1], kept[1, -1]]
+    starts = search_starts(kept, ends, rhat, ess)
+    assert starts.shape == (2 + 2 * MAX_TAIL_COORDINATES, 7)
+    np.testing.assert_array_equal(starts[:2], np.stack(ends))
+    pooled = kept.reshape(-1, 7)
+    # lowest ESS first: coordinates 6, 1, 4, 5 (3 is left out by the cap)
+    for k, j in enumerate([6, 1, 4, 5]):
+        low, high = starts[2 + 2 * k], starts[3 + 2 * k]
+        assert any(np.array_equal(low, row) for row in pooled)
+        assert np.mean(pooled[:, j] < low[j]) == pytest.approx(0.05, abs=0.005)
+        assert np.mean(pooled[:, j] > high[j]) == pytest.approx(0.05, abs=0.005)
+    # a run that meets the rule searches from the chain ends only
+    met = search_starts(kept, ends, np.ones(7), np.full(7, 500.0))
+    assert met.shape == (2, 7)
+
+
+def test_searches_from_the_draws_find_the_mode_the_map_searches_missed(two_modes):
+    data, bounds, _, long, short = two_modes
+    search = ModeSearch(data, long, bounds, 500)
+    rng = np.random.default_rng(1)
+    slow = (np.array([1.0, 1.0, 1.0, 1.5, 1.0]), np.array([500, 500, 500, 4, 500.0]))
+    # one chain in each mode
+    kept = _draws_around([long, short], rng)
+    jumps = search(kept, kept[:, -1], *slow, None)
+    assert jumps.means.shape[0] == 2
+    found = np.sort(np.exp(jumps.means[:, _THIRD]))
+    np.testing.assert_allclose(found, np.exp([short[_THIRD], long[_THIRD]]), rtol=0.05)
+    assert jumps.every == 2
+    # both chains in the MAP's mode: nothing new to jump to
+    kept = _draws_around([long, long], rng)
+    assert search(kept, kept[:, -1], *slow, None) is None
+    # a chain that travels to the other mode and back shows it in its tails
+    # only: its last position is in the MAP's mode
+    visit = _draws_around([short], rng, 100)[0]
+    travelling = np.concatenate([kept[0, :200], visit, kept[0, 200:300]])
+    kept = np.stack([kept[1, :400], travelling])
+    assert np.exp(kept[1, -1, _THIRD]) > 2.0
+    assert search(kept, kept[:, -1], *slow, None).means.shape[0] == 2
+
+
+def test_no_new_mixture_where_the_chains_jump_between_the_same_modes(two_modes):
+    data, bounds, target, long, short = two_modes
+    search = ModeSearch(data, long, bounds, 500)
+    covs = [laplace_covariance(target, m, bounds) for m in (long, short)]
+    known = ModeJumps(
+        np.stack([long, short]), np.linalg.cholesky(np.stack(covs)), np.zeros(2)
+    )
+    kept = _draws_around([long, short], np.random.default_rng(2))
+    slow = (np.full(5, 1.2), np.full(5, 5.0))
+    assert search(kept, kept[:, -1], *slow, known) is None
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({}, None),
+        ({"options": {"solver": CholeskySolver(), "modes_searched": True}}, "once"),
+        ({"options": {"solver": CholeskySolver(), "maps": object()}}, "mapped"),
+        (
+            {"options": {"solver": SimpleNamespace(metropolis=False)}},
+            "stochastic gradients, no MALA",
+        ),
+        ({"budget_left": _FIRST - 1}, "budget short of a warm-up and a block"),
+        ({"ess": np.array([60.0, 900.0])}, "cheaper to go on as before"),
+    ],
+)
+def test_when_the_draws_start_searches(change, why):
+    arguments = {
+        "span": 1000,
+        "rhat": np.array([1.3, 1.0]),
+        "ess": np.array([5.0, 900.0]),
+        "options": {"solver": CholeskySolver()},
+        "budget_left": 10000,
+        "warmup": WARMUP,
+    }
+    arguments.update(change)
+    assert modes_wanted(**arguments) is (why is None), why
+
+
+def _missed_mode(monkeypatch):
+    """The MAP searches reach one mode only, and the second chain starts in
+    the other: the chains sit apart, as on data where the searches miss a
+    mode that one chain finds by its own steps. Returns the other mode."""
+    other = {}
+    real_map, real_starts = sgld.map_and_preconditioner, sgld.chain_starts
+
+    def one_mode(data, start, bounds, *args):
+        map_params, M, _ = real_map(data, start, bounds, *args)
+        far = map_params.copy()
+        far[_THIRD] = np.log(8.0) if np.exp(far[_THIRD]) < 1.0 else np.log(0.12)
+        other["mode"] = find_map(ExactMarginalTarget(*data), far, bounds).params
+        return map_params, M, None
+
+    def apart(*args):
+        starts = real_starts(*args)
+        starts[1]["start"] = other["mode"]
+        return starts
+
+    monkeypatch.setattr(sgld, "map_and_preconditioner", one_mode)
+    monkeypatch.setattr(sgld, "chain_starts", apart)
+    return other
+
+
+def test_chains_apart_in_two_modes_go_on_jumping_between_them(monkeypatch):
+    # Without the searches from the draws these chains stay apart for the
+    # whole budget and the fit warns that they did not mix.
+    other = _missed_mode(monkeypatch)
+    X, y = one_short_input()
+    reg = SGLDGPRegressor(max_iter=10000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplerWarning)
+        reg.fit(X, y)
+    diagnostics = reg.diagnostics_
+    short_other = np.exp(other["mode"][_THIRD]) < 1.0
+    assert diagnostics["converged"] and diagnostics["mode_jumps"]["modes"] >= 2
+    assert 0 < diagnostics["mode_jumps"]["accepted"]
+    refined = diagnostics["refined_at"]
+    assert refined is not None and reg.burn_in_ == refined + WARMUP
+    short = np.exp(reg.samples_[:, :, _THIRD]) < 1.0
+    assert short.shape[0] == 2 and np.isfinite(short_other)
+    # every chain visits both modes among its kept draws
+    assert np.all((short.mean(axis=1) > 0.05) & (short.mean(axis=1) < 0.95))
+    assert reg._mode_jumps is not None and reg._modes_searched
+
+
+def _force_mode_refinement(monkeypatch, never_mixed=False):
+    """The first check fails (every check with ``never_mixed``); the draws
+    then start a search that returns a mixture of the MAP's Laplace
+    component and a decoy far away (the moves stay exact whatever the
+    mixture). Returns the list of the kept spans searched at."""
+    asked = []
+    checks = {"n": 0}
+    mixed = _sgld_chains.mixed
+
+    def first_check_fails(rhat, ess):
+        checks["n"] += 1
+        return False if never_mixed or checks["n"] == 1 else mixed(rhat, ess)
+
+    def once(span, rhat, ess, options, budget_left, warmup):
+        return not options.get("modes_searched")
+
+    class Decoy(ModeSearch):
+        def __call__(self, kept, ends, rhat, ess, jumps):
+            asked.append(kept.shape[1])
+            d = self.map_params.size
+            pooled = kept.reshape(-1, d)
+            cov = np.cov(pooled.T) + 1e-6 * np.eye(d)
+            means = np.stack([pooled.mean(axis=0), pooled.mean(axis=0) + 3.0])
+            factors = np.linalg.cholesky(np.stack([cov, cov]))
+            return ModeJumps(means, factors, np.log([0.9, 0.1]), every=2)
+
+    monkeypatch.setattr(_sgld_chains, "mixed", first_check_fails)
+    monkeypatch.setattr(_sgld_refine, "modes_wanted", once)
+    monkeypatch.setattr(sgld, "ModeSearch", Decoy)
+    return asked
+
+
+@pytest.mark.statistical
+def test_chains_with_jumps_from_their_draws_keep_the_posterior(monkeypatch, stat_seed):
+    # The chains restart their adaptation with new jumps after the first
+    # block, and everything before the new warm-up's end is discarded: the
+    # kept draws must still match the quadrature posterior. Standard errors
+    # from the chains' own bulk ESS as in
+    # test_sgld_refine.test_chains_under_any_maps_keep_the_posterior; 5 of
+    # them on 3 means and 3 sds: 3e-6 false failures for Gaussian errors,
+    # below 1e-4 with a 10% error in the estimated ESS.
+    asked = _force_mode_refinement(monkeypatch)
+    X, y = one_input_data()
+    reg = SGLDGPRegressor(random_state=stat_seed).fit(X, y)
+    assert asked == [FIRST_DRAWS]
+    diagnostics = reg.diagnostics_
+    assert diagnostics["refined_at"] == _FIRST and diagnostics["converged"]
+    assert diagnostics["mode_jumps"]["modes"] == 2
+    assert reg.burn_in_ == _FIRST + WARMUP
+    assert_draws_match_quadrature(reg, X, y)
+
+
+def test_warm_start_after_new_jumps_equals_one_long_fit(monkeypatch):
+    # The new mixture, the moved adaptation and the search done are what a
+    # warm start continues from: two fits give the chains of one.
+    asked = _force_mode_refinement(monkeypatch, never_mixed=True)
+    X, y = one_input_data()
+    refined_block = _FIRST + WARMUP + FIRST_DRAWS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        whole = SGLDGPRegressor(max_iter=refined_block + 500, random_state=0)
+        whole.fit(X, y)
+        reg = SGLDGPRegressor(max_iter=refined_block, warm_start=True, random_state=0)
+        reg.fit(X, y)
+        reg = pickle.loads(pickle.dumps(reg))
+        reg.set_params(max_iter=500).fit(X, y)
+    assert asked == [FIRST_DRAWS, FIRST_DRAWS]  # once in each fresh fit
+    assert reg.n_iter_ == whole.n_iter_ == refined_block + 500
+    for name in ("chains_", "step_sizes_", "samples_"):
+        np.testing.assert_array_equal(getattr(reg, name), getattr(whole, name))
+    assert reg.diagnostics_["mode_jumps"]["modes"] == 2
+    np.testing.assert_array_equal(reg.predict(X), whole.predict(X))
+
+
+def test_no_search_under_a_burn_in_the_user_fixed(monkeypatch):
+    asked = _force_mode_refinement(monkeypatch, never_mixed=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        reg = SGLDGPRegressor(burn_in=300, max_iter=3000, random_state=0)
+        reg.fit(*one_input_data())
+    assert asked == [] and reg.diagnostics_["refined_at"] is None
+    assert reg.diagnostics_["mode_jumps"]["modes"] == 0
