@@ -162,15 +162,18 @@ def _missed_mode(monkeypatch):
     return other
 
 
-def test_chains_apart_in_two_modes_go_on_jumping_between_them(monkeypatch):
+def test_chains_apart_in_two_modes_go_on_jumping_between_them(monkeypatch, capsys):
     # Without the searches from the draws these chains stay apart for the
     # whole budget and the fit warns that they did not mix.
     other = _missed_mode(monkeypatch)
     X, y = one_short_input()
-    reg = SGLDGPRegressor(max_iter=10000, random_state=0)
+    reg = SGLDGPRegressor(max_iter=10000, verbose=1, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SamplerWarning)
         reg.fit(X, y)
+    printed = capsys.readouterr()
+    line = "from searches that started where the chains went"
+    assert (printed.out + printed.err).count(line) == 1
     diagnostics = reg.diagnostics_
     short_other = np.exp(other["mode"][_THIRD]) < 1.0
     assert diagnostics["converged"] and diagnostics["mode_jumps"]["modes"] >= 2
