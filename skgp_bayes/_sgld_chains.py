@@ -159,11 +159,21 @@ def _empty_traces(n_chains, n_params):
     )
 
 
+def _new_record():
+    """What :func:`_tally` counts over a fit's blocks, before the first."""
+    return {
+        "blocks": 0,
+        "budget": [0, 0, 0.0],
+        "mode_jumps": [0, 0],
+        "refined_at": None,
+    }
+
+
 def _tally(record, runs):
     """Count a block into ``record``: the block, its CG budget overruns
     (``[overruns, gradients, worst residual]``) and mode jumps, and report
     the chains' warnings."""
-    record["blocks"] = record.get("blocks", 0) + 1
+    record["blocks"] += 1
     budget = record["budget"]
     budget[0] += sum(r["budget_exhausted"] for r in runs)
     budget[1] += sum(r["n_gradients"] for r in runs)
@@ -254,7 +264,7 @@ class SGLDChainsMixin:
         chains, steps, accepted = previous
         auto = self.n_iter == "auto"
         limit = chains.shape[1] + self.max_iter if auto else None
-        record = {"budget": [0, 0, 0.0], "mode_jumps": [0, 0], "refined_at": None}
+        record = _new_record()
         ran = 0
         threads = self._chain_threads(chain_args[0], chain_inputs, options)
         while True:

@@ -101,9 +101,12 @@ def search_starts(kept, ends, rhat, ess):
 class ModeSearch:
     """The searches from the chains' draws, on the exact marginal.
 
-    On at most ``map_subset`` evenly spaced training rows, as the MAP search
-    before the chains: its maxima are where the proposals are centred, and
-    the chains' own densities accept or refuse them.
+    On every training row up to ``map_subset`` (the MAP search's rows
+    then), else on ``map_subset`` evenly spaced ones
+    (:func:`~skgp_bayes._starts.subset_rows`; the MAP search draws its
+    subset at random, with the fit's generator, which a search here must
+    not touch). Its maxima are only where the proposals are centred; the
+    chains' own densities, on every row, accept or refuse them.
 
     Parameters
     ----------

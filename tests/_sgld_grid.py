@@ -93,3 +93,19 @@ def one_short_input(seed=1, n=60):
     )
     y = 0.5 * X[:, 0] + np.sin(4 * np.log(X[:, 2])) + 0.3 * rng.normal(size=n)
     return X, y
+
+
+def fail_run_length_checks(monkeypatch, never_mixed=False):
+    """SGLDGPRegressor's first run-length check fails (every check with
+    ``never_mixed``), whatever the chains' draws, so that a refinement of
+    the chains can be forced after the first block."""
+    from skgp_bayes import _sgld_chains
+
+    checks = {"n": 0}
+    mixed = _sgld_chains.mixed
+
+    def first_check_fails(rhat, ess):
+        checks["n"] += 1
+        return False if never_mixed or checks["n"] == 1 else mixed(rhat, ess)
+
+    monkeypatch.setattr(_sgld_chains, "mixed", first_check_fails)

@@ -169,8 +169,9 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     if not modes:  # every optimum failed: let the caller report the error
         return np.clip(starts[: estimator.n_particles], *bounds.T), None, None, None
     if type(target) is ExactMarginalTarget:
-        modes = with_climbed_mode(target, modes, bounds)
-    best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
+        modes, best = with_climbed_mode(target, modes, bounds)
+    else:
+        best = _highest(target, modes)[0]
     roots = [gaussian_factor(cov) for _, cov, _ in modes]
     factor = roots[0]
     log_mass = np.array([entry[2] for entry in modes])
@@ -193,8 +194,16 @@ def multimodal_particles(estimator, target, start, bounds, prior_set, rng):
     return np.clip(particles, bounds[:, 0], bounds[:, 1]), best, factor, surrogate
 
 
+def _highest(target, modes):
+    """The highest of ``modes``' centres and its log density."""
+    values = [target.logp_and_grad(entry[0])[0] for entry in modes]
+    k = int(np.argmax(values))
+    return modes[k][0], values[k]
+
+
 def with_climbed_mode(target, modes, bounds):
-    """``modes``, and the mode one input's shorter length scale climbs to.
+    """``modes``, and the mode one input's shorter length scale climbs to;
+    with the highest centre among them.
 
     The searches end in basins their starts lead to; once one has settled
     the amplitude and the noise, shortening a single input's length scale
@@ -203,7 +212,9 @@ def with_climbed_mode(target, modes, bounds):
     inputs at a third of a linear trend's size, on 40 points, was taken
     for noise by every particle on five of seven draws of the data, in a
     mode 15-19 nats below the one this finds. The new mode joins
-    ``modes`` (by decreasing Laplace mass) unless it is one of them.
+    ``modes`` (by decreasing Laplace mass) unless it is one of them. Returns
+    the modes and the highest centre, each mode's log density evaluated
+    once.
 
     Examples
     --------
@@ -218,18 +229,22 @@ def with_climbed_mode(target, modes, bounds):
     ...                              X, np.sin(X[:, 0]), None, np.log(0.1))
     >>> bounds = np.tile([-5.0, 5.0], (2, 1))
     >>> modes = laplace_modes(target, np.zeros((1, 2)), bounds)
-    >>> len(with_climbed_mode(target, modes, bounds)) == len(modes)
-    True
+    >>> climbed, best = with_climbed_mode(target, modes, bounds)
+    >>> len(climbed) == len(modes), best.shape
+    (True, (2,))
     """
-    best = max(modes, key=lambda entry: target.logp_and_grad(entry[0])[0])[0]
+    best, best_value = _highest(target, modes)
     point = exact_climb_point(target, best, bounds)
     if point is None:
-        return modes
+        return modes, best
     found = laplace_modes(target, point[None, :], bounds)
     known = [entry[0] for entry in modes]  # distinct already (laplace_modes)
     if not found or len(distinct_optima([*known, found[0][0]])) == len(known):
-        return modes
-    return sorted([*modes, found[0]], key=lambda entry: -entry[2])
+        return modes, best
+    new_mode = found[0][0]
+    if target.logp_and_grad(new_mode)[0] > best_value:
+        best = new_mode
+    return sorted([*modes, found[0]], key=lambda entry: -entry[2]), best
 
 
 class ExactCholeskyModel(SteinModel):

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from _sgld_grid import (
     assert_draws_match_quadrature,
+    fail_run_length_checks,
     one_input_data,
     one_short_input,
 )
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from skgp_bayes import SGLDGPRegressor, _sgld_chains, _sgld_refine, sgld
+from skgp_bayes import SGLDGPRegressor, _sgld_refine, sgld
 from skgp_bayes._sgld_modes import MAX_TAIL_COORDINATES, ModeSearch, search_starts
 from skgp_bayes._sgld_refine import modes_wanted
 from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
@@ -193,12 +194,6 @@ def _force_mode_refinement(monkeypatch, never_mixed=False):
     component and a decoy far away (the moves stay exact whatever the
     mixture). Returns the list of the kept spans searched at."""
     asked = []
-    checks = {"n": 0}
-    mixed = _sgld_chains.mixed
-
-    def first_check_fails(rhat, ess):
-        checks["n"] += 1
-        return False if never_mixed or checks["n"] == 1 else mixed(rhat, ess)
 
     def once(span, rhat, ess, options, budget_left, warmup):
         return not options.get("modes_searched")
@@ -213,7 +208,7 @@ def _force_mode_refinement(monkeypatch, never_mixed=False):
             factors = np.linalg.cholesky(np.stack([cov, cov]))
             return ModeJumps(means, factors, np.log([0.9, 0.1]), every=2)
 
-    monkeypatch.setattr(_sgld_chains, "mixed", first_check_fails)
+    fail_run_length_checks(monkeypatch, never_mixed)
     monkeypatch.setattr(_sgld_refine, "modes_wanted", once)
     monkeypatch.setattr(sgld, "ModeSearch", Decoy)
     return asked

@@ -6,9 +6,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from _sgld_grid import assert_draws_match_quadrature, one_input_data, strong_maps
+from _sgld_grid import (
+    assert_draws_match_quadrature,
+    fail_run_length_checks,
+    one_input_data,
+    strong_maps,
+)
 
-from skgp_bayes import SGLDGPRegressor, _sgld_chains, _sgld_refine
+from skgp_bayes import SGLDGPRegressor, _sgld_refine
 from skgp_bayes._sgld_refine import skew_maps_for
 from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
 from skgp_bayes._sgld_solvers import CholeskySolver
@@ -28,12 +33,6 @@ def _force_refinement(monkeypatch, never_mixed=False):
     draws look like. Returns the list of the kept spans the maps were asked
     for."""
     asked = []
-    checks = {"n": 0}
-    mixed = _sgld_chains.mixed
-
-    def first_check_fails(rhat, ess):
-        checks["n"] += 1
-        return False if never_mixed or checks["n"] == 1 else mixed(rhat, ess)
 
     def once(kept, span, rhat, ess, options, budget_left, warmup):
         if options.get("maps") is not None:
@@ -41,7 +40,7 @@ def _force_refinement(monkeypatch, never_mixed=False):
         asked.append(span)
         return strong_maps(kept)
 
-    monkeypatch.setattr(_sgld_chains, "mixed", first_check_fails)
+    fail_run_length_checks(monkeypatch, never_mixed)
     monkeypatch.setattr(_sgld_refine, "skew_maps_for", once)
     return asked
 
