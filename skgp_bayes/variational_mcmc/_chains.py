@@ -29,6 +29,7 @@ from ._sampling import (
     HYPER_INV_MASS,
     MAX_BACKOFFS,
     RHAT_MAX,
+    RunLengthRule,
     Sampler,
     after_warmup,
     further_block,
@@ -36,7 +37,6 @@ from ._sampling import (
     pool_step_sizes,
     restarted_with_smaller_step,
     retried_counts,
-    run_length_met,
 )
 from ._trajectory import TrajectoryTarget
 
@@ -262,6 +262,7 @@ sampler, target_accept, n_jobs
         results = self._pooled(results, n_warmup)
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
+        rule = RunLengthRule()
         while True:
             wanted = further_block(done, self.n_samples) if done else self.n_samples
             block = min(wanted, budget - done)
@@ -283,7 +284,8 @@ sampler, target_accept, n_jobs
             done += block
             n_blocks += 1
             chains = sampler.to_x(np.stack([r.samples for r in results]))
-            met, rhat, ess = run_length_met(chains)
+            # a log line reports every parameter's worst values
+            met, rhat, ess = rule.met(chains, every=self.log is not None)
             if self.log is not None:
                 self.log(
                     f"HMC: {done} sampling iterations per chain, max R-hat "

@@ -25,7 +25,7 @@ from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
-from skgp_bayes.variational_mcmc import _chains, _pipelines
+from skgp_bayes.variational_mcmc import _chains, _pipelines, _sampling
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
@@ -402,6 +402,38 @@ def test_run_length_rule_on_known_chains():
     assert not _run_length_met(iid[:, :10])[0]
 
 
+def test_run_length_rule_checks_last_misses_first_with_the_same_verdicts(monkeypatch):
+    # Chains growing block by block as in a fit: a slow AR(1) parameter, a
+    # parameter whose chain starts offset and settles, and fast ones; the
+    # rule's verdict at every length must be run_length_met's on all draws.
+    rng = np.random.default_rng(3)
+    n_chains, n_draws, n_params = 4, 3000, 6
+    chains = rng.standard_normal((n_chains, n_draws, n_params))
+    for t in range(1, n_draws):
+        chains[:, t, 0] = 0.9 * chains[:, t - 1, 0] + 0.436 * chains[:, t, 0]
+    chains[0, :, 1] += 2.0 * np.exp(-np.arange(n_draws) / 300)
+    checked = []
+    real = _sampling.rhat_and_bulk_ess
+
+    def spy(draws):
+        checked.append(draws.shape[2])
+        return real(draws)
+
+    monkeypatch.setattr(_sampling, "rhat_and_bulk_ess", spy)
+    rule = _sampling.RunLengthRule()
+    ends, verdicts = [100], []
+    while ends[-1] < n_draws:
+        ends.append(min(n_draws, ends[-1] + min(100, -(-ends[-1] // 4))))
+    for end in ends:
+        met = rule.met(chains[:, :end])[0]
+        assert met == _run_length_met(chains[:, :end])[0]
+        verdicts.append(met)
+    # both kinds of verdict were reached, and most checks ranked few columns
+    assert not verdicts[0] and verdicts[-1]
+    rule_calls = checked[0::2]  # every other call was the reference's
+    assert sum(rule_calls) < 0.5 * n_params * len(ends)
+
+
 def test_gaussian_approximation_stops_on_its_rule(capsys):
     X, y = _binary(40)
     clf = quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=2, **SMALL), X, y)
@@ -612,7 +644,8 @@ def test_collapsed_draws_get_their_own_v_after_a_restart(monkeypatch):
     monkeypatch.setattr(ExactInducingConditional, "sample_v", posterior_mean)
     monkeypatch.setattr(_chains.HMCStage, "_further_block", second_too_long)
     # the rule unmet, so that a second block follows the first
-    monkeypatch.setattr(_chains, "run_length_met", lambda chains: (False, 2.0, 1.0))
+    never = lambda self, chains, every=False: (False, 2.0, 1.0)  # noqa: E731
+    monkeypatch.setattr(_chains.RunLengthRule, "met", never)
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 10, (40, 1))
     y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(40)
