@@ -98,6 +98,9 @@ class ChainRun:
     sampler : Sampler or None
         The sampler the kept draws came from (refined in warm-up): it maps
         the engine's inverse masses to ``(theta, v)``.
+    rhat_and_ess : tuple of ndarray or None
+        Every parameter's split R-hat and bulk ESS of ``chains``, where the
+        last check of the run-length rule computed them all.
     """
 
     chains: np.ndarray
@@ -106,6 +109,7 @@ class ChainRun:
     seconds: float
     n_backoffs: int = 0
     sampler: object = None
+    rhat_and_ess: tuple = None
 
 
 @dataclasses.dataclass
@@ -294,7 +298,9 @@ sampler, target_accept, n_jobs
                 )
             if met or done >= budget:
                 seconds = time.perf_counter() - t_start
-                return ChainRun(chains, results, n_blocks, seconds, backoffs, sampler)
+                return ChainRun(
+                    chains, results, n_blocks, seconds, backoffs, sampler, rule.every
+                )
 
     def _pooled(self, results, n_warmup):
         """The chains after warm-up at one step, calibrated for static HMC.

@@ -440,7 +440,8 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
     retried, retried_accepted = retried_counts(results)
     samples = chains.reshape(-1, chains.shape[2])
     warn_at_bounds(samples, start.hyper_bounds, names, "HMC draws", "spread")
-    rhat, ess = rhat_and_bulk_ess(chains)
+    computed = run.rhat_and_ess
+    rhat, ess = rhat_and_bulk_ess(chains) if computed is None else computed
     n_div = hmc.report(run, names, rhat, ess, label)
     total = time.perf_counter() - start.t_start
     acceptance = float(np.mean([r.acceptance_rate for r in results]))

@@ -605,6 +605,8 @@ class RunLengthRule:
 
     def __init__(self):
         self.missed = None
+        # (R-hat, ESS) of every parameter where the last check computed them
+        self.every = None
 
     def met(self, chains, every=False):
         """``(met, worst R-hat, worst bulk ESS)``.
@@ -617,9 +619,11 @@ class RunLengthRule:
             still = _missing(rhat, ess)
             if still.any():
                 self.missed = self.missed[still]
+                self.every = None
                 return _verdict(rhat, ess)
         rhat, ess = rhat_and_bulk_ess(chains)
         self.missed = np.flatnonzero(_missing(rhat, ess))
+        self.every = rhat, ess
         return _verdict(rhat, ess)
 
 

@@ -344,7 +344,7 @@ def test_spent_budget_warns_once_with_the_figures():
     assert "worst parameters" in message
 
 
-def test_run_length_rule_extends_until_met():
+def test_run_length_rule_extends_until_met(monkeypatch):
     # Blocks of 20 draws per chain and 2 chains: one block holds 40 draws,
     # whose bulk ESS cannot reach 100 (the estimator caps it at 40 log10(40)
     # = 64), so the rule must extend; it must then stop at the first block
@@ -378,6 +378,14 @@ def test_run_length_rule_extends_until_met():
     chains = clf.draws_.reshape(2, done, -1)
     met, _, _ = _run_length_met(chains[:, : ends[ends.index(done) - 1]])
     assert not met  # one block earlier the rule was not yet met
+    # the fitted R-hat and ESS are the last check's, not computed again
+    rhat, ess = _sampling.rhat_and_bulk_ess(chains)
+    np.testing.assert_array_equal(clf.rhat_, rhat)
+    np.testing.assert_array_equal(clf.ess_, ess)
+    calls = []
+    monkeypatch.setattr(_pipelines, "rhat_and_bulk_ess", lambda c: calls.append(c))
+    clone(clf).fit(X, y)
+    assert not calls
     # A divergence's back-off turns the draws before it into warm-up, which
     # the trace keeps: without one the trace is warm-up plus sampling.
     n_chains, n_trace = clf.trace_["accept_prob"].shape
