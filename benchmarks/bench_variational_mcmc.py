@@ -20,7 +20,7 @@
    a fraction of the rows (``_approximation._EXACT_AFTER_GROWTH_FRACTION``).
 5. ``--sections trajectory``: a leapfrog step of the exact target's chain
    density in one compiled call against the engine's interpreted loop,
-   over n (``_trajectory.EXACT_MAX_ROWS``).
+   over n (beyond ``_trajectory.EXACT_MAX_ROWS`` rows in calls of fewer steps).
 
     python benchmarks/bench_variational_mcmc.py            # everything
     python benchmarks/bench_variational_mcmc.py --quick    # smaller sizes
@@ -346,45 +346,40 @@ def bench_trajectory(sizes=(16, 32, 64, 128, 256, 384), dims=(1, 5), n_steps=10)
     """A compiled leapfrog step of the exact target against the engine's loop.
 
     Both evaluate the target by the same compiled function; the engine's
-    loop adds the interpreted layers around it. Sets
-    ``variational_mcmc._trajectory.EXACT_MAX_ROWS`` to the largest size for
-    the timing.
+    loop adds the interpreted layers around it. Beyond
+    ``variational_mcmc._trajectory.EXACT_MAX_ROWS`` rows the compiled
+    trajectory is cut into calls of fewer steps, though not at these sizes
+    and ten steps.
     """
     from threadpoolctl import threadpool_limits
 
     from skgp_bayes.inference.leapfrog import leapfrog
-    from skgp_bayes.variational_mcmc import _trajectory
 
     print("\n## Exact target: compiled leapfrog step against the interpreted one")
     print("\n| d | n | compiled (us) | interpreted (us) | compiled / interpreted |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     rng = np.random.default_rng(0)
-    limit = _trajectory.EXACT_MAX_ROWS
-    _trajectory.EXACT_MAX_ROWS = max(sizes)  # compile every size for the timing
-    try:
-        with threadpool_limits(1):
-            for d in dims:
-                for n in sizes:
-                    density = _trajectory_density(n, d, rng)
-                    p = density.shift.size
-                    w, momentum = np.zeros(p), rng.standard_normal(p)
-                    inv_mass = np.ones(p)
-                    _, grad = density(w)
-                    args = (w, momentum, grad, 0.1, inv_mass, n_steps)
-                    compiled = _mean_of_best_round(
-                        functools.partial(density.leapfrog, *args)
-                    )
-                    interpreted = _mean_of_best_round(
-                        functools.partial(leapfrog, density.__call__, *args)
-                    )
-                    print(
-                        f"| {d} | {n} | {1e6 * compiled / n_steps:.1f} "
-                        f"| {1e6 * interpreted / n_steps:.1f} "
-                        f"| {compiled / interpreted:.2f} |",
-                        flush=True,
-                    )
-    finally:
-        _trajectory.EXACT_MAX_ROWS = limit
+    with threadpool_limits(1):
+        for d in dims:
+            for n in sizes:
+                density = _trajectory_density(n, d, rng)
+                p = density.shift.size
+                w, momentum = np.zeros(p), rng.standard_normal(p)
+                inv_mass = np.ones(p)
+                _, grad = density(w)
+                args = (w, momentum, grad, 0.1, inv_mass, n_steps)
+                compiled = _mean_of_best_round(
+                    functools.partial(density.leapfrog, *args)
+                )
+                interpreted = _mean_of_best_round(
+                    functools.partial(leapfrog, density.__call__, *args)
+                )
+                print(
+                    f"| {d} | {n} | {1e6 * compiled / n_steps:.1f} "
+                    f"| {1e6 * interpreted / n_steps:.1f} "
+                    f"| {compiled / interpreted:.2f} |",
+                    flush=True,
+                )
 
 
 def main():

@@ -20,6 +20,8 @@ from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
 from .._starts import (
     best_of_searches,
+    climbed,
+    exact_climb_point,
     finite_value,
     screened_exact_starts,
     screened_starts,
@@ -507,20 +509,31 @@ class ApproximationStage:
         """L-BFGS-B on the exact target (plus the log prior), best of its starts.
 
         From ``hyper`` and from the length-scale screen's best point (on
-        every row), as the SGLD regressor finds its MAP. Returns the log
+        every row), then once more beside the optimum
+        (:func:`~skgp_bayes._starts.exact_climb_point`), as the SGLD
+        regressor finds its MAP. Returns the log
         density the kept search reached (``-inf`` where it is not finite)
         and that search's :class:`~skgp_bayes.inference.MaximizeResult`.
         """
         adapter, X, y, prior_set, hyper_bounds = problem
         exact = ExactMarginalTarget(adapter, X, y, prior_set)
+
+        def search(start):
+            return find_map(exact, start, hyper_bounds)
+
+        def reached(result):
+            return exact.log_prob(result.params)
+
         found = best_of_searches(
-            lambda start: find_map(exact, start, hyper_bounds),
-            lambda result: exact.log_prob(result.params),
+            search,
+            reached,
             hyper,
             screened_exact_starts(
                 exact, hyper, hyper_bounds, cap=X.shape[0], per_input=True
             ),
         )
+        point = exact_climb_point(exact, found.params, hyper_bounds, cap=X.shape[0])
+        found = climbed(search, reached, found, point)
         return finite_value(exact.log_prob, found.params), found
 
     def _misses_exact_mode(self, problem, reference, hyper, Z):

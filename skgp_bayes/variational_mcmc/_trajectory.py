@@ -7,11 +7,12 @@ where the layers under it have a compiled form
 (:mod:`._trajectory_numba`): sinh maps or none, the bounds guard, a
 target whose evaluation is one compiled call
 (:func:`~skgp_bayes.targets.compiled_forms.compiled_form`: the logit and
-softmax joint targets, the collapsed bound, the exact RBF target, here of
-at most :data:`EXACT_MAX_ROWS` rows) and a compiled prior (the default
-Gamma and log-normal priors). Anything else (a user's prior object, a larger exact
-target, log-distance coordinates of a hyperparameter piled on a bound, the
-scratch buffer of a large ``m``) keeps the interpreted loop, as does a
+softmax joint targets, the collapsed bound, the exact RBF target; beyond
+:data:`EXACT_MAX_ROWS` rows the exact target's trajectory is cut into
+calls of fewer steps) and a compiled prior (the default Gamma and
+log-normal priors). Anything else (a user's prior object, log-distance
+coordinates of a hyperparameter piled on a bound, the scratch buffer of a
+large ``m``) keeps the interpreted loop, as does a
 trajectory that reaches the logit rule's small-variance hand-over or an
 exact kernel matrix that needs jitter.
 """
@@ -32,22 +33,26 @@ from ._trajectory_numba import (
     TRAJECTORIES,
 )
 
-__all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan"]
+__all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan", "steps_per_call"]
 
 # The compiled trajectory's kinds are the targets' compiled forms, in order.
 _KINDS = dict(
     zip(FORMS, (KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT), strict=True)
 )
-# The most rows of an exact target integrated in the compiled trajectory.
-# The compiled step and the engine's loop evaluate the target by the same
-# compiled function; what the compiled step saves is the interpreted layers
-# around it, 12-30 us a step (one BLAS thread, d = 1 and 5, ARD, guard and
-# prior: 6.2 against 18.5 us at 16 rows, 47.9 against 61.0 at 64, 171
-# against 188 at 128, 876 against 906 at 256;
+# The most rows of an exact target whose whole trajectory is one compiled
+# call. The compiled step and the engine's loop evaluate the target by the
+# same compiled function; what the compiled step saves is the interpreted
+# layers around it, 12-30 us a step (one BLAS thread, d = 1 and 5, ARD,
+# guard and prior: 6.2 against 18.5 us at 16 rows, 47.9 against 61.0 at 64,
+# 171 against 188 at 128, 876 against 906 at 256;
 # benchmarks/bench_variational_mcmc.py --sections trajectory). Beyond 256
-# rows that is under 3% of a step, and a trajectory of the most steps
-# (1,024) would hold off Ctrl-C for more than a second.
+# rows that is under 3% of a step, but the compiled call releases the
+# interpreter lock, so only compiled trajectories let chains on threads run
+# side by side; there one call takes at most as many steps as hold the
+# work of the most steps (1,024) at 256 rows, about a second, which is how
+# long a call can hold off Ctrl-C (``steps_per_call``).
 EXACT_MAX_ROWS = 256
+_MOST_STEPS = 1024
 
 
 def _floats(a):
@@ -102,8 +107,6 @@ def compiled_plan(affine):
     if form is None:
         return None
     name, arguments, prior = form
-    if name == "exact" and target.X.shape[0] > EXACT_MAX_ROWS:
-        return None
     if maps is None:
         mapping = (np.zeros(0),) * 4
     else:
@@ -118,6 +121,35 @@ def compiled_plan(affine):
     )
     n_hyper = getattr(target, "n_hyper", target.n_params)  # exact: all of them
     return chain, _KINDS[name], int(n_hyper), arguments, prior
+
+
+def steps_per_call(plan):
+    """The most leapfrog steps one compiled call of ``plan`` takes, or None.
+
+    None (any number) except for an exact target of more than
+    :data:`EXACT_MAX_ROWS` rows, whose trajectory is cut into calls of at
+    most ``1024 (256 / n)^3`` steps (at least one): the work of 1,024 steps
+    at 256 rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.variational_mcmc._trajectory import steps_per_call
+    >>> from skgp_bayes.variational_mcmc._trajectory_numba import (
+    ...     KIND_EXACT, KIND_LOGIT)
+    >>> def plan(kind, n):  # (chain, kind, n_hyper, arguments, prior)
+    ...     return (None, kind, 3, (None, None, np.zeros((n, 2))), None)
+    >>> steps_per_call(plan(KIND_EXACT, 200)), steps_per_call(plan(KIND_EXACT, 512))
+    (None, 128)
+    >>> steps_per_call(plan(KIND_LOGIT, 5000)) is None
+    True
+    """
+    if plan is None or plan[1] != KIND_EXACT:
+        return None
+    n = plan[3][2].shape[0]  # the exact form's arguments: defaults, index, X, ...
+    if n <= EXACT_MAX_ROWS:
+        return None
+    return max(1, int(_MOST_STEPS * (EXACT_MAX_ROWS / n) ** 3))
 
 
 class TrajectoryTarget(AffineTarget):
@@ -207,14 +239,24 @@ class TrajectoryTarget(AffineTarget):
         if not self.compiled():
             return NotImplemented
         d = self.shift.size
-        ends = np.empty(d), np.empty(d), np.empty(d)
         chain, kind, n_hyper, arguments, prior = self._plan
-        status, value = TRAJECTORIES[kind](
-            _floats(x), _floats(p), _floats(grad), float(step), _floats(inv_mass),
-            int(n_steps), chain, n_hyper, arguments, prior, *ends,
-        )  # fmt: skip
-        if status == GENERAL:
-            return NotImplemented
-        if status != OK:
-            return None
-        return ends[0], ends[1], value, ends[2]
+        left = int(n_steps)
+        per_call = steps_per_call(self._plan) or left
+        x, p, grad, inv_mass = (_floats(a) for a in (x, p, grad, inv_mass))
+        while True:
+            # A call ends with a half kick and the next starts with one: the
+            # same trajectory as in one call, to rounding.
+            ends = np.empty(d), np.empty(d), np.empty(d)
+            steps = min(left, per_call)
+            status, value = TRAJECTORIES[kind](
+                x, p, grad, float(step), inv_mass, steps, chain, n_hyper,
+                arguments, prior, *ends,
+            )  # fmt: skip
+            if status == GENERAL:
+                return NotImplemented
+            if status != OK:
+                return None
+            left -= steps
+            if not left:
+                return ends[0], ends[1], value, ends[2]
+            x, p, grad = ends

@@ -28,12 +28,15 @@ from skgp_bayes.likelihoods import Bernoulli, Softmax
 from skgp_bayes.priors import Gamma, HalfNormal, LogNormal, PriorSet
 from skgp_bayes.targets import ExactMarginalTarget, SparseWhitenedTarget
 from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+from skgp_bayes.variational_mcmc import _trajectory
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget
 from skgp_bayes.variational_mcmc._trajectory import (
     EXACT_MAX_ROWS,
     TrajectoryTarget,
     compiled_plan,
+    steps_per_call,
 )
+from skgp_bayes.variational_mcmc._trajectory_numba import KIND_EXACT
 
 RTOL = 1e-11
 
@@ -226,9 +229,6 @@ def _uncompiled_densities(rng):
     # a prior outside the compiled families
     odd = PriorSet(dict(adapter.hyperparameter_slices), default=HalfNormal(1.0))
     yield SparseWhitenedTarget(adapter, X, y, X[::3], Bernoulli(), odd)
-    # an exact regression target with more rows than the compiled one takes
-    X_big = rng.normal(size=(EXACT_MAX_ROWS + 1, 2))
-    yield ExactMarginalTarget(adapter, X_big, np.sin(X_big[:, 0]), None)
     # inducing inputs enough for the per-thread scratch buffer, which
     # chains on threads would share in one compiled call
     X = rng.normal(size=(200, 2))
@@ -247,6 +247,40 @@ def test_what_has_no_compiled_form_keeps_the_interpreted_loop():
         assert end is NotImplemented, target
         # and the engine then integrates it itself
         assert leapfrog(density, np.zeros(d), np.ones(d), grad, 0.05, np.ones(d), 2)
+
+
+def test_a_large_exact_target_is_integrated_in_several_calls(monkeypatch):
+    # Beyond EXACT_MAX_ROWS rows a trajectory is cut into compiled calls
+    # of steps_per_call steps: at the end of one call and the start of the
+    # next are two half kicks where one call has a full kick, so the path
+    # is the interpreted loop's to rounding. Here 3 steps a call: the work
+    # limit scaled down so that 300 rows need no larger factorisations.
+    rng = np.random.default_rng(4)
+    n = EXACT_MAX_ROWS + 44
+    X = rng.normal(size=(n, 2))
+    target = ExactMarginalTarget(_adapter(2), X, np.sin(X[:, 0]), None)
+    d = target.n_params
+    guarded = GuardedTarget(target, np.full(d, -6.0), np.full(d, 6.0))
+    monkeypatch.setattr(_trajectory, "_MOST_STEPS", 3.5 * (n / EXACT_MAX_ROWS) ** 3)
+    density = TrajectoryTarget(guarded, np.r_[np.zeros(d - 1), -2.0], 0.1 * np.eye(d))
+    assert density.compiled() and steps_per_call(density._plan) == 3
+    calls = []
+    entry = _trajectory.TRAJECTORIES[KIND_EXACT]
+
+    def counted(*args):
+        calls.append(args[5])  # the steps of this call
+        return entry(*args)
+
+    monkeypatch.setattr(
+        _trajectory, "TRAJECTORIES", (*_trajectory.TRAJECTORIES[:-1], counted)
+    )
+    w, p = np.zeros(d), np.full(d, 0.3)
+    _, grad = density(w)
+    compiled = density.leapfrog(w, p, grad, 0.05, np.ones(d), 8)
+    interpreted = leapfrog(density.__call__, w, p, grad, 0.05, np.ones(d), 8)
+    assert calls == [3, 3, 2]
+    for a, b in zip(compiled, interpreted, strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL)
 
 
 def test_pickled_density_integrates_the_same_path():
