@@ -226,7 +226,7 @@ def mode_jump(x, logp, logp_and_grad, rng, jumps, bounds=None):
 
 # A mode whose Laplace mass is below this share of the total is left out:
 # the mixture would propose it too rarely to matter.
-_MIN_SHARE = 1e-3
+MIN_MODE_SHARE = 1e-3
 
 
 def jump_record(jumps, counts):
@@ -277,7 +277,7 @@ def laplace_mixture(target, optima, bounds, every=10):
         Components weighted by each mode's Laplace mass (log density plus
         log volume, covariances capped as in
         :func:`~skgp_bayes.inference.laplace.laplace_covariance`); None
-        when fewer than two modes hold at least ``_MIN_SHARE`` of it.
+        when fewer than two modes hold at least ``MIN_MODE_SHARE`` of it.
 
     Examples
     --------
@@ -312,7 +312,7 @@ def laplace_mixture(target, optima, bounds, every=10):
     if len(modes) < 2:
         return None
     log_mass = np.array([m[2] for m in modes])
-    keep = np.exp(log_mass - logsumexp(log_mass)) >= _MIN_SHARE
+    keep = np.exp(log_mass - logsumexp(log_mass)) >= MIN_MODE_SHARE
     if keep.sum() < 2:
         return None
     modes = [m for m, k in zip(modes, keep, strict=True) if k]

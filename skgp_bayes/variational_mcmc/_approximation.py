@@ -27,8 +27,8 @@ from .._starts import (
     screened_starts,
 )
 from .._warnings import warn_user
-from ..inference.laplace import distinct_optima, find_map
-from ..inference.mode_jumps import laplace_mixture
+from ..inference.laplace import distinct_optima, find_map, laplace_component
+from ..inference.mode_jumps import MIN_MODE_SHARE
 from ..inference.particles import automatic_threads, evaluation_seconds
 from ..linalg.rows import unique_rows
 from ..targets.collapsed import CollapsedSparseTarget
@@ -548,20 +548,27 @@ class ApproximationStage:
         2.5), held about half the posterior's mass, and the bound had no
         mode there: the chains never visited it. So when the exact
         reference is a mode distinct from the one the bound's optimum
-        ``hyper`` lies in, both hold Laplace mass, and a search on the bound
-        from the reference falls back into ``hyper``'s mode, the inducing
-        set grows as if the gap were too large. A unimodal posterior costs
-        one exact search from ``hyper``.
+        ``hyper`` lies in, holds Laplace mass (at least
+        :data:`~skgp_bayes.inference.mode_jumps.MIN_MODE_SHARE` of the two
+        modes'), and a search on the bound from the reference falls back
+        into ``hyper``'s mode, the inducing set grows as if the gap were
+        too large. That includes a reference that holds nearly all of it:
+        on El Nino (300 months, seed 4 of the fresh splits) the reference
+        was 12.3 nats above the exact mode in ``hyper``'s basin, within
+        the 15 nats the gap rule allows, and the bound with 18 inducing
+        inputs, at the mode the exact posterior gives no mass, predicted at
+        a test mean log density 0.5 nats per point below the exact
+        target's. A unimodal posterior costs one exact search from
+        ``hyper``.
         """
         if reference[1] is None:
             return False
         adapter, X, y, prior_set, hyper_bounds = problem
         exact = ExactMarginalTarget(adapter, X, y, prior_set)
         near = find_map(exact, hyper, hyper_bounds).params
-        modes = [reference[1], near]
-        if len(distinct_optima(modes)) < 2:
+        if len(distinct_optima([reference[1], near])) < 2:
             return False
-        if laplace_mixture(exact, modes, hyper_bounds) is None:
+        if not _holds_mass(exact, reference[1], near, hyper_bounds):
             return False
         bound = CollapsedSparseTarget(adapter, X, y, Z, prior_set)
         reached = find_map(bound, reference[1], hyper_bounds).params
@@ -638,3 +645,16 @@ class ApproximationStage:
                 ConvergenceWarning,
             )
         return kept
+
+
+def _holds_mass(target, mode, other, bounds):
+    """Whether ``mode`` holds at least ``MIN_MODE_SHARE`` of the two modes'
+    Laplace mass (all of it where ``other``'s cannot be evaluated)."""
+    component = laplace_component(target, mode, bounds)
+    if component is None or not np.isfinite(component[1]):
+        return False
+    rival = laplace_component(target, other, bounds)
+    if rival is None or not np.isfinite(rival[1]):
+        return True
+    share = 1.0 / (1.0 + np.exp(min(rival[1] - component[1], 700.0)))
+    return share >= MIN_MODE_SHARE
