@@ -266,7 +266,7 @@ sampler, target_accept, n_jobs
         results = self._pooled(results, n_warmup)
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
-        rule = RunLengthRule()
+        rule, threads = RunLengthRule(), self._workers(sampler)["threads"]
         while True:
             wanted = further_block(done, self.n_samples) if done else self.n_samples
             block = min(wanted, budget - done)
@@ -287,7 +287,7 @@ sampler, target_accept, n_jobs
                 continue
             done += block
             n_blocks += 1
-            chains = sampler.to_x(np.stack([r.samples for r in results]))
+            chains = sampler.to_x(np.stack([r.samples for r in results]), threads)
             # a log line reports every parameter's worst values
             met, rhat, ess = rule.met(chains, every=self.log is not None)
             if self.log is not None:

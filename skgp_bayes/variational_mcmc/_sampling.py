@@ -4,6 +4,7 @@ coordinates and starts, and the run-length rule.
 
 import copy
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -251,7 +252,9 @@ class Sampler:
         self.inits = inits
         self.inv_mass = np.ones(x0.size)
 
-    def to_x(self, w):
+    def to_x(self, w, threads=1):
+        """The chains' draws ``w`` in ``(theta, v)`` coordinates (``threads``
+        is for :meth:`CollapsedSampler.to_x`)."""
         x = w if self.transform is None else self.target.to_x(w)
         if self.maps is not None:
             x = self.maps.to_x(x)
@@ -376,27 +379,44 @@ class CollapsedSampler(Sampler):
             np.empty((0, n_hyper + target.n_inducing)) for _ in range(n_chains)
         ]
 
-    def to_x(self, w):
+    def to_x(self, w, threads=1):
         """The draws ``w`` as ``[theta, log s2, v]``, each with its own ``v``.
 
         A chain that extends the draws of an earlier call keeps their
         ``v``; one that does not (its draws dropped after a divergence, see
         :func:`restarted_with_smaller_step`) has every ``v`` drawn anew:
         a ``v`` drawn for another ``theta`` is no draw of ``v | theta``.
+        With ``threads`` above 1 the chains' new draws are completed on
+        that many threads, each chain from its own stream, so the draws are
+        the same: with the exact target each ``v`` costs two factorisations
+        of the rows (one compiled call, without the interpreter lock for
+        all of a chain's new draws), about 3 of grunfeld's 15 s fit (154
+        rows, 1,949 iterations of four chains).
         """
         hyper = super().to_x(w)
         n_hyper = hyper.shape[2]
+        kept = []
         for c, chain in enumerate(hyper):
             done = self._completed[c]
             if done.shape[0] > chain.shape[0] or not np.array_equal(
                 chain[: done.shape[0]], done[:, :n_hyper]
             ):
                 done = done[:0]
-            new = chain[done.shape[0] :]
-            if new.shape[0]:
-                more = self.conditional.sample_v(new, self._rngs[c])
-                done = np.concatenate([done, np.hstack([new, more])])
-            self._completed[c] = done
+            kept.append(done)
+
+        def completed(c):
+            new = hyper[c][kept[c].shape[0] :]
+            if not new.shape[0]:
+                return kept[c]
+            more = self.conditional.sample_v(new, self._rngs[c])
+            return np.concatenate([kept[c], np.hstack([new, more])])
+
+        chains = range(len(kept))
+        if threads > 1 and len(kept) > 1:
+            with ThreadPoolExecutor(min(threads, len(kept))) as pool:
+                self._completed = list(pool.map(completed, chains))
+        else:
+            self._completed = [completed(c) for c in chains]
         return np.stack(self._completed)
 
     def x_inv_mass(self, inv_mass):

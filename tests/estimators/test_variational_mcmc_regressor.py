@@ -232,3 +232,32 @@ def test_mode_searches_start_at_shorter_and_longer_length_scales(monkeypatch):
     assert longer[2] == 1.5  # the second length scale clipped at its bound
     for point in (shorter, longer):
         assert any(np.allclose(s, point) for s in searched), point
+
+
+def test_draws_of_v_completed_on_threads_are_the_same(monkeypatch):
+    # The chains' v | theta draws (two factorisations each on the exact
+    # target) are completed on the chains' threads, each chain from its own
+    # stream: the draws must be those of n_jobs=1, where they are not.
+    import numba
+
+    from skgp_bayes.variational_mcmc import _chains, _sampling
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 10, (40, 1))
+    y = np.sin(X[:, 0]) + 0.2 * rng.standard_normal(40)
+    params = dict(random_state=0, **SHORT_CHAINS)
+    one = quiet_fit(VariationalMCMCRegressor(n_jobs=1, **params), X, y)
+    monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
+    asked = []
+    to_x = _sampling.CollapsedSampler.to_x
+
+    def spy(self, w, threads=1):
+        asked.append(threads)
+        return to_x(self, w, threads)
+
+    monkeypatch.setattr(_sampling.CollapsedSampler, "to_x", spy)
+    threaded = quiet_fit(VariationalMCMCRegressor(**params), X, y)
+    assert one.diagnostics_["exact_marginal"]
+    np.testing.assert_array_equal(one.draws_, threaded.draws_)
+    if numba.get_num_threads() >= 2:
+        assert asked and all(t == 2 for t in asked)
