@@ -25,6 +25,7 @@ FOUNDATION = {
     "_warnings",
     "exceptions",
     "_threads",
+    "_numba_threads",
     "_version",
     "_vector_exp",
 }
@@ -38,6 +39,7 @@ ALLOWED = {
     "exceptions": set(),
     "_warnings": set(),
     "_threads": set(),
+    "_numba_threads": set(),
     "diagnostics": set(),
     "priors": set(),
     "kernels": set(),

@@ -144,15 +144,19 @@ def numba_threads_are_safe():
     """
     import numba
 
+    from .._numba_threads import interrupts_held
+
     try:
         layer = numba.threading_layer()
     except ValueError:
         # No parallel kernel has run yet, so no layer is chosen: launch one.
         # A fit on a compiled target may run none before its particles or
-        # chains go on threads, and would then get no thread at all.
+        # chains go on threads, and would then get no thread at all. The
+        # launch takes Numba's thread-launch locks (see _numba_threads).
         from ._numba_layer import launch_parallel_layer
 
-        launch_parallel_layer(2)
+        with interrupts_held():
+            launch_parallel_layer(2)
         layer = numba.threading_layer()
     return layer in ("omp", "tbb")
 
@@ -214,9 +218,9 @@ def default_chain_threads(n_jobs, n_chains, work_seconds, threshold):
         return 1
     if not numba_threads_are_safe():
         return 1
-    import numba
+    from .._numba_threads import numba_threads
 
-    return max(1, min(n_chains, numba.get_num_threads()))
+    return max(1, min(n_chains, numba_threads()))
 
 
 @contextlib.contextmanager

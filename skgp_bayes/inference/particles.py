@@ -46,11 +46,11 @@ _TIMING_ROUNDS = 3
 
 def _evaluate_block(target, block, batch, in_worker=False):
     if in_worker:
-        import numba
+        from .._numba_threads import set_numba_threads
 
         # Each worker thread runs its kernels on one core: the threads are
         # the parallelism, and nested thread pools would only oversubscribe.
-        numba.set_num_threads(1)
+        set_numba_threads(1)
     values = np.empty(block.shape[0])
     grads = np.empty_like(block)
     error = None

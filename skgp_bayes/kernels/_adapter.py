@@ -26,10 +26,10 @@ Central finite differences in theta are used only for kernels whose
 ``NotImplementedError`` or ``TypeError``).
 """
 
-import numba
 import numpy as np
 from sklearn.gaussian_process.kernels import Kernel
 
+from .._numba_threads import serial_numba
 from . import _numba
 from ._array_forms import array_gram, array_kernel_columns
 from ._generic import generic_diag_grad, generic_matvec
@@ -58,12 +58,8 @@ def _serial(func):
     """
 
     def call(*args):
-        previous = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
+        with serial_numba():
             return func(*args)
-        finally:
-            numba.set_num_threads(previous)
 
     return call
 

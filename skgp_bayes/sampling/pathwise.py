@@ -31,10 +31,10 @@ features, and the approximation error of the features, which falls as
 sample at ``K`` points instead of the ``O(K^3)`` of a joint Gaussian draw.
 """
 
-import numba
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._numba_threads import serial_numba
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters, weighted_frequencies
 from ..linalg import cho_solve
@@ -109,12 +109,8 @@ def _run(func, X, *args):
     """
     if X.shape[0] >= _PARALLEL_ROWS:
         return func(X, *args)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with serial_numba():
         return func(X, *args)
-    finally:
-        numba.set_num_threads(previous)
 
 
 def _check_query(X, n_features_in):
