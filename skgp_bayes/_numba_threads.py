@@ -41,14 +41,16 @@ def interrupts_held():
     --------
     >>> import os, signal
     >>> from skgp_bayes._numba_threads import interrupts_held
+    >>> previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
     >>> try:
     ...     with interrupts_held():
-    ...         os.kill(os.getpid(), signal.SIGINT)
+    ...         os.kill(os.getpid(), signal.SIGALRM)
     ...         print("the block finishes")
     ... except KeyboardInterrupt:
     ...     print("then the interrupt")
     the block finishes
     then the interrupt
+    >>> _ = signal.signal(signal.SIGALRM, previous)
     """
     if threading.current_thread() is not threading.main_thread():
         yield
