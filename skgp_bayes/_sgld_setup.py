@@ -9,12 +9,7 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 
 import numpy as np
 
-from ._starts import (
-    best_of_searches,
-    climbed,
-    exact_climb_point,
-    screened_exact_starts,
-)
+from ._starts import exact_map_search
 from .diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from .inference import sgld_schedule
 from .inference.laplace import (
@@ -273,14 +268,7 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
         searches.append(find_map(target, search_start, bounds))
         return searches[-1]
 
-    reached = lambda found: target.log_prob(found.params)  # noqa: E731
-    result = best_of_searches(
-        search, reached, start, screened_exact_starts(target, start, bounds)
-    )
-    # and once more beside the optimum (skgp_bayes._starts)
-    result = climbed(
-        search, reached, result, exact_climb_point(target, result.params, bounds)
-    )
+    result = exact_map_search(target, search, start, bounds)
     map_params = result.params
     # The MAP first, so that it stands for its own mode.
     optima = [map_params, *(s.params for s in searches)]

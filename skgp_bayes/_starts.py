@@ -76,6 +76,7 @@ __all__ = [
     "climb_point",
     "climbed",
     "exact_climb_point",
+    "exact_map_search",
     "finite_value",
     "SCREEN_ROWS",
     "length_scale_grid",
@@ -713,6 +714,50 @@ def exact_climb_point(target, optimum, bounds, cap=None):
     """
     screen = _screen_target(target, cap)
     return climb_point(screen.log_prob, screen.param_names, screen.X, bounds, optimum)
+
+
+def exact_map_search(target, search, start, bounds, cap=None):
+    """The ``MaximizeResult`` of an exact marginal target's MAP, by one policy.
+
+    ``search`` (``start -> MaximizeResult``) from ``start`` and the screen's
+    points, the highest kept, then once more from beside it (:func:`climbed`
+    from :func:`exact_climb_point`): the Langevin regressor's MAP and the
+    variational MCMC regressor's exact reference.
+
+    Parameters
+    ----------
+    target : ExactMarginalTarget
+    search : callable
+    start : ndarray of shape (n_params,)
+    bounds : ndarray of shape (n_params, 2)
+    cap : int, optional
+        Most rows of the screen and the climb (:func:`subset_rows`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skgp_bayes._starts import exact_map_search
+    >>> from skgp_bayes.inference.laplace import find_map
+    >>> from skgp_bayes.kernels import KernelAdapter
+    >>> from skgp_bayes.targets import ExactMarginalTarget
+    >>> X = np.linspace(-1.7, 1.7, 40)[:, None]
+    >>> target = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(3 * X[:, 0]), None)
+    >>> bounds = np.tile([-8.0, 8.0], (2, 1))
+    >>> search = lambda s: find_map(target, s, bounds)
+    >>> found = exact_map_search(target, search, np.zeros(2), bounds)
+    >>> bool(np.exp(found.params[0]) < 1.0)  # a length scale for sin(3x)
+    True
+    """
+
+    def value(found):
+        return target.log_prob(found.params)
+
+    result = best_of_searches(
+        search, value, start, screened_exact_starts(target, start, bounds, cap=cap)
+    )
+    point = exact_climb_point(target, result.params, bounds, cap=cap)
+    return climbed(search, value, result, point)
 
 
 def _screen_target(target, cap):

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
 from .._progress import fit_progress
@@ -20,10 +21,8 @@ from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
 from .._starts import (
     best_of_searches,
-    climbed,
-    exact_climb_point,
+    exact_map_search,
     finite_value,
-    screened_exact_starts,
     screened_starts,
 )
 from .._warnings import warn_user
@@ -509,31 +508,20 @@ class ApproximationStage:
         """L-BFGS-B on the exact target (plus the log prior), best of its starts.
 
         From ``hyper`` and from the length-scale screen's best point (on
-        every row), then once more beside the optimum
-        (:func:`~skgp_bayes._starts.exact_climb_point`), as the SGLD
-        regressor finds its MAP. Returns the log
+        every row), then once more beside the optimum: the SGLD regressor's
+        MAP search (:func:`~skgp_bayes._starts.exact_map_search`). Returns the log
         density the kept search reached (``-inf`` where it is not finite)
         and that search's :class:`~skgp_bayes.inference.MaximizeResult`.
         """
         adapter, X, y, prior_set, hyper_bounds = problem
         exact = ExactMarginalTarget(adapter, X, y, prior_set)
-
-        def search(start):
-            return find_map(exact, start, hyper_bounds)
-
-        def reached(result):
-            return exact.log_prob(result.params)
-
-        found = best_of_searches(
-            search,
-            reached,
+        found = exact_map_search(
+            exact,
+            lambda start: find_map(exact, start, hyper_bounds),
             hyper,
-            screened_exact_starts(
-                exact, hyper, hyper_bounds, cap=X.shape[0], per_input=True
-            ),
+            hyper_bounds,
+            cap=X.shape[0],
         )
-        point = exact_climb_point(exact, found.params, hyper_bounds, cap=X.shape[0])
-        found = climbed(search, reached, found, point)
         return finite_value(exact.log_prob, found.params), found
 
     def _misses_exact_mode(self, problem, reference, hyper, Z):
@@ -656,5 +644,4 @@ def _holds_mass(target, mode, other, bounds):
     rival = laplace_component(target, other, bounds)
     if rival is None or not np.isfinite(rival[1]):
         return True
-    share = 1.0 / (1.0 + np.exp(min(rival[1] - component[1], 700.0)))
-    return share >= MIN_MODE_SHARE
+    return expit(component[1] - rival[1]) >= MIN_MODE_SHARE

@@ -624,7 +624,8 @@ class RunLengthRule:
     """
 
     def __init__(self):
-        self.missed = None
+        # the parameters that missed at the last check
+        self.missed = np.zeros(0, dtype=np.int64)
         # (R-hat, ESS) of every parameter where the last check computed them
         self.every = None
 
@@ -634,7 +635,7 @@ class RunLengthRule:
         The worst values are over the parameters checked: all of them with
         ``every``, or where the rule is met.
         """
-        if not every and self.missed is not None and self.missed.size:
+        if not every and self.missed.size:
             rhat, ess = rhat_and_bulk_ess(chains[:, :, self.missed])
             still = _missing(rhat, ess)
             if still.any():
