@@ -64,15 +64,18 @@ _TYPICAL_STEP = 0.3
 # (restarted_with_smaller_step), doubling some fits' time. The restart
 # stays for second stages that diverge too.
 _RETRY_FACTOR = 4
-# The least time a compiled leapfrog step must take for the chains to go on
-# threads by default. The interpreted part of a transition (the engine's
-# step, records and adaptation, about 100-150 us) holds the GIL, and a
-# transition takes 6-13 steps. On the suite's default fits (2 cores; the
-# same draws either way), threads took 1.4-1.5x less time where a step cost
-# 85-720 us (iris, diabetes, grunfeld, macrodata, sunspots, breast cancer)
-# and 0.84-1.24x, within the run-to-run noise of fits under a second, where
-# it cost 29-38 us (coal, mcycle, engel, statecrime).
-THREADED_STEP_SECONDS = 50e-6
+# The least compiled work a transition must hold (its mean leapfrog steps
+# at the chains' step times a step's time) for the chains to go on threads
+# by default. The interpreted part of a transition (the engine's step,
+# records, the shared progress flag) holds the GIL, 40-65 us under the
+# profiler. benchmarks/bench_chain_threads.py, same draws each way (one
+# BLAS thread, 2 cores): at 42-79 us of compiled work a transition (coal,
+# mcycle, engel, statecrime, spector, heart_status) forced threads took
+# 0.98-1.35 times as long as one chain after another; at 212-616 us (iris,
+# wine, modechoice, macrodata) 1.45-1.65 times less. Iris and wine, steps
+# of 33-45 us, 6.5-7.5 a transition, fell below the former rule (a step of
+# at least 50 us) and ran on one thread.
+THREADED_TRANSITION_SECONDS = 150e-6
 # Shortest warm-up split into a curvature-scaled quarter, a quarter of draws
 # that refine the coordinates, and a half in the refined coordinates: each
 # engine warm-up of at least 20 iterations adapts a mass matrix.
@@ -196,14 +199,18 @@ sampler, target_accept, n_jobs
             return {"max_leapfrog": _LEAPFROG_CAP, "trajectory_length": np.pi, **retry}
         return {"max_leapfrog": self.max_leapfrog, **retry}
 
-    def mean_leapfrog(self):
-        """Leapfrog steps of a transition on average, to cost the curvature.
+    def mean_leapfrog(self, step_size=None):
+        """Leapfrog steps of a transition on average.
 
-        A NUTS trajectory runs until it has turned, about a full time of pi
+        At the chains' ``step_size`` where it is known (the static bound is
+        drawn uniformly from 1 to ``ceil(pi / step)``), at a typical adapted
+        step otherwise (to cost the curvature before any adaptation). A
+        NUTS trajectory runs until it has turned, about a full time of pi
         and up to twice that with the doubling: twice the static mean.
         """
+        step = _TYPICAL_STEP if step_size is None else float(step_size)
         if self.max_leapfrog is None:
-            static = (np.ceil(np.pi / _TYPICAL_STEP) + 1) / 2
+            static = (min(_LEAPFROG_CAP, np.ceil(np.pi / step)) + 1) / 2
         else:
             static = (self.max_leapfrog + 1) / 2
         return 2 * static if self.sampler == "nuts" else static
@@ -266,7 +273,8 @@ sampler, target_accept, n_jobs
         results = self._pooled(results, n_warmup)
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
-        rule, threads = RunLengthRule(), self._workers(sampler)["threads"]
+        steps = [r.step_size for r in results]
+        rule, threads = RunLengthRule(), self._workers(sampler, steps)["threads"]
         while True:
             wanted = further_block(done, self.n_samples) if done else self.n_samples
             block = min(wanted, budget - done)
@@ -315,16 +323,17 @@ sampler, target_accept, n_jobs
 
     def _warmup(self, sampler, seed, options, n_warmup, first):
         """(The rest of) warm-up: each chain adapts its step and mass."""
+        steps = None if first is None else sampler.step_size
         with self._progress("HMC warm-up", n_warmup) as progress:
             return self.run_chains(
                 sampler.target,
                 sampler.inits,
                 random_state=seed,
-                **self._workers(sampler),
+                **self._workers(sampler, steps),
                 n_warmup=n_warmup,
                 n_samples=0,
                 inv_mass=sampler.inv_mass,
-                step_size=None if first is None else sampler.step_size,
+                step_size=steps,
                 verbose=self.engine_verbose,
                 print_fn=Printer(self.name),
                 progress=progress.engine,
@@ -334,15 +343,16 @@ sampler, target_accept, n_jobs
 
     def _further_block(self, sampler, results, seed, block, options):
         """``block`` more iterations per chain, adaptation held."""
+        steps = np.array([r.step_size for r in results])
         with self._progress("HMC chains", block) as progress:
             return self.run_chains(
                 sampler.target,
                 np.stack([r.final_state for r in results]),
                 random_state=seed,
-                **self._workers(sampler),
+                **self._workers(sampler, steps),
                 n_warmup=0,
                 n_samples=block,
-                step_size=np.array([r.step_size for r in results]),
+                step_size=steps,
                 inv_mass=np.stack([r.inv_mass for r in results]),
                 adapt_step_size=False,
                 adapt_mass=False,
@@ -353,22 +363,31 @@ sampler, target_accept, n_jobs
                 **options,
             )
 
-    def _workers(self, sampler):
+    def _workers(self, sampler, step_sizes=None):
         """How the chains share the machine: ``run_chains``' ``n_jobs`` and ``threads``.
 
         With ``n_jobs=None`` the chains run on threads where their
-        trajectories are compiled and release the GIL, as many as Numba's
-        thread count (:func:`numba.get_num_threads`; ``NUMBA_NUM_THREADS``,
-        which joblib's workers set to their share of the cores), up to one
-        per chain: like BLAS's threads, a default use of the cores that
-        changes no result. Breast cancer's default fit (300 rows, 30
-        inputs, 2 cores): 21.1 s one chain after another, 13.3 s on
-        threads, the same draws. Interpreted trajectories hold the GIL
-        most of the time and stay on one thread, as does a Numba threading
-        layer that cannot be entered from two threads at once.
+        trajectories are compiled and release the GIL and a transition at
+        the chains' ``step_sizes`` (their median; a typical step before
+        adaptation) holds enough compiled work to pay for them
+        (``THREADED_TRANSITION_SECONDS``), as many as Numba's thread count
+        (:func:`numba.get_num_threads`; ``NUMBA_NUM_THREADS``, which
+        joblib's workers set to their share of the cores), up to one per
+        chain: like BLAS's threads, a default use of the cores that changes
+        no result. Breast cancer's default fit (300 rows, 30 inputs, 2
+        cores): 21.1 s one chain after another, 13.3 s on threads, the same
+        draws. Interpreted trajectories hold the GIL most of the time and
+        stay on one thread, as does a Numba threading layer that cannot be
+        entered from two threads at once.
         """
-        x = sampler.inits[0]
-        threads = chain_threads(self.n_jobs, sampler.target, self.n_chains, x)
+        step = None if step_sizes is None else float(np.median(step_sizes))
+        threads = chain_threads(
+            self.n_jobs,
+            sampler.target,
+            self.n_chains,
+            sampler.inits[0],
+            self.mean_leapfrog(step),
+        )
         return {"n_jobs": self.n_jobs, "threads": threads}
 
     def _progress(self, stage, length):
@@ -446,27 +465,30 @@ sampler, target_accept, n_jobs
         return n_div
 
 
-def chain_threads(n_jobs, target, n_chains, x):
+def chain_threads(n_jobs, target, n_chains, x, mean_steps):
     """Threads for ``n_chains`` chains on ``target`` (see ``HMCStage._workers``).
 
-    One unless the trajectories are compiled and a step from ``x`` takes at
-    least :data:`THREADED_STEP_SECONDS`
+    One unless the trajectories are compiled and ``mean_steps`` leapfrog
+    steps from ``x`` take at least :data:`THREADED_TRANSITION_SECONDS`
     (:func:`~skgp_bayes.inference._chain_threads.default_chain_threads`).
 
     Examples
     --------
     >>> import numpy as np
     >>> from skgp_bayes.variational_mcmc._chains import chain_threads
-    >>> chain_threads(None, lambda x: (-0.5 * x @ x, -x), 4, np.zeros(2))
+    >>> chain_threads(None, lambda x: (-0.5 * x @ x, -x), 4, np.zeros(2), 6.0)
     1
     """
 
-    def step_seconds():
-        if not isinstance(target, TrajectoryTarget):
-            return None  # interpreted
-        return target.seconds_per_step(x)
+    def transition_seconds():
+        step = None
+        if isinstance(target, TrajectoryTarget):
+            step = target.seconds_per_step(x)
+        return None if step is None else mean_steps * step  # None: interpreted
 
-    return default_chain_threads(n_jobs, n_chains, step_seconds, THREADED_STEP_SECONDS)
+    return default_chain_threads(
+        n_jobs, n_chains, transition_seconds, THREADED_TRANSITION_SECONDS
+    )
 
 
 def _retried_clause(results):

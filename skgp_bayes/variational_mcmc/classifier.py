@@ -184,7 +184,9 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
     n_jobs : int, default=None
         How the chains share the machine; the result does not depend on it.
         None: on threads of this process where their trajectories run in
-        compiled code (the default kernels and priors), one per chain up to
+        compiled code (the default kernels and priors) and a transition's
+        compiled work (about 150 us) outweighs the threads' cost, one per
+        chain up to
         :func:`numba.get_num_threads` (``NUMBA_NUM_THREADS``, which joblib's
         workers set to their share of the cores), as BLAS uses the cores
         by default; one after another otherwise. 1: one after another.

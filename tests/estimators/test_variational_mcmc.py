@@ -246,7 +246,7 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     # n_jobs=None: compiled chains share the cores by threads, here even
     # with steps too cheap for threads to pay.
-    monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
+    monkeypatch.setattr(_chains, "THREADED_TRANSITION_SECONDS", 0.0)
     threaded = []
     run_on_threads = hmc_module.run_on_threads
 
@@ -270,7 +270,7 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
     assert not np.array_equal(a.draws_, c.draws_)
 
 
-def test_chains_stay_on_one_thread_where_a_step_is_cheap(monkeypatch):
+def test_chains_stay_on_one_thread_where_a_transition_is_cheap(monkeypatch):
     X, y = _binary(30)
     threads = []
     chain_threads = _chains.chain_threads
@@ -284,11 +284,38 @@ def test_chains_stay_on_one_thread_where_a_step_is_cheap(monkeypatch):
     quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
     # 30 rows and 5 inducing inputs: a step of a few microseconds.
     assert threads and set(threads) == {1}
-    monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
+    monkeypatch.setattr(_chains, "THREADED_TRANSITION_SECONDS", 0.0)
     threads.clear()
     quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
     expected = 2 if numba.get_num_threads() >= 2 else 1
     assert threads and set(threads) == {expected}
+
+
+def test_threads_follow_a_transitions_compiled_work(monkeypatch):
+    """The rule weighs a step's time by the steps of a transition at the
+    chains' step size: a step too cheap alone pays for threads when a
+    transition takes many of them."""
+
+    class CompiledTarget:
+        def seconds_per_step(self, x):
+            return 40e-6
+
+    monkeypatch.setattr(_chains, "TrajectoryTarget", CompiledTarget)
+    stage = _chains.HMCStage.of(VariationalMCMCClassifier(), run_hmc_chains)
+    # the static bound is uniform on 1 .. ceil(pi / step)
+    assert stage.mean_leapfrog(np.pi / 4) == 2.5
+    assert stage.mean_leapfrog(np.pi / 20) == 10.5
+    x = np.zeros(3)
+    few = stage.mean_leapfrog(np.pi / 4)  # 100 us of compiled work
+    many = stage.mean_leapfrog(np.pi / 20)  # 420 us
+    assert _chains.chain_threads(None, CompiledTarget(), 4, x, few) == 1
+    expected = min(4, numba.get_num_threads())
+    assert _chains.chain_threads(None, CompiledTarget(), 4, x, many) == expected
+    assert _chains.chain_threads(1, CompiledTarget(), 4, x, many) == 1
+    nuts = _chains.HMCStage.of(
+        VariationalMCMCClassifier(sampler="nuts"), run_hmc_chains
+    )
+    assert nuts.mean_leapfrog(np.pi / 4) == 5.0
 
 
 def test_pickle_and_clone_round_trip():

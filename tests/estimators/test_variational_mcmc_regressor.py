@@ -247,7 +247,7 @@ def test_draws_of_v_completed_on_threads_are_the_same(monkeypatch):
     y = np.sin(X[:, 0]) + 0.2 * rng.standard_normal(40)
     params = dict(random_state=0, **SHORT_CHAINS)
     one = quiet_fit(VariationalMCMCRegressor(n_jobs=1, **params), X, y)
-    monkeypatch.setattr(_chains, "THREADED_STEP_SECONDS", 0.0)
+    monkeypatch.setattr(_chains, "THREADED_TRANSITION_SECONDS", 0.0)
     asked = []
     to_x = _sampling.CollapsedSampler.to_x
 
