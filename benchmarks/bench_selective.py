@@ -21,6 +21,13 @@ the original units, on the held-out 20 %.
 
     python benchmarks/bench_selective.py            # the full table
     python benchmarks/bench_selective.py --quick    # two levels, fewer steps
+    python benchmarks/bench_selective.py --subset-bound   # one selection step
+
+``--subset-bound`` times what a selection step costs instead: the bounds
+of four random subsets of ``m`` of ``m + 50`` candidates and their mean
+gradient (``SubsetBound.values_and_mean_grad``), one BLAS thread, the
+quickest of five rounds of 20 calls, on a sine of 216 points in one
+dimension (the yearly sunspot numbers' size).
 """
 
 import argparse
@@ -165,10 +172,48 @@ def _print_timing(timing):
         print(f"| {kind} | {v} | {m} | {1e3 * t:.1f} | {t / full:.2f} |")
 
 
+def subset_bound_timing(sizes=(40, 140, 300), n=216, n_masks=4):
+    """Seconds of one ``values_and_mean_grad`` call per subset size."""
+    from threadpoolctl import threadpool_limits
+
+    from skgp_bayes.kernels import KernelAdapter
+    from skgp_bayes.targets.selective import SubsetBound
+
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(0.0, 10.0, n))[:, None]
+    y = np.sin(5.0 * X[:, 0]) + 0.1 * rng.standard_normal(n)
+    hyper = np.array([0.0, np.log(0.3), np.log(0.01)])
+    print("| subset size m | candidates | ms per call (4 subsets) |")
+    print("| ---: | ---: | ---: |")
+    for m in sizes:
+        K = m + 50
+        candidates = rng.uniform(0.0, 10.0, (K, 1))
+        kernel = KernelAdapter(ConstantKernel() * RBF(0.3))
+        bound = SubsetBound(kernel, X, y, candidates)
+        masks = np.zeros((n_masks, K), dtype=bool)
+        for mask in masks:
+            mask[rng.choice(K, m, replace=False)] = True
+        with threadpool_limits(1):
+            bound.values_and_mean_grad(hyper, masks)
+            best = np.inf
+            for _ in range(5):
+                start = time.perf_counter()
+                for _ in range(20):
+                    bound.values_and_mean_grad(hyper, masks)
+                best = min(best, (time.perf_counter() - start) / 20)
+        print(f"| {m} | {K} | {1e3 * best:.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument(
+        "--subset-bound", action="store_true", help="time one selection step only"
+    )
     args = parser.parse_args()
+    if args.subset_bound:
+        subset_bound_timing()
+        return
     warnings.simplefilter("ignore", ConvergenceWarning)
     if args.quick:
         levels, K, sweep = [0.0, 0.4], 40, [10, 20, 40]
