@@ -60,6 +60,7 @@ it read.
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.blas import dtrmm as _dtrmm
 from scipy.linalg.lapack import dpotrf as _dpotrf
 from scipy.linalg.lapack import dtrtri as _dtrtri
 
@@ -362,7 +363,7 @@ class SubsetBound:
         Kuu = Kcc.ravel()[block].reshape(m, m)
         add_to_diagonal(Kuu, self.jitter * float(np.mean(np.diagonal(Kuu))))
         R_inv = _inverse_factor(Kuu)
-        A = R_inv @ Kcf[idx]
+        A = _dtrmm(1.0, R_inv, Kcf[idx], lower=1)
         gamma = kdiag - np.einsum("ji,ji->i", A, A)
         free = gamma > MIN_VAR
         gamma = np.where(free, gamma, MIN_VAR)
@@ -370,8 +371,8 @@ class SubsetBound:
         precision = (A @ A.T) / noise
         add_to_diagonal(precision, 1.0)
         P_inv = _inverse_factor(precision)
-        W = P_inv @ A
-        SA = P_inv.T @ W
+        W = _dtrmm(1.0, P_inv, A, lower=1)
+        SA = _dtrmm(1.0, P_inv, W, lower=1, trans_a=1)
         mean = SA @ y / noise
         resid = y - mean @ A
         var = gamma + np.einsum("ji,ji->i", W, W)  # diag(A' S A)
@@ -391,12 +392,11 @@ class SubsetBound:
         Abar -= 2.0 * A * gbar
         Abar -= SA / noise
         # dL/dK_uf = R^-T Abar, and dL/dK_uu from it and B = R^-T A
-        Kufbar = R_inv.T @ Abar
-        Kuubar = Kufbar @ (R_inv.T @ A).T
+        Kufbar = _dtrmm(1.0, R_inv, Abar, lower=1, trans_a=1)
+        Kuubar = Kufbar @ _dtrmm(1.0, R_inv, A, lower=1, trans_a=1).T
         Kuubar = -0.25 * (Kuubar + Kuubar.T)
         add_jitter_weight(Kuubar, self.jitter)
-        cc = sums["cc"].ravel()
-        cc[block] += Kuubar.ravel()
+        sums["cc"].ravel()[block] += Kuubar.ravel()
         sums["cf"][idx] += Kufbar
         sums["kdiag"] += gbar
         sums["noise"] += float(np.sum(-0.5 + sq / (2.0 * noise)))
