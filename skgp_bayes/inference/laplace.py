@@ -77,7 +77,7 @@ def piled_on_bounds(centre, grad, bounds):
     return lower, upper
 
 
-def find_map(target, start, bounds):
+def find_map(target, start, bounds, n=None):
     """Maximum a posteriori point of ``target`` by L-BFGS-B from ``start``.
 
     Parameters
@@ -86,11 +86,27 @@ def find_map(target, start, bounds):
         With ``logp_and_grad(params) -> (value, grad)``.
     start : ndarray of shape (p,)
     bounds : ndarray of shape (p, 2)
+    n : int, optional
+        The number of terms the log density sums (data rows); L-BFGS-B
+        sees the value divided by it. None takes ``target.n``, or 1 where
+        the target has none.
 
     Returns
     -------
     MaximizeResult
         ``params`` is the mode; ``n_iter`` the L-BFGS-B iterations.
+
+    Notes
+    -----
+    Every hyperparameter is bounded, and where every coordinate is,
+    L-BFGS-B's first trial point is the whole projected gradient step
+    ``start + grad``. A log marginal likelihood's gradient grows with the
+    rows it sums, so unscaled that step lands on a corner of the box
+    (breast cancer's 398 rows: a variance of ``e^11.5`` with a length scale
+    of ``e^-11.5``), and the Newton iterations of a Laplace surrogate, or a
+    line search back from the corner, then cost more than the first few
+    iterations of the search that it skipped. Divided by the rows, the
+    gradient is a mean over them and the step is a length-scale's order.
 
     Examples
     --------
@@ -103,7 +119,9 @@ def find_map(target, start, bounds):
     >>> np.round(find_map(Quadratic(), np.zeros(1), bounds).params, 6)
     array([2.])
     """
-    return maximize(lambda params, _: target.logp_and_grad(params), start, bounds)
+    if n is None:
+        n = getattr(target, "n", 1)
+    return maximize(lambda params, _: target.logp_and_grad(params), start, bounds, n=n)
 
 
 def laplace_covariance(

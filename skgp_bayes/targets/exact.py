@@ -126,6 +126,7 @@ class ExactMarginalTarget:
         self.adapter = adapter
         self.X = X
         self.y = y
+        self.n = X.shape[0]
         self.prior_set = prior_set
         self.log_noise_variance = log_noise_variance
         self.n_kernel_params = adapter.n_params

@@ -342,6 +342,7 @@ class LaplaceSurrogate:
 
     def __init__(self, problems, n_blocks, prior_set, n_kernel_params):
         self.problems = problems
+        self.n = problems[0].y.size
         self.n_blocks = n_blocks
         self.prior_set = prior_set
         self.p = n_kernel_params

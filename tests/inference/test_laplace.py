@@ -1,10 +1,10 @@
-"""Laplace covariances at a mode on a bound, and the bound coordinates HMC
-moves in there."""
+"""Laplace covariances at a mode on a bound, the bound coordinates HMC
+moves in there, and the MAP search's first step."""
 
 import numpy as np
 import pytest
 
-from skgp_bayes.inference.laplace import laplace_covariance
+from skgp_bayes.inference.laplace import find_map, laplace_covariance
 
 
 class _PiledRidge:
@@ -93,3 +93,30 @@ def test_bound_coordinates_gradient_matches_finite_differences():
         x = coords.expand(z)
         assert value == pytest.approx(Target().logp_and_grad(x)[0] + z[1] + z[2])
         assert x[1] > lower[1] and x[2] < upper[2] and x[3] == 0.5
+
+
+class _RowSum:
+    """``n`` rows' log density ``-sum_i (x - m_i)^2 / 2`` around ``m = 1``,
+    with a record of the points the search evaluates."""
+
+    def __init__(self, n):
+        self.n = n
+        self.points = []
+
+    def logp_and_grad(self, x):
+        self.points.append(x.copy())
+        return -0.5 * self.n * np.sum((x - 1.0) ** 2), -self.n * (x - 1.0)
+
+
+def test_the_map_search_steps_by_the_mean_gradient_not_into_a_corner():
+    # Every coordinate bounded: L-BFGS-B's first trial is the whole
+    # projected gradient step. Unscaled, 500 rows' gradient of 500 sends it
+    # to the corner (10, 10); per row it is the step of 1 to the mode.
+    bounds = np.array([[-10.0, 10.0], [-10.0, 10.0]])
+    target = _RowSum(500)
+    found = find_map(target, np.zeros(2), bounds)
+    np.testing.assert_allclose(found.params, 1.0, atol=1e-6)
+    assert np.max(np.abs(np.array(target.points))) <= 1.0 + 1e-6
+    unscaled = _RowSum(500)
+    find_map(unscaled, np.zeros(2), bounds, n=1)
+    assert np.max(np.abs(np.array(unscaled.points))) == 10.0
