@@ -449,8 +449,10 @@ def lock_free():
 
 
 for i in range({n}):
-    signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, 2e-3))
     try:
+        # armed inside the try: on a loaded machine a 0.1 ms timer can fire
+        # before the next statement starts
+        signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, 2e-3))
         while True:
             previous = numba_threads()
             set_numba_threads(1)

@@ -67,7 +67,15 @@ def adam_init(params):
 
 
 def adam_update(
-    state, direction, learning_rate, *, beta1=0.9, beta2=0.999, eps=1e-8, max_step=None
+    state,
+    direction,
+    learning_rate,
+    *,
+    beta1=0.9,
+    beta2=0.999,
+    eps=1e-8,
+    max_step=None,
+    clip=None,
 ):
     """One Adam step along an ascent ``direction``.
 
@@ -83,6 +91,15 @@ def adam_update(
     max_step : float, optional
         Cap on the absolute size of any coordinate's step, which bounds how
         far one bad direction can throw a parameter.
+    clip : float, optional
+        Cut each coordinate of ``direction`` to ``clip`` times its running
+        root mean square (the second moment so far) before it enters the
+        moments, once the first moment's memory (``1 / (1 - beta1)`` steps)
+        has passed. For heavy-tailed stochastic gradients: one outlier
+        otherwise throws the parameters by about ``1 / (1 - beta1)`` steps
+        and inflates the second moment for ``1 / (1 - beta2)`` steps, which
+        then crawl (clipping against heavy-tailed noise: Zhang et al., "Why
+        are adaptive methods good for attention models?", NeurIPS 2020).
 
     Returns
     -------
@@ -97,6 +114,9 @@ def adam_update(
     >>> adam_update(state, np.array([1.0, -2.0]), 0.1)  # first step: lr * sign
     array([ 0.1, -0.1])
     """
+    if clip is not None and state.step >= 1.0 / (1.0 - beta1):
+        rms = np.sqrt(state.second_moment / (1.0 - beta2**state.step))
+        direction = np.clip(direction, -clip * rms, clip * rms)
     state.step += 1
     state.first_moment *= beta1
     state.first_moment += (1.0 - beta1) * direction
