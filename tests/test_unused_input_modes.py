@@ -1,0 +1,71 @@
+"""Searches from inputs the best mode leaves unused (the Stein regressor)."""
+
+import numpy as np
+
+from skgp_bayes._starts import unused_input_starts
+from skgp_bayes._stein_models.exact import with_unused_input_modes
+from skgp_bayes.inference.laplace import laplace_modes
+
+NAMES = ["k2__length_scale[0]", "k2__length_scale[1]"]
+A = np.log([0.5, 50.0])  # input 0 in use, input 1 left at 50 sds
+B = np.log([50.0, 0.8])  # the other way round
+
+
+class _TwoUses:
+    """A log density with a mode for each input carrying the signal.
+
+    ``B`` is wide along input 0's log length scale, so the start that gives
+    input 1 its spread at ``A`` lies in ``B``'s basin, while every start
+    near ``A`` stays in ``A``'s.
+    """
+
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.X = rng.standard_normal((200, 2))
+        self.param_names = NAMES
+
+    def logp_and_grad(self, theta):
+        parts, grads = [], []
+        for centre, sd, weight in ((A, np.array([0.5, 0.5]), 1.0),
+                                   (B, np.array([3.0, 0.5]), 0.5)):  # fmt: skip
+            z = (theta - centre) / sd
+            parts.append(np.log(weight) - 0.5 * z @ z)
+            grads.append(-z / sd)
+        w = np.exp(np.array(parts) - max(parts))
+        w /= w.sum()
+        return float(np.logaddexp(*parts)), w[0] * grads[0] + w[1] * grads[1]
+
+
+def test_an_unused_input_gets_a_start_at_its_spread_and_a_used_one_none():
+    X = np.column_stack([np.linspace(-1.0, 1.0, 21), np.linspace(0.0, 4.0, 21)])
+    starts = unused_input_starts(
+        NAMES + ["noise_variance"], np.log([10.0, 0.5, 0.1]), X
+    )
+    np.testing.assert_allclose(
+        starts, [[np.log(X[:, 0].std()), np.log(0.5), np.log(0.1)]]
+    )
+    # without one ARD length scale per input there is nothing to vary
+    assert unused_input_starts(["k2__length_scale"], np.zeros(1), X).shape == (0, 1)
+
+
+def test_the_mode_an_unused_input_leads_to_joins_the_modes():
+    target, bounds = _TwoUses(), np.tile([-8.0, 8.0], (2, 1))
+    modes = laplace_modes(target, A[None, :] + 0.1, bounds)
+    assert len(modes) == 1  # the default search stays at A
+    found, best = with_unused_input_modes(target, modes, modes[0][0], bounds)
+    centres = np.array([entry[0] for entry in found])
+    assert len(found) == 2
+    np.testing.assert_allclose(centres[np.argmin(centres[:, 0])], A, atol=1e-3)
+    np.testing.assert_allclose(centres[np.argmax(centres[:, 0])], B, atol=1e-3)
+    np.testing.assert_allclose(best, A, atol=1e-3)  # the higher density
+    # ordered by Laplace mass, as the particles' shares are drawn
+    assert found[0][2] >= found[1][2]
+
+
+def test_nothing_changes_where_every_input_is_in_use():
+    target, bounds = _TwoUses(), np.tile([-8.0, 8.0], (2, 1))
+    modes = laplace_modes(target, A[None, :], bounds)
+    used = np.log([0.5, 0.6])  # both shorter than their spread (about 1)
+    found, best = with_unused_input_modes(target, modes, used, bounds)
+    assert found is modes
+    np.testing.assert_array_equal(best, used)
