@@ -237,16 +237,9 @@ def with_unused_input_modes(target, modes, best, bounds, map_fn=map):
         return modes, best
     starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
     found = laplace_modes(target, starts, bounds, map_fn=map_fn)
-    known = [entry[0] for entry in modes]  # distinct already (laplace_modes)
-    new = []
-    for entry in found:  # distinct among themselves too
-        if len(distinct_optima([*known, entry[0]])) > len(known):
-            known.append(entry[0])
-            new.append(entry)
-    if not new:
-        return modes, best
-    merged = sorted([*modes, *new], key=lambda entry: -entry[2])
-    return merged, _highest(target, merged)[0]
+    # best is the highest of modes (with_climbed_mode): only the new ones
+    # need evaluating against it
+    return _joined(target, modes, found, best, lambda: target.logp_and_grad(best)[0])
 
 
 def with_climbed_mode(target, modes, bounds):
@@ -286,13 +279,30 @@ def with_climbed_mode(target, modes, bounds):
     if point is None:
         return modes, best
     found = laplace_modes(target, point[None, :], bounds)
-    known = [entry[0] for entry in modes]  # distinct already (laplace_modes)
-    if not found or len(distinct_optima([*known, found[0][0]])) == len(known):
+    return _joined(target, modes, found, best, lambda: best_value)
+
+
+def _joined(target, modes, found, best, best_value):
+    """``modes`` with the entries of ``found`` that are none of them, by
+    decreasing Laplace mass, and ``best`` or the highest new centre where it
+    is higher.
+
+    Both lists are distinct within themselves (:func:`laplace_modes`);
+    ``best_value()`` gives ``best``'s log density, asked for only when a
+    mode is new.
+    """
+    known = [entry[0] for entry in modes]
+    new = [
+        entry
+        for entry in found
+        if len(distinct_optima([*known, entry[0]])) > len(known)
+    ]
+    if not new:
         return modes, best
-    new_mode = found[0][0]
-    if target.logp_and_grad(new_mode)[0] > best_value:
-        best = new_mode
-    return sorted([*modes, found[0]], key=lambda entry: -entry[2]), best
+    centre, value = _highest(target, new)
+    if value > best_value():
+        best = centre
+    return sorted([*modes, *new], key=lambda entry: -entry[2]), best
 
 
 class ExactCholeskyModel(SteinModel):
