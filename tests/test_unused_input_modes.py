@@ -69,3 +69,81 @@ def test_nothing_changes_where_every_input_is_in_use():
     found, best = with_unused_input_modes(target, modes, used, bounds)
     assert found is modes
     np.testing.assert_array_equal(best, used)
+
+
+# The variational MCMC regressor: the exact posterior's side modes, the
+# inducing set that lacks one, and the chains' jumps to it.
+
+
+def _stage():
+    from skgp_bayes.variational_mcmc._approximation import ApproximationStage
+
+    return ApproximationStage(
+        max_iter=100,
+        batch_size=None,
+        learning_rate=0.01,
+        optimize_inducing=False,
+        grow_inducing=True,
+        kmeans_inducing=True,
+        progress=None,
+        log=None,
+        verbose=0,
+    )
+
+
+class _OneUse(_TwoUses):
+    """A bound that has only ``A``'s mode: its inducing inputs lack ``B``'s."""
+
+    def logp_and_grad(self, theta):
+        z = (theta - A) / 0.5
+        return float(-0.5 * z @ z), -z / 0.5
+
+
+def _problem(target):
+    return (None, target.X, None, None, np.tile([-8.0, 8.0], (2, 1)))
+
+
+def test_the_exact_side_mode_is_found_from_the_unused_input(monkeypatch):
+    from skgp_bayes.variational_mcmc import _approximation
+
+    target = _TwoUses()
+    monkeypatch.setattr(_approximation, "ExactMarginalTarget", lambda *a: target)
+    side = _stage()._side_modes(_problem(target), A)
+    assert len(side) == 1
+    np.testing.assert_allclose(side[0], B, atol=1e-3)
+    # where every input is in use there is nothing to search
+    assert _stage()._side_modes(_problem(target), np.log([0.5, 0.6])) == []
+
+
+def test_a_bound_without_the_side_mode_counts_as_missing_it(monkeypatch):
+    # The bound's optimum is A, the exact posterior's mode: the value rule
+    # and the reference's own check pass. Only the side mode B, a third of
+    # the mass, tells that these inducing inputs cannot hold the posterior.
+    from skgp_bayes.variational_mcmc import _approximation
+
+    exact = _TwoUses()
+    monkeypatch.setattr(_approximation, "ExactMarginalTarget", lambda *a: exact)
+    problem = _problem(exact)
+    for bound, misses in ((_OneUse(), True), (_TwoUses(), False)):
+        monkeypatch.setattr(
+            _approximation, "CollapsedSparseTarget", lambda *a, b=bound: b
+        )
+        stage = _stage()
+        assert stage._misses_exact_mode(problem, (0.0, A, [B]), A, None) is misses
+        # without the side mode nothing is missing
+        assert not stage._misses_exact_mode(problem, (0.0, A, []), A, None)
+
+
+def test_the_chains_jump_to_the_mode_an_unused_input_leads_to(monkeypatch):
+    from skgp_bayes.variational_mcmc import _pipelines
+
+    # the sampled target stands in for the exact one; no screen
+    monkeypatch.setattr(_pipelines, "ExactMarginalTarget", _TwoUses)
+    monkeypatch.setattr(_pipelines, "screened_exact_starts", lambda *a: [])
+    target = _TwoUses()
+    jumps = _pipelines.collapsed_mode_jumps(
+        target, (A, A), np.tile([-8.0, 8.0], (2, 1)), (None, target.X, None, None)
+    )
+    assert jumps is not None
+    means = jumps.means[np.argsort(jumps.means[:, 0])]
+    np.testing.assert_allclose(means, [A, B], atol=1e-3)

@@ -15,7 +15,11 @@ import numpy as np
 
 from .._defaults import estimator_prior_set
 from .._fit_checks import warn_at_bounds
-from .._starts import screened_exact_starts, shortened_length_scales
+from .._starts import (
+    screened_exact_starts,
+    shortened_length_scales,
+    unused_input_starts,
+)
 from ..inference._chain_threads import mapped_on_threads
 from ..inference.affine import curvature_preconditioner
 from ..inference.laplace import find_map
@@ -417,6 +421,8 @@ def collapsed_mode_jumps(sampled, points, bounds, problem, log=None):
     starts = screened_exact_starts(screen, initial, bounds)
     for factor in (MODE_SEARCH_FACTOR, 1.0 / MODE_SEARCH_FACTOR):
         point = shortened_length_scales(sampled.param_names, hyper, factor)
+        starts.append(np.clip(point, bounds[:, 0], bounds[:, 1]))
+    for point in unused_input_starts(sampled.param_names, hyper, X):
         starts.append(np.clip(point, bounds[:, 0], bounds[:, 1]))
     optima = [hyper, *(find_map(sampled, point, bounds).params for point in starts)]
     jumps = laplace_mixture(sampled, optima, bounds, every=_MODE_JUMP_EVERY)
