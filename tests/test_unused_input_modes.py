@@ -19,15 +19,20 @@ class _TwoUses:
     near ``A`` stays in ``A``'s.
     """
 
+    weights = (1.0, 0.5)  # A's and B's
+
     def __init__(self):
         rng = np.random.default_rng(0)
         self.X = rng.standard_normal((200, 2))
         self.param_names = NAMES
 
+    def log_prob(self, theta):
+        return self.logp_and_grad(theta)[0]
+
     def logp_and_grad(self, theta):
         parts, grads = [], []
-        for centre, sd, weight in ((A, np.array([0.5, 0.5]), 1.0),
-                                   (B, np.array([3.0, 0.5]), 0.5)):  # fmt: skip
+        shapes = ((A, np.array([0.5, 0.5])), (B, np.array([3.0, 0.5])))
+        for (centre, sd), weight in zip(shapes, self.weights, strict=True):
             z = (theta - centre) / sd
             parts.append(np.log(weight) - 0.5 * z @ z)
             grads.append(-z / sd)
@@ -147,3 +152,27 @@ def test_the_chains_jump_to_the_mode_an_unused_input_leads_to(monkeypatch):
     assert jumps is not None
     means = jumps.means[np.argsort(jumps.means[:, 0])]
     np.testing.assert_allclose(means, [A, B], atol=1e-3)
+
+
+def test_a_side_mode_higher_than_the_search_s_becomes_the_reference(monkeypatch):
+    # The bound is compared with the highest exact mode known: the search
+    # ended at A, the side mode B is higher.
+    from types import SimpleNamespace
+
+    from skgp_bayes.variational_mcmc import _approximation
+
+    class BHigher(_TwoUses):
+        weights = (0.5, 4.0)
+
+    target = BHigher()
+    monkeypatch.setattr(_approximation, "ExactMarginalTarget", lambda *a: target)
+    stage = _stage()
+    found = SimpleNamespace(params=A.copy())
+    monkeypatch.setattr(
+        stage, "_exact_search", lambda problem, hyper: (target.log_prob(A), found)
+    )
+    value, mode, side = stage.exact_reference(_problem(target), A)
+    np.testing.assert_allclose(mode, B, atol=1e-3)
+    assert value == target.log_prob(mode) > target.log_prob(A)
+    assert len(side) == 1
+    np.testing.assert_allclose(side[0], A)

@@ -501,13 +501,20 @@ class ApproximationStage:
 
         ``(log density, [theta, log s2], side modes)``, ``(-inf, None, [])``
         when no search ends finite (see :meth:`_exact_search`). The side
-        modes are those :meth:`_side_modes` finds.
+        modes are those :meth:`_side_modes` finds; the highest of them and
+        the search's mode is the reference, which the value rule compares
+        the bound with (on randhie, 300 rows, a side mode was 0.68 nats
+        above the search's).
         """
         value, found = self._exact_search(problem, hyper)
         if not np.isfinite(value):
             return (-np.inf, None, [])
-        mode = np.array(found.params)
-        return (value, mode, self._side_modes(problem, mode))
+        modes = [np.array(found.params), *self._side_modes(problem, found.params)]
+        adapter, X, y, prior_set, _ = problem
+        exact = ExactMarginalTarget(adapter, X, y, prior_set)
+        values = [value, *(finite_value(exact.log_prob, m) for m in modes[1:])]
+        best = int(np.argmax(values))
+        return (values[best], modes[best], modes[:best] + modes[best + 1 :])
 
     def _side_modes(self, problem, mode):
         """Exact modes, besides ``mode``, reached from the inputs it leaves unused.
