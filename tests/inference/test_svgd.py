@@ -474,6 +474,22 @@ def test_rprop_rule_halves_on_a_sign_flip_and_grows_otherwise():
     np.testing.assert_array_equal(sign, [[-1.0, -1.0, 1.0]])
 
 
+def test_rprop_rates_stop_at_their_floor_and_regain_the_cap():
+    # A settled coordinate's field flips sign as the other particles move:
+    # forty flips would leave 0.5 * 2**-40 without the floor, and the
+    # coordinate could not move again for some 150 growths.
+    from skgp_bayes.inference.svgd import _MIN_RATE_FRACTION, _adapt_rates
+
+    cap = 0.5
+    rates, sign = np.full((1, 1), cap), np.ones((1, 1))
+    for _ in range(40):
+        rates, sign = _adapt_rates(rates, sign, -sign, cap)
+    np.testing.assert_allclose(rates, cap * _MIN_RATE_FRACTION)
+    for _ in range(23):
+        rates, sign = _adapt_rates(rates, sign, sign, cap)
+    np.testing.assert_allclose(rates, cap)
+
+
 def test_per_coordinate_continuation_equals_one_long_run():
     x0 = np.random.default_rng(6).normal(size=(6, 3))
     options = dict(
