@@ -257,7 +257,7 @@ def jump_record(jumps, counts):
     }
 
 
-def laplace_mixture(target, optima, bounds, every=10):
+def laplace_mixture(target, optima, bounds, every=10, keep_near=()):
     """The mixture of the distinct optima's Laplace approximations, or None.
 
     Parameters
@@ -270,6 +270,13 @@ def laplace_mixture(target, optima, bounds, every=10):
     bounds : ndarray of shape (d, 2)
     every : int, default=10
         As in :class:`ModeJumps`.
+    keep_near : sequence of ndarray of shape (d,), default=()
+        Modes the chains occupy (the same mode as one of these points, as
+        ``distinct_optima`` judges): kept whatever their share. A chain in
+        a mode the mixture leaves out sees a proposal density there of
+        nearly zero, and no move out of it is ever accepted; with the
+        mode in, at its small weight, the move to a far more probable mode
+        is accepted with odds of order one.
 
     Returns
     -------
@@ -277,7 +284,8 @@ def laplace_mixture(target, optima, bounds, every=10):
         Components weighted by each mode's Laplace mass (log density plus
         log volume, covariances capped as in
         :func:`~skgp_bayes.inference.laplace.laplace_covariance`); None
-        when fewer than two modes hold at least ``MIN_MODE_SHARE`` of it.
+        when fewer than two modes hold at least ``MIN_MODE_SHARE`` of it
+        or are kept by ``keep_near``.
 
     Examples
     --------
@@ -313,6 +321,8 @@ def laplace_mixture(target, optima, bounds, every=10):
         return None
     log_mass = np.array([m[2] for m in modes])
     keep = np.exp(log_mass - logsumexp(log_mass)) >= MIN_MODE_SHARE
+    for point in keep_near:
+        keep |= [len(distinct_optima([m[0], point])) == 1 for m in modes]
     if keep.sum() < 2:
         return None
     modes = [m for m, k in zip(modes, keep, strict=True) if k]

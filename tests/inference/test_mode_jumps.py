@@ -139,7 +139,7 @@ class _CountingTwoModes:
 
 
 def test_laplace_mixture_weights_modes_by_mass_and_skips_one_mode():
-    target, bounds = _CountingTwoModes(), np.array([[-10.0, 10.0]])
+    target, bounds = _CountingTwoModes(), np.array([[-20.0, 20.0]])
     # one mode (repeats within 0.3 are the same): no Hessian is paid for
     assert laplace_mixture(target, [np.array([4.0]), np.array([4.1])], bounds) is None
     assert target.calls == 0
@@ -235,3 +235,35 @@ def test_variational_mcmc_regressor_moves_between_the_modes():
         per_chain = reg.samples_
     short = np.exp(per_chain[:, :, 3]) < 1.0
     assert np.all((short.mean(axis=1) > 0.05) & (short.mean(axis=1) < 0.95))
+
+
+def test_a_mode_a_chain_occupies_stays_in_the_mixture_whatever_its_share():
+    # Two modes 15 nats apart in log density: by its share (3e-7) the lower
+    # one would be left out, and a chain in it would see a proposal
+    # density of about exp(-72) there, against the target's exp(-15) less
+    # than at the higher mode: every move out is refused. Kept at its small
+    # weight, the move to the higher mode is accepted with odds of order
+    # one, and moves into the lower mode are proposed once in millions.
+    low, high = np.array([-6.0]), np.array([6.0])
+
+    class FarApart:
+        def logp_and_grad(self, x):
+            a = -0.5 * (x - high) ** 2
+            b = -15.0 - 0.5 * (x - low) ** 2
+            top = np.maximum(a, b)
+            wa, wb = np.exp(a - top), np.exp(b - top)
+            grad = (-(x - high) * wa - (x - low) * wb) / (wa + wb)
+            return float((top + np.log(wa + wb))[0]), grad
+
+    target, bounds = FarApart(), np.array([[-20.0, 20.0]])
+    assert laplace_mixture(target, [high, low], bounds) is None
+    jumps = laplace_mixture(target, [high, low], bounds, keep_near=[low + 0.1])
+    assert jumps.means.shape == (2, 1)
+    log_accept = (
+        target.logp_and_grad(high)[0]
+        + jumps.log_q(low)
+        - target.logp_and_grad(low)[0]
+        - jumps.log_q(high)
+    )
+    assert log_accept > np.log(0.5)
+    assert np.min(np.exp(jumps.log_weights)) < 1e-6
