@@ -395,3 +395,41 @@ def test_variational_mcmc_reference_reaches_the_mode_beside_the_optimum():
     reg = VariationalMCMCRegressor(random_state=0).fit(X, y)
     column = reg.param_names_.index("k2__length_scale[1]")
     assert np.all(np.exp(reg.draws_[:, column]) < 2.0)
+
+
+def test_the_exact_map_search_starts_from_prior_draws_too(monkeypatch):
+    # Neither the start nor (switched off here) the screen and the climb
+    # lead to the higher mode at 1; the prior draws (log values 0.31, 0.71,
+    # -3.23, -5.40 under the default prior) lie in its basin.
+    from skgp_bayes import _starts
+    from skgp_bayes.priors import PriorSet
+
+    monkeypatch.setattr(_starts, "screened_exact_starts", lambda *a, **k: [])
+    monkeypatch.setattr(_starts, "exact_climb_point", lambda *a, **k: None)
+
+    class TwoBasins:
+        prior_set = PriorSet({"a": slice(0, 1)})
+
+        def logp_and_grad(self, x):
+            a, b = -0.5 * (x - 1.0) ** 2, -5.0 - 0.5 * (x + 8.0) ** 2
+            top = np.maximum(a, b)
+            wa, wb = np.exp(a - top), np.exp(b - top)
+            grad = (-(x - 1.0) * wa - (x + 8.0) * wb) / (wa + wb)
+            return float((top + np.log(wa + wb))[0]), grad
+
+        def log_prob(self, x):
+            return self.logp_and_grad(x)[0]
+
+    target, bounds = TwoBasins(), np.array([[-12.0, 6.0]])
+    start = np.array([-8.5])
+    assert find_map(target, start, bounds).params[0] == pytest.approx(-8.0, abs=1e-3)
+    found = _starts.exact_map_search(
+        target, lambda s: find_map(target, s, bounds), start, bounds
+    )
+    assert found.params[0] == pytest.approx(1.0, abs=1e-3)
+    # the same draws on every call: the fit's random stream is untouched
+    first = _starts.prior_restarts(target.prior_set, bounds)
+    np.testing.assert_array_equal(
+        first, _starts.prior_restarts(target.prior_set, bounds)
+    )
+    assert _starts.prior_restarts(None, bounds) == []
