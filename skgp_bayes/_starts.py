@@ -511,7 +511,9 @@ def prior_restarts(prior_set, bounds, n=PRIOR_RESTARTS):
     Returns
     -------
     list of ndarray of shape (n_params,)
-        Empty without priors.
+        Empty without priors or where a prior cannot be sampled (a user's
+        :class:`~skgp_bayes.priors.Prior` without ``sample``); draws that
+        are not finite are left out.
 
     Examples
     --------
@@ -525,8 +527,13 @@ def prior_restarts(prior_set, bounds, n=PRIOR_RESTARTS):
     """
     if prior_set is None or n == 0:
         return []
-    draws = prior_set.sample(np.random.default_rng(_PRIOR_RESTART_SEED), n)
-    return list(np.clip(draws, bounds[:, 0], bounds[:, 1]))
+    try:
+        draws = prior_set.sample(np.random.default_rng(_PRIOR_RESTART_SEED), n)
+    except NotImplementedError:
+        return []
+    with np.errstate(invalid="ignore"):
+        draws = np.clip(draws, bounds[:, 0], bounds[:, 1])
+    return [draw for draw in draws if np.all(np.isfinite(draw))]
 
 
 def exact_map_search(target, search, start, bounds, cap=None):

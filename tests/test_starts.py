@@ -433,3 +433,32 @@ def test_the_exact_map_search_starts_from_prior_draws_too(monkeypatch):
         first, _starts.prior_restarts(target.prior_set, bounds)
     )
     assert _starts.prior_restarts(None, bounds) == []
+
+
+def test_prior_restarts_skip_priors_that_cannot_be_sampled_and_bad_draws():
+    from skgp_bayes._starts import prior_restarts
+    from skgp_bayes.priors import Prior, PriorSet, ScipyPrior
+
+    class NoSampler(Prior):
+        def logpdf(self, x):
+            return -x
+
+        def dlogpdf(self, x):
+            return -np.ones_like(x)
+
+    bounds = np.tile([-5.0, 5.0], (1, 1))
+    assert (
+        prior_restarts(PriorSet({"a": slice(0, 1)}, {"a": NoSampler()}), bounds) == []
+    )
+
+    class NaNDraws:
+        def rvs(self, size, random_state):
+            return np.where(np.arange(size) % 2 == 0, np.nan, 2.0)
+
+        def logpdf(self, x):
+            return np.zeros_like(x)
+
+    draws = prior_restarts(
+        PriorSet({"a": slice(0, 1)}, {"a": ScipyPrior(NaNDraws())}), bounds
+    )
+    np.testing.assert_allclose(draws, np.log(2.0) * np.ones((2, 1)))
