@@ -108,16 +108,14 @@ def _problem(target):
     return (None, target.X, None, None, np.tile([-8.0, 8.0], (2, 1)))
 
 
-def test_the_exact_side_mode_is_found_from_the_unused_input(monkeypatch):
-    from skgp_bayes.variational_mcmc import _approximation
-
+def test_the_exact_side_mode_is_found_from_the_unused_input():
     target = _TwoUses()
-    monkeypatch.setattr(_approximation, "ExactMarginalTarget", lambda *a: target)
-    side = _stage()._side_modes(_problem(target), A)
+    bounds = _problem(target)[-1]
+    side = _stage()._side_modes(target, A, bounds)
     assert len(side) == 1
     np.testing.assert_allclose(side[0], B, atol=1e-3)
     # where every input is in use there is nothing to search
-    assert _stage()._side_modes(_problem(target), np.log([0.5, 0.6])) == []
+    assert _stage()._side_modes(target, np.log([0.5, 0.6]), bounds) == []
 
 
 def test_a_bound_without_the_side_mode_counts_as_missing_it(monkeypatch):

@@ -29,12 +29,12 @@ from ..exceptions import NumericalWarning, SolverConvergenceWarning
 from ..inference._chain_threads import mapped_on_threads
 from ..inference.gaussian_surrogate import GaussianMixtureDensity
 from ..inference.laplace import (
-    distinct_optima,
     find_map,
     gaussian_draws,
     gaussian_factor,
     laplace_covariance,
     laplace_modes,
+    same_mode,
 )
 from ..inference.particles import evaluation_seconds
 from ..predictive.exact import CGGPDraws, ExactGPDraws
@@ -292,11 +292,7 @@ def _joined(target, modes, found, best, best_value):
     mode is new.
     """
     known = [entry[0] for entry in modes]
-    new = [
-        entry
-        for entry in found
-        if len(distinct_optima([*known, entry[0]])) > len(known)
-    ]
+    new = [e for e in found if not any(same_mode(e[0], k) for k in known)]
     if not new:
         return modes, best
     centre, value = _highest(target, new)

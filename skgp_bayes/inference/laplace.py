@@ -21,6 +21,7 @@ __all__ = [
     "laplace_component",
     "laplace_covariance",
     "laplace_modes",
+    "same_mode",
     "ON_BOUND",
     "PILED_RATE",
     "piled_on_bounds",
@@ -257,6 +258,29 @@ def laplace_modes(target, starts, bounds, max_std=MAX_LAPLACE_STD, map_fn=map):
     return modes
 
 
+def same_mode(a, b):
+    """Whether two optima are one mode: closer than ``SAME_MODE`` in every
+    coordinate.
+
+    Parameters
+    ----------
+    a, b : ndarray of shape (p,)
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import same_mode
+    >>> same_mode(np.zeros(2), np.full(2, 0.1)), same_mode(np.zeros(2), np.ones(2))
+    (True, False)
+    """
+    difference = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    return bool(np.max(np.abs(difference)) < SAME_MODE)
+
+
 def distinct_optima(optima):
     """``optima`` without repeats: closer than ``SAME_MODE`` in every
     coordinate is one mode, the first one given stands for it.
@@ -279,7 +303,7 @@ def distinct_optima(optima):
     distinct = []
     for optimum in optima:
         optimum = np.asarray(optimum, dtype=np.float64)
-        if all(np.max(np.abs(optimum - m)) >= SAME_MODE for m in distinct):
+        if not any(same_mode(optimum, m) for m in distinct):
             distinct.append(optimum)
     return distinct
 

@@ -272,7 +272,8 @@ def laplace_mixture(target, optima, bounds, every=10, keep_near=()):
         As in :class:`ModeJumps`.
     keep_near : sequence of ndarray of shape (d,), default=()
         Modes the chains occupy (the same mode as one of these points, as
-        ``distinct_optima`` judges): kept whatever their share. A chain in
+        :func:`~skgp_bayes.inference.laplace.same_mode` judges): kept
+        whatever their share. A chain in
         a mode the mixture leaves out sees a proposal density there of
         nearly zero, and no move out of it is ever accepted; with the
         mode in, at its small weight, the move to a far more probable mode
@@ -302,7 +303,7 @@ def laplace_mixture(target, optima, bounds, every=10, keep_near=()):
     array([0.5, 0.5])
     >>> laplace_mixture(TwoBumps(), [np.array([2.0])] * 2, np.array([[-5.0, 5.0]]))
     """
-    from .laplace import distinct_optima, laplace_component
+    from .laplace import distinct_optima, laplace_component, same_mode
 
     distinct = distinct_optima(optima)
     if len(distinct) < 2:  # no Hessian to pay for
@@ -322,7 +323,7 @@ def laplace_mixture(target, optima, bounds, every=10, keep_near=()):
     log_mass = np.array([m[2] for m in modes])
     keep = np.exp(log_mass - logsumexp(log_mass)) >= MIN_MODE_SHARE
     for point in keep_near:
-        keep |= [len(distinct_optima([m[0], point])) == 1 for m in modes]
+        keep |= [same_mode(m[0], point) for m in modes]
     if keep.sum() < 2:
         return None
     modes = [m for m, k in zip(modes, keep, strict=True) if k]

@@ -28,7 +28,12 @@ from .._starts import (
 )
 from .._warnings import warn_user
 from ..inference._chain_threads import mapped_on_threads
-from ..inference.laplace import distinct_optima, find_map, laplace_component
+from ..inference.laplace import (
+    distinct_optima,
+    find_map,
+    laplace_component,
+    same_mode,
+)
 from ..inference.mode_jumps import MIN_MODE_SHARE
 from ..inference.particles import automatic_threads, evaluation_seconds
 from ..linalg.rows import unique_rows
@@ -509,14 +514,15 @@ class ApproximationStage:
         value, found = self._exact_search(problem, hyper)
         if not np.isfinite(value):
             return (-np.inf, None, [])
-        modes = [np.array(found.params), *self._side_modes(problem, found.params)]
-        adapter, X, y, prior_set, _ = problem
+        adapter, X, y, prior_set, hyper_bounds = problem
         exact = ExactMarginalTarget(adapter, X, y, prior_set)
+        mode = np.array(found.params)
+        modes = [mode, *self._side_modes(exact, mode, hyper_bounds)]
         values = [value, *(finite_value(exact.log_prob, m) for m in modes[1:])]
         best = int(np.argmax(values))
         return (values[best], modes[best], modes[:best] + modes[best + 1 :])
 
-    def _side_modes(self, problem, mode):
+    def _side_modes(self, exact, mode, hyper_bounds):
         """Exact modes, besides ``mode``, reached from the inputs it leaves unused.
 
         Two inputs that carry the same signal give the exact posterior a
@@ -532,20 +538,11 @@ class ApproximationStage:
         :data:`~skgp_bayes.inference.mode_jumps.MIN_MODE_SHARE` of its and
         ``mode``'s Laplace mass.
         """
-        adapter, X, y, prior_set, hyper_bounds = problem
-        exact = ExactMarginalTarget(adapter, X, y, prior_set)
-        starts = unused_input_starts(exact.param_names, mode, X)
+        starts = unused_input_starts(exact.param_names, mode, exact.X)
         if not starts.shape[0]:
             return []
         starts = np.clip(starts, hyper_bounds[:, 0], hyper_bounds[:, 1])
-        threads = 1
-        if self.quiet and starts.shape[0] > 1:
-            threads = automatic_threads(
-                exact,
-                starts.shape[0],
-                lambda: evaluation_seconds(exact, mode),
-                self.n_jobs,
-            )
+        threads = self.start_threads(exact, mode, starts.shape[0], exact.X.shape[0])
         with mapped_on_threads(threads) as map_fn:
             optima = map_fn(lambda s: find_map(exact, s, hyper_bounds).params, starts)
         return [
@@ -609,12 +606,11 @@ class ApproximationStage:
         near = find_map(exact, hyper, hyper_bounds).params
         bound = CollapsedSparseTarget(adapter, X, y, Z, prior_set)
         for mode in (reference[1], *reference[2]):
-            if len(distinct_optima([mode, near])) < 2:
+            if same_mode(mode, near):
                 continue
             if not _holds_mass(exact, mode, near, hyper_bounds):
                 continue
-            reached = find_map(bound, mode, hyper_bounds).params
-            if len(distinct_optima([hyper, reached])) < 2:
+            if same_mode(hyper, find_map(bound, mode, hyper_bounds).params):
                 return True
         return False
 
