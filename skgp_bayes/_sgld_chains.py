@@ -10,10 +10,9 @@ from joblib import Parallel, delayed, effective_n_jobs
 from ._backend import get_array_module
 from ._base import Printer
 from ._progress import engine_verbose, fit_progress
+from ._run_length import BULK_ESS_MIN, RHAT_MAX
 from ._sgld_refine import continuation, mapped_bounds, maps_line
 from ._sgld_setup import (
-    ESS_TARGET,
-    RHAT_TARGET,
     chain_diagnostics,
     mixed,
     not_mixed_message,
@@ -145,8 +144,8 @@ def _block_line(n_done, rhat, ess, done):
     return (
         f"{n_done} iterations per chain: "
         f"split R-hat up to {worst(rhat, np.nanmax):.3f} (target "
-        f"{RHAT_TARGET}), bulk ESS down to {worst(ess, np.nanmin):.0f} "
-        f"(target {ESS_TARGET})" + ("" if done else "; extending")
+        f"{RHAT_MAX}), bulk ESS down to {worst(ess, np.nanmin):.0f} "
+        f"(target {BULK_ESS_MIN})" + ("" if done else "; extending")
     )
 
 

@@ -34,7 +34,8 @@ Measured on default fits of the fresh-split benchmark that ended at
 
 import numpy as np
 
-from ._sgld_setup import ESS_TARGET, MODE_JUMP_EVERY, RHAT_TARGET
+from ._run_length import BULK_ESS_MIN, RHAT_MAX
+from ._sgld_setup import MODE_JUMP_EVERY
 from ._starts import subset_rows
 from .inference.laplace import find_map, same_mode
 from .inference.mode_jumps import laplace_mixture
@@ -86,7 +87,7 @@ def search_starts(kept, ends, rhat, ess):
     kept = np.asarray(kept, dtype=np.float64)
     pooled = kept.reshape(-1, kept.shape[-1])
     rhat, ess = np.asarray(rhat, dtype=float), np.asarray(ess, dtype=float)
-    met = (rhat <= RHAT_TARGET) & (ess >= ESS_TARGET)
+    met = (rhat <= RHAT_MAX) & (ess >= BULK_ESS_MIN)
     slow = np.flatnonzero(~met)
     # NaN ESS (a constant coordinate) sorts last
     slow = slow[np.argsort(np.nan_to_num(ess[slow], nan=np.inf), kind="stable")]

@@ -56,7 +56,8 @@ the searches find more modes, the chains go on with jumps between them
 
 import numpy as np
 
-from ._sgld_setup import ESS_TARGET, FIRST_DRAWS, RHAT_TARGET, WARMUP
+from ._run_length import BULK_ESS_MIN, RHAT_MAX
+from ._sgld_setup import FIRST_DRAWS, WARMUP
 from .inference.marginal_maps import MIN_EFFECTIVE_DRAWS, fit_marginal_maps
 from .inference.sgld import readapting_state
 
@@ -117,7 +118,7 @@ def continuation(runs, diagnosed, options, run, limit, find_modes=None):
     >>> run = RunLength("auto", 20000, None, 1)
     >>> new, inputs = continuation(runs, diagnosed, options, run, 20000)
     >>> new["n_iter"], inputs
-    (500, [{'state': 'chain 0'}, {'state': 'chain 1'}])
+    (250, [{'state': 'chain 0'}, {'state': 'chain 1'}])
     """
     n_done, burn, kept, rhat, ess = diagnosed
     # a burn-in the user fixed would keep the draws before the change
@@ -219,7 +220,7 @@ def skew_maps_for(kept, span, rhat, ess, options, budget_left, warmup):
     measured = np.isfinite(ess)
     if not measured.any() or np.any(ess[measured] < MIN_EFFECTIVE_DRAWS):
         return None
-    slow = (rhat > RHAT_TARGET) | (ess < ESS_TARGET)
+    slow = (rhat > RHAT_MAX) | (ess < BULK_ESS_MIN)
     if not worth_a_new_warmup(span, rhat, ess, warmup):
         return None
     maps = fit_marginal_maps(kept, ess)
@@ -247,10 +248,10 @@ def worth_a_new_warmup(span, rhat, ess, warmup):
     False
     """
     rhat, ess = np.asarray(rhat, dtype=float), np.asarray(ess, dtype=float)
-    slow = ((rhat > RHAT_TARGET) | (ess < ESS_TARGET)) & np.isfinite(ess)
+    slow = ((rhat > RHAT_MAX) | (ess < BULK_ESS_MIN)) & np.isfinite(ess)
     if not slow.any():
         return False
-    still_needed = span * (ESS_TARGET / max(np.min(ess[slow]), 1e-12) - 1.0)
+    still_needed = span * (BULK_ESS_MIN / max(np.min(ess[slow]), 1e-12) - 1.0)
     return bool(still_needed > warmup + FIRST_DRAWS)
 
 

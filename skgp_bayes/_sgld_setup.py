@@ -9,6 +9,7 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 
 import numpy as np
 
+from ._run_length import BULK_ESS_MIN, RHAT_MAX, further_block
 from ._starts import exact_map_search
 from .diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from .inference import sgld_schedule
@@ -33,8 +34,6 @@ from .targets import ExactMarginalTarget
 MODE_JUMP_EVERY = 2
 
 __all__ = [
-    "ESS_TARGET",
-    "RHAT_TARGET",
     "RunLength",
     "chain_diagnostics",
     "chain_options",
@@ -70,18 +69,15 @@ MIN_METRIC_WARMUP = 100
 # split in four halves of total ESS E give E[R-hat - 1] of about 2 / E, so
 # R-hat <= 1.01 needs an ESS of a few hundred: about 1000 MALA iterations
 # per chain (integrated autocorrelation times of 2 to 5) before a check can
-# pass. Each further block adds half the post-warm-up span.
+# pass. Each further block adds a quarter of the post-warm-up span
+# (skgp_bayes._run_length), and n_iter="auto" runs until the rule there is
+# met or until max_iter.
 FIRST_DRAWS = 1000
 # Roberts and Rosenthal's (1998) optimal MALA scale: proposal variance
 # 1.65^2 d^(-1/3) times the target covariance.
 MALA_SCALE = 1.65
 # Fewer kept draws per chain than this make R-hat and ESS unreliable.
 MIN_DIAGNOSTIC_DRAWS = 100
-# n_iter="auto" runs until every split R-hat is at most RHAT_TARGET and every
-# bulk ESS at least ESS_TARGET (Vehtari, Gelman, Simpson, Carpenter and
-# Buerkner, 2021), or until max_iter.
-RHAT_TARGET = 1.01
-ESS_TARGET = 100
 
 
 class RunLength:
@@ -101,7 +97,7 @@ class RunLength:
     >>> run.warmup(exact=True), run.first_block(exact=True)
     (500, 1500)
     >>> run.next_block(1500, 500, None)
-    500
+    250
     """
 
     def __init__(self, n_iter, max_iter, burn_in, thin):
@@ -134,10 +130,10 @@ class RunLength:
         return min(self.max_iter, self.warmup(exact) + draws)
 
     def next_block(self, n_total, burn, limit):
-        """Half the kept span more (at least enough for 50 kept draws), so
-        that the checks are few (logarithmic in the run length) and each run
-        overshoots the length it needed by at most half."""
-        block = max(self.thin * MIN_DIAGNOSTIC_DRAWS // 2, (n_total - burn) // 2)
+        """A quarter of the kept span more, and at least enough for 50 kept
+        draws (:func:`~skgp_bayes._run_length.further_block`)."""
+        least = self.thin * MIN_DIAGNOSTIC_DRAWS // 2
+        block = further_block(n_total - burn, least=least)
         if limit is not None:
             block = min(block, limit - n_total)
         return max(block, 1)
@@ -353,8 +349,8 @@ def mixed(rhat, ess):
     """
     if np.any(np.isnan(ess)):
         return False
-    rhat_ok = np.all(np.isnan(rhat)) or np.all(rhat <= RHAT_TARGET)
-    return bool(rhat_ok and np.all(ess >= ESS_TARGET))
+    rhat_ok = np.all(np.isnan(rhat)) or np.all(rhat <= RHAT_MAX)
+    return bool(rhat_ok and np.all(ess >= BULK_ESS_MIN))
 
 
 def worst(values, reduce):
@@ -386,14 +382,14 @@ def not_mixed_message(rhat, ess, names, ran, max_iter, kept=None):
     """
     missed = []
     for name, r, e in zip(names, rhat, ess, strict=True):
-        if not (r <= RHAT_TARGET or np.isnan(r)) or not e >= ESS_TARGET:
+        if not (r <= RHAT_MAX or np.isnan(r)) or not e >= BULK_ESS_MIN:
             missed.append(f"{name} (R-hat {r:.3f}, ESS {e:.0f})")
     apart = "" if kept is None else chains_apart(kept, names)
     return (
         f"The chains did not mix within the budget of max_iter={max_iter} "
         f"iterations per chain ({ran} run by this fit): split R-hat up to "
-        f"{worst(rhat, np.nanmax):.3f} where {RHAT_TARGET} is wanted and bulk "
-        f"ESS down to {worst(ess, np.nanmin):.0f} where {ESS_TARGET} is "
+        f"{worst(rhat, np.nanmax):.3f} where {RHAT_MAX} is wanted and bulk "
+        f"ESS down to {worst(ess, np.nanmin):.0f} where {BULK_ESS_MIN} is "
         "wanted, for "
         f"{', '.join(missed)}. Summaries of these draws are unreliable; "
         "increase max_iter, or continue the chains with warm_start=True." + apart

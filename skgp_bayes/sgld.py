@@ -109,8 +109,8 @@ class SGLDGPRegressor(
         Box for the noise variance; ``"fixed"`` keeps ``noise_variance``.
     n_iter : int or "auto", default="auto"
         Iterations per chain. ``"auto"``: a first block of the warm-up plus
-        1000 iterations, then further blocks of half the post-warm-up span,
-        until every split R-hat (rank-normalised, Vehtari et al. 2021) is at
+        1000 iterations, then further blocks of a quarter of the post-warm-up
+        span, until every split R-hat (rank-normalised, Vehtari et al. 2021) is at
         most 1.01 and every bulk ESS at least 100, or ``max_iter`` is
         reached, in which case a ``SamplerWarning`` gives the figures. An
         integer runs exactly that many (and warns only at R-hat above 1.1).

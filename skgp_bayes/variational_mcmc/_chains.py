@@ -17,6 +17,7 @@ from joblib import effective_n_jobs
 
 from .._base import Printer
 from .._progress import engine_verbose, fit_progress
+from .._run_length import BULK_ESS_MIN, RHAT_MAX
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 from ..inference._chain_threads import default_chain_threads
@@ -25,10 +26,8 @@ from ..inference.affine import curvature_preconditioner
 from ..likelihoods import RobustMax
 from ..predictive.sparse import q_draw, q_marginal_variances
 from ._sampling import (
-    BULK_ESS_MIN,
     HYPER_INV_MASS,
     MAX_BACKOFFS,
-    RHAT_MAX,
     RunLengthRule,
     Sampler,
     after_warmup,

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._run_length import BULK_ESS_MIN, RHAT_MAX
+from .._run_length import further_block as _further_block
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from ..diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from ..exceptions import NotPSDError
@@ -24,21 +26,6 @@ from ._trajectory import TrajectoryTarget
 # Initial inverse mass of a hyperparameter (log scale): posterior standard
 # deviations of log hyperparameters are typically a few tenths.
 HYPER_INV_MASS = 0.1
-# The run-length rule: split R-hat at most 1.01 (Vehtari et al., 2021) and
-# a bulk effective sample size of at least 100 for every parameter, enough
-# for posterior means and central intervals to about a tenth of a posterior
-# standard deviation (the Monte Carlo error is sd / sqrt(ESS)).
-RHAT_MAX = 1.01
-BULK_ESS_MIN = 100
-# After the first block the rule is checked again once the chains are a
-# quarter longer (at most a first block later). With fixed blocks of 250 a
-# rule met at 260 iterations ran to 500: on the sunspot numbers R-hat was
-# 1.011 at 250 and 1.008 at 300, and the fit ran 500. A check costs a rank
-# transform of every parameter's draws, a few hundredths of a second for
-# tens of parameters and thousands of draws, against a transition's
-# milliseconds; checking more often lets R-hat's noise stop a run a little
-# earlier, at run lengths where the bulk ESS is already in the hundreds.
-FURTHER_BLOCK_FRACTION = 0.25
 # A sampling block with a divergent transition becomes warm-up, and the
 # chains restart with their step times STEP_BACKOFF, at most MAX_BACKOFFS
 # times (so down to half the adapted step; the usual remedy, a target
@@ -574,7 +561,8 @@ def further_block(done, first_block):
     """Iterations of the next sampling block after ``done`` kept ones.
 
     A quarter of ``done`` (rounded up), at least one and at most
-    ``first_block`` (see ``FURTHER_BLOCK_FRACTION``).
+    ``first_block``: :func:`skgp_bayes._run_length.further_block`, capped
+    so that a check comes at most a first block later.
 
     Examples
     --------
@@ -582,7 +570,7 @@ def further_block(done, first_block):
     >>> further_block(250, 250), further_block(1000, 250)
     (63, 250)
     """
-    return int(min(first_block, max(1, np.ceil(FURTHER_BLOCK_FRACTION * done))))
+    return _further_block(done, most=first_block)
 
 
 def run_length_met(chains):
