@@ -135,11 +135,19 @@ def gaussian_mixture_quantiles(levels, means, sds):
         below = gap < 0.0
         lo = np.where(below, x, lo)
         hi = np.where(below, hi, x)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             step = x - gap / density
+        tolerance = _QUANTILE_RTOL * (np.abs(x) + size)
+        # A Newton step within the tolerance has converged, also where it
+        # lands on an end of the bracket (after the gap's sign made x that
+        # end, a step of zero does): bisecting there instead moved x half
+        # the bracket away, and on a variational MCMC fit's 309 x 2
+        # quantiles of 1,568-draw mixtures 175 of them then took some 40
+        # further halvings (49 passes over the draws instead of 10).
+        converged = np.abs(step - x) <= tolerance
         inside = (step > lo) & (step < hi)
-        new = np.where(inside, step, 0.5 * (lo + hi))
-        settled = np.abs(new - x) <= _QUANTILE_RTOL * (np.abs(x) + size)
+        new = np.where(inside | converged, step, 0.5 * (lo + hi))
+        settled = np.abs(new - x) <= tolerance
         x = new
         if np.all(settled | (lo == hi)):
             break

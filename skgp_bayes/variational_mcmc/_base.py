@@ -16,7 +16,7 @@ from .._base import EstimatorBase
 from .._defaults import fit_input_scaling
 from .._predictive_contract import per_chain_samples
 from .._sparse import initial_inducing
-from .._threads import blas_threads_for
+from .._threads import blas_threads_for, one_blas_thread
 from .._validation import (
     VersionedStateMixin,
     check_bounds,
@@ -25,6 +25,8 @@ from .._validation import (
     check_n_samples,
 )
 from ..inference import run_hmc_chains
+from ..inference._chain_threads import default_chain_threads, quickest_seconds
+from ..inference.particles import THREADED_PARTICLE_SECONDS
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
 from ..predictive.sparse import (
@@ -37,8 +39,6 @@ from ._chains import HMCStage
 from ._pipelines import FitStart, fit_joint
 from ._sampling import default_n_inducing
 
-# Query rows per block in prediction, bounding memory at O(rows * m).
-_PREDICT_ROWS = 4096
 # The end-of-fit checks (warn_degenerate_fit) predict from at most this many
 # evenly spaced draws. They ask whether the fitted mean function's spread
 # reaches 1% of the target's; the mean of 250 draws carries a Monte Carlo
@@ -168,18 +168,34 @@ class VariationalMCMCBase(
 
     # ---------------------------------------------------------- prediction
     def _draw_moments(self, X):
-        """Per-draw latent moments: means (S, k, C) and variances (S, k)."""
+        """Per-draw latent moments: means (S, k, C) and variances (S, k).
+
+        The draws go on threads by the rule of the chains
+        (:func:`~skgp_bayes.inference._chain_threads.default_chain_threads`:
+        with ``n_jobs=None``, where one draw's compiled work takes at least
+        :data:`~skgp_bayes.inference.particles.THREADED_PARTICLE_SECONDS`),
+        BLAS on one thread either way, so that the moments do not depend on
+        the choice.
+        """
         Z, C = self.inducing_points_, self._n_latent
         S = self.draws_.shape[0]
-        with self._blas_limit(min(X.shape[0], _PREDICT_ROWS), Z.shape[0]):
+        thetas = self.draws_[:, : self._adapter.n_params]
+        v = self.draws_[:, self._n_hyper :].reshape(S, -1, C)
+
+        def moments(rows, threads=1):
+            draws = thetas[rows], v[rows]
             return sparse_draw_moments(
-                self._adapter,
-                Z,
-                self._jitter,
-                self.draws_[:, : self._adapter.n_params],
-                self.draws_[:, self._n_hyper :].reshape(S, -1, C),
-                X,
+                self._adapter, Z, self._jitter, *draws, X, threads=threads
             )
+
+        with one_blas_thread():
+            threads = default_chain_threads(
+                self.n_jobs,
+                S,
+                lambda: quickest_seconds(lambda: moments(slice(0, 1)), repeats=1),
+                THREADED_PARTICLE_SECONDS,
+            )
+            return moments(slice(None), threads)
 
     def _gaussian_moments(self, X):
         """Moments of the Gaussian approximation ``q(f)``: (k, C) each."""

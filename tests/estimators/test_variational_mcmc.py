@@ -25,6 +25,7 @@ from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
+from skgp_bayes.variational_mcmc import _base as vm_base
 from skgp_bayes.variational_mcmc import _chains, _pipelines, _sampling
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
@@ -268,6 +269,41 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
         VariationalMCMCClassifier(n_jobs=1, **{**params, "random_state": 4}), X, y
     )
     assert not np.array_equal(a.draws_, c.draws_)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [VariationalMCMCRegressor, VariationalMCMCClassifier],
+    ids=lambda e: e.__name__,
+)
+def test_prediction_over_draws_on_threads_is_the_same(monkeypatch, est):
+    X, y = _binary(30)
+    params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20, max_samples=60)
+    fitted = quiet_fit(est(n_jobs=1, random_state=0, **params), X, y)
+
+    def predict(e):
+        if est is VariationalMCMCRegressor:
+            return e.predict(X, return_std=True)
+        return (e.predict_proba(X),)
+
+    serial = predict(fitted)
+    # n_jobs=None: the draws go on threads, here even where one draw's work
+    # is too little for threads to pay
+    monkeypatch.setattr(vm_base, "THREADED_PARTICLE_SECONDS", 0.0)
+    asked = []
+    moments = vm_base.sparse_draw_moments
+
+    def counted(*args, threads=1, **kwargs):
+        asked.append(threads)
+        return moments(*args, threads=threads, **kwargs)
+
+    monkeypatch.setattr(vm_base, "sparse_draw_moments", counted)
+    threaded = predict(fitted.set_params(n_jobs=None))
+    for a, b in zip(serial, threaded, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert asked
+    if numba.get_num_threads() >= 2:
+        assert max(asked) >= 2
 
 
 def test_chains_stay_on_one_thread_where_a_transition_is_cheap(monkeypatch):
