@@ -268,7 +268,7 @@ class RegressorContractMixin:
 
 
 # ----------------------------------------------------------- classifiers
-def binary_log_odds(likelihood, means, variances):
+def binary_log_odds(likelihood, means, variances, threads=1):
     """Log odds of class 1 under the draw-averaged predictive.
 
     ``log mean_s P_s(y=1) - log mean_s P_s(y=0)``, from each draw's log
@@ -280,6 +280,9 @@ def binary_log_odds(likelihood, means, variances):
     likelihood : skgp_bayes.likelihoods.Bernoulli
     means, variances : ndarray of shape (S, m)
         Per-draw latent moments.
+    threads : int, default=1
+        Threads for the per-draw probabilities
+        (:meth:`~skgp_bayes.likelihoods.Bernoulli.log_class_probabilities`).
 
     Returns
     -------
@@ -296,7 +299,9 @@ def binary_log_odds(likelihood, means, variances):
     True
     """
     S, m = means.shape
-    lp = likelihood.log_class_probabilities(means.ravel(), variances.ravel())
+    lp = likelihood.log_class_probabilities(
+        means.ravel(), variances.ravel(), threads=threads
+    )
     lp = lp.reshape(S, m, 2)
     return logsumexp(lp[..., 1], axis=0) - logsumexp(lp[..., 0], axis=0)
 

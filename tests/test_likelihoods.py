@@ -367,6 +367,20 @@ def test_log_class_probabilities_agree_with_log_predictive_density():
         assert_allclose(lp[:, label], direct, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 500])
+def test_log_class_probabilities_on_threads_are_the_same(threads):
+    # contiguous shares of the points, one compiled call each (more threads
+    # than points: one point each)
+    rng = np.random.default_rng(4)
+    mu = rng.uniform(-20.0, 20.0, 401)
+    var = np.exp(rng.uniform(np.log(1e-8), np.log(200.0), 401))
+    lik = Bernoulli()
+    serial = lik.log_class_probabilities(mu, var)
+    np.testing.assert_array_equal(
+        lik.log_class_probabilities(mu, var, threads=threads), serial
+    )
+
+
 def test_poisson_closed_forms():
     lik = Poisson()
     mu, var, y = np.array([0.2, -1.0]), np.array([0.3, 1.1]), np.array([3.0, 0.0])

@@ -1,5 +1,7 @@
 """Binary classification: Bernoulli with a logistic or probit link."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
 
@@ -228,7 +230,7 @@ class Bernoulli(Likelihood):
             return self._log_mean_sigmoid(self._sign(y) * mu, var)
         return log_ndtr(self._sign(y) * mu / np.sqrt(1.0 + var))
 
-    def log_class_probabilities(self, mu, var):
+    def log_class_probabilities(self, mu, var, threads=1):
         """``log P(y = 0)`` and ``log P(y = 1)`` under ``f ~ N(mu, var)``.
 
         The two columns of :meth:`log_predictive_density` at ``y = 0`` and
@@ -239,6 +241,10 @@ class Bernoulli(Likelihood):
         ----------
         mu, var : array-like of shape (n,)
             Latent means and variances (non-negative).
+        threads : int, default=1
+            Under the logit link, contiguous shares of the points go to this
+            many threads (the compiled rule releases the interpreter lock;
+            each point's value is the same on any thread).
 
         Returns
         -------
@@ -258,7 +264,18 @@ class Bernoulli(Likelihood):
         if self.link == "probit":
             scaled = mu / np.sqrt(1.0 + var)
             return np.column_stack([log_ndtr(-scaled), log_ndtr(scaled)])
-        return log_class_probabilities(*self._logit_rules(mu, var))
+        rules = self._logit_rules(mu, var)
+        if threads <= 1 or mu.size < 2:
+            return log_class_probabilities(*rules)
+        ends = np.linspace(0, mu.size, min(threads, mu.size) + 1).astype(int)
+
+        def share(bounds):
+            lo, hi = bounds
+            return log_class_probabilities(rules[0][lo:hi], rules[1][lo:hi], *rules[2:])
+
+        shares = zip(ends[:-1], ends[1:], strict=True)
+        with ThreadPoolExecutor(ends.size - 1) as pool:
+            return np.concatenate(list(pool.map(share, shares)))
 
     def _logit_rules(self, mu, var):
         """Arguments of the compiled logit rules for ``mu`` and ``var``."""

@@ -189,13 +189,23 @@ class VariationalMCMCBase(
             )
 
         with one_blas_thread():
-            threads = default_chain_threads(
-                self.n_jobs,
-                S,
-                lambda: quickest_seconds(lambda: moments(slice(0, 1)), repeats=1),
-                THREADED_PARTICLE_SECONDS,
-            )
+            threads = self._draw_threads(lambda: moments(slice(0, 1)))
             return moments(slice(None), threads)
+
+    def _draw_threads(self, one_draw):
+        """Threads for work over the draws, one draw of which is ``one_draw()``.
+
+        The rule of the chains
+        (:func:`~skgp_bayes.inference._chain_threads.default_chain_threads`):
+        with ``n_jobs=None``, where ``one_draw()`` takes at least
+        :data:`~skgp_bayes.inference.particles.THREADED_PARTICLE_SECONDS`.
+        """
+        return default_chain_threads(
+            self.n_jobs,
+            self.draws_.shape[0],
+            lambda: quickest_seconds(one_draw, repeats=1),
+            THREADED_PARTICLE_SECONDS,
+        )
 
     def _gaussian_moments(self, X):
         """Moments of the Gaussian approximation ``q(f)``: (k, C) each."""

@@ -492,7 +492,12 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         return means, variances[..., None]
 
     def _log_odds(self, means, var):
-        return binary_log_odds(self._likelihood, means[..., 0], var[..., 0])
+        means, var = means[..., 0], var[..., 0]
+        likelihood = self._likelihood
+        threads = self._draw_threads(
+            lambda: likelihood.log_class_probabilities(means[0], var[0])
+        )
+        return binary_log_odds(likelihood, means, var, threads=threads)
 
     @keyboard_interrupt_passes
     def predict_log_proba(self, X, method="mcmc"):
