@@ -235,7 +235,7 @@ def per_input_candidates(names, base, X):
     return np.array(candidates).reshape(-1, base.size)
 
 
-def unused_input_starts(names, optimum, X):
+def unused_input_starts(names, optimum, X, bounds=None):
     """Starts that give each input ``optimum`` leaves unused its own spread.
 
     Two inputs that carry the same signal give a posterior a mode for each:
@@ -260,6 +260,9 @@ def unused_input_starts(names, optimum, X):
         Log scale.
     X : ndarray of shape (n_samples, n_features)
         Training inputs in the units of the length scales.
+    bounds : ndarray of shape (n_params, 2), optional
+        Log-scale box the starts are clipped into (a spread shorter than a
+        length scale's lower bound starts on that bound).
 
     Returns
     -------
@@ -284,7 +287,10 @@ def unused_input_starts(names, optimum, X):
             point = optimum.copy()
             point[entry] = np.log(spread)
             starts.append(point)
-    return np.array(starts).reshape(-1, optimum.size)
+    starts = np.array(starts).reshape(-1, optimum.size)
+    if bounds is None:
+        return starts
+    return np.clip(starts, bounds[:, 0], bounds[:, 1])
 
 
 def subset_rows(n, cap=None):

@@ -232,10 +232,9 @@ def with_unused_input_modes(target, modes, best, bounds, map_fn=map):
     >>> len(found), np.round(np.exp(best), 1)  # input 1 carries nothing
     (1, array([  1. , 148.4]))
     """
-    starts = unused_input_starts(target.param_names, best, target.X)
+    starts = unused_input_starts(target.param_names, best, target.X, bounds)
     if not starts.shape[0]:
         return modes, best
-    starts = np.clip(starts, bounds[:, 0], bounds[:, 1])
     found = laplace_modes(target, starts, bounds, map_fn=map_fn)
     # best is the highest of modes (with_climbed_mode): only the new ones
     # need evaluating against it

@@ -538,10 +538,9 @@ class ApproximationStage:
         :data:`~skgp_bayes.inference.mode_jumps.MIN_MODE_SHARE` of its and
         ``mode``'s Laplace mass.
         """
-        starts = unused_input_starts(exact.param_names, mode, exact.X)
+        starts = unused_input_starts(exact.param_names, mode, exact.X, hyper_bounds)
         if not starts.shape[0]:
             return []
-        starts = np.clip(starts, hyper_bounds[:, 0], hyper_bounds[:, 1])
         threads = self.start_threads(exact, mode, starts.shape[0], exact.X.shape[0])
         with mapped_on_threads(threads) as map_fn:
             optima = map_fn(lambda s: find_map(exact, s, hyper_bounds).params, starts)

@@ -422,8 +422,7 @@ def collapsed_mode_jumps(sampled, points, bounds, problem, log=None):
     for factor in (MODE_SEARCH_FACTOR, 1.0 / MODE_SEARCH_FACTOR):
         point = shortened_length_scales(sampled.param_names, hyper, factor)
         starts.append(np.clip(point, bounds[:, 0], bounds[:, 1]))
-    for point in unused_input_starts(sampled.param_names, hyper, X):
-        starts.append(np.clip(point, bounds[:, 0], bounds[:, 1]))
+    starts.extend(unused_input_starts(sampled.param_names, hyper, X, bounds))
     optima = [hyper, *(find_map(sampled, point, bounds).params for point in starts)]
     jumps = laplace_mixture(sampled, optima, bounds, every=_MODE_JUMP_EVERY)
     if log is not None and jumps is not None:
