@@ -454,6 +454,10 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
 
     def _proba(self, X, method):
         """``predict_proba`` at inputs already in the model's units."""
+        return self._in_row_blocks(lambda X: self._block_proba(X, method), X)
+
+    def _block_proba(self, X, method):
+        """:meth:`_proba` of one block of rows."""
         means, var = self._latent_draws(X, method)
         if self._n_latent == 1:
             # Through the log odds, so that predict_log_proba is its log.
@@ -533,8 +537,8 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         """
         X = self._validate_query(X)
         if self._n_latent == 1:
-            means, var = self._latent_draws(X, method)
-            return proba_from_log_odds(self._log_odds(means, var), log=True)
+            odds = self._in_row_blocks(lambda X: self._block_log_odds(X, method), X)
+            return proba_from_log_odds(odds, log=True)
         return log_of_proba(self._proba(X, method))
 
     @available_if(has_two_classes)
@@ -571,6 +575,10 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         array([ True])
         """
         X = self._validate_query(X)
+        return self._in_row_blocks(lambda X: self._block_log_odds(X, method), X)
+
+    def _block_log_odds(self, X, method):
+        """Log odds of ``classes_[1]`` at one block of rows."""
         return self._log_odds(*self._latent_draws(X, method))
 
     @keyboard_interrupt_passes

@@ -374,12 +374,18 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             )
         X = self._validate_query(X)
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-        draws = self._predictive_draws(X, exposure, method, full_cov=return_cov)
-        if self.likelihood == "poisson":
-            return lognormal_rate_prediction(
-                draws.means, draws.spread, return_std, return_cov, noise
-            )
-        return mixture_prediction(draws, return_std, return_cov, noise)
+
+        def predicted(X, exposure):
+            draws = self._predictive_draws(X, exposure, method, full_cov=return_cov)
+            if self.likelihood == "poisson":
+                return lognormal_rate_prediction(
+                    draws.means, draws.spread, return_std, return_cov, noise
+                )
+            return mixture_prediction(draws, return_std, return_cov, noise)
+
+        if return_cov:  # one joint covariance over all the rows
+            return predicted(X, exposure)
+        return self._in_row_blocks(predicted, X, exposure)
 
     def _predictive_draws(self, X, exposure, method, full_cov=False):
         """Per-draw latent moments as :class:`LatentDraws` (log rate for Poisson)."""
@@ -466,7 +472,11 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = self._validate_query(X)
         y = check_targets(y, X.shape[0])
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-        return self._observation_predictive(X, exposure, method).logpdf(y)
+
+        def log_density(X, y, exposure):
+            return self._observation_predictive(X, exposure, method).logpdf(y)
+
+        return self._in_row_blocks(log_density, X, y, exposure)
 
     @keyboard_interrupt_passes
     def predict_quantiles(
@@ -512,7 +522,11 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         levels = check_quantiles(quantiles)
         X = self._validate_query(X)
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-        return self._observation_predictive(X, exposure, method).quantiles(levels)
+
+        def quantiles(X, exposure):
+            return self._observation_predictive(X, exposure, method).quantiles(levels)
+
+        return self._in_row_blocks(quantiles, X, exposure)
 
     @keyboard_interrupt_passes
     def predict_interval(self, X, coverage=0.9, *, exposure=None, method="mcmc"):

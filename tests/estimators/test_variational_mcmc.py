@@ -306,6 +306,59 @@ def test_prediction_over_draws_on_threads_is_the_same(monkeypatch, est):
         assert max(asked) >= 2
 
 
+def _row_block_predictions(est, X, y):
+    if isinstance(est, VariationalMCMCRegressor):
+        return [
+            *est.predict(X, return_std=True),
+            est.predict(X, return_std=True, noise=True)[1],
+            est.log_predictive_density(X, y),
+            est.predict_quantiles(X, [0.05, 0.5, 0.95]),
+        ]
+    out = [est.predict_proba(X), est.predict_log_proba(X), est.predict(X)]
+    if est.classes_.size == 2:
+        out.append(est.decision_function(X))
+    return out
+
+
+@pytest.mark.parametrize("task", ["regression", "binary", "three classes"])
+def test_predictions_in_row_blocks_are_the_rows_own(monkeypatch, task):
+    # Blocks of query rows bound the memory of the per-draw arrays; every
+    # row's prediction is its own, so they are the same to the bit as in
+    # one block (the quantiles up to their Newton tolerance, whose last
+    # step depends on the other rows of the block).
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-3.0, 3.0, (40, 2))
+    params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20, max_samples=60)
+    if task == "regression":
+        y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+        est = VariationalMCMCRegressor(random_state=0, **params)
+    else:
+        y = np.digitize(X[:, 0], [0.0] if task == "binary" else [-1.0, 1.0])
+        est = VariationalMCMCClassifier(random_state=0, **params)
+    est = quiet_fit(est, X, y)
+    whole = _row_block_predictions(est, X, y)
+    n_draws = est.draws_.shape[0]
+    monkeypatch.setattr(vm_base, "_MIN_PREDICT_ROWS", 1)
+    monkeypatch.setattr(vm_base, "_PREDICT_ELEMENTS", 7 * n_draws)  # 7 rows
+    blocks = []
+    in_row_blocks = vm_base.VariationalMCMCBase._in_row_blocks
+
+    def counted(self, compute, X, *per_row):
+        def block(X, *cut):
+            blocks.append(X.shape[0])
+            return compute(X, *cut)
+
+        return in_row_blocks(self, block, X, *per_row)
+
+    monkeypatch.setattr(vm_base.VariationalMCMCBase, "_in_row_blocks", counted)
+    cut = _row_block_predictions(est, X, y)
+    assert blocks and max(blocks) == 7 and set(blocks) == {7, 5}
+    for a, b in zip(whole[:-1] if task == "regression" else whole, cut, strict=False):
+        np.testing.assert_array_equal(a, b)
+    if task == "regression":
+        np.testing.assert_allclose(cut[-1], whole[-1], rtol=1e-12, atol=1e-12)
+
+
 def test_chains_stay_on_one_thread_where_a_transition_is_cheap(monkeypatch):
     X, y = _binary(30)
     threads = []
