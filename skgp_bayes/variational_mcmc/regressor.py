@@ -374,18 +374,20 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             )
         X = self._validate_query(X)
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-
-        def predicted(X, exposure):
-            draws = self._predictive_draws(X, exposure, method, full_cov=return_cov)
-            if self.likelihood == "poisson":
-                return lognormal_rate_prediction(
-                    draws.means, draws.spread, return_std, return_cov, noise
-                )
-            return mixture_prediction(draws, return_std, return_cov, noise)
-
+        asked = method, return_std, return_cov, noise
         if return_cov:  # one joint covariance over all the rows
-            return predicted(X, exposure)
-        return self._in_row_blocks(predicted, X, exposure)
+            return self._predicted(X, exposure, asked)
+        return self._in_row_blocks(lambda *a: self._predicted(*a, asked), X, exposure)
+
+    def _predicted(self, X, exposure, asked):
+        """:meth:`predict` at one block of rows (all of them for a covariance)."""
+        method, return_std, return_cov, noise = asked
+        draws = self._predictive_draws(X, exposure, method, full_cov=return_cov)
+        if self.likelihood == "poisson":
+            return lognormal_rate_prediction(
+                draws.means, draws.spread, return_std, return_cov, noise
+            )
+        return mixture_prediction(draws, return_std, return_cov, noise)
 
     def _predictive_draws(self, X, exposure, method, full_cov=False):
         """Per-draw latent moments as :class:`LatentDraws` (log rate for Poisson)."""
@@ -413,6 +415,14 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         if self.likelihood == "poisson":
             return PoissonMixturePredictive(draws.means, draws.spread, self._likelihood)
         return GaussianMixturePredictive.from_draws(draws)
+
+    def _observed(self, X, exposure, method, read, *per_row):
+        """``read(observation predictive, *per_row)`` over blocks of rows."""
+
+        def block(X, exposure, *cut):
+            return read(self._observation_predictive(X, exposure, method), *cut)
+
+        return self._in_row_blocks(block, X, exposure, *per_row)
 
     def _latent(self, X, exposure, method):
         """Latent means and variances, ``(S, k)`` each (S=1 for gaussian)."""
@@ -472,11 +482,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = self._validate_query(X)
         y = check_targets(y, X.shape[0])
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-
-        def log_density(X, y, exposure):
-            return self._observation_predictive(X, exposure, method).logpdf(y)
-
-        return self._in_row_blocks(log_density, X, y, exposure)
+        return self._observed(X, exposure, method, lambda p, y: p.logpdf(y), y)
 
     @keyboard_interrupt_passes
     def predict_quantiles(
@@ -522,11 +528,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         levels = check_quantiles(quantiles)
         X = self._validate_query(X)
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-
-        def quantiles(X, exposure):
-            return self._observation_predictive(X, exposure, method).quantiles(levels)
-
-        return self._in_row_blocks(quantiles, X, exposure)
+        return self._observed(X, exposure, method, lambda p: p.quantiles(levels))
 
     @keyboard_interrupt_passes
     def predict_interval(self, X, coverage=0.9, *, exposure=None, method="mcmc"):
