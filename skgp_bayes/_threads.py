@@ -1,7 +1,9 @@
 """Thread-count policy for BLAS and LAPACK calls on small matrices."""
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from . import _config
@@ -87,3 +89,41 @@ def one_blas_thread():
     ...     pass
     """
     return _blas_controller().limit(limits=1, user_api="blas")
+
+
+def on_contiguous_shares(compute, n_items, threads):
+    """``compute(rows)`` over contiguous shares of ``n_items`` items, in order.
+
+    With ``threads`` above 1 and more than one item, the items split into
+    ``min(threads, n_items)`` contiguous slices, each computed on its own
+    thread with BLAS on one thread (for compiled work that releases the
+    interpreter lock); otherwise one call with ``slice(None)``. Work whose
+    items are independent gets the same result per item either way.
+
+    Parameters
+    ----------
+    compute : callable
+        ``compute(rows)`` with ``rows`` a slice of the items.
+    n_items : int
+    threads : int
+
+    Returns
+    -------
+    list
+        The results of ``compute``, one per share, in the items' order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._threads import on_contiguous_shares
+    >>> x = np.arange(5.0)
+    >>> [part.tolist() for part in on_contiguous_shares(lambda r: x[r] ** 2, 5, 2)]
+    [[0.0, 1.0], [4.0, 9.0, 16.0]]
+    """
+    n_shares = min(threads, n_items)
+    if n_shares <= 1:
+        return [compute(slice(None))]
+    ends = np.linspace(0, n_items, n_shares + 1).astype(int)
+    shares = [slice(lo, hi) for lo, hi in zip(ends[:-1], ends[1:], strict=True)]
+    with one_blas_thread(), ThreadPoolExecutor(n_shares) as pool:
+        return list(pool.map(compute, shares))

@@ -1,10 +1,9 @@
 """Binary classification: Bernoulli with a logistic or probit link."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
 
+from .._threads import on_contiguous_shares
 from ._base import Likelihood
 from ._bernoulli_numba import log_class_probabilities, log_mean_sigmoid
 from ._quadrature import gauss_hermite, gauss_laguerre
@@ -264,18 +263,13 @@ class Bernoulli(Likelihood):
         if self.link == "probit":
             scaled = mu / np.sqrt(1.0 + var)
             return np.column_stack([log_ndtr(-scaled), log_ndtr(scaled)])
-        rules = self._logit_rules(mu, var)
-        if threads <= 1 or mu.size < 2:
-            return log_class_probabilities(*rules)
-        ends = np.linspace(0, mu.size, min(threads, mu.size) + 1).astype(int)
-
-        def share(bounds):
-            lo, hi = bounds
-            return log_class_probabilities(rules[0][lo:hi], rules[1][lo:hi], *rules[2:])
-
-        shares = zip(ends[:-1], ends[1:], strict=True)
-        with ThreadPoolExecutor(ends.size - 1) as pool:
-            return np.concatenate(list(pool.map(share, shares)))
+        mu, var, *rules = self._logit_rules(mu, var)
+        parts = on_contiguous_shares(
+            lambda rows: log_class_probabilities(mu[rows], var[rows], *rules),
+            mu.size,
+            threads,
+        )
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _logit_rules(self, mu, var):
         """Arguments of the compiled logit rules for ``mu`` and ``var``."""

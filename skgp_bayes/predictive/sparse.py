@@ -10,11 +10,9 @@ joint draws and pathwise function samples of models whose draws are
 ``K(X, X) - A' A + A' q_L q_L' A``, where ``A = R^-1 K(Z, X)``.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
-from .._threads import blas_threads_for, one_blas_thread
+from .._threads import blas_threads_for, on_contiguous_shares
 from ..exceptions import NotPSDError
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters
@@ -340,13 +338,7 @@ def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X, threads=1):
             LAPACK,
         )
 
-    bounds = np.linspace(0, len(params), min(threads, len(params)) + 1).astype(int)
-    shares = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-    if len(shares) > 1:
-        with one_blas_thread(), ThreadPoolExecutor(len(shares)) as pool:
-            parts = list(pool.map(share, shares))
-    else:
-        parts = [share(slice(None))]
+    parts = on_contiguous_shares(share, len(params), threads)
     if not all(part[0] for part in parts):
         raise NotPSDError(
             "The jittered K(Z, Z) of a posterior draw is not positive definite."
