@@ -9,7 +9,13 @@ rule, so that "converged" means the same on every estimator.
 
 import numpy as np
 
-__all__ = ["BULK_ESS_MIN", "FURTHER_BLOCK_FRACTION", "RHAT_MAX", "further_block"]
+__all__ = [
+    "BULK_ESS_MIN",
+    "FURTHER_BLOCK_FRACTION",
+    "RHAT_MAX",
+    "further_block",
+    "iterations_still_needed",
+]
 
 # Split R-hat at most 1.01 and a bulk effective sample size of at least 100
 # for every parameter: enough for posterior means and central intervals to
@@ -58,3 +64,52 @@ def further_block(span, least=1, most=None):
     """
     block = max(int(least), int(np.ceil(FURTHER_BLOCK_FRACTION * span)))
     return block if most is None else min(block, int(most))
+
+
+def iterations_still_needed(span, rhat, ess):
+    """Iterations per chain the slowest parameter still needs, at its rate so far.
+
+    Where a parameter misses the rule, its bulk ESS grows in proportion to
+    the run's length, and so does the inverse of its split R-hat's excess
+    over 1: with ``M`` split chains of ``n`` draws, the between-chain
+    variance of their means is the variance over ``ESS / M`` effective
+    draws, so ``R-hat^2 = 1 - 1/n + M / ESS`` and ``R-hat - 1`` is about
+    ``M / (2 ESS)`` (four chains, eight halves: R-hat <= 1.01 asks for a
+    bulk ESS of about 400). A parameter needs its span multiplied by
+    ``max(BULK_ESS_MIN / ESS, (R-hat - 1) / (RHAT_MAX - 1))``; the estimate
+    is that factor's largest, less one, times ``span``. An estimate, for
+    chains in one stationary regime: chains apart in two modes do not come
+    together at this rate.
+
+    Parameters
+    ----------
+    span : int
+        Iterations per chain the draws come from.
+    rhat, ess : ndarray of shape (n_params,)
+        Split R-hat and bulk ESS of each parameter (NaN where not measured:
+        left out).
+
+    Returns
+    -------
+    float
+        0 where every measured parameter meets the rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._run_length import iterations_still_needed
+    >>> rhat, ess = np.array([1.03, 1.0]), np.array([300.0, 900.0])
+    >>> float(iterations_still_needed(250, rhat, ess))
+    500.0
+    >>> float(iterations_still_needed(250, np.array([1.005]), np.array([50.0])))
+    250.0
+    """
+    rhat, ess = np.asarray(rhat, dtype=float), np.asarray(ess, dtype=float)
+    measured = np.isfinite(rhat) & np.isfinite(ess)
+    with np.errstate(divide="ignore"):
+        factor = np.maximum(
+            BULK_ESS_MIN / ess[measured], (rhat[measured] - 1.0) / (RHAT_MAX - 1.0)
+        )
+    if not factor.size or np.max(factor) <= 1.0:
+        return 0.0
+    return float(span * (np.max(factor) - 1.0))

@@ -34,6 +34,7 @@ from ._sampling import (
     further_block,
     merge,
     pool_step_sizes,
+    remapped_sampler,
     restarted_with_smaller_step,
     retried_counts,
 )
@@ -103,6 +104,9 @@ class ChainRun:
     rhat_and_ess : tuple of ndarray or None
         Every parameter's split R-hat and bulk ESS of ``chains``, where the
         last check of the run-length rule computed them all.
+    maps_refitted : bool
+        Whether the coordinates were refined again after a sampling block
+        (``HMCStage._remapped``).
     """
 
     chains: np.ndarray
@@ -112,6 +116,7 @@ class ChainRun:
     n_backoffs: int = 0
     sampler: object = None
     rhat_and_ess: tuple = None
+    maps_refitted: bool = False
 
 
 @dataclasses.dataclass
@@ -198,6 +203,12 @@ sampler, target_accept, n_jobs
             return {"max_leapfrog": _LEAPFROG_CAP, "trajectory_length": np.pi, **retry}
         return {"max_leapfrog": self.max_leapfrog, **retry}
 
+    def _engine_options(self):
+        """The engine options every run of the chains shares."""
+        return dict(
+            thin=self.thin, target_accept=self.target_accept, **self.leapfrog_options()
+        )
+
     def mean_leapfrog(self, step_size=None):
         """Leapfrog steps of a transition on average.
 
@@ -258,11 +269,7 @@ sampler, target_accept, n_jobs
         n_params)`` in ``(theta, v)`` coordinates, one merged
         :class:`HMCResult` per chain and the number of sampling blocks.
         """
-        options = dict(
-            thin=self.thin,
-            target_accept=self.target_accept,
-            **self.leapfrog_options(),
-        )
+        options = self._engine_options()
         n_warmup, first = self.n_warmup, None
         if sampler.transform is not None and n_warmup >= _MIN_REFINED_WARMUP:
             sampler, n_warmup, first = self._refine(sampler, seed, options)
@@ -272,6 +279,7 @@ sampler, target_accept, n_jobs
         results = self._pooled(results, n_warmup)
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
+        refit_tried, refitted = False, False
         steps = [r.step_size for r in results]
         rule, threads = RunLengthRule(), self._workers(sampler, steps)["threads"]
         while True:
@@ -306,8 +314,47 @@ sampler, target_accept, n_jobs
             if met or done >= budget:
                 seconds = time.perf_counter() - t_start
                 return ChainRun(
-                    chains, results, n_blocks, seconds, backoffs, sampler, rule.every
-                )
+                    chains, results, n_blocks, seconds, backoffs, sampler, rule.every,
+                    refitted,
+                )  # fmt: skip
+            if not refit_tried:
+                refit_tried = True
+                refit = self._remapped(sampler, results, done, budget, seed, n_warmup)
+                if refit is not None:
+                    sampler, results, budget = refit
+                    done, n_blocks, rule, refitted = 0, 0, RunLengthRule(), True
+
+    def _remapped(self, sampler, results, done, budget, seed, n_warmup):
+        """Once per fit, after a block that missed the run-length rule: the
+        chains in coordinates refined again from their sampling draws, with
+        sinh maps for the skewed slow ones
+        (:func:`~skgp_bayes.variational_mcmc._sampling.remapped_sampler`).
+
+        Each chain goes on from where it is, with a warm-up of ``n_warmup``
+        iterations (the refinement's second half) in the new coordinates;
+        everything before counts as warm-up. Returns ``(sampler, results,
+        sampling budget left)``, or None where the rule says no or the
+        budget cannot hold that warm-up and a first block.
+        """
+        cost = n_warmup + self.n_samples
+        if budget - done < cost:
+            return None
+        draws = np.stack([r.samples for r in results])
+        states = np.stack([r.final_state for r in results])
+        new = remapped_sampler(sampler, draws, states, done, cost)
+        if new is None:
+            return None
+        new.step_size = np.array([r.step_size for r in results])
+        if self.log is not None:
+            self.log(
+                f"HMC: sinh maps for {new.n_skew_maps} skewed coordinates, fitted "
+                f"to {done} sampling iterations per chain; those draws become "
+                f"warm-up and the chains adapt again for {n_warmup} iterations"
+            )
+        options = self._engine_options()
+        more = self._warmup(new, [seed, 0, 1], options, n_warmup, results)
+        results = [after_warmup(a, b) for a, b in zip(results, more, strict=True)]
+        return new, self._pooled(results, n_warmup), budget - done - n_warmup
 
     def _pooled(self, results, n_warmup):
         """The chains after warm-up at one step, calibrated for static HMC.

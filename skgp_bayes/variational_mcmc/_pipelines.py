@@ -486,6 +486,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
             "retried_accepted": int(retried_accepted),
             "preconditioned": sampler.transform is not None,
             "skew_maps": final.n_skew_maps,
+            "maps_refitted": bool(run.maps_refitted),
         },
         "_adapter": start.adapter,
         "_jitter": target.jitter,
