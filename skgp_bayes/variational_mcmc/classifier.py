@@ -259,9 +259,10 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         ``retried_trajectories`` (failed trajectories tried again with a
         quarter of the step, warm-up included) and those of them
         ``retried_accepted``, whether the chains ran in
-        curvature-scaled coordinates (``preconditioned``) and how many
-        skewed hyperparameters warm-up gave a sinh map (``skew_maps``), in
-        one place.
+        curvature-scaled coordinates (``preconditioned``), how many
+        skewed hyperparameters the chains gave a sinh map (``skew_maps``)
+        and whether the maps were refitted from the first sampling block's
+        draws (``maps_refitted``), in one place.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)
         Only when ``X`` has string feature names.
