@@ -703,8 +703,8 @@ def remapped_sampler(sampler, chains, states, span, cost):
     if sampler.mode_jumps is not None:
         return None
     rhat, ess = rhat_and_bulk_ess(sampler.unmapped(chains))
-    slow = np.flatnonzero(_missing(rhat, ess) & np.isfinite(ess))
     measured = np.isfinite(ess)
+    slow = np.flatnonzero(_missing(rhat, ess) & measured)
     if not slow.size or slow[-1] >= sampler.n_mapped:
         return None
     if np.any(ess[measured] < MIN_EFFECTIVE_DRAWS):
