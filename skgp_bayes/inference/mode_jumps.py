@@ -105,6 +105,37 @@ class ModeJumps:
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
 
+    def as_arrays(self):
+        """The mixture as arrays, for a compiled sampler.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``(means, factors, cumulative weights, stacked inverse factors,
+            stacked whitened means, log constants)``: :meth:`propose` picks
+            the first component whose cumulative weight exceeds a uniform
+            times the last, and :meth:`log_q` whitens ``x`` by the stacked
+            ``(k d, d)`` inverse factors, subtracts the stacked means and
+            adds each component's log constant to minus half its squared
+            norm.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+        >>> jumps = ModeJumps([[-2.0], [2.0]], [[[1.0]], [[0.5]]], np.log([1, 3]))
+        >>> [a.shape for a in jumps.as_arrays()]
+        [(2, 1), (2, 1, 1), (2,), (2, 1), (2,), (2,)]
+        """
+        return (
+            self.means,
+            self.factors,
+            self._cumulative,
+            self._stacked_inverse,
+            self._stacked_shift,
+            self._log_const,
+        )
+
     def describe(self):
         """The modes and their weights, for a progress line.
 

@@ -39,17 +39,16 @@ import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
+from ._mala_stretch import chain_jump, compiled_stretch, mala_stream_length
 from .adaptation import DualAveraging, fisher_metric
 from .langevin import (
     LangevinMetric,
     SGLDInfo,
     SGLDState,
     mala_step,
-    moved_state,
     sgld_init,
     sgld_step,
 )
-from .mode_jumps import mode_jump
 
 __all__ = [
     "LangevinMetric",
@@ -57,6 +56,7 @@ __all__ = [
     "SGLDResult",
     "SGLDState",
     "copy_state",
+    "mala_stream_length",
     "mala_step",
     "readapting_state",
     "run_sgld",
@@ -318,29 +318,25 @@ def run_sgld(
             freeze_window,
             max_failures,
         )
-    n_jumps = n_jumps_accepted = 0
-    for t in range(chain.t0, chain.t0 + n_iter):
-        step(t)
-        if jumps is not None and (t + 1) % jumps.every == 0:
-            n_jumps += 1
-            n_jumps_accepted += _jump(chain, logp_and_grad, jumps)
+    stretch = None
+    if metropolis:
+        stretch = compiled_stretch(logp_and_grad, chain, jumps, step.adaptation)
+    t, end = chain.t0, chain.t0 + n_iter
+    while t < end:
+        last = None if stretch is None else stretch(t, end)
+        if last is None:
+            step(t)
+            if jumps is not None and (t + 1) % jumps.every == 0:
+                chain_jump(chain, logp_and_grad, jumps)
+        else:
+            t = last
         chain.record(t)
         if progress is not None:
             progress(t - chain.t0 + 1, n_iter, chain.stats(t))
+        t += 1
     result = chain.result()
-    result.n_jumps, result.n_jumps_accepted = n_jumps, n_jumps_accepted
+    result.n_jumps, result.n_jumps_accepted = chain.n_jumps, chain.n_jumps_accepted
     return result
-
-
-def _jump(chain, logp_and_grad, jumps):
-    """One mode-jumping move of the chain's state; whether it was accepted."""
-    s = chain.s
-    accepted, x, logp, grad = mode_jump(
-        s.x, s.logp, logp_and_grad, chain.rng, jumps, chain.bounds
-    )
-    if accepted:
-        chain.s = moved_state(s, x, logp, grad)
-    return accepted
 
 
 class _Chain:
@@ -357,6 +353,7 @@ class _Chain:
         self.verbose, self.print_fn, self.n_iter = verbose, print_fn, n_iter
         self.report = max(1, n_iter // 10)
         self.t_start = time.perf_counter()
+        self.n_jumps = self.n_jumps_accepted = 0
 
     def set_metric(self, M):
         self.metric = LangevinMetric(M, self.s.x.shape[0])
@@ -536,9 +533,13 @@ def _reject_sgld(s, t, max_failures):
 
 
 def _mala_update(logp_and_grad, chain, schedule, adapt_steps, target_accept, windows):
-    """The driver of MALA: step-size and metric adaptation around a step."""
+    """The driver of MALA: step-size and metric adaptation around a step.
+
+    Returns ``update(t)``, one interpreted transition, with the warm-up's
+    schedule as ``update.adaptation`` (for the compiled stretches).
+    """
     a, b, gamma = schedule
-    ends = {end: start for start, end in windows}
+    adaptation = _Adaptation(adapt_steps, target_accept, windows)
     if chain.s.logp is None:
         start = sgld_init(chain.s.x, logp_and_grad)
         chain.s.logp, chain.s.grad = start.logp, start.grad
@@ -569,14 +570,47 @@ def _mala_update(logp_and_grad, chain, schedule, adapt_steps, target_accept, win
         s.n_accepted += info.accepted
         if s.dual is not None:
             s.dual.update(info.accept_prob)
-            if any(start <= t < end for start, end in windows):
-                s.moments.append((s.x, s.grad))
-            if t + 1 in ends:
-                _adapt_metric(chain, eps, target_accept)
-            if t == adapt_steps - 1:
-                s.frozen_at, s.frozen_eps, s.dual = t, s.dual.final_step_size, None
+            adaptation.collect(s, t, ([s.x], [s.grad]))
+            adaptation.conclude(chain, t, eps)
 
+    update.adaptation = adaptation
     return update
+
+
+class _Adaptation:
+    """MALA's warm-up: its metric windows and the end of the step's adaptation."""
+
+    def __init__(self, adapt_steps, target_accept, windows):
+        self.adapt_steps, self.target_accept = adapt_steps, target_accept
+        self.windows = windows
+        self.ends = {end: start for start, end in windows}
+
+    def next_stop(self, t):
+        """The first iteration after ``t`` at which the metric or step changes."""
+        return min(
+            [end for end in self.ends if end > t]
+            + ([self.adapt_steps] if self.adapt_steps > t else [])
+        )
+
+    def collect(self, s, t, moments):
+        """Keep the states and gradients after iterations ``t, t + 1, ...``
+        (``moments = (states, gradients)``) that fall in a metric window."""
+        if s.dual is None:
+            return
+        for i, (x, grad) in enumerate(zip(*moments, strict=True)):
+            if any(start <= t + i < end for start, end in self.windows):
+                s.moments.append((np.array(x), np.array(grad)))
+
+    def conclude(self, chain, t, eps):
+        """After iteration ``t``'s transition at ``eps``: a new metric at a
+        window's end, the step frozen at the adaptation's."""
+        s = chain.s
+        if s.dual is None:
+            return
+        if t + 1 in self.ends:
+            _adapt_metric(chain, eps, self.target_accept)
+        if t == self.adapt_steps - 1:
+            s.frozen_at, s.frozen_eps, s.dual = t, s.dual.final_step_size, None
 
 
 def _restarted_dual(eps, target_accept):

@@ -14,16 +14,10 @@ inducing inputs 64 us, of which 14. Here the layers' arithmetic is the
 same, in the same order, and the trajectory runs without the interpreter
 lock, so chains on threads run side by side.
 
-The target is one of four kinds: the Bernoulli-logit or softmax joint
-target of ``(theta, v)`` (:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`,
-``softmax_joint``), the collapsed bound of ``[theta, log s2]``
-(:func:`~skgp_bayes.targets._collapsed_numba.value_and_grad_params`) or
-the exact marginal likelihood of up to a few hundred rows with an RBF kernel
-(:func:`~skgp_bayes.targets._exact_numba.rbf_value_and_grad`), each with
-its own entry point (:data:`TRAJECTORIES`) that takes only its kind's
-argument tuple. ``prior`` is ``(kind, a, b, const)`` of
-:func:`~skgp_bayes.targets._sparse_numba.log_prior_theta`, all of length
-zero when there is no prior.
+The density's layers are :func:`skgp_bayes._chain_density_numba.chain_density`;
+its target is one of four kinds (the logit or softmax joint target, the
+collapsed bound, the exact RBF target), each with its own entry point
+(:data:`TRAJECTORIES`) that takes only its kind's argument tuple.
 
 Why four entry points over one loop: a compiled function is compiled
 with every function it can call, and the compiler optimises and lowers
@@ -47,20 +41,19 @@ target handles.
 
 import math
 
-import numpy as np
 from numba import njit
 
-from ..inference._marginal_maps_numba import map_forward
-from ..linalg._numba_ops import copy_vector
-from ..targets._collapsed_numba import value_and_grad_params
-from ..targets._exact_numba import rbf_value_and_grad
-from ..targets._likelihood_numba import (
-    DONE,
-    NOT_PSD,
-    logit_joint,
-    softmax_joint,
+from .._chain_density_numba import (
+    GENERAL,
+    KIND_COLLAPSED,
+    KIND_EXACT,
+    KIND_LOGIT,
+    KIND_SOFTMAX,
+    OK,
+    OUTSIDE,
+    chain_density,
 )
-from ..targets._sparse_numba import log_prior_theta
+from ..linalg._numba_ops import copy_vector
 
 __all__ = [
     "GENERAL",
@@ -72,99 +65,6 @@ __all__ = [
     "OUTSIDE",
     "TRAJECTORIES",
 ]
-
-KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT = 0, 1, 2, 3
-# OUTSIDE: zero density (beyond the bounds, K(Z, Z) not positive definite,
-# a value or gradient not finite); the trajectory fails as the interpreted
-# leapfrog's does.
-OK, OUTSIDE, GENERAL = 0, 1, 2
-
-
-# ``kind`` must be a constant where these are inlined: the branches of the
-# other kinds are then dropped before they are typed (see the module notes).
-@njit(cache=True, nogil=True, inline="always")
-def _target_density(kind, x, n_hyper, arguments, prior, grad):
-    """``(status, log density)`` of the target at ``x``; gradient into ``grad``."""
-    if kind == KIND_EXACT:
-        defaults, index, X, y, routines = arguments
-        ok, value, g = rbf_value_and_grad(x, defaults, index, X, y, routines)
-        if not ok:  # K needs jitter: the interpreted target adds it
-            return GENERAL, math.nan
-        copy_vector(grad, g)
-    elif kind == KIND_COLLAPSED:
-        X, Z, y, defaults, index, base, jitter, lapack = arguments
-        ok, value, g = value_and_grad_params(
-            X, Z, y, x, defaults, index, base, jitter, lapack
-        )
-        if not ok:
-            return OUTSIDE, -math.inf
-        copy_vector(grad, g)
-    else:
-        theta = x[:n_hyper].copy()
-        if kind == KIND_LOGIT:
-            X, Z, defaults, index, base, jitter, y, scale = arguments[:8]
-            nodes, weights, counts, limits, small_var, lapack, work = arguments[8:]
-            v = x[n_hyper:].copy().reshape((Z.shape[0], 1))
-            status, value, g_theta, g_v = logit_joint(
-                X, Z, theta, defaults, index, base, jitter, v, y, scale,
-                nodes, weights, counts, limits, small_var, lapack, work,
-            )  # fmt: skip
-        else:
-            X, Z, defaults, index, base, jitter, labels, scale = arguments[:8]
-            eps, weights, lapack, work = arguments[8:]
-            m = Z.shape[0]
-            v = x[n_hyper:].copy().reshape((m, (x.size - n_hyper) // m))
-            status, value, g_theta, g_v = softmax_joint(
-                X, Z, theta, defaults, index, base, jitter, v, labels, scale,
-                eps, weights, lapack, work,
-            )  # fmt: skip
-        if status == NOT_PSD:
-            return OUTSIDE, -math.inf
-        if status != DONE:
-            return GENERAL, math.nan
-        copy_vector(grad[:n_hyper], g_theta)
-        copy_vector(grad[n_hyper:], g_v.ravel())
-    if prior[0].size:
-        prior_value, prior_grad = log_prior_theta(x[:n_hyper].copy(), *prior)
-        value += prior_value
-        for j in range(n_hyper):
-            grad[j] += prior_grad[j]
-    if not math.isfinite(value):
-        return OUTSIDE, -math.inf
-    return OK, value
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _chain_density(w, chain, kind, n_hyper, arguments, prior, grad):
-    """``(status, log density)`` of the chains' coordinates ``w``.
-
-    ``chain`` is ``(shift, transform, transform', mu, sigma, skew, rate,
-    lower, upper)``: ``x = shift + transform w``, the first ``mu.size``
-    entries through their sinh maps, the first ``lower.size`` checked
-    against their bounds; the gradient in ``w`` goes into ``grad``.
-    """
-    shift, transform, transform_t, mu, sigma, skew, rate, lower, upper = chain
-    x = shift + np.dot(transform, w)
-    k = mu.size
-    log_jacobian = 0.0
-    if k:
-        mapped, slope, log_jacobian, d_log = map_forward(
-            x[:k].copy(), mu, sigma, skew, rate
-        )
-        copy_vector(x[:k], mapped)
-    for j in range(lower.size):
-        if x[j] < lower[j] or x[j] > upper[j]:
-            return OUTSIDE, -math.inf
-    grad_x = np.empty(x.size)
-    status, value = _target_density(kind, x, n_hyper, arguments, prior, grad_x)
-    if status != OK:
-        return status, value
-    if k:
-        for j in range(k):
-            grad_x[j] = grad_x[j] * slope[j] + d_log[j]
-        value += log_jacobian
-    copy_vector(grad, np.dot(transform_t, grad_x))
-    return OK, value
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -192,7 +92,7 @@ def _trajectory(
         wn = wn + drift * pn
         if not math.isfinite(wn.sum()):
             return OUTSIDE, math.nan
-        status, value = _chain_density(wn, chain, kind, n_hyper, arguments, prior, gn)
+        status, value = chain_density(wn, chain, kind, n_hyper, arguments, prior, gn)
         if status == GENERAL:
             return GENERAL, math.nan
         if status != OK or not math.isfinite(gn.sum()):
