@@ -223,6 +223,14 @@ def skew_maps_for(kept, span, rhat, ess, options, budget_left, warmup):
     slow = (rhat > RHAT_MAX) | (ess < BULK_ESS_MIN)
     if not worth_a_new_warmup(span, rhat, ess, warmup):
         return None
+    # The slow coordinates alone first: where one of them keeps the identity
+    # no maps are taken, and their fit costs a fraction of all of them
+    # (chains held block after block by one symmetric coordinate refit every
+    # coordinate at every block).
+    if slow.any():
+        alone = fit_marginal_maps(kept[:, :, slow], ess[slow])
+        if alone is None or not np.all(alone.mapped):
+            return None
     maps = fit_marginal_maps(kept, ess)
     if maps is None or not np.all(maps.mapped[slow]):
         return None
