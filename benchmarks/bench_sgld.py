@@ -8,6 +8,7 @@ product ``K @ V`` and one LAPACK Cholesky of the same matrix.
     python benchmarks/bench_sgld.py --quick    # smaller sizes
     python benchmarks/bench_sgld.py --only-warm-starts  # issue #17, last row
     python benchmarks/bench_sgld.py --only-trace-steps  # stochastic-trace steps
+    python benchmarks/bench_sgld.py --only-mala-blocks  # compiled MALA blocks
 
 Prints Markdown tables.
 """
@@ -25,6 +26,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from threadpoolctl import threadpool_limits
 
 from skgp_bayes import SGLDGPRegressor
+from skgp_bayes._sgld_compiled import compiled_langevin
 from skgp_bayes.datasets import load_concrete
 from skgp_bayes.diagnostics import effective_sample_size
 from skgp_bayes.inference import run_sgld
@@ -409,6 +411,65 @@ def _trace_step_row(n, n_steps, repeats):
     )
 
 
+def mala_blocks(sizes, n_steps=4000, repeats=3):
+    """A MALA transition interpreted and in compiled blocks, against the floor.
+
+    On Concrete subsets (d = 8, the quality runs' kernel and priors), at the
+    MAP with the Laplace covariance as the preconditioner, dual averaging
+    over the whole run (so every transition is the estimator's warm-up
+    kind): ``run_sgld`` on the target's ``logp_and_grad`` (one interpreted
+    ``mala_step`` a transition) and on the same density with compiled blocks
+    (:mod:`skgp_bayes._sgld_compiled`), the same stream of random numbers for
+    both. The floor is one evaluation of the target (its compiled value and
+    gradient through the interpreted call) and one LAPACK ``dpotrf`` of
+    ``K``. One BLAS thread.
+    """
+    print(
+        "\n### One MALA transition, interpreted and in compiled blocks "
+        f"(Concrete, d = 8, {n_steps} transitions, best of {repeats})\n"
+    )
+    print(
+        "| n | dpotrf (us) | target call (us) | interpreted transition (us) | "
+        "compiled transition (us) | interpreted / compiled | compiled / target "
+        "call |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    with threadpool_limits(1, user_api="blas"):
+        for n in sizes:
+            _mala_block_row(n, n_steps, repeats)
+
+
+def _mala_block_row(n, n_steps, repeats):
+    """One row of :func:`mala_blocks`: Concrete subset of ``n`` points."""
+    X, y = concrete(n)
+    adapter, prior, target = exact_target(X, y)
+    bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
+    start = find_map(target, np.zeros(3), bounds).params
+    cov = laplace_covariance(target, start, bounds)
+    theta, noise = start[:2], np.exp(start[2])
+    K = adapter.gram(theta, X) + noise * np.eye(X.shape[0])
+    chol = best_time(lambda: lapack.dpotrf(K, lower=1, clean=0), 50)
+    call = best_time(lambda: target.logp_and_grad(start), 50)
+
+    def transition_seconds(density):
+        def run():
+            run_sgld(
+                density, start, n_iter=n_steps, a=0.5, gamma=0.0,
+                preconditioner=cov, bounds=bounds, metropolis=True,
+                adapt_steps=n_steps, rng=np.random.default_rng(0),
+            )  # fmt: skip
+
+        return best_time(run, repeats) / n_steps
+
+    interpreted = transition_seconds(target.logp_and_grad)
+    compiled = transition_seconds(compiled_langevin(target.logp_and_grad, target))
+    print(
+        f"| {X.shape[0]} | {1e6 * chol:.1f} | {1e6 * call:.1f} | "
+        f"{1e6 * interpreted:.1f} | {1e6 * compiled:.1f} | "
+        f"{interpreted / compiled:.2f} | {compiled / call:.2f} |"
+    )
+
+
 # The census-sized gradient's settings (also bench_gpu.py's).
 CENSUS_GRADIENT = dict(
     q=0.1,
@@ -514,6 +575,11 @@ def main():
         help="only the stochastic-trace SGLD step against one Cholesky",
     )
     parser.add_argument(
+        "--only-mala-blocks",
+        action="store_true",
+        help="only a MALA transition interpreted and in compiled blocks",
+    )
+    parser.add_argument(
         "--trace-n",
         type=int,
         nargs="+",
@@ -532,6 +598,9 @@ def main():
     sizes = args.trace_n or ([200, 500] if args.quick else [200, 500, 1000])
     if args.only_trace_steps:
         trace_steps(sizes)
+        return
+    if args.only_mala_blocks:
+        mala_blocks(args.trace_n or [12, 36, 96, 300])
         return
     if args.skip_quality:
         ess_per_iter = args.ess_per_iter or float("nan")
