@@ -384,8 +384,9 @@ def trace_steps(sizes, n_steps=20, repeats=3):
             _trace_step_row(n, n_steps, repeats)
 
 
-def _trace_step_row(n, n_steps, repeats):
-    """One row of :func:`trace_steps`: Concrete subset of ``n`` points."""
+def _at_the_map(n, chol_repeats):
+    """A Concrete subset of ``n`` points, its exact target, the MAP with its
+    Laplace covariance, and the seconds of one ``dpotrf`` of ``K`` there."""
     X, y = concrete(n)
     adapter, prior, target = exact_target(X, y)
     bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
@@ -393,7 +394,13 @@ def _trace_step_row(n, n_steps, repeats):
     cov = laplace_covariance(target, start, bounds)
     theta, noise = start[:2], np.exp(start[2])
     K = adapter.gram(theta, X) + noise * np.eye(X.shape[0])
-    chol = best_time(lambda K=K: lapack.dpotrf(K, lower=1, clean=0), 5)
+    chol = best_time(lambda: lapack.dpotrf(K, lower=1, clean=0), chol_repeats)
+    return X, y, adapter, prior, target, bounds, start, cov, chol
+
+
+def _trace_step_row(n, n_steps, repeats):
+    """One row of :func:`trace_steps`: Concrete subset of ``n`` points."""
+    X, y, adapter, prior, target, bounds, start, cov, chol = _at_the_map(n, 5)
     exact = _step_seconds(target.logp_and_grad, start, cov, True, n_steps, repeats)
     cells = []
     for probes in (16, 4):
@@ -441,14 +448,7 @@ def mala_blocks(sizes, n_steps=4000, repeats=3):
 
 def _mala_block_row(n, n_steps, repeats):
     """One row of :func:`mala_blocks`: Concrete subset of ``n`` points."""
-    X, y = concrete(n)
-    adapter, prior, target = exact_target(X, y)
-    bounds = np.vstack([np.asarray(kernel().bounds), np.log([[1e-6, 1e3]])])
-    start = find_map(target, np.zeros(3), bounds).params
-    cov = laplace_covariance(target, start, bounds)
-    theta, noise = start[:2], np.exp(start[2])
-    K = adapter.gram(theta, X) + noise * np.eye(X.shape[0])
-    chol = best_time(lambda: lapack.dpotrf(K, lower=1, clean=0), 50)
+    X, y, adapter, prior, target, bounds, start, cov, chol = _at_the_map(n, 50)
     call = best_time(lambda: target.logp_and_grad(start), 50)
 
     def transition_seconds(density):

@@ -34,6 +34,7 @@ from ._chain_density_numba import (
     OK,
     chain_density,
 )
+from .linalg._numba_ops import copy_vector
 
 __all__ = [
     "AT_JUMP",
@@ -153,14 +154,14 @@ def _mode_jump(kind, x, logp, draws, lower, upper, jumps, chain, n_hyper, argume
     proposal = means[c] + np.dot(factors[c], draws[1 : 1 + d])
     log_u = math.log(_uniform(draws[1 + d]))
     if not _inside(proposal, lower, upper):
-        return OK, False, proposal, logp
+        return OK, False, proposal, -math.inf
     status, value = chain_density(
         proposal, chain, kind, n_hyper, arguments, prior, grad_new
     )
     if status == GENERAL:
-        return GENERAL, False, proposal, logp
+        return GENERAL, False, proposal, -math.inf
     if status != OK or not (math.isfinite(value) and _finite(grad_new)):
-        return OK, False, proposal, logp
+        return OK, False, proposal, -math.inf
     log_ratio = value - logp + _log_q(x, jumps) - _log_q(proposal, jumps)
     return OK, log_u < log_ratio, proposal, value
 
@@ -198,6 +199,7 @@ def _mala_block(
     """
     positions, accepted, steps, moment_x, moment_grad = out
     d = x.size
+    logp_now = logp + 0.0  # a new float: returning an argument breaks Ctrl-C
     drift = _capped_drift(root_kind, root, grad)
     grad_new = np.empty(d)
     used = 0
@@ -209,47 +211,48 @@ def _mala_block(
         u = _uniform(stream[used + d])
         proposal = x + _times_root(root_kind, root, 0.5 * step * drift + root_step * z)
         prob = 0.0
-        drift_back, value = drift, logp
+        drift_back, value = drift, logp_now
         if _inside(proposal, lower, upper):
             status, value = chain_density(
                 proposal, chain, kind, n_hyper, arguments, prior, grad_new
             )
             if status == GENERAL:
-                return AT_TRANSITION, i, used, logp
+                return AT_TRANSITION, i, used, logp_now
             if status == OK and math.isfinite(value) and _finite(grad_new):
                 drift_back = _capped_drift(root_kind, root, grad_new)
                 back = z + 0.5 * root_step * (drift + drift_back)
-                log_ratio = value - logp + 0.5 * (np.dot(z, z) - np.dot(back, back))
+                log_ratio = value - logp_now + 0.5 * (np.dot(z, z) - np.dot(back, back))
                 prob = math.exp(min(0.0, log_ratio))
             else:
                 counts[0] += 1
         used += d + 1
         accepted[i], steps[i] = u < prob, step
         if accepted[i]:
-            x[:] = proposal
-            grad[:] = grad_new
-            logp = value
+            copy_vector(x, proposal)
+            copy_vector(grad, grad_new)
+            logp_now = value
             drift = drift_back
         if dual.size:
             _dual_update(dual, prob)
-        moment_x[i], moment_grad[i] = x, grad
+        copy_vector(moment_x[i], x)
+        copy_vector(moment_grad[i], grad)
         if every and (t + i + 1) % every == 0:
             status, jumped, proposal, value = _mode_jump(
-                kind, x, logp, stream[used : used + d + 2], lower, upper, jumps,
+                kind, x, logp_now, stream[used : used + d + 2], lower, upper, jumps,
                 chain, n_hyper, arguments, prior, grad_new,
             )  # fmt: skip
             if status == GENERAL:
-                return AT_JUMP, i, used, logp
+                return AT_JUMP, i, used, logp_now
             counts[1] += 1
             if jumped:
                 counts[2] += 1
-                x[:] = proposal
-                grad[:] = grad_new
-                logp = value
+                copy_vector(x, proposal)
+                copy_vector(grad, grad_new)
+                logp_now = value
                 drift = _capped_drift(root_kind, root, grad)
             used += d + 2
-        positions[i] = x
-    return OK, positions.shape[0], used, logp
+        copy_vector(positions[i], x)
+    return OK, positions.shape[0], used, logp_now
 
 
 def _entry_point(kind):

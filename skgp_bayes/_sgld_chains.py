@@ -11,7 +11,7 @@ from ._backend import get_array_module
 from ._base import Printer
 from ._progress import engine_verbose, fit_progress
 from ._run_length import BULK_ESS_MIN, RHAT_MAX
-from ._sgld_compiled import compiled_langevin
+from ._sgld_compiled import CompiledLangevinDensity, compiled_langevin
 from ._sgld_refine import continuation, mapped_bounds, maps_line
 from ._sgld_setup import (
     chain_diagnostics,
@@ -93,7 +93,7 @@ def _run_chain(data, chain, options, M, bounds, verbose, progress=None):
     if maps is not None:
         density = MarginalMapTarget(density, maps)
         bounds = mapped_bounds(bounds, maps)
-    if solver.metropolis and xp is np:
+    if solver.metropolis:
         density = compiled_langevin(density, target, maps)
     # A chain may run in another process: its warnings travel back as a log.
     with collect_warnings() as log:
@@ -247,8 +247,10 @@ class SGLDChainsMixin:
             guarded = solver.guarded(target)
             seconds = quickest_seconds(lambda: guarded(x))
             density = compiled_langevin(guarded, target)
-            # transitions after the warm-up run in compiled blocks
-            return seconds * getattr(density, "mala_block_steps", 1)
+            if isinstance(density, CompiledLangevinDensity):
+                # a block of transitions is the compiled work that frees the GIL
+                return seconds * density.mala_block_steps
+            return seconds
 
         return default_chain_threads(
             self.n_jobs, self.n_chains, gradient_seconds, THREADED_GRADIENT_SECONDS

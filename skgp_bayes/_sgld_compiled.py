@@ -15,10 +15,16 @@ lock (:mod:`skgp_bayes._mala_numba`).
 
 import numpy as np
 
-from ._mala_numba import MALA_BLOCKS, ROOT_DENSE, ROOT_DIAGONAL, ROOT_IDENTITY
+from ._mala_numba import (
+    AT_TRANSITION,
+    MALA_BLOCKS,
+    ROOT_DENSE,
+    ROOT_DIAGONAL,
+    ROOT_IDENTITY,
+)
 from .targets.compiled_forms import FORMS, compiled_form
 
-__all__ = ["CompiledLangevinDensity", "compiled_langevin"]
+__all__ = ["CompiledLangevinDensity", "InterpretedLangevinDensity", "compiled_langevin"]
 
 # The most transitions one compiled call takes at up to _ROWS rows, and the
 # work of that many at more rows (at least one): a call holds off Ctrl-C
@@ -45,8 +51,11 @@ def compiled_langevin(density, target, maps=None):
 
     Returns
     -------
-    CompiledLangevinDensity or callable
-        ``density`` itself where ``target`` has no compiled form.
+    CompiledLangevinDensity or InterpretedLangevinDensity
+        The latter where ``target`` has no compiled form (a kernel other
+        than the RBF, a prior of another family, a target on a GPU): its
+        transitions are interpreted, on the same stream of random numbers,
+        so a chain draws the same whether its density compiles or not.
 
     Examples
     --------
@@ -58,12 +67,13 @@ def compiled_langevin(density, target, maps=None):
     >>> X = np.linspace(0, 1, 10)[:, None]
     >>> target = ExactMarginalTarget(KernelAdapter(RBF()), X, np.sin(X[:, 0]), None)
     >>> density = compiled_langevin(target.logp_and_grad, target)
-    >>> hasattr(density, "mala_block")
-    True
+    >>> type(density).__name__
+    'CompiledLangevinDensity'
+
     """
     form = compiled_form(target)
     if form is None:
-        return density
+        return InterpretedLangevinDensity(density)
     return CompiledLangevinDensity(density, form, target.n_params, maps)
 
 
@@ -177,6 +187,46 @@ class CompiledLangevinDensity:
             self.n_hyper, self.arguments, self.prior, out, counts,
         )  # fmt: skip
         return status, n_done, used, counts, x, logp, grad
+
+
+class InterpretedLangevinDensity:
+    """A chain's density whose ``mala_block`` takes no transition.
+
+    :func:`~skgp_bayes.inference.run_sgld`'s stretches then take every
+    transition and jump with the interpreted ``mala_step`` and
+    ``mode_jump``, reading the stream of random numbers the compiled blocks
+    read: the draws of a chain do not depend on whether its density has a
+    compiled form, nor on the device it is evaluated on.
+
+    Parameters
+    ----------
+    density : callable
+        ``x -> (log density, gradient)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._sgld_compiled import InterpretedLangevinDensity
+    >>> from skgp_bayes.inference.langevin import sgld_init
+    >>> density = InterpretedLangevinDensity(lambda x: (-0.5 * x @ x, -x))
+    >>> state = sgld_init(np.zeros(2), density)
+    >>> density.mala_block(state, 0.1, np.zeros(0), None, None, np.zeros(6), 0,
+    ...                    None, None)[:3]
+    (1, 0, 0)
+    """
+
+    mala_block_steps = 256
+
+    def __init__(self, density):
+        self.density = density
+
+    def __call__(self, x):
+        return self.density(x)
+
+    def mala_block(self, state, step_size, dual, root, bounds, stream, t, jumps, out):
+        """Hand the first transition back to the interpreter (see the class)."""
+        counts = np.zeros(3, dtype=np.int64)
+        return AT_TRANSITION, 0, 0, counts, state.x, state.logp, state.grad
 
 
 def _no_jumps(d):

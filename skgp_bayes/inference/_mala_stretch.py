@@ -75,8 +75,10 @@ def compiled_stretch(logp_and_grad, chain, jumps, adaptation):
         done = used = 0
         while done < stop - t:
             fields = _dual_fields(chain.s.dual)
+            frozen = chain.s.frozen_eps
             status, n, n_used, counts, x, logp, grad = block(
-                chain.s, chain.s.frozen_eps or math.nan, fields, chain.metric.root,
+                chain.s, math.nan if frozen is None else frozen, fields,
+                chain.metric.root,
                 chain.bounds, stream[used:], t + done, jumps,
                 tuple(a[done:] for a in out),
             )  # fmt: skip

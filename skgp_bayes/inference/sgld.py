@@ -586,10 +586,12 @@ class _Adaptation:
         self.ends = {end: start for start, end in windows}
 
     def next_stop(self, t):
-        """The first iteration after ``t`` at which the metric or step changes."""
+        """The first iteration after ``t`` at which the metric or step changes
+        (infinite where none does)."""
         return min(
             [end for end in self.ends if end > t]
-            + ([self.adapt_steps] if self.adapt_steps > t else [])
+            + ([self.adapt_steps] if self.adapt_steps > t else []),
+            default=math.inf,
         )
 
     def collect(self, s, t, moments):

@@ -13,7 +13,11 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from skgp_bayes import SGLDGPRegressor, _sgld_chains
-from skgp_bayes._sgld_compiled import CompiledLangevinDensity, compiled_langevin
+from skgp_bayes._sgld_compiled import (
+    CompiledLangevinDensity,
+    InterpretedLangevinDensity,
+    compiled_langevin,
+)
 from skgp_bayes._sgld_solvers import CholeskySolver
 from skgp_bayes.inference import _mala_stretch, run_sgld
 from skgp_bayes.inference.marginal_maps import MarginalMapTarget, SinhMaps
@@ -196,11 +200,24 @@ def test_where_blocks_end_changes_no_draw(capsys):
         _assert_same_chains(runs[0], other)
 
 
-def test_no_compiled_form_keeps_the_density():
-    target, guarded, _ = _problem(11, 2, prior=_UncompiledPrior)
-    assert compiled_langevin(guarded, target) is guarded
-    target, guarded, _ = _problem(11, 2, prior=Gamma)
-    assert isinstance(compiled_langevin(guarded, target), CompiledLangevinDensity)
+def test_without_a_compiled_form_the_chain_draws_the_same():
+    # A prior of a family the compiled targets do not know: the density's
+    # transitions are interpreted, on the stream the compiled blocks read,
+    # so the chain is the compiled one's to the rounding of the two priors'
+    # arithmetic.
+    target, guarded, bounds = _problem(11, 2, prior=_UncompiledPrior)
+    interpreted = compiled_langevin(guarded, target)
+    assert isinstance(interpreted, InterpretedLangevinDensity)
+    target, compiled_guarded, _ = _problem(11, 2, prior=Gamma)
+    compiled = compiled_langevin(compiled_guarded, target)
+    assert isinstance(compiled, CompiledLangevinDensity)
+    x0 = np.zeros(target.n_params)
+    jumps = _near_jumps(guarded, x0, bounds)
+    a = _run(interpreted, x0, bounds, jumps)
+    b = _run(compiled, x0, bounds, jumps)
+    np.testing.assert_array_equal(a.accepted, b.accepted)
+    np.testing.assert_allclose(a.samples, b.samples, rtol=0, atol=1e-9)
+    assert a.n_jumps_accepted == b.n_jumps_accepted > 0
 
 
 class _UncompiledPrior(Gamma):

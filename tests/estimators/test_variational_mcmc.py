@@ -67,10 +67,13 @@ def test_hmc_over_v_matches_the_exact_gaussian_posterior(stat_seed, algorithm):
             algorithm=algorithm,
         )
     v = np.stack([r.samples for r in results])
-    # the sampler mixes: the least ESS over v was 632-1159 of 1500 draws
-    # over seeds 0-5 for static HMC, 732-1262 for NUTS; 400 leaves
-    # the reference check below its power
-    assert float(np.min(effective_sample_size(v))) > 400
+    # The sampler mixes. Over seeds 0-199 the least ESS over v of 1500
+    # draws had a median of 862 and a 1% quantile of 364 for static HMC
+    # (smallest 266), 875 and 468 for NUTS (smallest 456). A log-normal
+    # through those quantiles puts 150 4.7 of its sds below the median
+    # (false failures about 1e-6); the reference check's errors below come
+    # from the measured ESS, so 150 draws leave it its power.
+    assert float(np.min(effective_sample_size(v))) > 150
     K = kernel(X)
     Kj = K + 1e-6 * np.mean(np.diag(K)) * np.eye(n)
     R = np.linalg.cholesky(Kj)
