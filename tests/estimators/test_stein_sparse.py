@@ -132,15 +132,16 @@ def test_free_hyperparameters_predict_close_to_the_exact_model(stat_seed):
     # integrating it out, and 8 particles cannot spread over v's posterior
     # (SVGD's variance collapse), so the hyperparameters drift towards the
     # joint mode of (theta, v), which lacks the marginal likelihood's
-    # log-determinant penalty: a shorter length scale and a smaller noise
-    # (measured: 0.24 nats per point below the exact model's held-out log
-    # density, noise variance 0.028 against 0.045). The size of that bias
-    # varies with the data: over seeds 0-5 (data, held-out set and starts)
-    # the gap was 0.080-0.244 nats per point (mean 0.167, sd 0.075) and the
-    # RMSE of the mean against sin(x) 0.074-0.149 (mean 0.118, sd 0.032).
-    # The bounds 0.5 and 0.25 are 4.4 and 4.1 of those sds above the means
-    # (below 3e-5 false failures each for Gaussian spread); a model that
-    # ignored the data has an RMSE of 0.7.
+    # log-determinant penalty: a shorter length scale and a smaller noise.
+    # The size of that bias varies with the data and has a long tail: over
+    # seeds 0-399 (data, held-out set and starts) the gap was 0.060 nats per
+    # point on average (sd 0.078, 1% quantile from the top 0.36, largest
+    # 0.532, two above 0.5) and the RMSE of the mean against sin(x) 0.082 (sd
+    # 0.027, largest 0.219). An exponential tail fitted to the excesses over
+    # 0.15 (gap, 43 of 400) and 0.13 (RMSE, 17) puts 0.9 and 0.3 at about
+    # 1e-4 and 1e-5 false failures. A model that ignored the data has an
+    # RMSE of 0.7 and a gap of 1.2-1.4 (a Gaussian with the training
+    # targets' mean and sd, seeds 0-2).
     X, y = _data(60, seed=3 + stat_seed)
     Xq, yq = _data(200, seed=4 + stat_seed)
     exact = _quiet(SteinGPRegressor(n_particles=8, random_state=stat_seed), X, y)
@@ -152,9 +153,9 @@ def test_free_hyperparameters_predict_close_to_the_exact_model(stat_seed):
     gap = np.mean(
         exact.log_predictive_density(Xq, yq) - sparse.log_predictive_density(Xq, yq)
     )
-    assert gap < 0.5
+    assert gap < 0.9
     rmse = np.sqrt(np.mean((sparse.predict(Xq) - np.sin(Xq[:, 0])) ** 2))
-    assert rmse < 0.25
+    assert rmse < 0.3
 
 
 # -------------------------------------------------------------- streaming
