@@ -39,6 +39,7 @@ from ..inference.particles import automatic_threads, evaluation_seconds
 from ..linalg.rows import unique_rows
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
+from ..targets.loo import collapsed_loo_densities, exact_loo_densities
 from ._sampling import svgp_recent_gain
 
 # Above this many training points the SVGP is fitted by minibatch Adam
@@ -106,6 +107,17 @@ _EXACT_FROM_START_MAX_N = _MAX_COLLAPSED_INDUCING
 # (macrodata and grunfeld, 48 and 52 of 142 and 154) stay: there the exact
 # target gained 0.015-0.08 nats at 1.3-3.6 times the fit time.
 _EXACT_AFTER_GROWTH_FRACTION = 0.43
+# Below that fraction the exact target replaces the kept set where it
+# predicts the training rows held out one at a time (closed form, both
+# models at their optima) more than _GAP_TOL nats per row better, by more
+# than this many standard errors of the rows' paired differences: the
+# convention for comparing leave-one-out densities (Vehtari, Gelman and
+# Gabry 2017), which a set whose true loss is _GAP_TOL passes about 2% of
+# the time. On county cancer deaths (210 rows, seed 16 of the fresh
+# splits) 15 inducing inputs were 0.19 nats per row behind, but with a
+# standard error of 0.11, five rows holding most of it; the exact target
+# there predicted the test rows 0.03 worse at 3.7 times the fit time.
+_HELD_OUT_STANDARD_ERRORS = 2.0
 
 
 # The SVGP bound of a non-Gaussian likelihood is maximised from this many
@@ -441,26 +453,51 @@ class ApproximationStage:
             if doubling_dropped or not self.grow_inducing or slack <= tol or m >= cap:
                 source = previous if doubling_dropped else found
                 kept = CollapsedOptimum(*source[:3], traces, n_iter())
-                grown = self._grown(reference, distinct, kept)
+                grown = self._grown(problem, reference, distinct, kept)
                 return self._warn_unconverged(grown, source)
             previous = found
             Z0 = initial_inducing(X, min(2 * m, cap), seed)
 
-    def _grown(self, reference, distinct, optimum):
-        """``optimum``, or the exact target when the grown set is large.
+    def _grown(self, problem, reference, distinct, optimum):
+        """``optimum``, or the exact target where it is as cheap or predicts better.
 
-        A set of at least ``_EXACT_AFTER_GROWTH_FRACTION`` of the distinct
-        inputs gives way to all of them at the exact mode ``reference``
-        (when the growth computed one: only a growing set is compared).
+        Where the growth computed the exact mode ``reference`` (only a
+        growing set is compared), the distinct inputs replace the kept set
+        at that mode when the set holds at least
+        ``_EXACT_AFTER_GROWTH_FRACTION`` of them (the exact target costs as
+        little), or when the exact model at its mode predicts the training
+        rows held out one at a time more than ``_GAP_TOL`` nats per row
+        better than the kept set at its optimum (:mod:`~skgp_bayes.targets.loo`,
+        closed form, two factorisations), by more than
+        ``_HELD_OUT_STANDARD_ERRORS`` standard errors of the rows' paired
+        differences. The growth stops on the bound, which scores the rows
+        the set was fitted to: on monthly electrical equipment orders (179
+        rows, time and month) 64 inducing inputs came within 0.04 nats per
+        row of the exact bound, yet predicted held-out rows 0.35 nats per
+        row worse (standard error 0.08), and the test rows 0.25 worse.
         """
         m, n_distinct = optimum.Z.shape[0], distinct.shape[0]
-        if reference[1] is None or m < _EXACT_AFTER_GROWTH_FRACTION * n_distinct:
+        if reference[1] is None:
             return optimum
+        if m >= _EXACT_AFTER_GROWTH_FRACTION * n_distinct:
+            why = "the exact target costs about as much"
+        else:
+            adapter, X, y = problem[:3]
+            gains = exact_loo_densities(
+                adapter, X, y, reference[1]
+            ) - collapsed_loo_densities(adapter, X, y, optimum.Z, optimum.hyper)
+            gain = float(np.mean(gains))
+            standard_error = float(np.std(gains, ddof=1)) / np.sqrt(gains.size)
+            if not gain - _HELD_OUT_STANDARD_ERRORS * standard_error > _GAP_TOL:
+                return optimum
+            why = (
+                f"the exact model predicts held-out rows {gain:.3g} nats per "
+                f"row better (standard error {standard_error:.2g})"
+            )
         if self.verbose:
             self.log(
                 f"Collapsed bound kept {m} inducing inputs of {n_distinct} "
-                "distinct training inputs: the exact target costs about as "
-                "much, and the chains sample it"
+                f"distinct training inputs: {why}, and the chains sample it"
             )
         return _at_exact_mode(optimum, reference, distinct)
 

@@ -97,10 +97,10 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         Wilk, 2020); 0.05 nats per point is the smallest difference in mean
         log predictive density that matters. More inducing inputs make each
         gradient dearer (``O(n m^2)``) but, ``v`` integrated out, not the
-        chains longer. A set short of the exact mode, or without a mode
-        the exact posterior holds mass at, grows on, then becomes the
-        training inputs, as does a kept set of at least 0.43 of the
-        distinct inputs, whose gradient costs the exact one (user guide).
+        chains longer. A set short of the exact mode, or without a mode the
+        exact posterior holds mass at, grows on, then becomes the training
+        inputs, as does a kept set of 0.43 of the distinct inputs (as dear)
+        or one that predicts held-out rows worse than the exact model.
     inducing_points, optimize_inducing, n_chains, n_warmup, \
 n_samples, max_samples, thin, max_leapfrog, sampler, target_accept, priors, \
 normalize_X, random_state, n_jobs, verbose

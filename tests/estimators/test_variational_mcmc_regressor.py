@@ -325,3 +325,34 @@ def test_chains_refitted_mid_run_sample_the_same_posterior(stat_seed, monkeypatc
     sd_error = np.hypot(*(sd / np.sqrt(2 * e) for sd, e in zip(sds, ess, strict=True)))
     np.testing.assert_array_less(np.abs(means[0] - means[1]), 4.5 * mean_error)
     np.testing.assert_array_less(np.abs(sds[0] - sds[1]), 4.5 * sd_error)
+
+
+def test_a_kept_set_that_predicts_held_out_rows_worse_gives_way_to_the_exact_target():
+    # The growth stops on the training bound; _grown also compares the
+    # rows' leave-one-out densities. Eight inducing inputs for a sine of
+    # period 1.3 over 10 cannot follow it: the exact model predicts every
+    # held-out row far better, and the kept set gives way. Forty inputs
+    # (under _EXACT_AFTER_GROWTH_FRACTION of the 120 rows) follow it as the
+    # exact model does: no difference beyond its standard errors, kept.
+    from skgp_bayes.kernels import KernelAdapter
+    from skgp_bayes.variational_mcmc._approximation import (
+        ApproximationStage,
+        CollapsedOptimum,
+    )
+
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(0, 10, (120, 1)), axis=0)
+    y = np.sin(5 * X[:, 0]) + 0.2 * rng.standard_normal(120)
+    adapter = KernelAdapter(ConstantKernel() * RBF())
+    hyper = np.array([0.0, np.log(0.3), np.log(0.04)])
+    stage = ApproximationStage.of(VariationalMCMCRegressor())
+    reference = (0.0, hyper, [])
+    for m, exact in ((8, True), (40, False)):
+        Z = np.linspace(0, 10, m)[:, None]
+        kept = CollapsedOptimum(hyper, Z, False, [], 0)
+        grown = stage._grown((adapter, X, y), reference, X, kept)
+        assert grown.exact is exact
+        assert grown.Z.shape[0] == (120 if exact else m)
+    # without the exact mode (no growth compared) the set stays
+    kept = CollapsedOptimum(hyper, np.linspace(0, 10, 8)[:, None], False, [], 0)
+    assert not stage._grown((adapter, X, y), (-np.inf, None, []), X, kept).exact
