@@ -19,19 +19,19 @@ exact kernel matrix that needs jitter.
 
 import numpy as np
 
-from ..inference._chain_threads import quickest_seconds
-from ..inference.affine import AffineTarget
-from ..inference.marginal_maps import MarginalMapTarget
-from ..targets.compiled_forms import FORMS, compiled_form
-from ._trajectory_numba import (
+from .._chain_density_numba import (
     GENERAL,
     KIND_COLLAPSED,
     KIND_EXACT,
     KIND_LOGIT,
     KIND_SOFTMAX,
     OK,
-    TRAJECTORIES,
 )
+from ..inference._chain_threads import quickest_seconds
+from ..inference.affine import AffineTarget
+from ..inference.marginal_maps import MarginalMapTarget
+from ..targets.compiled_forms import FORMS, compiled_form
+from ._trajectory_numba import TRAJECTORIES
 
 __all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan", "steps_per_call"]
 
@@ -135,8 +135,7 @@ def steps_per_call(plan):
     --------
     >>> import numpy as np
     >>> from skgp_bayes.variational_mcmc._trajectory import steps_per_call
-    >>> from skgp_bayes.variational_mcmc._trajectory_numba import (
-    ...     KIND_EXACT, KIND_LOGIT)
+    >>> from skgp_bayes._chain_density_numba import KIND_EXACT, KIND_LOGIT
     >>> def plan(kind, n):  # (chain, kind, n_hyper, arguments, prior)
     ...     return (None, kind, 3, (None, None, np.zeros((n, 2))), None)
     >>> steps_per_call(plan(KIND_EXACT, 200)), steps_per_call(plan(KIND_EXACT, 512))

@@ -55,16 +55,7 @@ from .._chain_density_numba import (
 )
 from ..linalg._numba_ops import copy_vector
 
-__all__ = [
-    "GENERAL",
-    "KIND_COLLAPSED",
-    "KIND_EXACT",
-    "KIND_LOGIT",
-    "KIND_SOFTMAX",
-    "OK",
-    "OUTSIDE",
-    "TRAJECTORIES",
-]
+__all__ = ["TRAJECTORIES"]
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -21,6 +21,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from skgp_bayes._chain_density_numba import KIND_EXACT
 from skgp_bayes.inference.leapfrog import leapfrog
 from skgp_bayes.inference.marginal_maps import MarginalMapTarget, SinhMaps
 from skgp_bayes.kernels import KernelAdapter
@@ -36,7 +37,6 @@ from skgp_bayes.variational_mcmc._trajectory import (
     compiled_plan,
     steps_per_call,
 )
-from skgp_bayes.variational_mcmc._trajectory_numba import KIND_EXACT
 
 RTOL = 1e-11
 
