@@ -198,7 +198,7 @@ def _profile_precision(logp_and_grad, x0, direction, logp0, min_precision):
     return min_precision
 
 
-def refine_from_draws(chains, *, prior_weight=5.0):
+def refine_from_draws(chains, *, prior_weight=5.0, modes=None):
     """Principal axes and scales of draws, shrunk towards the identity.
 
     For draws made in coordinates ``w`` that were meant to be standard
@@ -221,6 +221,14 @@ def refine_from_draws(chains, *, prior_weight=5.0):
     chains : ndarray of shape (n_chains, n_draws, d)
         Draws in the current coordinates.
     prior_weight : float, default=5.0
+    modes : ModeJumps, optional
+        The modes the chains jump between, in the same coordinates. Each
+        draw is then centred on the mean of its chain's draws nearest the
+        same mode (the component of highest weighted density), so that ``S``
+        is the spread within a mode: the moves between modes are the jumps',
+        and the spread between them, counted in ``S``, shortened the steps
+        HMC takes within each (monthly orders, two modes: steps of 0.05 to
+        0.24 in four chains, against 0.23 to 0.30 within the modes).
 
     Returns
     -------
@@ -243,12 +251,30 @@ def refine_from_draws(chains, *, prior_weight=5.0):
     """
     chains = np.asarray(chains, dtype=np.float64)
     n_chains, n_draws, d = chains.shape
-    centered = (chains - chains.mean(axis=1, keepdims=True)).reshape(-1, d)
+    if modes is None:
+        centered = (chains - chains.mean(axis=1, keepdims=True)).reshape(-1, d)
+        n_groups = n_chains
+    else:
+        centered, n_groups = _centred_within_modes(chains, modes)
     n = centered.shape[0]
-    cov = centered.T @ centered / max(n - n_chains, 1)
+    cov = centered.T @ centered / max(n - n_groups, 1)
     shrunk = (n * cov + prior_weight * np.eye(d)) / (n + prior_weight)
     lam, vectors = np.linalg.eigh(0.5 * (shrunk + shrunk.T))
     return chains.reshape(-1, d).mean(axis=0), vectors * np.sqrt(lam)
+
+
+def _centred_within_modes(chains, modes):
+    """Every draw minus the mean of its chain's draws nearest the same mode,
+    flattened to ``(n_chains * n_draws, d)``, and the number of such groups."""
+    n_chains, n_draws, d = chains.shape
+    flat = chains.reshape(-1, d)
+    chain_of = np.repeat(np.arange(n_chains), n_draws)
+    keys = chain_of * modes.means.shape[0] + modes.nearest(flat)
+    groups, group_of = np.unique(keys, return_inverse=True)
+    sums = np.zeros((groups.size, d))
+    np.add.at(sums, group_of, flat)
+    means = sums / np.bincount(group_of, minlength=groups.size)[:, None]
+    return flat - means[group_of], groups.size
 
 
 def coordinates_in(center, factor, points):

@@ -105,6 +105,24 @@ class ModeJumps:
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
 
+    def nearest(self, points):
+        """The component of highest weighted density at each of ``points`` (n, d).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+        >>> jumps = ModeJumps(np.array([[-2.0], [2.0]]), np.ones((2, 1, 1)),
+        ...                   np.log([0.5, 0.5]))
+        >>> jumps.nearest(np.array([[-3.0], [0.5], [9.0]]))
+        array([0, 1, 1])
+        """
+        z = np.asarray(points, dtype=np.float64) @ self._stacked_inverse.T
+        z -= self._stacked_shift
+        k, d = self.means.shape
+        squares = (z * z).reshape(-1, k, d).sum(axis=2)
+        return np.argmax(self._log_const - 0.5 * squares, axis=1)
+
     def as_arrays(self):
         """The mixture as arrays, for a compiled sampler.
 

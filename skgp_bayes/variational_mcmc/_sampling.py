@@ -298,7 +298,7 @@ class Sampler:
             states = in_old_frame(self.unmapped(states))
         if maps is not None:
             base = MarginalMapTarget(base, maps)
-        center, factor = refine_from_draws(chains)
+        center, factor = refine_from_draws(chains, modes=self.jumps())
         # a copy keeps what a subclass adds (the collapsed sampler's exact
         # v | theta completion of every draw)
         new = copy.copy(self)
