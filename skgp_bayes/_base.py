@@ -374,8 +374,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
         >>> rng = np.random.RandomState(0)
         >>> X = rng.uniform(-3, 3, (30, 1))
         >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
+        >>> reg = SteinGPRegressor(n_particles=4, random_state=0).fit(X, y)
         >>> mean, std = reg.predict(np.array([[0.0], [1.0]]), return_std=True)
         >>> mean.shape, bool(np.all(std > 0))
         ((2,), True)

@@ -255,8 +255,7 @@ class RegressorContractMixin:
         >>> rng = np.random.RandomState(0)
         >>> X = rng.uniform(-3, 3, (30, 1))
         >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
+        >>> reg = SteinGPRegressor(n_particles=4, random_state=0).fit(X, y)
         >>> lpd = reg.log_predictive_density(X, y)
         >>> lpd.shape, bool(lpd.mean() > 0)  # noise sd is 0.1
         ((30,), True)

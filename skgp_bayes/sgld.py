@@ -548,8 +548,9 @@ class SGLDGPRegressor(
         >>> import numpy as np
         >>> from skgp_bayes import SGLDGPRegressor
         >>> X = np.linspace(0, 5, 30)[:, None]
+        >>> y = np.sin(X[:, 0]) + 0.1 * np.random.RandomState(0).randn(30)
         >>> reg = SGLDGPRegressor(n_iter=100, n_chains=1, random_state=0)
-        >>> reg.fit(X, np.sin(X[:, 0])).chains_.shape
+        >>> reg.fit(X, y).chains_.shape
         (1, 100, 3)
         """
         with atomic_feature_state(self):

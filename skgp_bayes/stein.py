@@ -443,8 +443,7 @@ class SteinGPRegressor(
         >>> rng = np.random.RandomState(0)
         >>> X = rng.uniform(-3, 3, (30, 1))
         >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
+        >>> reg = SteinGPRegressor(n_particles=4, random_state=0).fit(X, y)
         >>> reg.particles_.shape  # log amplitude, log length scale, log noise
         (4, 3)
         """
@@ -579,8 +578,7 @@ class SteinGPRegressor(
         >>> rng = np.random.RandomState(0)
         >>> X = rng.uniform(-3, 3, (30, 1))
         >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
-        >>> reg = SteinGPRegressor(n_particles=4, max_iter=30, tol=1e-2,
-        ...                        random_state=0).fit(X, y)
+        >>> reg = SteinGPRegressor(n_particles=4, random_state=0).fit(X, y)
         >>> reg.log_marginal_likelihood().shape  # one value per particle
         (4,)
         >>> value, grad = reg.log_marginal_likelihood(

@@ -446,7 +446,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> clf.fit(X, X[:, 0] > 0).classes_
         array([False,  True])
         """
@@ -496,7 +496,7 @@ class SteinGPClassifier(
         >>> X = rng.normal(size=(300, 2))
         >>> y = (X[:, 0] + X[:, 1] > 0).astype(int)
         >>> clf = SteinGPClassifier(inducing_points=8, batch_size=50,
-        ...                         n_particles=4, max_iter=10, random_state=0)
+        ...                         n_particles=4, random_state=0)
         >>> for chunk in np.array_split(np.arange(300), 3):
         ...     clf = clf.partial_fit(X[chunk], y[chunk], classes=[0, 1])
         >>> clf.n_samples_seen_, clf.inducing_points_.shape
@@ -564,7 +564,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> proba = clf.fit(X, X[:, 0] > 0).predict_proba([[-2.0], [2.0]])
         >>> proba.sum(axis=1)
         array([1., 1.])
@@ -590,7 +590,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> clf.fit(X, X[:, 0] > 0).predict_log_proba(X[:1]).shape
         (1, 2)
         """
@@ -619,7 +619,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> clf.fit(X, X[:, 0] > 0).predict([[-2.0], [2.0]])
         array([False,  True])
         """
@@ -650,7 +650,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> clf.fit(X, X[:, 0] > 0).decision_function([[2.0]]) > 0
         array([ True])
         """
@@ -678,7 +678,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> mean, var = clf.fit(X, X[:, 0] > 0).latent_mean_and_variance(X)
         >>> mean.shape
         (20,)
@@ -718,7 +718,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes.stein_classifier import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> clf.fit(X, X[:, 0] > 0).sample_latent(X[:5], n_samples=4).shape
         (5, 4)
         """
@@ -776,7 +776,7 @@ class SteinGPClassifier(
         >>> import numpy as np
         >>> from skgp_bayes import SteinGPClassifier
         >>> X = np.linspace(-2, 2, 20)[:, None]
-        >>> clf = SteinGPClassifier(n_particles=3, max_iter=10, random_state=0)
+        >>> clf = SteinGPClassifier(n_particles=3, random_state=0)
         >>> f = clf.fit(X, X[:, 0] > 0).sample_functions(5, random_state=0)
         >>> grid = np.linspace(-2, 2, 9)[:, None]
         >>> f(grid).shape, f.gradient(grid).shape

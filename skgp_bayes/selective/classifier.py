@@ -125,8 +125,7 @@ feature_names_in_
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, (150, 1))
     >>> y = (np.sin(2 * X[:, 0]) + 0.5 * rng.standard_normal(150) > 0).astype(int)
-    >>> clf = SelectiveSVGPClassifier(n_candidates=20, n_select_iter=50,
-    ...                               random_state=0).fit(X, y)
+    >>> clf = SelectiveSVGPClassifier(n_candidates=20, random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape
     (2, 2)
     """
@@ -201,8 +200,7 @@ feature_names_in_
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGPClassifier
         >>> X = np.linspace(-2, 2, 40)[:, None]
-        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
-        ...                               random_state=0)
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, random_state=0)
         >>> clf.fit(X, X[:, 0] > 0).classes_
         array([False,  True])
         """
@@ -312,8 +310,8 @@ feature_names_in_
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGPClassifier
         >>> X = np.linspace(-2, 2, 40)[:, None]
-        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
-        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, random_state=0)
+        >>> clf = clf.fit(X, X[:, 0] > 0)
         >>> proba = clf.predict_proba([[-1.5], [1.5]])
         >>> bool(proba[0, 0] > 0.5 and proba[1, 1] > 0.5)
         True
@@ -351,8 +349,8 @@ feature_names_in_
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGPClassifier
         >>> X = np.linspace(-2, 2, 40)[:, None]
-        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
-        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, random_state=0)
+        >>> clf = clf.fit(X, X[:, 0] > 0)
         >>> bool(np.allclose(np.exp(clf.predict_log_proba(X)), clf.predict_proba(X)))
         True
         """
@@ -382,8 +380,8 @@ feature_names_in_
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGPClassifier
         >>> X = np.linspace(-2, 2, 40)[:, None]
-        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
-        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, random_state=0)
+        >>> clf = clf.fit(X, X[:, 0] > 0)
         >>> clf.decision_function([[-1.5], [1.5]]) > 0
         array([False,  True])
         """
@@ -406,8 +404,8 @@ feature_names_in_
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGPClassifier
         >>> X = np.linspace(-2, 2, 40)[:, None]
-        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
-        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, random_state=0)
+        >>> clf = clf.fit(X, X[:, 0] > 0)
         >>> clf.predict([[-1.5], [1.5]])
         array([False,  True])
         """
@@ -453,8 +451,8 @@ feature_names_in_
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGPClassifier
         >>> X = np.linspace(-2, 2, 40)[:, None]
-        >>> clf = SelectiveSVGPClassifier(n_candidates=8, n_select_iter=20,
-        ...                               random_state=0).fit(X, X[:, 0] > 0)
+        >>> clf = SelectiveSVGPClassifier(n_candidates=8, random_state=0)
+        >>> clf = clf.fit(X, X[:, 0] > 0)
         >>> f = clf.sample_functions(4, random_state=0)
         >>> f([[-1.5], [1.5]]).shape
         (2, 4)

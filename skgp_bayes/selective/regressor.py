@@ -358,7 +358,7 @@ class SelectiveSVGP(
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGP
         >>> X = np.linspace(0, 10, 60)[:, None]
-        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = SelectiveSVGP(n_candidates=10, random_state=0)
         >>> reg = reg.fit(X, np.cos(X[:, 0]))
         >>> reg.inclusion_probabilities_.shape
         (10,)
@@ -612,7 +612,7 @@ class SelectiveSVGP(
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGP
         >>> X = np.linspace(0, 10, 60)[:, None]
-        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = SelectiveSVGP(n_candidates=10, random_state=0)
         >>> reg = reg.fit(X, np.cos(X[:, 0]))
         >>> mean, std = reg.predict(X[:2], return_std=True)
         >>> bool(np.all(std > 0))
@@ -689,7 +689,7 @@ class SelectiveSVGP(
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGP
         >>> X = np.linspace(0, 10, 60)[:, None]
-        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = SelectiveSVGP(n_candidates=10, random_state=0)
         >>> reg = reg.fit(X, np.cos(X[:, 0]))
         >>> reg.sample_y(X[:4], n_samples=3).shape
         (4, 3)
@@ -752,7 +752,7 @@ class SelectiveSVGP(
         >>> import numpy as np
         >>> from skgp_bayes import SelectiveSVGP
         >>> X = np.linspace(0, 10, 60)[:, None]
-        >>> reg = SelectiveSVGP(n_candidates=10, n_select_iter=20, random_state=0)
+        >>> reg = SelectiveSVGP(n_candidates=10, random_state=0)
         >>> f = reg.fit(X, np.cos(X[:, 0])).sample_functions(3, random_state=0)
         >>> f(X[:4]).shape, f.gradient(X[:4]).shape
         ((4, 3), (4, 3, 1))
