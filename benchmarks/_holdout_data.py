@@ -1,6 +1,6 @@
 """Held-out real data sets: a check of the defaults on data they never saw.
 
-The seventeen sets of ``_real_data.py`` are the ones the defaults were
+The eighteen sets of ``_real_data.py`` are the ones the defaults were
 reasoned about and measured on, session after session; a default that
 only works there is tuned to them. These were added afterwards (eleven
 on 2026-11-27, the eight from ``cancer`` on 2026-11-29) and are run with
