@@ -98,10 +98,7 @@ class ModeJumps:
         >>> bool(np.isclose(one.log_q(np.zeros(1)), -0.5 * np.log(2 * np.pi)))
         True
         """
-        z = self._stacked_inverse @ x
-        z -= self._stacked_shift
-        z *= z
-        terms = self._log_const - 0.5 * z.reshape(self.means.shape).sum(axis=1)
+        terms = self._weighted_log_densities(x[None, :])[0]
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
 
@@ -117,11 +114,16 @@ class ModeJumps:
         >>> jumps.nearest(np.array([[-3.0], [0.5], [9.0]]))
         array([0, 1, 1])
         """
-        z = np.asarray(points, dtype=np.float64) @ self._stacked_inverse.T
+        points = np.asarray(points, dtype=np.float64)
+        return np.argmax(self._weighted_log_densities(points), axis=1)
+
+    def _weighted_log_densities(self, points):
+        """``log w_k + log N(x; m_k, L_k L_k')`` of every point (n, d), every k."""
+        z = points @ self._stacked_inverse.T
         z -= self._stacked_shift
+        z *= z
         k, d = self.means.shape
-        squares = (z * z).reshape(-1, k, d).sum(axis=2)
-        return np.argmax(self._log_const - 0.5 * squares, axis=1)
+        return self._log_const - 0.5 * z.reshape(-1, k, d).sum(axis=2)
 
     def as_arrays(self):
         """The mixture as arrays, for a compiled sampler.

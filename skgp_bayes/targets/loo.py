@@ -23,7 +23,7 @@ predicts new ones (see ``_approximation.ApproximationStage._grown``).
 import numpy as np
 
 from ..exceptions import NotPSDError
-from ..linalg import cholesky, triangular_solve
+from ..linalg import add_to_diagonal, cho_inverse, cholesky, triangular_solve
 from ._sparse_shared import factor_of_gram, project
 from .sparse import JITTER
 
@@ -68,15 +68,12 @@ def exact_loo_densities(adapter, X, y, hyper):
     True
     """
     covariance = adapter.gram(hyper[:-1], X)
-    covariance[np.diag_indices_from(covariance)] += np.exp(hyper[-1])
+    add_to_diagonal(covariance, np.exp(hyper[-1]))
     try:
-        factor, _ = cholesky(covariance, warn=False)
+        inverse = cho_inverse(cholesky(covariance, warn=False)[0])
     except NotPSDError:
         return np.full(y.size, -np.inf)
-    inverse_factor = triangular_solve(factor, np.eye(y.size))  # L^-1
-    inv_diag = np.einsum("ji,ji->i", inverse_factor, inverse_factor)
-    inv_y = inverse_factor.T @ (inverse_factor @ y)
-    return _held_out_density(inv_y, inv_diag)
+    return _held_out_density(inverse @ y, np.diagonal(inverse))
 
 
 def collapsed_loo_densities(adapter, X, y, Z, hyper, jitter=JITTER):
@@ -125,7 +122,7 @@ def collapsed_loo_densities(adapter, X, y, Z, hyper, jitter=JITTER):
     A, gamma, _ = project(adapter, theta, Z, X, R)  # A = R^-1 K_uf, gamma ~ K_ii - Q_ii
     # (Q + s2 I)^-1 = (I - W'W) / s2 with W = L_B^-1 A, B = s2 I + A A'
     B = A @ A.T
-    B[np.diag_indices_from(B)] += noise
+    add_to_diagonal(B, noise)
     try:
         L_B, _ = cholesky(B, warn=False)
     except NotPSDError:
