@@ -10,7 +10,8 @@ bulk ESS is on target, the burn-in, and the diagnostics of the kept draws.
 import numpy as np
 
 from ._run_length import BULK_ESS_MIN, RHAT_MAX, further_block
-from ._starts import exact_map_search
+from ._starts import PRIOR_RESTARTS, exact_map_search
+from ._threads import serial_blas
 from .diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from .inference import sgld_schedule
 from .inference.laplace import (
@@ -20,6 +21,7 @@ from .inference.laplace import (
     laplace_covariance,
 )
 from .inference.mode_jumps import laplace_mixture
+from .inference.particles import automatic_threads, evaluation_seconds
 from .targets import ExactMarginalTarget
 
 # A MALA chain's independence move between modes after every second
@@ -212,7 +214,9 @@ def chain_options(metropolis, run, n_params, steps):
     }
 
 
-def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=None):
+def map_and_preconditioner(
+    data, start, bounds, rng, map_subset, identity, log=None, n_jobs=None
+):
     """MAP and preconditioner from a random subset of the data.
 
     Parameters
@@ -228,6 +232,9 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
         The identity preconditioner instead of the Laplace covariance.
     log : callable, optional
         Receives one line about the MAP search.
+    n_jobs : int, optional
+        The estimator's: where the MAP search's starts may go on threads,
+        which changes no result (:func:`_search_threads`).
 
     Returns
     -------
@@ -259,12 +266,14 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
         X, y = X[idx], y[idx]
     target = ExactMarginalTarget(adapter, X, y, prior_set, log_noise)
     searches = []
-
-    def search(search_start):
-        searches.append(find_map(target, search_start, bounds))
-        return searches[-1]
-
-    result = exact_map_search(target, search, start, bounds)
+    result = exact_map_search(
+        target,
+        lambda search_start: find_map(target, search_start, bounds),
+        start,
+        bounds,
+        threads=1 if log is not None else _search_threads(target, start, n, n_jobs),
+        searched=searches,
+    )
     map_params = result.params
     # The MAP first, so that it stands for its own mode.
     optima = [map_params, *(s.params for s in searches)]
@@ -282,6 +291,24 @@ def map_and_preconditioner(data, start, bounds, rng, map_subset, identity, log=N
     if identity:
         return map_params, np.eye(start.shape[0]), jumps
     return map_params, laplace_covariance(target, map_params, bounds), jumps
+
+
+def _search_threads(target, start, n, n_jobs):
+    """Threads for the MAP search's starts on ``target`` (``n`` rows in the fit).
+
+    With ``n_jobs`` None, no log lines (checked by the caller) and rows few
+    enough for the fit to keep BLAS to one thread
+    (:func:`~skgp_bayes._threads.serial_blas`), by the rule the Stein
+    regressor's searches follow
+    (:func:`~skgp_bayes.inference.particles.automatic_threads`).
+    """
+    # On threads each search has one BLAS thread: the same bits as one
+    # search after another only where the fit keeps BLAS to one thread.
+    if not serial_blas(n):
+        return 1
+    return automatic_threads(
+        target, 1 + PRIOR_RESTARTS, lambda: evaluation_seconds(target, start), n_jobs
+    )
 
 
 def chain_starts(map_params, M, bounds, n_chains, identity, rng):

@@ -77,6 +77,7 @@ from ._length_scale_points import (
     with_lower_noise,
 )
 from .exceptions import NotPSDError
+from .inference._chain_threads import mapped_on_threads
 
 __all__ = [
     "BETTER_BY",
@@ -319,7 +320,7 @@ def screened_exact_start(target, start, bounds, cap=None, per_input=True):
     return found[-1] if found else None
 
 
-def best_of_searches(search, value, start, screened):
+def best_of_searches(search, value, start, screened, threads=1, record=None):
     """``search`` from ``start`` and from ``screened``; the higher maximum.
 
     Parameters
@@ -333,6 +334,14 @@ def best_of_searches(search, value, start, screened):
     screened : ndarray of shape (n_params,), list of them, or None
         The screen's points (:func:`screened_starts`); None or an empty
         list searches from ``start`` alone.
+    threads : int, default=1
+        Above 1 the searches run at once on that many threads (each with
+        one BLAS thread); they are independent, and the kept one is chosen
+        in the same order, so the result is the same. ``search`` must then
+        be safe to call from several threads.
+    record : list, optional
+        Receives every search's result, in the order of the starts
+        (``start`` first), whether on threads or not.
 
     Returns
     -------
@@ -360,12 +369,29 @@ def best_of_searches(search, value, start, screened):
     >>> round(float(best.params[0]), 3)
     -2.0
     """
-    result = search(start)
     if screened is None:
+        points = []
+    elif isinstance(screened, np.ndarray):
+        points = [screened]
+    else:
+        points = [point for point in screened if point is not None]
+    if threads > 1 and points:
+        with mapped_on_threads(min(threads, 1 + len(points))) as map_fn:
+            found = list(map_fn(search, [start, *points]))
+        if record is not None:
+            record.extend(found)
+        result = found[0]
+        for other in found[1:]:
+            result = _higher(value, result, other)
         return result
-    points = [screened] if isinstance(screened, np.ndarray) else screened
+    result = search(start)
+    if record is not None:
+        record.append(result)
     for point in points:
-        result = climbed(search, value, result, point)
+        other = search(point)
+        if record is not None:
+            record.append(other)
+        result = _higher(value, result, other)
     return result
 
 
@@ -404,7 +430,11 @@ def climbed(search, value, result, point):
     """
     if point is None:
         return result
-    other = search(point)
+    return _higher(value, result, search(point))
+
+
+def _higher(value, result, other):
+    """``other`` where its maximum beats ``result``'s by more than ``BETTER_BY``."""
     if finite_value(value, other) > finite_value(value, result) + BETTER_BY:
         return other
     return result
@@ -536,7 +566,7 @@ def prior_restarts(prior_set, bounds, n=PRIOR_RESTARTS):
     return [draw for draw in draws if np.all(np.isfinite(draw))]
 
 
-def exact_map_search(target, search, start, bounds, cap=None):
+def exact_map_search(target, search, start, bounds, cap=None, threads=1, searched=None):
     """The ``MaximizeResult`` of an exact marginal target's MAP, by one policy.
 
     ``search`` (``start -> MaximizeResult``) from ``start``, the screen's
@@ -553,6 +583,12 @@ def exact_map_search(target, search, start, bounds, cap=None):
     bounds : ndarray of shape (n_params, 2)
     cap : int, optional
         Most rows of the screen and the climb (:func:`subset_rows`).
+    threads : int, default=1
+        Threads for the searches from the start, the screen's points and the
+        prior draws (:func:`best_of_searches`); the climb follows them.
+    searched : list, optional
+        Receives every search's result: from the start, the screen's points
+        and the prior draws in that order, then the climb's, if any.
 
     Examples
     --------
@@ -578,9 +614,14 @@ def exact_map_search(target, search, start, bounds, cap=None):
         *screened_exact_starts(target, start, bounds, cap=cap),
         *prior_restarts(target.prior_set, bounds),
     ]
-    result = best_of_searches(search, value, start, candidates)
+    result = best_of_searches(search, value, start, candidates, threads, searched)
     point = exact_climb_point(target, result.params, bounds, cap=cap)
-    return climbed(search, value, result, point)
+    if point is None:
+        return result
+    other = search(point)
+    if searched is not None:
+        searched.append(other)
+    return _higher(value, result, other)
 
 
 def _screen_target(target, cap):

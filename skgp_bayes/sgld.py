@@ -633,6 +633,7 @@ class SGLDGPRegressor(
             self.map_subset,
             identity,
             self._log if self.verbose else None,
+            self.n_jobs,
         )
         starts = chain_starts(map_params, M, bounds, self.n_chains, identity, rng)
         return {

@@ -1,5 +1,7 @@
 """The length-scale screen that starts the mode searches, and the bound gap."""
 
+import threading
+
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
@@ -254,6 +256,39 @@ def test_best_of_searches_keeps_the_highest_of_several_starts():
     )
     assert best(-3.0, np.array([0.2])) == pytest.approx(0.0, abs=1e-3)
     assert best(-3.0, []) == pytest.approx(-3.0, abs=1e-3)
+
+
+def test_best_of_searches_on_threads_keeps_what_one_thread_keeps():
+    # Searches that climb to the nearest integer; -0.004 and 0.004 stand for
+    # one mode reached by two paths (within BETTER_BY), 2 for a higher one.
+    def climb(start):
+        return np.round(start[0]) + (0.004 if start[0] > 0 else -0.004)
+
+    def value(found):
+        return float(found)
+
+    cases = [
+        (np.array([0.3]), [np.array([1.8]), np.array([-0.2])]),  # 2 wins
+        (np.array([0.3]), [np.array([-0.2]), np.array([1.8])]),
+        (np.array([-0.2]), [np.array([0.3])]),  # a tie: the first is kept
+        (np.array([0.3]), np.array([-0.2])),
+    ]
+    for start, screened in cases:
+        serial = best_of_searches(climb, value, start, screened)
+        assert best_of_searches(climb, value, start, screened, threads=2) == serial
+    assert best_of_searches(climb, value, np.array([-0.2]), [np.array([0.3])], 2) == (
+        -0.004
+    )
+
+    # Both searches wait for each other: they can only finish side by side.
+    gate = threading.Barrier(2, timeout=30)
+
+    def meeting(start):
+        gate.wait()
+        return climb(start)
+
+    found = best_of_searches(meeting, value, np.array([0.3]), [np.array([1.8])], 2)
+    assert found == pytest.approx(2.004)
 
 
 class _BasinBesideTheOptimum:

@@ -165,6 +165,26 @@ class CollapsedSparseTarget:
         check_prior(prior_set, self.n_hyper)
 
     @property
+    def compiled(self):
+        """Whether the bound and its gradient come from one compiled call.
+
+        The fast-path kernels' (the stationary family of
+        :mod:`skgp_bayes.kernels`), which release the GIL; the log prior is
+        added outside it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from skgp_bayes.kernels import KernelAdapter
+        >>> from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+        >>> X = np.linspace(0, 1, 8)[:, None]
+        >>> CollapsedSparseTarget(KernelAdapter(RBF()), X, X[:, 0], X[::2]).compiled
+        True
+        """
+        return self._compiled
+
+    @property
     def param_names(self):
         """The kernel's hyperparameter names and ``"noise_variance"``.
 

@@ -62,6 +62,8 @@ so that threads evaluate side by side. Up to ``SMALL_N`` rows it runs
 unblocked loops instead, quicker than LAPACK's calls there.
 """
 
+import threading
+
 import numpy as np
 from scipy.linalg import lapack
 
@@ -83,6 +85,8 @@ from ._exact_numba import (
     rbf_value_and_grad_small,
     rbf_value_lapack,
 )
+
+_JITTER_LOCK = threading.Lock()
 
 __all__ = ["ExactMarginalTarget"]
 
@@ -252,7 +256,10 @@ class ExactMarginalTarget:
         K = self.adapter.gram(theta, self.X)
         add_to_diagonal(K, np.exp(log_noise))
         L, jitter = cholesky(K, warn=False, context=self._context(params))
-        self.max_jitter = max(self.max_jitter, jitter)
+        if jitter:
+            # searches from several starts share a target across threads
+            with _JITTER_LOCK:
+                self.max_jitter = max(self.max_jitter, jitter)
         return L, cho_solve(L, self.y)
 
     def _context(self, params):

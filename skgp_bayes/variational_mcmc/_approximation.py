@@ -20,12 +20,14 @@ from .._progress import fit_progress
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from .._sparse import fit_svgp_adam, fit_svgp_lbfgs, initial_inducing
 from .._starts import (
+    PRIOR_RESTARTS,
     best_of_searches,
     exact_map_search,
     finite_value,
     screened_starts,
     unused_input_starts,
 )
+from .._threads import serial_blas
 from .._warnings import warn_user
 from ..inference._chain_threads import mapped_on_threads
 from ..inference.laplace import (
@@ -426,7 +428,8 @@ class ApproximationStage:
         ):
             reference = self.exact_reference(problem, hyper)
         while True:
-            found = best_of_searches(search, _bound_reached, hyper, screened)
+            threads = self._search_threads(problem, Z0, hyper, screened)
+            found = best_of_searches(search, _bound_reached, hyper, screened, threads)
             screened = None
             hyper, Z, learn_Z, trace, _, slack, _ = found
             traces.extend(trace)
@@ -604,6 +607,11 @@ class ApproximationStage:
             hyper,
             hyper_bounds,
             cap=X.shape[0],
+            threads=(
+                self.start_threads(exact, hyper, 1 + PRIOR_RESTARTS, X.shape[0])
+                if serial_blas(X.shape[0])
+                else 1
+            ),
         )
         return finite_value(exact.log_prob, found.params), found
 
@@ -649,6 +657,22 @@ class ApproximationStage:
             if same_mode(hyper, find_map(bound, mode, hyper_bounds).params):
                 return True
         return False
+
+    def _search_threads(self, problem, Z0, hyper, screened):
+        """Threads for one size's searches, from ``hyper`` and ``screened``
+        (:meth:`start_threads`' rule, timed on the bound at ``Z0``)."""
+        adapter, X, y, prior_set, _ = problem
+        # each search on a thread has one BLAS thread: the same bits as one
+        # after another only where the fit keeps BLAS to one thread too
+        if (
+            screened is None
+            or not len(screened)
+            or not serial_blas(X.shape[0], Z0.shape[0])
+        ):
+            return 1
+        n_starts = 2 if isinstance(screened, np.ndarray) else 1 + len(screened)
+        bound = CollapsedSparseTarget(adapter, X, y, Z0, prior_set)
+        return self.start_threads(bound, hyper, n_starts, X.shape[0])
 
     def _screened_start(self, problem, Z0, hyper):
         """The length-scale screen's starts on the collapsed bound at ``Z0``.

@@ -305,3 +305,33 @@ def test_a_mode_far_above_the_map_keeps_the_map_s_mode_for_the_chains_in_it():
     # both chains in the MAP's mode: nothing new
     kept = low + 0.3 * rng.standard_normal((2, 200, 1))
     assert search(kept, kept[:, -1], np.array([1.5]), np.array([4.0]), None) is None
+
+
+def test_map_searches_on_threads_give_the_one_thread_map_and_mixture(
+    two_modes, monkeypatch
+):
+    # The MAP search's starts (the start, the screen's points, prior draws)
+    # go on threads; the MAP, the preconditioner and the Laplace mixture of
+    # the maxima, whose order the searches give, must be those of one thread
+    # (with BLAS on one thread, as the fit keeps it at this size).
+    from skgp_bayes import _sgld_setup
+    from skgp_bayes._threads import blas_threads_for
+
+    data, bounds, _, long, _ = two_modes
+    start = np.array([0.0, 0.0, 0.0, 0.0, np.log(0.1)])
+
+    def run(threads):
+        monkeypatch.setattr(_sgld_setup, "automatic_threads", lambda *a: threads)
+        rng = np.random.RandomState(0)
+        with blas_threads_for(data[1].shape[0]):
+            return _sgld_setup.map_and_preconditioner(
+                data, start, bounds, rng, 500, False
+            )
+
+    one, two = run(1), run(2)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    assert one[2] is not None and one[2].means.shape[0] >= 2
+    np.testing.assert_array_equal(one[2].means, two[2].means)
+    np.testing.assert_array_equal(one[2].log_weights, two[2].log_weights)
+    np.testing.assert_array_equal(one[2].factors, two[2].factors)

@@ -263,6 +263,37 @@ def test_draws_of_v_completed_on_threads_are_the_same(monkeypatch):
         assert asked and all(t == 2 for t in asked)
 
 
+def test_searches_of_the_inducing_sets_on_threads_are_the_same(monkeypatch):
+    # Each inducing-set size searches the collapsed bound from the last
+    # optimum and from the screen's or the exact mode's point, and the exact
+    # reference from its starts; on threads they must keep what n_jobs=1
+    # keeps, so that the draws are the same.
+    import numba
+
+    from skgp_bayes.inference import particles
+    from skgp_bayes.variational_mcmc import _approximation
+
+    rng = np.random.default_rng(6)
+    X = rng.uniform(0, 10, (90, 2))
+    y = np.sin(X[:, 0]) * np.cos(0.5 * X[:, 1]) + 0.1 * rng.standard_normal(90)
+    params = dict(random_state=0, **SHORT_CHAINS)
+    one = quiet_fit(VariationalMCMCRegressor(n_jobs=1, **params), X, y)
+    monkeypatch.setattr(particles, "THREADED_PARTICLE_SECONDS", 0.0)
+    asked = []
+    best_of = _approximation.best_of_searches
+
+    def spy(search, value, start, screened, threads=1):
+        asked.append(threads)
+        return best_of(search, value, start, screened, threads)
+
+    monkeypatch.setattr(_approximation, "best_of_searches", spy)
+    threaded = quiet_fit(VariationalMCMCRegressor(**params), X, y)
+    np.testing.assert_array_equal(one.draws_, threaded.draws_)
+    np.testing.assert_array_equal(one.inducing_points_, threaded.inducing_points_)
+    if numba.get_num_threads() >= 2:
+        assert 2 in asked
+
+
 @pytest.mark.statistical
 def test_chains_refitted_mid_run_sample_the_same_posterior(stat_seed, monkeypatch):
     # The refit (HMCStage._remapped) is forced after the first sampling
