@@ -359,3 +359,28 @@ def test_rank_rhat_and_bulk_ess_equal_the_separate_diagnostics(shape):
     np.testing.assert_array_equal(rhat, expected_rhat)
     np.testing.assert_array_equal(ess, expected_ess)
     assert np.shape(rhat) == np.shape(expected_rhat)
+
+
+def test_average_ranks_are_scipys_with_ties_infinities_and_nan():
+    # The compiled tie pass must give scipy.stats.rankdata's average ranks
+    # to the bit (the rank R-hat and bulk ESS are built on them), NaN
+    # through a column that holds one, on chains with repeated states.
+    from scipy.stats import rankdata
+
+    from skgp_bayes.diagnostics import _average_ranks
+
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        n = int(rng.integers(1, 200))
+        shape = (n, *rng.integers(1, 4, size=rng.integers(0, 3)))
+        x = np.round(rng.standard_normal(shape), int(rng.integers(0, 3)))
+        if trial % 5 == 0:  # a rejecting sampler's repeated states
+            x = np.repeat(x[: max(1, n // 3)], 3, axis=0)[:n]
+        if trial % 7 == 0:
+            x.flat[rng.integers(x.size)] = np.nan
+        if trial % 11 == 0:
+            x.flat[rng.integers(x.size)] = np.inf
+            x.flat[rng.integers(x.size)] = -np.inf
+        expected = rankdata(x, method="average", axis=0)
+        np.testing.assert_array_equal(_average_ranks(x), expected)
+    assert _average_ranks(np.zeros((0, 2))).shape == (0, 2)

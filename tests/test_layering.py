@@ -19,6 +19,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "skgp_bayes"
 # _vector_exp is a compiled arithmetic primitive (exp, log1p) that kernels,
 # likelihoods and targets all inline; it imports nothing from the package.
 # _backend picks the array module (NumPy or CuPy); it imports only exceptions.
+# _ranks_numba is the compiled tie pass of the diagnostics' ranks; it imports
+# nothing from the package.
 FOUNDATION = {
     "_backend",
     "_config",
@@ -28,6 +30,7 @@ FOUNDATION = {
     "_numba_threads",
     "_version",
     "_vector_exp",
+    "_ranks_numba",
 }
 # Each lower unit (a subpackage or a foundation module) and what it may import
 # from the package besides the foundation.
@@ -36,6 +39,7 @@ ALLOWED = {
     "_config": set(),
     "_version": set(),
     "_vector_exp": set(),
+    "_ranks_numba": set(),
     "exceptions": set(),
     "_warnings": set(),
     "_threads": set(),
