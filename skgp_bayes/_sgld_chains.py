@@ -264,9 +264,10 @@ class SGLDChainsMixin:
         ``previous`` holds the traces a warm start continues (None on a
         fresh fit), ``run`` is the
         :class:`~skgp_bayes._sgld_setup.RunLength` and ``names`` are the
-        parameters'. Once per fit, chains that have not mixed may go on with
-        jumps between modes that searches from their draws found
-        (``find_modes``, :mod:`skgp_bayes._sgld_modes`), or in coordinates
+        parameters'. Chains that have not mixed may go on with jumps
+        between modes that searches from their draws found (``find_modes``,
+        :mod:`skgp_bayes._sgld_modes`; searched again after twice the
+        iterations of the last search), or, once per fit, in coordinates
         that map their skewed parameters to nearly normal ones
         (:mod:`skgp_bayes._sgld_refine`). Returns the pooled record and the
         iterations this fit ran.

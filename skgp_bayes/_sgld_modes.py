@@ -12,7 +12,7 @@ same signal, or an input's length scale is short in one mode and long in
 another, the default chains ran their whole budget (``max_iter=20000``)
 without mixing.
 
-So, once per fit, after a block that has not met the run-length rule and
+So, after a block that has not met the run-length rule and
 whose slow coordinates would need more than a new warm-up and a first
 block's draws at their rate so far (:func:`~skgp_bayes._sgld_refine.
 worth_a_new_warmup`), L-BFGS starts from where the chains went: each
@@ -23,7 +23,10 @@ maxima these searches reach, with the MAP and the modes already known, make
 a Laplace mixture of more modes than the chains jump between, the chains go
 on from their states with the new mixture, adapt again, and everything
 before the new warm-up's end is discarded (:func:`~skgp_bayes._sgld_refine.
-refined_chains`). The mixture is only a proposal: whatever it is, the
+refined_chains`). The draws start searches again, for modes the chains
+reach later, once the chains have run twice the iterations they had at the
+last search (:data:`~skgp_bayes._sgld_refine.SEARCH_AGAIN_AFTER`). The
+mixture is only a proposal: whatever it is, the
 moves leave the posterior invariant, so the searches decide how fast the
 chains mix, not what they sample.
 

@@ -1,5 +1,5 @@
 """Skewed coordinates of :class:`~skgp_bayes.SGLDGPRegressor`'s MALA chains,
-mapped once per fit to nearly normal ones.
+mapped once per fit to nearly normal ones, and modes the chains found.
 
 A metric, dense or diagonal, rescales and rotates; it cannot make a skewed
 marginal symmetric, and MALA then crosses a long tail with the step the
@@ -52,6 +52,19 @@ searches for modes that the chains visit and the MAP searches missed
 travel between, separate modes are what the maps cannot straighten. Where
 the searches find more modes, the chains go on with jumps between them
 (and so without maps), adapting again as above.
+
+A mode the chains first reach after a search is crossed as rarely as it
+was found, so the draws start searches again, but only once the chains
+have run at least :data:`SEARCH_AGAIN_AFTER` times the iterations they had
+at the last search: the searches of a fit are then at most about
+``log2(max_iter / first search)``, each after as many iterations as all
+before it, and a search that finds nothing new costs its L-BFGS runs and
+no draws. On a split of Boston's house values (300 rows, 13 inputs) the
+one search of a fit ran at iteration 1,500, before the chains had visited
+a fifth mode (log density within 0.2 of the MAP's, 14% of the draws); the
+chains then crossed to it three times in 20,000 iterations and the fit
+warned (``benchmarks/RESULTS.md``, "Searches again where the chains went
+later").
 """
 
 import numpy as np
@@ -62,6 +75,7 @@ from .inference.marginal_maps import MIN_EFFECTIVE_DRAWS, fit_marginal_maps
 from .inference.sgld import readapting_state
 
 __all__ = [
+    "SEARCH_AGAIN_AFTER",
     "continuation",
     "mapped_bounds",
     "maps_line",
@@ -72,15 +86,22 @@ __all__ = [
 ]
 
 
+# The chains search for modes again only after this many times the
+# iterations they had at the last search: as long again as all the
+# iterations before it, so that the chains have had as much time to reach a
+# new mode as they had to reach the ones already searched from.
+SEARCH_AGAIN_AFTER = 2.0
+
+
 def continuation(runs, diagnosed, options, run, limit, find_modes=None):
     """The options and chain inputs of the next block of the run length.
 
     The same chains further by :meth:`RunLength.next_block
-    <skgp_bayes._sgld_setup.RunLength.next_block>`, or, once per fit, the
-    chains with jumps between more modes (``find_modes``, where
-    :func:`modes_wanted`), or, once per fit, the chains in coordinates that
-    map their skewed parameters (:func:`skew_maps_for`); either way
-    :func:`refined_chains` adapts them again.
+    <skgp_bayes._sgld_setup.RunLength.next_block>`, or the chains with
+    jumps between more modes (``find_modes``, where :func:`modes_wanted`),
+    or, once per fit, the chains in coordinates that map their skewed
+    parameters (:func:`skew_maps_for`); either way :func:`refined_chains`
+    adapts them again.
 
     Parameters
     ----------
@@ -126,11 +147,11 @@ def continuation(runs, diagnosed, options, run, limit, find_modes=None):
         return _further(runs, options, run, (n_done, burn, limit))
     span, budget_left = n_done - burn, limit - n_done
     if find_modes is not None and modes_wanted(
-        span, rhat, ess, options, budget_left, WARMUP
+        span, rhat, ess, options, budget_left, WARMUP, n_done
     ):
         ends = [r["state"]["sgld"].x for r in runs]
         jumps = find_modes(kept, ends, rhat, ess, options.get("jumps"))
-        options = {**options, "modes_searched": True}
+        options = {**options, "modes_searched_at": n_done}
         if jumps is not None:
             options["jumps"] = jumps
             return refined_chains(
@@ -263,14 +284,30 @@ def worth_a_new_warmup(span, rhat, ess, warmup):
     return bool(still_needed > warmup + FIRST_DRAWS)
 
 
-def modes_wanted(span, rhat, ess, options, budget_left, warmup):
+def modes_wanted(span, rhat, ess, options, budget_left, warmup, n_done):
     """Whether the chains' draws should start searches for more modes.
 
-    Once per fit (``options["modes_searched"]``), for MALA chains (the
-    moves need exact log densities) in the original coordinates (the
-    proposals are Gaussian there), with a warm-up and a first block left in
-    the budget, and slow enough that a new warm-up is worth it
-    (:func:`worth_a_new_warmup`).
+    For MALA chains (the moves need exact log densities) in the original
+    coordinates (the proposals are Gaussian there), with a warm-up and a
+    first block left in the budget, slow enough that a new warm-up is worth
+    it (:func:`worth_a_new_warmup`), and, where the draws have started
+    searches before (at iteration ``options["modes_searched_at"]``), at
+    :data:`SEARCH_AGAIN_AFTER` times those iterations or more.
+
+    Parameters
+    ----------
+    span : int
+        Iterations per chain of the kept draws.
+    rhat, ess : ndarray of shape (n_params,)
+    options : dict
+    budget_left : int
+    warmup : int
+    n_done : int
+        Iterations per chain so far (a warm start's included).
+
+    Returns
+    -------
+    bool
 
     Examples
     --------
@@ -278,13 +315,18 @@ def modes_wanted(span, rhat, ess, options, budget_left, warmup):
     >>> from skgp_bayes._sgld_refine import modes_wanted
     >>> from skgp_bayes._sgld_solvers import CholeskySolver
     >>> slow = (np.array([1.3, 1.0]), np.array([5.0, 900.0]))
-    >>> modes_wanted(1000, *slow, {"solver": CholeskySolver()}, 10000, 500)
+    >>> modes_wanted(1000, *slow, {"solver": CholeskySolver()}, 10000, 500, 1500)
     True
-    >>> modes_wanted(1000, *slow, {"solver": CholeskySolver(),
-    ...                            "modes_searched": True}, 10000, 500)
+    >>> searched = {"solver": CholeskySolver(), "modes_searched_at": 1500}
+    >>> modes_wanted(1000, *slow, searched, 10000, 500, 2500)  # too soon
     False
+    >>> modes_wanted(1000, *slow, searched, 10000, 500, 3000)
+    True
     """
-    if options.get("modes_searched") or options.get("maps") is not None:
+    if options.get("maps") is not None:
+        return False
+    searched_at = options.get("modes_searched_at")
+    if searched_at is not None and n_done < SEARCH_AGAIN_AFTER * searched_at:
         return False
     if not options["solver"].metropolis or budget_left < warmup + FIRST_DRAWS:
         return False

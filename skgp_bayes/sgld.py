@@ -655,7 +655,8 @@ class SGLDGPRegressor(
         options["metric_windows"] = self._metric_window_ranges
         # fits pickled before the refinement continue without maps
         options["maps"] = getattr(self, "_skew_maps", None)
-        options["modes_searched"] = getattr(self, "_modes_searched", False)
+        # the iteration of the last search from the draws, or None
+        options["modes_searched_at"] = getattr(self, "_modes_searched_at", None)
         if self.n_iter == "auto":
             options["n_iter"] = run.next_block(self.n_iter_, self.burn_in_, None)
         return {
@@ -724,7 +725,7 @@ class SGLDGPRegressor(
             # the jumps the chains ended with: the searches from their draws
             # may have added modes, and a warm start continues with them
             "_mode_jumps": final.get("jumps"),
-            "_modes_searched": bool(final.get("modes_searched")),
+            "_modes_searched_at": final.get("modes_searched_at"),
             "n_iter_": chains.shape[1],
             "solver_": solver.name,
             "diagnostics_": {

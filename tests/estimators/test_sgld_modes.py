@@ -14,9 +14,9 @@ from _sgld_grid import (
 )
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from skgp_bayes import SGLDGPRegressor, _sgld_refine, sgld
+from skgp_bayes import SGLDGPRegressor, _sgld_chains, _sgld_refine, sgld
 from skgp_bayes._sgld_modes import MAX_TAIL_COORDINATES, ModeSearch, search_starts
-from skgp_bayes._sgld_refine import modes_wanted
+from skgp_bayes._sgld_refine import SEARCH_AGAIN_AFTER, modes_wanted
 from skgp_bayes._sgld_setup import FIRST_DRAWS, WARMUP
 from skgp_bayes._sgld_solvers import CholeskySolver
 from skgp_bayes.exceptions import SamplerWarning
@@ -116,7 +116,17 @@ def test_no_new_mixture_where_the_chains_jump_between_the_same_modes(two_modes):
     "change, why",
     [
         ({}, None),
-        ({"options": {"solver": CholeskySolver(), "modes_searched": True}}, "once"),
+        (
+            {"options": {"solver": CholeskySolver(), "modes_searched_at": 1000}},
+            "searched at 1,000 of 1,500 iterations: too soon to search again",
+        ),
+        (
+            {
+                "options": {"solver": CholeskySolver(), "modes_searched_at": 750},
+                "n_done": 1500,
+            },
+            None,
+        ),
         ({"options": {"solver": CholeskySolver(), "maps": object()}}, "mapped"),
         (
             {"options": {"solver": SimpleNamespace(metropolis=False)}},
@@ -134,6 +144,7 @@ def test_when_the_draws_start_searches(change, why):
         "options": {"solver": CholeskySolver()},
         "budget_left": 10000,
         "warmup": WARMUP,
+        "n_done": 1500,
     }
     arguments.update(change)
     assert modes_wanted(**arguments) is (why is None), why
@@ -194,7 +205,7 @@ def test_chains_apart_in_two_modes_go_on_jumping_between_them(monkeypatch, capsy
     assert diagnostics["mode_jumps"]["modes"] >= 2
     assert 0 < diagnostics["mode_jumps"]["accepted"]
     assert reg.burn_in_ == refined + WARMUP
-    assert reg._mode_jumps is not None and reg._modes_searched
+    assert reg._mode_jumps is not None and reg._modes_searched_at >= refined
 
 
 def _force_mode_refinement(monkeypatch, never_mixed=False):
@@ -204,8 +215,8 @@ def _force_mode_refinement(monkeypatch, never_mixed=False):
     mixture). Returns the list of the kept spans searched at."""
     asked = []
 
-    def once(span, rhat, ess, options, budget_left, warmup):
-        return not options.get("modes_searched")
+    def once(span, rhat, ess, options, budget_left, warmup, n_done):
+        return options.get("modes_searched_at") is None
 
     class Decoy(ModeSearch):
         def __call__(self, kept, ends, rhat, ess, jumps):
@@ -263,6 +274,61 @@ def test_warm_start_after_new_jumps_equals_one_long_fit(monkeypatch):
         np.testing.assert_array_equal(getattr(reg, name), getattr(whole, name))
     assert reg.diagnostics_["mode_jumps"]["modes"] == 2
     np.testing.assert_array_equal(reg.predict(X), whole.predict(X))
+
+
+def _fruitless_searches(monkeypatch, allowed):
+    """Every check fails and is worth a new warm-up; the searches from the
+    draws find nothing new (and so change no draw); ``allowed=False`` keeps
+    them from starting at all. Returns the iterations per chain at each
+    search and at each check."""
+    asked, checked = [], []
+    continuation = _sgld_chains.continuation
+
+    class Fruitless(ModeSearch):
+        def __call__(self, kept, ends, rhat, ess, jumps):
+            asked.append(checked[-1])
+            return None
+
+    def counted(runs, diagnosed, *args):
+        checked.append(diagnosed[0])
+        return continuation(runs, diagnosed, *args)
+
+    monkeypatch.setattr(_sgld_chains, "continuation", counted)
+    fail_run_length_checks(monkeypatch, never_mixed=True)
+    monkeypatch.setattr(_sgld_refine, "worth_a_new_warmup", lambda *a: True)
+    monkeypatch.setattr(_sgld_refine, "skew_maps_for", lambda *a: None)
+    if not allowed:
+        monkeypatch.setattr(_sgld_refine, "modes_wanted", lambda *a: False)
+    monkeypatch.setattr(sgld, "ModeSearch", Fruitless)
+    return asked, checked
+
+
+def _chains_of(X, y, max_iter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        return SGLDGPRegressor(max_iter=max_iter, random_state=0).fit(X, y)
+
+
+def test_the_draws_search_again_after_twice_the_iterations(monkeypatch):
+    # A mode the chains reach after a search needs a later one; searches at
+    # every block would cost their L-BFGS runs block after block, so each
+    # waits for twice the iterations of the last. A search that finds
+    # nothing moves no chain.
+    X, y = one_input_data()
+    max_iter = 12000
+    at, checked = _fruitless_searches(monkeypatch, allowed=True)
+    searched = _chains_of(X, y, max_iter)
+    assert at[0] == _FIRST and len(at) >= 3
+    # each search at the first check with twice the last one's iterations
+    checked = np.array(checked)
+    for a, b in zip(at[:-1], at[1:], strict=True):
+        assert b == checked[checked >= SEARCH_AGAIN_AFTER * a][0]
+    assert len(checked) > len(at)
+    assert searched._modes_searched_at == at[-1]
+    monkeypatch.undo()
+    _fruitless_searches(monkeypatch, allowed=False)
+    unsearched = _chains_of(X, y, max_iter)
+    np.testing.assert_array_equal(searched.chains_, unsearched.chains_)
 
 
 def test_no_search_under_a_burn_in_the_user_fixed(monkeypatch):
