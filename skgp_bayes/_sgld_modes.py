@@ -44,7 +44,7 @@ from .inference.laplace import find_map, same_mode
 from .inference.mode_jumps import laplace_mixture
 from .targets import ExactMarginalTarget
 
-__all__ = ["ModeSearch", "search_starts"]
+__all__ = ["ModeSearch", "modes_from_draws", "search_starts"]
 
 # Quantiles of the pooled draws of a slow coordinate at which searches
 # start: a mode the chains visit in turn lies in the tails of the pooled
@@ -152,28 +152,74 @@ class ModeSearch:
 
         Arguments as for :func:`search_starts`, and the chains' mixture.
         """
-        target = self.target()
-        known = [self.map_params]
-        if jumps is not None:
-            known.extend(jumps.means)
-        starts = search_starts(kept, ends, rhat, ess)
-        found = [find_map(target, start, self.bounds).params for start in starts]
-        # The chains' ends come first among the starts: the modes they
-        # reach are where the chains are, which the mixture must keep for
-        # them to leave. On grunfeld (154 rows, the split at seed 15 of
-        # benchmarks/bench_fresh_splits.py) one chain had found a mode 15
-        # nats above the MAP; with the MAP's mode left out for its share,
-        # the search returned nothing and the other chain stayed there.
-        mixture = laplace_mixture(
-            target,
-            [*known, *found],
-            self.bounds,
-            every=MODE_JUMP_EVERY,
-            keep_near=found[: len(ends)],
+        draws = (kept, ends, rhat, ess)
+        known = (self.map_params, jumps)
+        return modes_from_draws(
+            self.target(), draws, known, self.bounds, every=MODE_JUMP_EVERY
         )
-        if mixture is None or not _has_new_mode(mixture.means, known):
-            return None
-        return mixture
+
+
+def modes_from_draws(target, draws, known, bounds, every):
+    """The Laplace mixture of more modes than the chains know, or None.
+
+    L-BFGS-B on ``target`` from the :func:`search_starts` of the chains'
+    draws; the maxima, with the modes already known, make the mixture
+    (:func:`~skgp_bayes.inference.mode_jumps.laplace_mixture`). None
+    where it holds no mode that none of the known ones is.
+
+    Parameters
+    ----------
+    target : object
+        With ``logp_and_grad(params) -> (value, grad)``: the density the
+        chains sample, in their parameters.
+    draws : tuple
+        ``(kept, ends, rhat, ess)`` as for :func:`search_starts`.
+    known : tuple
+        ``(map_params, jumps)``: the mode the chains started in and their
+        :class:`~skgp_bayes.inference.mode_jumps.ModeJumps` (or None).
+    bounds : ndarray of shape (n_params, 2)
+    every : int
+        The mixture's jump interval (``ModeJumps.every``).
+
+    Returns
+    -------
+    ModeJumps or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._sgld_modes import modes_from_draws
+    >>> class TwoBumps:  # modes at -2 and 2, each of unit curvature
+    ...     def logp_and_grad(self, x):
+    ...         a, b = np.exp(-0.5 * (x + 2) ** 2), np.exp(-0.5 * (x - 2) ** 2)
+    ...         return np.log(a + b).item(), ((-(x + 2) * a - (x - 2) * b) / (a + b))
+    >>> kept = np.array([[[-2.1], [-1.9], [2.0], [-2.0]],
+    ...                  [[-2.0], [-2.2], [-1.8], [-2.0]]])
+    >>> found = modes_from_draws(TwoBumps(), (kept, kept[:, -1], np.array([1.2]),
+    ...                          np.array([5.0])), (np.array([-2.0]), None),
+    ...                          np.array([[-6.0, 6.0]]), every=2)
+    >>> np.round(np.sort(found.means[:, 0]), 2)
+    array([-2.,  2.])
+    """
+    kept, ends, rhat, ess = draws
+    map_params, jumps = known
+    known = [np.asarray(map_params, dtype=np.float64)]
+    if jumps is not None:
+        known.extend(jumps.means)
+    starts = search_starts(kept, ends, rhat, ess)
+    found = [find_map(target, start, bounds).params for start in starts]
+    # The chains' ends come first among the starts: the modes they reach are
+    # where the chains are, which the mixture must keep for them to leave.
+    # On grunfeld (154 rows, the split at seed 15 of
+    # benchmarks/bench_fresh_splits.py) one chain had found a mode 15 nats
+    # above the MAP; with the MAP's mode left out for its share, the search
+    # returned nothing and the other chain stayed there.
+    mixture = laplace_mixture(
+        target, [*known, *found], bounds, every=every, keep_near=found[: len(ends)]
+    )
+    if mixture is None or not _has_new_mode(mixture.means, known):
+        return None
+    return mixture
 
 
 def _has_new_mode(means, known):

@@ -7,6 +7,7 @@ estimator hands in the engine (``run_chains``) and how to report; nothing
 here knows which estimator runs it.
 """
 
+import copy
 import dataclasses
 import functools
 import time
@@ -17,7 +18,8 @@ from joblib import effective_n_jobs
 
 from .._base import Printer
 from .._progress import engine_verbose, fit_progress
-from .._run_length import BULK_ESS_MIN, RHAT_MAX
+from .._run_length import BULK_ESS_MIN, RHAT_MAX, iterations_still_needed
+from .._sgld_refine import SEARCH_AGAIN_AFTER
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 from ..inference._chain_threads import default_chain_threads
@@ -37,6 +39,7 @@ from ._sampling import (
     remapped_sampler,
     restarted_with_smaller_step,
     retried_counts,
+    rhat_and_bulk_ess,
 )
 from ._trajectory import TrajectoryTarget
 
@@ -117,6 +120,65 @@ class ChainRun:
     sampler: object = None
     rhat_and_ess: tuple = None
     maps_refitted: bool = False
+
+
+class DrawSearches:
+    """When the chains' draws start searches for more modes, and how.
+
+    As the SGLD chains' (:mod:`skgp_bayes._sgld_refine`): after a sampling
+    block that misses the run-length rule, where the sampler can search
+    (its ``mode_search``, set for the collapsed target in the
+    hyperparameters' own coordinates), the budget holds a new warm-up and a
+    first block (``cost``), and at their rate so far the chains would need
+    more than that; again only once the chains have run
+    :data:`~skgp_bayes._sgld_refine.SEARCH_AGAIN_AFTER` times the sampling
+    iterations they had at the last search. The searches draw no random
+    numbers: where they find nothing new the chains are the same to the
+    bit.
+
+    Parameters
+    ----------
+    cost : int
+        Iterations per chain of a new warm-up and a first block.
+
+    Examples
+    --------
+    >>> from skgp_bayes.variational_mcmc._chains import DrawSearches
+    >>> searches = DrawSearches(550)
+    >>> searches.last is None and searches.found == 0
+    True
+    """
+
+    def __init__(self, cost):
+        self.cost = cost
+        self.last = None  # sampling iterations per chain at the last search
+        self.found = 0  # searches that found more modes
+        self._due = None
+
+    def due(self, sampler, results, lengths):
+        """Whether to search now; ``lengths`` is ``(done, sampled, budget)``:
+        the kept sampling iterations per chain, all of them this fit, and
+        the sampling budget."""
+        done, sampled, budget = lengths
+        if getattr(sampler, "mode_search", None) is None or budget - done < self.cost:
+            return False
+        if self.last is not None and sampled < SEARCH_AGAIN_AFTER * self.last:
+            return False
+        hyper = sampler.unmapped(np.stack([r.samples for r in results]))
+        rhat, ess = rhat_and_bulk_ess(hyper)
+        if iterations_still_needed(done, rhat, ess) <= self.cost:
+            return False
+        self._due = (sampled, hyper, rhat, ess)
+        return True
+
+    def search(self, sampler, states):
+        """The mixture of more modes than the sampler's, or None (counted),
+        from the draws :meth:`due` looked at."""
+        self.last, hyper, rhat, ess = self._due
+        ends = sampler.unmapped(states)
+        jumps = sampler.mode_search(hyper, ends, rhat, ess, sampler.mode_jumps)
+        self.found += jumps is not None
+        return jumps
 
 
 @dataclasses.dataclass
@@ -280,6 +342,9 @@ sampler, target_accept, n_jobs
         budget = max(self.max_samples, self.n_samples)
         done, n_blocks, n_runs, backoffs = 0, 0, 0, 0
         refit_tried, refitted = False, False
+        # sampling iterations per chain this fit ran, kept or not, and the
+        # searches for modes from the draws (DrawSearches)
+        sampled, searches = 0, DrawSearches(self.n_samples + n_warmup)
         steps = [r.step_size for r in results]
         rule, threads = RunLengthRule(), self._workers(sampler, steps)["threads"]
         while True:
@@ -317,12 +382,53 @@ sampler, target_accept, n_jobs
                     chains, results, n_blocks, seconds, backoffs, sampler, rule.every,
                     refitted,
                 )  # fmt: skip
+            sampled += block
+            if searches.due(sampler, results, (done, sampled, budget)):
+                found = self._with_found_modes(
+                    sampler, results, (done, budget), searches, (seed, n_warmup)
+                )
+                if found is not None:
+                    sampler, results, budget = found
+                    done, n_blocks, rule = 0, 0, RunLengthRule()
+                    continue
             if not refit_tried:
                 refit_tried = True
                 refit = self._remapped(sampler, results, done, budget, seed, n_warmup)
                 if refit is not None:
                     sampler, results, budget = refit
                     done, n_blocks, rule, refitted = 0, 0, RunLengthRule(), True
+
+    def _with_found_modes(self, sampler, results, lengths, searches, seeds):
+        """The chains with jumps between more modes, found from their draws.
+
+        Where :meth:`DrawSearches.search` finds modes the chains do not
+        jump between, each chain goes on from where it is, in coordinates
+        refined from the draws (without sinh maps, which the jumps'
+        Gaussian proposals exclude), with the new mixture and a warm-up of
+        ``n_warmup`` iterations; everything before counts as warm-up, as
+        in :meth:`_remapped`. ``lengths`` is ``(done, budget)`` and
+        ``seeds`` ``(seed, n_warmup)``. Returns ``(sampler, results,
+        sampling budget left)``, or None where nothing new was found.
+        """
+        (done, budget), (seed, n_warmup) = lengths, seeds
+        draws = np.stack([r.samples for r in results])
+        states = np.stack([r.final_state for r in results])
+        jumps = searches.search(sampler, states)
+        if jumps is None:
+            return None
+        with_jumps = copy.copy(sampler)
+        with_jumps.mode_jumps = jumps
+        new = with_jumps.refined(draws, states)
+        if self.log is not None:
+            self.log(
+                f"HMC: {jumps.describe()} from searches that started where the "
+                f"chains went, after {searches.last} sampling iterations per "
+                f"chain; the chains jump between them and adapt again for "
+                f"{n_warmup} iterations"
+            )
+        stream = [seed, 0, 2, searches.found]  # [seed, 0, 1] is _remapped's
+        results = self._adapted_again(new, results, stream, n_warmup)
+        return new, results, budget - done - n_warmup
 
     def _remapped(self, sampler, results, done, budget, seed, n_warmup):
         """Once per fit, after a block that missed the run-length rule: the
@@ -344,17 +450,24 @@ sampler, target_accept, n_jobs
         new = remapped_sampler(sampler, draws, states, done, cost)
         if new is None:
             return None
-        new.step_size = np.array([r.step_size for r in results])
         if self.log is not None:
             self.log(
                 f"HMC: sinh maps for {new.n_skew_maps} skewed coordinates, fitted "
                 f"to {done} sampling iterations per chain; those draws become "
                 f"warm-up and the chains adapt again for {n_warmup} iterations"
             )
-        options = self._engine_options()
-        more = self._warmup(new, [seed, 0, 1], options, n_warmup, results)
+        results = self._adapted_again(new, results, [seed, 0, 1], n_warmup)
+        return new, results, budget - done - n_warmup
+
+    def _adapted_again(self, new, results, stream, n_warmup):
+        """The chains from where they are, in ``new``'s coordinates, after
+        a warm-up of ``n_warmup`` iterations drawn from the random
+        ``stream``: every draw before counts as warm-up. Returns the pooled
+        results (:meth:`_pooled`)."""
+        new.step_size = np.array([r.step_size for r in results])
+        more = self._warmup(new, stream, self._engine_options(), n_warmup, results)
         results = [after_warmup(a, b) for a, b in zip(results, more, strict=True)]
-        return new, self._pooled(results, n_warmup), budget - done - n_warmup
+        return self._pooled(results, n_warmup)
 
     def _pooled(self, results, n_warmup):
         """The chains after warm-up at one step, calibrated for static HMC.

@@ -328,12 +328,7 @@ def test_chains_refitted_mid_run_sample_the_same_posterior(stat_seed, monkeypatc
         return sampler.refined(chains, states)
 
     checks = []
-
-    class MissedOnce(_sampling.RunLengthRule):
-        def met(self, chains, every=False):
-            checks.append(chains.shape[1])
-            met, rhat, ess = super().met(chains, every)
-            return (False if len(checks) == 1 else met), rhat, ess
+    MissedOnce = _missed_once(checks)
 
     monkeypatch.setattr(_sampling, "fit_marginal_maps", strong_maps)
     monkeypatch.setattr(_chains, "remapped_sampler", refit_always)
@@ -343,9 +338,28 @@ def test_chains_refitted_mid_run_sample_the_same_posterior(stat_seed, monkeypatc
     assert refitted.diagnostics_["skew_maps"] == 3
     assert checks[0] == 1000 and len(checks) >= 2
 
-    n_hyper = 3  # log variance, log length scale, log noise variance
+    _assert_same_hyperparameter_posterior(plain, refitted)
+
+
+def _missed_once(checks):
+    """A run-length rule whose first check fails whatever the draws; every
+    check's sampling iterations per chain go to ``checks``."""
+    from skgp_bayes.variational_mcmc import _sampling
+
+    class MissedOnce(_sampling.RunLengthRule):
+        def met(self, chains, every=False):
+            checks.append(chains.shape[1])
+            met, rhat, ess = super().met(chains, every)
+            return (False if len(checks) == 1 else met), rhat, ess
+
+    return MissedOnce
+
+
+def _assert_same_hyperparameter_posterior(plain, other, n_hyper=3):
+    """Means and sds of the first ``n_hyper`` parameters agree within 4.5
+    standard errors of each difference, from each fit's own bulk ESS."""
     means, sds, ess = [], [], []
-    for fit in (plain, refitted):
+    for fit in (plain, other):
         draws = fit.draws_[:, :n_hyper]
         means.append(draws.mean(axis=0))
         sds.append(draws.std(axis=0))
@@ -356,6 +370,109 @@ def test_chains_refitted_mid_run_sample_the_same_posterior(stat_seed, monkeypatc
     sd_error = np.hypot(*(sd / np.sqrt(2 * e) for sd, e in zip(sds, ess, strict=True)))
     np.testing.assert_array_less(np.abs(means[0] - means[1]), 4.5 * mean_error)
     np.testing.assert_array_less(np.abs(sds[0] - sds[1]), 4.5 * sd_error)
+
+
+def _sine_30(seed):
+    rng = np.random.default_rng(3 + seed)
+    X = rng.uniform(-3, 3, (30, 1))
+    return X, 10.0 + 5.0 * np.sin(X[:, 0]) + 0.5 * rng.normal(size=30)
+
+
+def _searches_from_the_draws(monkeypatch, search, due_once=False):
+    """The sampler's searches from the draws replaced by ``search(kept)``;
+    every check may search by the rate rule (``due_once``: the first check
+    searches and no other). Returns the sampling iterations per chain of
+    each search."""
+    from skgp_bayes.variational_mcmc import _chains, _pipelines
+
+    asked = []
+
+    class Replaced(_pipelines.DrawModeSearch):
+        def __call__(self, kept, ends, rhat, ess, jumps):
+            asked.append(kept.shape[1])
+            return search(kept)
+
+    monkeypatch.setattr(_pipelines, "DrawModeSearch", Replaced)
+    if due_once:
+        due = _chains.DrawSearches.due
+        monkeypatch.setattr(
+            _chains.DrawSearches,
+            "due",
+            lambda self, *a: self.last is None and due(self, *a),
+        )
+    monkeypatch.setattr(_chains, "iterations_still_needed", lambda *a: 1e9)
+    return asked
+
+
+@pytest.mark.statistical
+def test_chains_with_modes_found_mid_run_sample_the_same_posterior(
+    stat_seed, monkeypatch
+):
+    # A search from the draws after the first sampling block returns a
+    # mixture of the draws' Laplace-like Gaussian and a decoy mode 3 sds
+    # away; the chains go on from where they were, in new coordinates,
+    # jumping between the two, after a new warm-up. The jumps are
+    # Metropolis-Hastings moves, whatever the mixture: the hyperparameters'
+    # posterior means and sds must agree with an ordinary fit's within 4.5
+    # standard errors of each difference (from each fit's own bulk ESS),
+    # a false failure of about 7e-6 per comparison (six here).
+    from skgp_bayes.inference.mode_jumps import ModeJumps
+    from skgp_bayes.variational_mcmc import _chains
+
+    X, y = _sine_30(stat_seed)
+    options = dict(n_chains=4, n_samples=1000, max_samples=3000, random_state=stat_seed)
+    plain = quiet_fit(VariationalMCMCRegressor(**options), X, y)
+    assert plain.diagnostics_["mode_jumps"]["modes"] == 0
+
+    def decoy(kept):
+        pooled = kept.reshape(-1, kept.shape[-1])
+        d = pooled.shape[1]
+        cov = np.cov(pooled.T) + 1e-6 * np.eye(d)
+        means = np.stack([pooled.mean(axis=0), pooled.mean(axis=0) + 3.0])
+        factors = np.linalg.cholesky(np.stack([cov, cov]))
+        return ModeJumps(means, factors, np.log([0.9, 0.1]), every=1)
+
+    checks = []
+    MissedOnce = _missed_once(checks)
+
+    asked = _searches_from_the_draws(monkeypatch, decoy, due_once=True)
+    monkeypatch.setattr(_chains, "RunLengthRule", MissedOnce)
+    jumping = quiet_fit(VariationalMCMCRegressor(**options), X, y)
+    assert asked == [1000] and checks[0] == 1000 and len(checks) >= 2
+    jumps = jumping.diagnostics_["mode_jumps"]
+    assert jumps["modes"] == 2 and jumps["tried"] > 0
+
+    # log variance, log length scale, log noise variance
+    _assert_same_hyperparameter_posterior(plain, jumping)
+
+
+def test_searches_from_the_draws_wait_for_twice_the_iterations_and_move_nothing(
+    monkeypatch,
+):
+    # Every check misses the rule and the searches find nothing new: they
+    # come at the first check, then at the first with twice the sampling
+    # iterations of the last, and the chains are those of a fit that never
+    # searched, to the bit (the searches draw no random numbers).
+    from skgp_bayes.variational_mcmc import _chains, _sampling
+
+    class NeverMet(_sampling.RunLengthRule):
+        def met(self, chains, every=False):
+            return (False, *super().met(chains, every)[1:])
+
+    X, y = _sine_30(0)
+    options = dict(n_chains=2, n_samples=250, max_samples=2000, random_state=0)
+    monkeypatch.setattr(_chains, "RunLengthRule", NeverMet)
+    asked = _searches_from_the_draws(monkeypatch, lambda kept: None)
+    searched = quiet_fit(VariationalMCMCRegressor(**options), X, y)
+    # blocks of 250, then a quarter more each up to 250: checks at 250,
+    # 313, 392, 490, 613, 767, 959, 1199, 1449, ...; at 1449 the budget
+    # still holds a new warm-up (150 iterations) and a first block, at
+    # 2,898 (twice 1449) it is spent
+    assert asked == [250, 613, 1449]
+    monkeypatch.setattr(_chains.DrawSearches, "due", lambda self, *a: False)
+    unsearched = quiet_fit(VariationalMCMCRegressor(**options), X, y)
+    np.testing.assert_array_equal(searched.draws_, unsearched.draws_)
+    assert searched.diagnostics_["mode_jumps"]["modes"] == 0
 
 
 def test_a_kept_set_that_predicts_held_out_rows_worse_gives_way_to_the_exact_target():
