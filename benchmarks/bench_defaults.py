@@ -123,6 +123,8 @@ QUICK = {
     "max_train": 40,
 }
 DEFAULT_MAX_TRAIN = 300
+# Every data set a name can pick, of the three groups (main, held-out, unseen).
+ALL_LOADERS = {**LOADERS, **HOLDOUT_LOADERS, **UNSEEN_LOADERS}
 # One BLAS thread for every model: the estimators' own thread policy runs
 # BLAS serially at these sizes anyway, and on a shared machine a second
 # OpenBLAS thread that has to wait for a core made the peer's fit up to 13
@@ -676,8 +678,7 @@ def parse_args(argv=None):
     )
     args = parser.parse_args(argv)
     estimators = _parse_list(args.estimators, REGRESSORS + CLASSIFIERS, "estimators")
-    known = {**LOADERS, **HOLDOUT_LOADERS, **UNSEEN_LOADERS}
-    datasets = _parse_list(args.datasets, known, "data sets")
+    datasets = _parse_list(args.datasets, ALL_LOADERS, "data sets")
     if args.holdout and args.unseen:
         parser.error("--holdout and --unseen are two groups: give one")
     if args.holdout and datasets is None:
@@ -710,8 +711,7 @@ def _write_json(report, path):
 def load_all(names):
     """Every requested data set, before any fit: a missing extra stops at once."""
     try:
-        known = {**LOADERS, **HOLDOUT_LOADERS, **UNSEEN_LOADERS}
-        return {name: known[name]() for name in names}
+        return {name: ALL_LOADERS[name]() for name in names}
     except ImportError as error:
         raise SystemExit(str(error)) from error
 

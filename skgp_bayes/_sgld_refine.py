@@ -81,6 +81,7 @@ __all__ = [
     "maps_line",
     "modes_wanted",
     "refined_chains",
+    "searched_too_recently",
     "skew_maps_for",
     "worth_a_new_warmup",
 ]
@@ -284,6 +285,20 @@ def worth_a_new_warmup(span, rhat, ess, warmup):
     return bool(still_needed > warmup + FIRST_DRAWS)
 
 
+def searched_too_recently(searched_at, n_done):
+    """Whether the chains, ``n_done`` iterations in, are short of
+    :data:`SEARCH_AGAIN_AFTER` times the ``searched_at`` of the last search
+    from their draws (None: no search yet).
+
+    Examples
+    --------
+    >>> from skgp_bayes._sgld_refine import searched_too_recently
+    >>> searched_too_recently(None, 10), searched_too_recently(1500, 2999)
+    (False, True)
+    """
+    return searched_at is not None and n_done < SEARCH_AGAIN_AFTER * searched_at
+
+
 def modes_wanted(span, rhat, ess, options, budget_left, warmup, n_done):
     """Whether the chains' draws should start searches for more modes.
 
@@ -325,8 +340,7 @@ def modes_wanted(span, rhat, ess, options, budget_left, warmup, n_done):
     """
     if options.get("maps") is not None:
         return False
-    searched_at = options.get("modes_searched_at")
-    if searched_at is not None and n_done < SEARCH_AGAIN_AFTER * searched_at:
+    if searched_too_recently(options.get("modes_searched_at"), n_done):
         return False
     if not options["solver"].metropolis or budget_left < warmup + FIRST_DRAWS:
         return False

@@ -19,7 +19,7 @@ from joblib import effective_n_jobs
 from .._base import Printer
 from .._progress import engine_verbose, fit_progress
 from .._run_length import BULK_ESS_MIN, RHAT_MAX, iterations_still_needed
-from .._sgld_refine import SEARCH_AGAIN_AFTER
+from .._sgld_refine import searched_too_recently
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
 from ..inference._chain_threads import default_chain_threads
@@ -160,9 +160,9 @@ class DrawSearches:
         the kept sampling iterations per chain, all of them this fit, and
         the sampling budget."""
         done, sampled, budget = lengths
-        if getattr(sampler, "mode_search", None) is None or budget - done < self.cost:
+        if sampler.mode_search is None or budget - done < self.cost:
             return False
-        if self.last is not None and sampled < SEARCH_AGAIN_AFTER * self.last:
+        if searched_too_recently(self.last, sampled):
             return False
         hyper = sampler.unmapped(np.stack([r.samples for r in results]))
         rhat, ess = rhat_and_bulk_ess(hyper)

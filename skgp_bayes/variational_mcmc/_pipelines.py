@@ -15,7 +15,7 @@ import numpy as np
 
 from .._defaults import estimator_prior_set
 from .._fit_checks import warn_at_bounds
-from .._sgld_modes import modes_from_draws
+from .._sgld_modes import DrawModeSearch
 from .._starts import (
     screened_exact_starts,
     shortened_length_scales,
@@ -360,47 +360,15 @@ def _collapsed_sampler(start, hmc, targets, points, data):
             (start.adapter, *data, start.prior_set),
             hmc.log,
         )
+        # searches from the chains' draws, for modes they reach later (on a
+        # split of Boston's house values, 300 rows, the searches before
+        # sampling found one of the exact posterior's modes and the chains
+        # ran their whole budget; see variational_mcmc._chains.DrawSearches)
         if data[0].shape[0] <= _MODE_SEARCH_MAX_N:
-            sampler.mode_search = DrawModeSearch(sampled, hyper, start.hyper_bounds)
+            sampler.mode_search = DrawModeSearch(
+                sampled, hyper, start.hyper_bounds, _MODE_JUMP_EVERY
+            )
     return sampler
-
-
-class DrawModeSearch:
-    """Searches for modes from the chains' draws, on the sampled target.
-
-    A mode that none of the searches before the chains leads to is still
-    reached by the chains' small steps, and then crossed as rarely as it
-    was reached: on a split of Boston's house values (300 rows, 13 inputs)
-    the exact posterior had five modes, the searches before sampling found
-    one, and the chains ran their 5,000 sampling iterations and warned
-    (split R-hat 1.019). The SGLD chains' searches
-    (:func:`~skgp_bayes._sgld_modes.modes_from_draws`), on the target the
-    chains sample, in the hyperparameters ``[theta, log s2]``, from the
-    optimum ``hyper``; :class:`~skgp_bayes.variational_mcmc._chains.
-    DrawSearches` says when.
-
-    Parameters
-    ----------
-    sampled : object
-        The collapsed (or exact) target over ``[theta, log s2]``.
-    hyper : ndarray
-        The optimum the chains started from.
-    bounds : ndarray of shape (n_params, 2)
-    """
-
-    def __init__(self, sampled, hyper, bounds):
-        self.sampled, self.hyper, self.bounds = sampled, hyper, bounds
-
-    def __call__(self, kept, ends, rhat, ess, jumps):
-        """A mixture of more modes than ``jumps``, or None (see
-        :func:`~skgp_bayes._sgld_modes.modes_from_draws`)."""
-        return modes_from_draws(
-            self.sampled,
-            (kept, ends, rhat, ess),
-            (self.hyper, jumps),
-            self.bounds,
-            every=_MODE_JUMP_EVERY,
-        )
 
 
 def _log_held(log, coords, names):

@@ -220,7 +220,7 @@ class Sampler:
     # A ModeJumps mixture over x, or None: see jumps().
     mode_jumps = None
     # Searches for more modes from the chains' draws over x (a
-    # _pipelines.DrawModeSearch), or None.
+    # skgp_bayes._sgld_modes.DrawModeSearch), or None.
     mode_search = None
     # A BoundCoordinates the chains move in, or None.
     coords = None
