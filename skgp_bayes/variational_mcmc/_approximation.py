@@ -274,7 +274,7 @@ class ApproximationStage:
             and getattr(estimator, "_callback_fit_ctx", None) is None,
         )
 
-    def start_threads(self, bound, params, n_starts, n):
+    def start_threads(self, bound, params, n_starts, n, m):
         """Threads for the bound's maximisations from ``n_starts`` starts.
 
         The starts are independent L-BFGS-B runs, as the Stein regressor's
@@ -284,9 +284,17 @@ class ApproximationStage:
         evaluation at ``params`` takes at least
         :data:`~skgp_bayes.inference.particles.THREADED_PARTICLE_SECONDS`,
         and a quiet fit, whose progress lines would otherwise interleave.
-        Minibatch Adam keeps one thread. The result does not depend on it.
+        Minibatch Adam keeps one thread, and so does a bound whose ``n`` x
+        ``m`` products (``m`` inducing inputs, or ``n`` for the exact
+        target) are large enough for BLAS to use several
+        (:func:`~skgp_bayes._threads.serial_blas`): a search on a thread
+        has one BLAS thread, the same bits as one search after another only
+        where the fit keeps BLAS to one thread too. So the result does not
+        depend on it.
         """
         if n_starts < 2 or not self.quiet or not self.max_iter or self.uses_adam(n):
+            return 1
+        if not serial_blas(n, m):
             return 1
         return automatic_threads(
             bound, n_starts, lambda: evaluation_seconds(bound, params), self.n_jobs
@@ -581,7 +589,8 @@ class ApproximationStage:
         starts = unused_input_starts(exact.param_names, mode, exact.X, hyper_bounds)
         if not starts.shape[0]:
             return []
-        threads = self.start_threads(exact, mode, starts.shape[0], exact.X.shape[0])
+        n = exact.X.shape[0]
+        threads = self.start_threads(exact, mode, starts.shape[0], n, n)
         with mapped_on_threads(threads) as map_fn:
             optima = map_fn(lambda s: find_map(exact, s, hyper_bounds).params, starts)
         return [
@@ -607,10 +616,8 @@ class ApproximationStage:
             hyper,
             hyper_bounds,
             cap=X.shape[0],
-            threads=(
-                self.start_threads(exact, hyper, 1 + PRIOR_RESTARTS, X.shape[0])
-                if serial_blas(X.shape[0])
-                else 1
+            threads=self.start_threads(
+                exact, hyper, 1 + PRIOR_RESTARTS, X.shape[0], X.shape[0]
             ),
         )
         return finite_value(exact.log_prob, found.params), found
@@ -662,17 +669,11 @@ class ApproximationStage:
         """Threads for one size's searches, from ``hyper`` and ``screened``
         (:meth:`start_threads`' rule, timed on the bound at ``Z0``)."""
         adapter, X, y, prior_set, _ = problem
-        # each search on a thread has one BLAS thread: the same bits as one
-        # after another only where the fit keeps BLAS to one thread too
-        if (
-            screened is None
-            or not len(screened)
-            or not serial_blas(X.shape[0], Z0.shape[0])
-        ):
+        if screened is None or not len(screened):
             return 1
         n_starts = 2 if isinstance(screened, np.ndarray) else 1 + len(screened)
         bound = CollapsedSparseTarget(adapter, X, y, Z0, prior_set)
-        return self.start_threads(bound, hyper, n_starts, X.shape[0])
+        return self.start_threads(bound, hyper, n_starts, X.shape[0], Z0.shape[0])
 
     def _screened_start(self, problem, Z0, hyper):
         """The length-scale screen's starts on the collapsed bound at ``Z0``.

@@ -245,7 +245,9 @@ def gaussian_approximation(start, approximation, data, Z0):
         return bound, svgp, elbo
 
     ready = [prepared(k, Z_start) for k, Z_start in enumerate(starts)]
-    threads = approximation.start_threads(*ready[0], len(starts), X.shape[0])
+    threads = approximation.start_threads(
+        *ready[0], len(starts), X.shape[0], starts[0].shape[0]
+    )
     with mapped_on_threads(threads) as map_fn:
         results = list(map_fn(maximised, ready))
     best = max(results, key=lambda result: result[2])  # the first of equal ELBOs

@@ -274,6 +274,26 @@ def test_same_result_with_one_or_two_jobs_and_random_state(monkeypatch):
     assert not np.array_equal(a.draws_, c.draws_)
 
 
+def test_searches_keep_one_thread_where_blas_would_take_several(monkeypatch):
+    # A search on a thread has one BLAS thread; where the fit's n x m
+    # products are large enough for BLAS to use several, the unthreaded
+    # fit's bits need the searches one after another.
+    from skgp_bayes.variational_mcmc._approximation import ApproximationStage
+
+    class CompiledQuadratic:
+        compiled = True
+
+        def logp_and_grad(self, x):
+            return -0.5 * float(x @ x), -x
+
+    monkeypatch.setattr(particle_evaluation, "THREADED_PARTICLE_SECONDS", 0.0)
+    stage = ApproximationStage.of(VariationalMCMCClassifier())
+    bound, start = CompiledQuadratic(), np.zeros(2)
+    if numba.get_num_threads() >= 2:
+        assert stage.start_threads(bound, start, 4, 300, 20) > 1
+    assert stage.start_threads(bound, start, 4, 3000, 1000) == 1
+
+
 @pytest.mark.parametrize(
     "est",
     [VariationalMCMCRegressor, VariationalMCMCClassifier],
