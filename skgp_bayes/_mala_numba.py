@@ -34,6 +34,12 @@ from ._chain_density_numba import (
     OK,
     chain_density,
 )
+from .inference._ordered_numba import (
+    mixture_log_density,
+    ordered_dot,
+    ordered_matvec,
+    ordered_matvec_t,
+)
 from .linalg._numba_ops import copy_vector
 
 __all__ = [
@@ -59,7 +65,7 @@ def _times_root(root_kind, root, v):
         return v.copy()
     if root_kind == ROOT_DIAGONAL:
         return root[0] * v
-    return np.dot(root, v)
+    return ordered_matvec(root, v)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -73,8 +79,8 @@ def _capped_drift(root_kind, root, grad):
     elif root_kind == ROOT_DIAGONAL:
         drift = root[0] * grad
     else:
-        drift = np.dot(root.T, grad)
-    norm = math.sqrt(np.dot(drift, drift))
+        drift = ordered_matvec_t(root, grad)
+    norm = math.sqrt(ordered_dot(drift, drift))
     cap = 10.0 * (math.sqrt(drift.size) + 1.0)
     if norm > cap:
         drift = drift * (cap / norm)
@@ -102,17 +108,8 @@ def _inside(x, lower, upper):
 @njit(cache=True, nogil=True, inline="always")
 def _log_q(x, jumps):
     """Log density of the mode-jump mixture at ``x`` (``ModeJumps.log_q``)."""
-    means, factors, cumulative, stacked_inverse, stacked_shift, log_const = jumps
-    k, d = means.shape
-    z = np.dot(stacked_inverse, x) - stacked_shift
-    terms = np.empty(k)
-    for c in range(k):
-        total = 0.0
-        for j in range(d):
-            total += z[c * d + j] * z[c * d + j]
-        terms[c] = log_const[c] - 0.5 * total
-    top = terms.max()
-    return top + math.log(np.exp(terms - top).sum())
+    stacked_inverse, stacked_shift, log_const = jumps[3], jumps[4], jumps[5]
+    return mixture_log_density(x, stacked_inverse, stacked_shift, log_const)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -151,7 +148,7 @@ def _mode_jump(kind, x, logp, draws, lower, upper, jumps, chain, n_hyper, argume
     d = x.size
     pick = _uniform(draws[0]) * cumulative[-1]
     c = min(np.searchsorted(cumulative, pick, side="right"), means.shape[0] - 1)
-    proposal = means[c] + np.dot(factors[c], draws[1 : 1 + d])
+    proposal = means[c] + ordered_matvec(factors[c], draws[1 : 1 + d])
     log_u = math.log(_uniform(draws[1 + d]))
     if not _inside(proposal, lower, upper):
         return OK, False, proposal, -math.inf
@@ -221,7 +218,8 @@ def _mala_block(
             if status == OK and math.isfinite(value) and _finite(grad_new):
                 drift_back = _capped_drift(root_kind, root, grad_new)
                 back = z + 0.5 * root_step * (drift + drift_back)
-                log_ratio = value - logp_now + 0.5 * (np.dot(z, z) - np.dot(back, back))
+                squares = ordered_dot(z, z) - ordered_dot(back, back)
+                log_ratio = value - logp_now + 0.5 * squares
                 prob = math.exp(min(0.0, log_ratio))
             else:
                 counts[0] += 1

@@ -16,6 +16,10 @@ import math
 
 import numpy as np
 
+# Products summed in the compiled blocks' order, not BLAS's: the same draws
+# compiled or not, under every BLAS kernel (see _ordered_numba).
+from ._ordered_numba import ordered_dot, ordered_matvec, ordered_matvec_t
+
 __all__ = [
     "LangevinMetric",
     "SGLDInfo",
@@ -420,7 +424,8 @@ def mala_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
     if grad is not None:
         drift_back = _truncated(_times_root_t(root, grad), d)
         back = z + 0.5 * math.sqrt(step_size) * (drift + drift_back)
-        log_ratio = logp - state.logp + 0.5 * (float(z @ z) - float(back @ back))
+        squares = ordered_dot(z, z) - ordered_dot(back, back)
+        log_ratio = logp - state.logp + 0.5 * squares
         prob = math.exp(min(0.0, log_ratio))
     info = SGLDInfo(u < prob, prob, inside and grad is None)
     if info.accepted:
@@ -448,7 +453,7 @@ def _truncated(whitened_grad, d):
     whitens only roughly, and those fits needed more iterations to meet the
     run-length rule; at this cap those fits run as without one.
     """
-    norm = math.sqrt(float(whitened_grad @ whitened_grad))
+    norm = math.sqrt(ordered_dot(whitened_grad, whitened_grad))
     cap = 10.0 * (math.sqrt(d) + 1.0)
     if norm > cap:
         return whitened_grad * (cap / norm)
@@ -467,11 +472,11 @@ def _finite_evaluation(logp_and_grad, x):
 def _times_root(root, z):
     if root is None:
         return z
-    return root @ z if root.ndim == 2 else root * z
+    return ordered_matvec(root, z) if root.ndim == 2 else root * z
 
 
 def _times_root_t(root, v):
     """``R' v`` for the preconditioner's root ``R`` (None: identity)."""
     if root is None:
         return v
-    return root.T @ v if root.ndim == 2 else root * v
+    return ordered_matvec_t(root, v) if root.ndim == 2 else root * v

@@ -25,6 +25,8 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
+from ._ordered_numba import mixture_log_density, ordered_matvec
+
 __all__ = ["ModeJumps", "jump_record", "laplace_mixture", "mode_jump"]
 
 
@@ -98,9 +100,15 @@ class ModeJumps:
         >>> bool(np.isclose(one.log_q(np.zeros(1)), -0.5 * np.log(2 * np.pi)))
         True
         """
-        terms = self._weighted_log_densities(x[None, :])[0]
-        top = terms.max()
-        return float(top + math.log(np.exp(terms - top).sum()))
+        # the compiled moves' order of summation, not BLAS's (_ordered_numba)
+        return float(
+            mixture_log_density(
+                np.asarray(x, dtype=np.float64),
+                self._stacked_inverse,
+                self._stacked_shift,
+                self._log_const,
+            )
+        )
 
     def nearest(self, points):
         """The component of highest weighted density at each of ``points`` (n, d).
@@ -219,7 +227,7 @@ class ModeJumps:
         k = int(np.searchsorted(self._cumulative, u, side="right"))
         k = min(k, self.means.shape[0] - 1)  # u at the total, by round-off
         z = rng.standard_normal(self.means.shape[1])
-        return self.means[k] + self.factors[k] @ z
+        return self.means[k] + ordered_matvec(self.factors[k], z)
 
 
 def mode_jump(x, logp, logp_and_grad, rng, jumps, bounds=None):
