@@ -38,7 +38,6 @@ from .inference._ordered_numba import (
     mixture_log_density,
     ordered_dot,
     ordered_matvec,
-    ordered_matvec_t,
 )
 from .linalg._numba_ops import copy_vector
 
@@ -79,7 +78,7 @@ def _capped_drift(root_kind, root, grad):
     elif root_kind == ROOT_DIAGONAL:
         drift = root[0] * grad
     else:
-        drift = ordered_matvec_t(root, grad)
+        drift = ordered_matvec(root.T, grad)
     norm = math.sqrt(ordered_dot(drift, drift))
     cap = 10.0 * (math.sqrt(drift.size) + 1.0)
     if norm > cap:

@@ -23,7 +23,7 @@ import math
 import numba as nb
 import numpy as np
 
-__all__ = ["mixture_log_density", "ordered_dot", "ordered_matvec", "ordered_matvec_t"]
+__all__ = ["mixture_log_density", "ordered_dot", "ordered_matvec"]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -47,6 +47,9 @@ def ordered_dot(a, b):
 def ordered_matvec(A, v):
     """``A v``, each entry's products added in index order.
 
+    ``A' v`` is ``ordered_matvec(A.T, v)``: the same loops over the
+    transposed view, in the same order in compiled and interpreted code.
+
     Examples
     --------
     >>> import numpy as np
@@ -60,26 +63,6 @@ def ordered_matvec(A, v):
         for j in range(A.shape[1]):
             total += A[i, j] * v[j]
         out[i] = total
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
-def ordered_matvec_t(A, v):
-    """``A' v``, each entry's products added in index order.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference._ordered_numba import ordered_matvec_t
-    >>> ordered_matvec_t(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]))
-    array([-2., -2.])
-    """
-    out = np.empty(A.shape[1])
-    for j in range(A.shape[1]):
-        total = 0.0
-        for i in range(A.shape[0]):
-            total += A[i, j] * v[i]
-        out[j] = total
     return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 # Products summed in the compiled blocks' order, not BLAS's: the same draws
 # compiled or not, under every BLAS kernel (see _ordered_numba).
-from ._ordered_numba import ordered_dot, ordered_matvec, ordered_matvec_t
+from ._ordered_numba import ordered_dot, ordered_matvec
 
 __all__ = [
     "LangevinMetric",
@@ -479,4 +479,4 @@ def _times_root_t(root, v):
     """``R' v`` for the preconditioner's root ``R`` (None: identity)."""
     if root is None:
         return v
-    return ordered_matvec_t(root, v) if root.ndim == 2 else root * v
+    return ordered_matvec(root.T, v) if root.ndim == 2 else root * v
