@@ -153,28 +153,27 @@ class DrawSearches:
         self.cost = cost
         self.last = None  # sampling iterations per chain at the last search
         self.found = 0  # searches that found more modes
-        self._due = None
 
     def due(self, sampler, results, lengths):
-        """Whether to search now; ``lengths`` is ``(done, sampled, budget)``:
-        the kept sampling iterations per chain, all of them this fit, and
-        the sampling budget."""
+        """The draws to search from now, ``(sampled, hyperparameters, rhat,
+        ess)``, or None; ``lengths`` is ``(done, sampled, budget)``: the
+        kept sampling iterations per chain, all of them this fit, and the
+        sampling budget."""
         done, sampled, budget = lengths
         if sampler.mode_search is None or budget - done < self.cost:
-            return False
+            return None
         if searched_too_recently(self.last, sampled):
-            return False
+            return None
         hyper = sampler.unmapped(np.stack([r.samples for r in results]))
         rhat, ess = rhat_and_bulk_ess(hyper)
         if iterations_still_needed(done, rhat, ess) <= self.cost:
-            return False
-        self._due = (sampled, hyper, rhat, ess)
-        return True
+            return None
+        return sampled, hyper, rhat, ess
 
-    def search(self, sampler, states):
+    def search(self, sampler, states, due):
         """The mixture of more modes than the sampler's, or None (counted),
-        from the draws :meth:`due` looked at."""
-        self.last, hyper, rhat, ess = self._due
+        from the draws ``due`` (:meth:`due`'s answer)."""
+        self.last, hyper, rhat, ess = due
         ends = sampler.unmapped(states)
         jumps = sampler.mode_search(hyper, ends, rhat, ess, sampler.mode_jumps)
         self.found += jumps is not None
@@ -383,9 +382,10 @@ sampler, target_accept, n_jobs
                     refitted,
                 )  # fmt: skip
             sampled += block
-            if searches.due(sampler, results, (done, sampled, budget)):
+            due = searches.due(sampler, results, (done, sampled, budget))
+            if due:
                 found = self._with_found_modes(
-                    sampler, results, (done, budget), searches, (seed, n_warmup)
+                    sampler, results, (done, budget), (searches, due), (seed, n_warmup)
                 )
                 if found is not None:
                     sampler, results, budget = found
@@ -398,7 +398,7 @@ sampler, target_accept, n_jobs
                     sampler, results, budget = refit
                     done, n_blocks, rule, refitted = 0, 0, RunLengthRule(), True
 
-    def _with_found_modes(self, sampler, results, lengths, searches, seeds):
+    def _with_found_modes(self, sampler, results, lengths, search, seeds):
         """The chains with jumps between more modes, found from their draws.
 
         Where :meth:`DrawSearches.search` finds modes the chains do not
@@ -406,14 +406,15 @@ sampler, target_accept, n_jobs
         refined from the draws (without sinh maps, which the jumps'
         Gaussian proposals exclude), with the new mixture and a warm-up of
         ``n_warmup`` iterations; everything before counts as warm-up, as
-        in :meth:`_remapped`. ``lengths`` is ``(done, budget)`` and
-        ``seeds`` ``(seed, n_warmup)``. Returns ``(sampler, results,
+        in :meth:`_remapped`. ``lengths`` is ``(done, budget)``, ``search``
+        the :class:`DrawSearches` and the draws it found due, and ``seeds``
+        ``(seed, n_warmup)``. Returns ``(sampler, results,
         sampling budget left)``, or None where nothing new was found.
         """
-        (done, budget), (seed, n_warmup) = lengths, seeds
+        (done, budget), (searches, due), (seed, n_warmup) = lengths, search, seeds
         draws = np.stack([r.samples for r in results])
         states = np.stack([r.final_state for r in results])
-        jumps = searches.search(sampler, states)
+        jumps = searches.search(sampler, states, due)
         if jumps is None:
             return None
         with_jumps = copy.copy(sampler)
