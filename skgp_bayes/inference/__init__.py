@@ -2,6 +2,7 @@
 
 from .adam import AdamState, adam_init, adam_update
 from .hmc import (
+    HMCBlock,
     HMCInfo,
     HMCResult,
     HMCState,
@@ -47,6 +48,7 @@ __all__ = [
     "adam_init",
     "adam_update",
     "HMCInfo",
+    "HMCBlock",
     "HMCResult",
     "HMCState",
     "hmc_init",

@@ -52,7 +52,8 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ._chain_threads import run_on_threads
-from ._hmc_state import HMCState
+from ._hmc_state import HMCBlock, HMCResult, HMCState
+from ._hmc_trace import ChainTrace
 from .adaptation import (
     DualAveraging,
     WarmupAdaptation,
@@ -73,6 +74,7 @@ __all__ = [
     "DualAveraging",
     "HMCInfo",
     "HMCResult",
+    "HMCBlock",
     "HMCState",
     "hmc_init",
     "hmc_step",
@@ -83,80 +85,6 @@ __all__ = [
 
 # Step-size search for the initial step (Hoffman and Gelman, algorithm 4).
 _MAX_STEP_SEARCH = 100
-
-
-@dataclass
-class HMCResult:
-    """The output of one chain of :func:`run_hmc`.
-
-    Attributes
-    ----------
-    samples : ndarray of shape (n_kept, n_params)
-        Kept draws (every ``thin``-th sampling iteration).
-    log_density : ndarray of shape (n_kept,)
-        Log density at the kept draws.
-    accept_prob : ndarray of shape (n_warmup + n_samples,)
-        Metropolis acceptance probability of every transition.
-    accepted : ndarray of bool of shape (n_warmup + n_samples,)
-    divergent : ndarray of bool of shape (n_warmup + n_samples,)
-    n_leapfrog : ndarray of int of shape (n_warmup + n_samples,)
-    energy : ndarray of shape (n_warmup + n_samples,)
-        Hamiltonian (potential plus kinetic energy) of the state each
-        transition kept, as Stan reports it; its spread against the spread of
-        its changes is the E-BFMI.
-    step_sizes : ndarray of shape (n_warmup + n_samples,)
-        Step size of every transition.
-    step_size : float
-        Step size used after warm-up.
-    inv_mass : ndarray of shape (n_params,)
-        Diagonal inverse mass matrix used after warm-up.
-    n_warmup : int
-    acceptance_rate : float
-        Mean acceptance probability over the sampling iterations (NaN for a
-        warm-up-only run).
-    n_divergent : int
-        Divergent transitions after warm-up.
-    elapsed : float
-        Seconds spent.
-    final_state : ndarray of shape (n_params,)
-        The chain's last state (kept or not), from which a continuation
-        with ``n_warmup=0`` picks up.
-    n_jumps, n_jumps_accepted : int
-        Mode-jumping moves tried and accepted (``jumps``; 0 without).
-    n_retried, n_retried_accepted : int
-        Transitions, warm-up included, whose failed first stage was tried
-        again with a shorter step, and those whose second stage was
-        accepted (``delayed_rejection``; 0 without).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skgp_bayes.inference import run_hmc
-    >>> res = run_hmc(lambda x: (-0.5 * x @ x, -x), np.zeros(1), n_warmup=20,
-    ...               n_samples=10, random_state=0)
-    >>> res.samples.shape, res.accept_prob.shape
-    ((10, 1), (30,))
-    """
-
-    samples: np.ndarray
-    log_density: np.ndarray
-    accept_prob: np.ndarray
-    accepted: np.ndarray
-    divergent: np.ndarray
-    n_leapfrog: np.ndarray
-    energy: np.ndarray
-    step_sizes: np.ndarray
-    step_size: float
-    inv_mass: np.ndarray
-    n_warmup: int
-    acceptance_rate: float
-    n_divergent: int
-    elapsed: float
-    final_state: np.ndarray = None
-    n_jumps: int = 0
-    n_jumps_accepted: int = 0
-    n_retried: int = 0
-    n_retried_accepted: int = 0
 
 
 def _finite(value, grad):
@@ -186,7 +114,8 @@ def _transition(
     warm-up's step adaptation follows.
     """
     p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
-    log_u = np.log(rng.random())
+    # math's log, which a compiled block (HMCBlock) takes too: the same test
+    log_u = math.log(rng.random())
     h0 = energy(logp, p, inv_mass)
     end = leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps)
     error, accept_prob = math.inf, 0.0
@@ -443,84 +372,24 @@ def _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit):
     return step
 
 
-class _Trace:
-    """Per-transition statistics and the kept draws of one chain."""
+def _density_block(logp_and_grad, state, rng, settings, n_iter):
+    """``n_iter`` static transitions run by the density itself, or None.
 
-    def __init__(self, n_warmup, n_samples, thin, d):
-        total = n_warmup + n_samples
-        self.n_warmup, self.thin, self.total = n_warmup, thin, total
-        self.report_every = max(1, total // 10)
-        self.accept_prob = np.empty(total)
-        self.accepted = np.zeros(total, dtype=bool)
-        self.divergent = np.zeros(total, dtype=bool)
-        self.n_leapfrog = np.empty(total, dtype=np.int64)
-        self.energy = np.empty(total)
-        self.step_sizes = np.empty(total)
-        self.n_kept = n_samples // thin
-        self.samples = np.empty((self.n_kept, d))
-        self.log_density = np.empty(self.n_kept)
-        self.kept = 0
-        self.retried = [0, 0]
-
-    def record(self, it, info, step, state):
-        if getattr(info, "retried", False):  # NUTSInfo has no second stage
-            self.retried[0] += 1
-            self.retried[1] += info.accepted
-        self.accept_prob[it], self.accepted[it] = info.accept_prob, info.accepted
-        self.divergent[it], self.energy[it] = info.divergent, info.energy
-        self.n_leapfrog[it], self.step_sizes[it] = info.n_leapfrog, step
-        j = it - self.n_warmup + 1
-        if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:
-            self.samples[self.kept], self.log_density[self.kept] = state.x, state.logp
-            self.kept += 1
-
-    def report(self, it, step, progress, verbose, print_fn):
-        line = verbose and (it + 1) % self.report_every == 0
-        if progress is None and not line:
-            return
-        phase = "warm-up" if it < self.n_warmup else "sampling"
-        acceptance = np.mean(self.accept_prob[: it + 1])
-        divergences = int(self.divergent[: it + 1].sum())
-        if progress is not None:
-            stats = {
-                "phase": phase,
-                "acceptance": float(acceptance),
-                "divergences": divergences,
-            }
-            progress(it + 1, self.total, stats)
-        if line:
-            print_fn(
-                f"HMC {it + 1}/{self.total} ({phase}): step {step:.3g}, mean accept "
-                f"{acceptance:.2f}, divergences {divergences}"
-            )
-
-    def result(self, state, warmup, elapsed, jumps=(0, 0)):
-        sampling = slice(self.n_warmup, self.total)
-        return HMCResult(
-            samples=self.samples,
-            log_density=self.log_density,
-            accept_prob=self.accept_prob,
-            accepted=self.accepted,
-            divergent=self.divergent,
-            n_leapfrog=self.n_leapfrog,
-            energy=self.energy,
-            step_sizes=self.step_sizes,
-            step_size=float(warmup.step),
-            inv_mass=warmup.inv_mass,
-            n_warmup=self.n_warmup,
-            acceptance_rate=(
-                float(np.mean(self.accept_prob[sampling]))
-                if self.total > self.n_warmup
-                else np.nan
-            ),
-            n_divergent=int(self.divergent[sampling].sum()),
-            elapsed=elapsed,
-            final_state=state.x,
-            n_jumps=jumps[0],
-            n_jumps_accepted=jumps[1],
-            n_retried=self.retried[0],
-            n_retried_accepted=self.retried[1],
-        )
+    ``settings`` is ``(step, inv_mass, max_leapfrog, max_energy_error,
+    delayed_rejection)``. None where the density hands the block back
+    (:class:`HMCBlock`); ``rng`` is then where it was.
+    """
+    step, inv_mass, bound, limit, delayed_rejection = settings
+    saved = rng.bit_generator.state
+    retry = _retry_factor(delayed_rejection) or 0
+    block = logp_and_grad.hmc_block(
+        state.x, state.logp, state.grad, rng, step, inv_mass, bound, limit, retry,
+        n_iter,
+    )  # fmt: skip
+    if block is NotImplemented:
+        rng.bit_generator.state = saved
+        return None
+    return block
 
 
 # Long because the docstring documents 20 parameters; the body is a thin loop.
@@ -667,11 +536,28 @@ def run_hmc(
         adapt_mass=adapt_mass,
         target_accept=target_accept,
     )
-    trace = _Trace(n_warmup, n_samples, thin, state.x.size)
+    trace = ChainTrace(n_warmup, n_samples, thin, state.x.size)
     jump_counts = [0, 0]
-    for it in range(trace.total):
+    # The sampling phase's static transitions in blocks the density runs
+    # itself, where it can (HMCBlock): the same chain.
+    blocks = algorithm == "static" and jumps is None
+    blocks = blocks and hasattr(logp_and_grad, "hmc_block")
+    it = 0
+    while it < trace.total:
         # Also switches to the averaged step when warm-up ends.
         bound_step = warmup.bound_step(it)
+        if blocks and it >= n_warmup:
+            bound = _step_bound(max_leapfrog, trajectory_length, bound_step)
+            n = trace.until_report(it)
+            settings = (warmup.step, warmup.inv_mass, bound, limit, delayed_rejection)
+            block = _density_block(logp_and_grad, state, rng, settings, n)
+            if block is not None:
+                state = HMCState(block.x, block.logp, block.grad)
+                trace.record_block(it, block, warmup.step, limit)
+                it += n
+                trace.report(it - 1, warmup.step, progress, verbose, print_fn)
+                continue
+            blocks = False  # the interpreted density's turn, for the rest
         if algorithm == "nuts":
             state, info = nuts_step(
                 state,
@@ -706,6 +592,7 @@ def run_hmc(
         if it < n_warmup:
             warmup.update(it, state, info.accept_prob)
         trace.report(it, warmup.step, progress, verbose, print_fn)
+        it += 1
     # A warm-up-only run ends on the averaged step, as a longer one would
     # have switched to it at its first sampling iteration.
     warmup.bound_step(trace.total)

@@ -79,6 +79,15 @@ _RETRY_FACTOR = 4
 # of 33-45 us, 6.5-7.5 a transition, fell below the former rule (a step of
 # at least 50 us) and ran on one thread.
 THREADED_TRANSITION_SECONDS = 150e-6
+# The same for the sampling phase's blocks of static transitions without
+# jumps, which run in compiled blocks of transitions where the trajectories
+# are compiled (inference.hmc.HMCBlock) and hold the GIL only between them:
+# any compiled work. Measured (one BLAS thread, 2 cores, the same draws
+# each way, three fits each): coal, mcycle, cpunish, spector, statecrime
+# and iris, 42-79 us of compiled work a transition but iris's, 0.92-0.97
+# of the fit time with threads for these blocks, iris 0.78; heart_status
+# (48 rows) 0.295 against 0.366 s.
+THREADED_BLOCK_SECONDS = 0.0
 # Shortest warm-up split into a curvature-scaled quarter, a quarter of draws
 # that refine the coordinates, and a half in the refined coordinates: each
 # engine warm-up of at least 20 iterations adapts a mass matrix.
@@ -509,7 +518,7 @@ sampler, target_accept, n_jobs
                 sampler.target,
                 np.stack([r.final_state for r in results]),
                 random_state=seed,
-                **self._workers(sampler, steps),
+                **self._workers(sampler, steps, sampling=True),
                 n_warmup=0,
                 n_samples=block,
                 step_size=steps,
@@ -523,7 +532,7 @@ sampler, target_accept, n_jobs
                 **options,
             )
 
-    def _workers(self, sampler, step_sizes=None):
+    def _workers(self, sampler, step_sizes=None, sampling=False):
         """How the chains share the machine: ``run_chains``' ``n_jobs`` and ``threads``.
 
         With ``n_jobs=None`` the chains run on threads where their
@@ -541,12 +550,17 @@ sampler, target_accept, n_jobs
         entered from two threads at once.
         """
         step = None if step_sizes is None else float(np.median(step_sizes))
+        # A sampling block of static transitions without jumps runs in
+        # compiled blocks where the trajectories are compiled (HMCBlock),
+        # and holds the GIL only between them.
+        blocks = sampling and self.sampler != "nuts" and sampler.jumps() is None
         threads = chain_threads(
             self.n_jobs,
             sampler.target,
             self.n_chains,
             sampler.inits[0],
             self.mean_leapfrog(step),
+            THREADED_BLOCK_SECONDS if blocks else THREADED_TRANSITION_SECONDS,
         )
         return {"n_jobs": self.n_jobs, "threads": threads}
 
@@ -625,7 +639,7 @@ sampler, target_accept, n_jobs
         return n_div
 
 
-def chain_threads(n_jobs, target, n_chains, x, mean_steps):
+def chain_threads(n_jobs, target, n_chains, x, mean_steps, threshold=None):
     """Threads for ``n_chains`` chains on ``target`` (see ``HMCStage._workers``).
 
     One unless the trajectories are compiled and ``mean_steps`` leapfrog
@@ -646,9 +660,9 @@ def chain_threads(n_jobs, target, n_chains, x, mean_steps):
             step = target.seconds_per_step(x)
         return None if step is None else mean_steps * step  # None: interpreted
 
-    return default_chain_threads(
-        n_jobs, n_chains, transition_seconds, THREADED_TRANSITION_SECONDS
-    )
+    if threshold is None:
+        threshold = THREADED_TRANSITION_SECONDS
+    return default_chain_threads(n_jobs, n_chains, transition_seconds, threshold)
 
 
 def _retried_clause(results):

@@ -28,9 +28,11 @@ from .._chain_density_numba import (
     OK,
 )
 from ..inference._chain_threads import quickest_seconds
+from ..inference._hmc_state import HMCBlock
 from ..inference.affine import AffineTarget
 from ..inference.marginal_maps import MarginalMapTarget
 from ..targets.compiled_forms import FORMS, compiled_form
+from ._hmc_block_numba import HMC_BLOCKS
 from ._trajectory_numba import TRAJECTORIES
 
 __all__ = ["EXACT_MAX_ROWS", "TrajectoryTarget", "compiled_plan", "steps_per_call"]
@@ -259,3 +261,50 @@ class TrajectoryTarget(AffineTarget):
             if not left:
                 return ends[0], ends[1], value, ends[2]
             x, p, grad = ends
+
+    def hmc_block(
+        self, x, logp, grad, rng, step, inv_mass, max_leapfrog, max_energy_error,
+        retry, n_iter,
+    ):  # fmt: skip
+        """``n_iter`` static HMC transitions in one compiled call.
+
+        The contract of :class:`~skgp_bayes.inference.hmc.HMCBlock`: the
+        transitions of :func:`~skgp_bayes.inference.hmc_step` at a fixed
+        step and mass, the same draws from ``rng``; ``NotImplemented``
+        where the trajectories are not compiled in one call or a transition
+        needs the interpreted target.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.variational_mcmc._trajectory import TrajectoryTarget
+        >>> density = TrajectoryTarget(lambda x: (-0.5 * x @ x, -x), np.zeros(1),
+        ...                            np.eye(1))
+        >>> density.hmc_block(np.zeros(1), 0.0, np.zeros(1),
+        ...                   np.random.default_rng(0), 0.1, np.ones(1), 5,
+        ...                   1000.0, 0, 10)
+        NotImplemented
+        """
+        if not self.compiled() or steps_per_call(self._plan) is not None:
+            return NotImplemented
+        chain, kind, n_hyper, arguments, prior = self._plan
+        x, grad = _floats(x).copy(), _floats(grad).copy()
+        d = x.size
+        out = (
+            np.empty((n_iter, d)),
+            np.empty(n_iter),
+            np.empty(n_iter),
+            np.zeros(n_iter, dtype=np.bool_),
+            np.zeros(n_iter, dtype=np.bool_),
+            np.zeros(n_iter, dtype=np.bool_),
+            np.empty(n_iter, dtype=np.int64),
+            np.empty(n_iter),
+        )
+        status, _, logp = HMC_BLOCKS[kind](
+            rng, x, grad, float(logp), float(step), _floats(inv_mass),
+            int(max_leapfrog), int(retry), float(max_energy_error), chain, n_hyper,
+            arguments, prior, out,
+        )  # fmt: skip
+        if status != OK:
+            return NotImplemented
+        return HMCBlock(x, logp, grad, *out)

@@ -55,11 +55,11 @@ from .._chain_density_numba import (
 )
 from ..linalg._numba_ops import copy_vector
 
-__all__ = ["TRAJECTORIES"]
+__all__ = ["TRAJECTORIES", "leapfrog_trajectory"]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _trajectory(
+def leapfrog_trajectory(
     w, p, grad, step, inv_mass, n_steps, chain, kind, n_hyper, arguments, prior,
     w_end, p_end, grad_end,
 ):  # fmt: skip
@@ -107,7 +107,7 @@ def _entry_point(kind):
         w, p, grad, step, inv_mass, n_steps, chain, n_hyper, arguments, prior,
         w_end, p_end, grad_end,
     ):  # fmt: skip
-        return _trajectory(
+        return leapfrog_trajectory(
             w, p, grad, step, inv_mass, n_steps, chain, kind, n_hyper, arguments,
             prior, w_end, p_end, grad_end,
         )  # fmt: skip

@@ -1,0 +1,192 @@
+"""A block of static HMC transitions in one compiled call.
+
+On the problems where the chains run at their cheapest (tens of rows, a
+few inducing inputs) the compiled trajectory of :mod:`._trajectory_numba`
+is most of a transition but not all of it: the engine's transition around
+it (:func:`skgp_bayes.inference.hmc.hmc_step`: the momentum, the energies,
+the test, the records) is interpreted, 25-40 us against 50-75 us of
+compiled trajectory on 32-48 rows, and holds the interpreter lock, so that
+chains on threads could not run side by side. Here the sampling phase's
+transitions, at a fixed step and mass, run in one loop around the same
+trajectory, without the lock.
+
+The random numbers are drawn from the chain's own
+:class:`numpy.random.Generator`, which compiled code advances as the
+interpreter does, in ``hmc_step``'s order: the number of steps, the
+momentum, the test's uniform, and a second stage's uniform where it gets
+that far. The arithmetic is ``hmc_step``'s, line for line, with
+``math.log`` for the test's log uniform (as the interpreted step takes it),
+so the chain is the interpreted one to the bit. Its acceptance
+probabilities, a diagnostic, are left to the caller, from the energy
+errors recorded here, so that NumPy's exponential gives them as before.
+
+A status :data:`~skgp_bayes._chain_density_numba.GENERAL` stops the block
+at the transition that needs the interpreted target; the caller replays
+the block from its start with the generator's state saved before it.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._chain_density_numba import (
+    GENERAL,
+    KIND_COLLAPSED,
+    KIND_EXACT,
+    KIND_LOGIT,
+    KIND_SOFTMAX,
+    OK,
+)
+from ..inference._energy_numba import kinetic_energy
+from ..inference.leapfrog import RETRY_ENERGY_ERROR
+from ..linalg._numba_ops import copy_vector
+from ._trajectory_numba import leapfrog_trajectory
+
+__all__ = ["HMC_BLOCKS"]
+
+# The stages of one transition (see inference.leapfrog): the first
+# trajectory, a failed one's second at a shorter step, and the ghost, the
+# first stage from the second's end.
+_FIRST, _SECOND, _GHOST = 0, 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _divergent(error, limit):
+    return not math.isfinite(error) or error > limit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_stage_acceptance(error, limit):
+    if _divergent(error, limit):
+        return 0.0
+    return math.exp(-error) if error > 0 else 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit):
+    """``inference.leapfrog.second_stage_log_acceptance``."""
+    if not ghost_error > RETRY_ENERGY_ERROR:
+        return -math.inf
+    ratio = (1.0 - _first_stage_acceptance(ghost_error, limit)) / (
+        1.0 - _first_stage_acceptance(first_error, limit)
+    )
+    return min(0.0, h0 - h2 + math.log(ratio))
+
+
+# The transition of hmc_step and delayed_second_stage, its three trajectories
+# through one call site (each call site inlines the whole density).
+# Long because it is a transition with its delayed-rejection stages in full.
+@njit(cache=True, nogil=True, inline="always")
+def _hmc_block(
+    kind, rng, x, grad, logp, step, inv_mass, bound, retry, limit, chain, n_hyper,
+    arguments, prior, out,
+):  # fmt: skip
+    """Static HMC transitions from ``(x, logp, grad)``, one per row of ``out``.
+
+    ``out = (positions, log_densities, errors, accepted, divergent,
+    retried, n_leapfrog, energies)``: row ``i`` holds the chain after
+    transition ``i``, the first stage's energy error (``inf`` for a path
+    that failed) and the statistics of :class:`~skgp_bayes.inference.hmc.
+    HMCInfo`. ``bound`` is the most leapfrog steps, ``retry`` the second
+    stage's step factor (0: none). ``x`` and ``grad`` are updated in place.
+
+    Returns ``(status, n_done, logp)``: ``OK`` with every row done, else
+    ``GENERAL`` at transition ``n_done``.
+    """
+    positions, log_densities, errors, accepted, divergent, retried = out[:6]
+    n_leapfrog, energies = out[6:]
+    d = x.size
+    logp_now = logp + 0.0  # a new float: returning an argument breaks Ctrl-C
+    root = np.sqrt(inv_mass)
+    w_end, p_end, g_end = np.empty(d), np.empty(d), np.empty(d)
+    x2, g2 = np.empty(d), np.empty(d)
+    for i in range(positions.shape[0]):
+        n_steps = rng.integers(1, bound + 1)
+        p = rng.standard_normal(d) / root
+        log_u = math.log(rng.random())
+        h0 = -logp_now + kinetic_energy(p, inv_mass)
+        stage, start_x, start_p, start_g = _FIRST, x, p, grad
+        stage_step, stage_steps = step, n_steps
+        error, value2, h2, h_kept = math.inf, 0.0, 0.0, h0
+        taken, took, diverged, second = n_steps, False, False, False
+        while True:
+            status, value = leapfrog_trajectory(
+                start_x, start_p, start_g, stage_step, inv_mass, stage_steps, chain,
+                kind, n_hyper, arguments, prior, w_end, p_end, g_end,
+            )  # fmt: skip
+            if status == GENERAL:
+                return GENERAL, i, logp_now
+            if stage == _FIRST:
+                if status == OK:
+                    h1 = -value + kinetic_energy(p_end, inv_mass)
+                    error = h1 - h0
+                    if not _divergent(error, limit) and log_u < -error:
+                        copy_vector(x, w_end)
+                        copy_vector(grad, g_end)
+                        logp_now, h_kept, took = value, h1, True
+                        break
+                diverged = _divergent(error, limit)
+                if retry == 0 or not error > RETRY_ENERGY_ERROR:
+                    break
+                second = True
+                stage, stage_step, stage_steps = _SECOND, step / retry, retry * n_steps
+                taken += stage_steps
+            elif stage == _SECOND:
+                if status != OK:
+                    diverged = True
+                    break
+                h2 = -value + kinetic_energy(p_end, inv_mass)
+                if _divergent(h2 - h0, limit):
+                    diverged = True
+                    break
+                copy_vector(x2, w_end)
+                copy_vector(g2, g_end)
+                value2 = value
+                stage, start_x, start_p, start_g = _GHOST, x2, -p_end, g2
+                stage_step, stage_steps = step, n_steps
+                taken += n_steps
+            else:
+                ghost_error = math.inf
+                if status == OK:
+                    ghost_error = -value + kinetic_energy(p_end, inv_mass) - h2
+                log_accept = _second_stage_log_acceptance(
+                    h0, h2, error, ghost_error, limit
+                )
+                diverged = False
+                if log_accept > -math.inf and math.log(rng.random()) < log_accept:
+                    copy_vector(x, x2)
+                    copy_vector(grad, g2)
+                    logp_now, h_kept, took = value2, h2, True
+                break
+        copy_vector(positions[i], x)
+        log_densities[i], errors[i], energies[i] = logp_now, error, h_kept
+        accepted[i], divergent[i], retried[i] = took, diverged and not took, second
+        n_leapfrog[i] = taken
+    return OK, positions.shape[0], logp_now
+
+
+def _entry_point(kind):
+    """The compiled block of one target kind, ``kind`` a constant in it."""
+
+    @njit(cache=True, nogil=True)
+    def hmc_block(
+        rng, x, grad, logp, step, inv_mass, bound, retry, limit, chain, n_hyper,
+        arguments, prior, out,
+    ):  # fmt: skip
+        return _hmc_block(
+            kind, rng, x, grad, logp, step, inv_mass, bound, retry, limit, chain,
+            n_hyper, arguments, prior, out,
+        )  # fmt: skip
+
+    return hmc_block
+
+
+# Indexed by kind (KIND_LOGIT, ... of _chain_density_numba). Each is ``(rng,
+# x, grad, logp, step, inv_mass, bound, retry, limit, chain, n_hyper,
+# arguments, prior, out) -> (status, n_done, logp)``; see ``_hmc_block``.
+# Only the kinds a caller uses compile.
+HMC_BLOCKS = tuple(
+    _entry_point(kind)
+    for kind in (KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT)
+)
