@@ -40,12 +40,18 @@ class HMCBlock(NamedTuple):
     """Static HMC transitions that a density ran itself (``hmc_block``).
 
     A density that can run a block of :func:`~skgp_bayes.inference.hmc_step`
-    transitions at a fixed step and mass in one call (a compiled one, say)
-    offers ``hmc_block(x, logp, grad, rng, step, inv_mass, max_leapfrog,
-    max_energy_error, retry, n_iter)``, with ``retry`` the second stage's step
-    factor (0: none), drawing from ``rng`` what ``hmc_step`` draws, in its
-    order; it returns this record, or ``NotImplemented`` where the
-    interpreted steps must run the block (the caller then restores ``rng``).
+    transitions in one call (a compiled one, say) offers ``hmc_block(x,
+    logp, grad, rng, step, inv_mass, path, max_energy_error, retry, n_iter,
+    adaptation)``: ``path`` is ``(max_leapfrog, trajectory_length)`` (a
+    length of 0 for none) and ``retry`` the second stage's step factor (0:
+    none). It draws from ``rng`` what ``hmc_step`` draws, in its order, and
+    adapts as :class:`~skgp_bayes.inference.adaptation.WarmupAdaptation`
+    does where ``adaptation``, the ``(dual, moments, accumulate)`` of its
+    :meth:`~skgp_bayes.inference.adaptation.WarmupAdaptation.block_plan`,
+    asks it to (updating those arrays in place); a sampling block has an
+    empty ``dual`` and ``accumulate`` False. It returns this record, or
+    ``NotImplemented`` where the interpreted steps must run the block (the
+    caller then restores ``rng``).
 
     Attributes
     ----------
@@ -56,21 +62,23 @@ class HMCBlock(NamedTuple):
     positions : ndarray of shape (n_iter, n_params)
         The state after each transition.
     log_densities : ndarray of shape (n_iter,)
-    errors : ndarray of shape (n_iter,)
-        Each first stage's energy error (``inf`` where its path failed).
+    accept_prob : ndarray of shape (n_iter,)
+        Each first stage's acceptance probability (0 where it diverged).
     accepted, divergent, retried : ndarray of bool of shape (n_iter,)
     n_leapfrog : ndarray of int of shape (n_iter,)
     energies : ndarray of shape (n_iter,)
         The Hamiltonian of the state kept.
+    step_sizes : ndarray of shape (n_iter,)
+        The step of each transition.
 
     Examples
     --------
     >>> import numpy as np
     >>> from skgp_bayes.inference._hmc_state import HMCBlock
     >>> block = HMCBlock(np.zeros(1), 0.0, np.zeros(1), np.zeros((2, 1)),
-    ...                  np.zeros(2), np.zeros(2), np.ones(2, bool),
+    ...                  np.zeros(2), np.ones(2), np.ones(2, bool),
     ...                  np.zeros(2, bool), np.zeros(2, bool),
-    ...                  np.ones(2, np.int64), np.zeros(2))
+    ...                  np.ones(2, np.int64), np.zeros(2), np.full(2, 0.1))
     >>> block.positions.shape
     (2, 1)
     """
@@ -80,12 +88,13 @@ class HMCBlock(NamedTuple):
     grad: np.ndarray
     positions: np.ndarray
     log_densities: np.ndarray
-    errors: np.ndarray
+    accept_prob: np.ndarray
     accepted: np.ndarray
     divergent: np.ndarray
     retried: np.ndarray
     n_leapfrog: np.ndarray
     energies: np.ndarray
+    step_sizes: np.ndarray
 
 
 @dataclass

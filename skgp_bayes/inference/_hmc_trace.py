@@ -38,20 +38,16 @@ class ChainTrace:
             self.samples[self.kept], self.log_density[self.kept] = state.x, state.logp
             self.kept += 1
 
-    def record_block(self, it, block, step, limit):
+    def record_block(self, it, block):
         """Record an :class:`HMCBlock` of transitions from ``it`` on."""
         rows = slice(it, it + block.positions.shape[0])
         retried = block.retried
         self.retried[0] += int(retried.sum())
         self.retried[1] += int((retried & block.accepted).sum())
-        errors = block.errors
-        with np.errstate(over="ignore", invalid="ignore"):
-            # hmc_step's min(1, exp(-error)), 0 where the first stage diverged
-            prob = np.minimum(1.0, np.exp(-errors))
-        prob[~np.isfinite(errors) | (errors > limit)] = 0.0
-        self.accept_prob[rows], self.accepted[rows] = prob, block.accepted
+        self.accept_prob[rows], self.accepted[rows] = block.accept_prob, block.accepted
         self.divergent[rows], self.energy[rows] = block.divergent, block.energies
-        self.n_leapfrog[rows], self.step_sizes[rows] = block.n_leapfrog, step
+        self.n_leapfrog[rows] = block.n_leapfrog
+        self.step_sizes[rows] = block.step_sizes
         for i in range(block.positions.shape[0]):
             j = it + i - self.n_warmup + 1
             if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:

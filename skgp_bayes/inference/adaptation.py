@@ -20,6 +20,8 @@ Nothing here knows about Gaussian processes or about a particular sampler's
 transition.
 """
 
+import math
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
@@ -269,6 +271,17 @@ def calibrated_step(steps, accept_probs, target_accept):
     return float(np.sqrt(2.0 * z / np.exp(log_scale)))
 
 
+def _averaged_step(dual):
+    """The dual averaging's averaged step, exponentiated by ``math``.
+
+    ``math.exp`` (the C library's), which compiled code also calls, where
+    :attr:`DualAveraging.final_step_size` takes NumPy's: a block of
+    transitions run in compiled code (:class:`~skgp_bayes.inference.
+    HMCBlock`) then adapts to the same bits.
+    """
+    return math.exp(dual.log_step_bar if dual.t else dual.log_step)
+
+
 class _WindowMoments:
     """Welford running variances of the draws and of their gradients."""
 
@@ -399,9 +412,9 @@ class WarmupAdaptation:
         0.5
         """
         if it == self.n_warmup and self.adapt_step and self.n_warmup > 0:
-            self.step = self.dual.final_step_size
+            self.step = _averaged_step(self.dual)
         if it < self.n_warmup and self.adapt_step:
-            return self.dual.final_step_size
+            return _averaged_step(self.dual)
         return self.step
 
     def update(self, it, state, accept_prob):
@@ -425,16 +438,89 @@ class WarmupAdaptation:
         True
         """
         if self.adapt_step:
-            self.step = self.dual.update(accept_prob)
+            self.dual.update(accept_prob)
+            self.step = math.exp(self.dual.log_step)
         if not self.windows or it < self.windows[0][0]:
             return
         self.moments.add(state.x, state.grad)
         if it + 1 == self.windows[0][1]:
-            self.inv_mass = self.moments.inverse_mass(self.inv_mass)
-            self.windows.pop(0)
-            self.moments = _WindowMoments(self.inv_mass.size)
-            if self.adapt_step:
-                self.dual = DualAveraging(self.step, self.target_accept)
+            self._window_ends()
+
+    def _window_ends(self):
+        self.inv_mass = self.moments.inverse_mass(self.inv_mass)
+        self.windows.pop(0)
+        self.moments = _WindowMoments(self.inv_mass.size)
+        if self.adapt_step:
+            self.dual = DualAveraging(self.step, self.target_accept)
+
+    def block_plan(self, it, most):
+        """The adaptation's state for a block of warm-up transitions from ``it``.
+
+        A density that runs blocks of transitions itself
+        (:class:`~skgp_bayes.inference.HMCBlock`) adapts as :meth:`update`
+        would, on copies of this state: ``dual`` is the dual averaging's
+        fields ``[mu, target_accept, gamma, t0, kappa, t, h_bar, log_step,
+        log_step_bar]`` (empty where the step is not adapted), ``moments``
+        the window's ``(count, mean, m2)`` (``count`` an array of one), fed
+        every transition where ``accumulate``. The block ends where a
+        window starts or ends, or after ``most`` transitions.
+
+        Returns
+        -------
+        n : int
+        dual : ndarray
+        moments : tuple of ndarray
+        accumulate : bool
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.adaptation import WarmupAdaptation
+        >>> warmup = WarmupAdaptation(0.1, np.ones(2), n_warmup=100)
+        >>> n, dual, moments, accumulate = warmup.block_plan(0, 50)
+        >>> n, dual.size, accumulate  # up to the first window's start
+        (15, 9, False)
+        """
+        n, accumulate = min(most, self.n_warmup - it), False
+        if self.windows:
+            start, end = self.windows[0]
+            accumulate = it >= start
+            n = min(n, end - it if accumulate else start - it)
+        dual = np.zeros(0)
+        if self.adapt_step:
+            d = self.dual
+            fields = (d.mu, d.target_accept, d.gamma, d.t0, d.kappa, d.t, d.h_bar)
+            dual = np.array([*fields, d.log_step, d.log_step_bar], dtype=np.float64)
+        m = self.moments
+        moments = (np.array([m.count], dtype=np.int64), m.mean.copy(), m.m2.copy())
+        return n, dual, moments, accumulate
+
+    def absorb_block(self, it, n, dual, moments, accumulate):
+        """Take the state a block of :meth:`block_plan` left after ``n``
+        transitions from ``it``, as :meth:`update` would have left it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skgp_bayes.inference.adaptation import WarmupAdaptation
+        >>> warmup = WarmupAdaptation(0.1, np.ones(2), n_warmup=100)
+        >>> n, dual, moments, accumulate = warmup.block_plan(0, 50)
+        >>> dual[5:] = [15.0, 0.0, np.log(0.2), np.log(0.2)]  # what a block left
+        >>> warmup.absorb_block(0, n, dual, moments, accumulate)
+        >>> round(warmup.step, 12), warmup.dual.t
+        (0.2, 15)
+        """
+        if self.adapt_step:
+            d = self.dual
+            d.t = int(dual[5])
+            d.h_bar, d.log_step, d.log_step_bar = (float(v) for v in dual[6:])
+            self.step = math.exp(d.log_step)
+        if accumulate:
+            count, mean, m2 = moments
+            self.moments.count = int(count[0])
+            self.moments.mean, self.moments.m2 = mean, m2
+            if it + n == self.windows[0][1]:
+                self._window_ends()
 
 
 # Pseudo-draws of each covariance's own diagonal added to a window's

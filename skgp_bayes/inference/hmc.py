@@ -124,7 +124,8 @@ def _transition(
         h1 = energy(ln, pn, inv_mass)
         error = h1 - h0
         if not is_divergent(error, limit):
-            accept_prob = float(min(1.0, np.exp(-error)))
+            # math's exp, as a compiled block's (HMCBlock): the same bits
+            accept_prob = math.exp(-error) if error > 0 else 1.0
             if log_u < -error:
                 return xn, ln, gn, accept_prob, True, False, h1, n_steps, False
     divergent = is_divergent(error, limit)
@@ -372,24 +373,33 @@ def _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit):
     return step
 
 
-def _density_block(logp_and_grad, state, rng, settings, n_iter):
-    """``n_iter`` static transitions run by the density itself, or None.
+def _density_block(logp_and_grad, state, rng, settings, it, n_most):
+    """Static transitions from ``it`` run by the density itself, or None.
 
-    ``settings`` is ``(step, inv_mass, max_leapfrog, max_energy_error,
-    delayed_rejection)``. None where the density hands the block back
-    (:class:`HMCBlock`); ``rng`` is then where it was.
+    ``settings`` is ``(warmup, path, max_energy_error, delayed_rejection)``
+    with ``path`` the ``(max_leapfrog, trajectory_length)`` of the
+    transitions; a warm-up block adapts on copies of ``warmup``'s state,
+    which it takes back after. Returns ``(n, block)`` (:class:`HMCBlock`),
+    or None where the density hands the block back; ``rng`` is then where
+    it was.
     """
-    step, inv_mass, bound, limit, delayed_rejection = settings
+    warmup, path, limit, delayed_rejection = settings
+    if it < warmup.n_warmup:
+        n, dual, moments, accumulate = warmup.block_plan(it, n_most)
+    else:
+        n, dual, accumulate = n_most, np.zeros(0), False
+        moments = (np.zeros(1, dtype=np.int64), np.zeros((2, 0)), np.zeros((2, 0)))
     saved = rng.bit_generator.state
-    retry = _retry_factor(delayed_rejection) or 0
     block = logp_and_grad.hmc_block(
-        state.x, state.logp, state.grad, rng, step, inv_mass, bound, limit, retry,
-        n_iter,
+        state.x, state.logp, state.grad, rng, warmup.step, warmup.inv_mass, path,
+        limit, _retry_factor(delayed_rejection) or 0, n, (dual, moments, accumulate),
     )  # fmt: skip
     if block is NotImplemented:
         rng.bit_generator.state = saved
         return None
-    return block
+    if it < warmup.n_warmup:
+        warmup.absorb_block(it, n, dual, moments, accumulate)
+    return n, block
 
 
 # Long because the docstring documents 20 parameters; the body is a thin loop.
@@ -538,22 +548,24 @@ def run_hmc(
     )
     trace = ChainTrace(n_warmup, n_samples, thin, state.x.size)
     jump_counts = [0, 0]
-    # The sampling phase's static transitions in blocks the density runs
-    # itself, where it can (HMCBlock): the same chain.
+    # Static transitions in blocks the density runs itself, where it can
+    # (HMCBlock): the same chain.
     blocks = algorithm == "static" and jumps is None
     blocks = blocks and hasattr(logp_and_grad, "hmc_block")
+    path = (max_leapfrog, 0.0 if trajectory_length is None else trajectory_length)
+    settings = (warmup, path, limit, delayed_rejection)
     it = 0
     while it < trace.total:
         # Also switches to the averaged step when warm-up ends.
         bound_step = warmup.bound_step(it)
-        if blocks and it >= n_warmup:
-            bound = _step_bound(max_leapfrog, trajectory_length, bound_step)
-            n = trace.until_report(it)
-            settings = (warmup.step, warmup.inv_mass, bound, limit, delayed_rejection)
-            block = _density_block(logp_and_grad, state, rng, settings, n)
-            if block is not None:
+        if blocks:
+            done = _density_block(
+                logp_and_grad, state, rng, settings, it, trace.until_report(it)
+            )
+            if done is not None:
+                n, block = done
                 state = HMCState(block.x, block.logp, block.grad)
-                trace.record_block(it, block, warmup.step, limit)
+                trace.record_block(it, block)
                 it += n
                 trace.report(it - 1, warmup.step, progress, verbose, print_fn)
                 continue

@@ -79,14 +79,12 @@ _RETRY_FACTOR = 4
 # of 33-45 us, 6.5-7.5 a transition, fell below the former rule (a step of
 # at least 50 us) and ran on one thread.
 THREADED_TRANSITION_SECONDS = 150e-6
-# The same for the sampling phase's blocks of static transitions without
-# jumps, which run in compiled blocks of transitions where the trajectories
-# are compiled (inference.hmc.HMCBlock) and hold the GIL only between them:
-# any compiled work. Measured (one BLAS thread, 2 cores, the same draws
-# each way, three fits each): coal, mcycle, cpunish, spector, statecrime
-# and iris, 42-79 us of compiled work a transition but iris's, 0.92-0.97
-# of the fit time with threads for these blocks, iris 0.78; heart_status
-# (48 rows) 0.295 against 0.366 s.
+# The same for static transitions without mode jumps, which run in compiled
+# blocks where the trajectories are compiled (inference.HMCBlock), warm-up's
+# too, and hold the GIL only between blocks: any compiled work. Measured
+# (one BLAS thread, 2 cores, the same draws each way, three fits each):
+# coal, mcycle, cpunish and statecrime (11-93 rows) 0.85-1.11 of the time
+# on one thread, spector 0.75, iris (105 rows, three classes) 0.56.
 THREADED_BLOCK_SECONDS = 0.0
 # Shortest warm-up split into a curvature-scaled quarter, a quarter of draws
 # that refine the coordinates, and a half in the refined coordinates: each
@@ -518,7 +516,7 @@ sampler, target_accept, n_jobs
                 sampler.target,
                 np.stack([r.final_state for r in results]),
                 random_state=seed,
-                **self._workers(sampler, steps, sampling=True),
+                **self._workers(sampler, steps),
                 n_warmup=0,
                 n_samples=block,
                 step_size=steps,
@@ -532,7 +530,7 @@ sampler, target_accept, n_jobs
                 **options,
             )
 
-    def _workers(self, sampler, step_sizes=None, sampling=False):
+    def _workers(self, sampler, step_sizes=None):
         """How the chains share the machine: ``run_chains``' ``n_jobs`` and ``threads``.
 
         With ``n_jobs=None`` the chains run on threads where their
@@ -550,10 +548,10 @@ sampler, target_accept, n_jobs
         entered from two threads at once.
         """
         step = None if step_sizes is None else float(np.median(step_sizes))
-        # A sampling block of static transitions without jumps runs in
-        # compiled blocks where the trajectories are compiled (HMCBlock),
-        # and holds the GIL only between them.
-        blocks = sampling and self.sampler != "nuts" and sampler.jumps() is None
+        # Static transitions without jumps run in compiled blocks where the
+        # trajectories are compiled (HMCBlock), and hold the GIL only
+        # between them.
+        blocks = self.sampler != "nuts" and sampler.jumps() is None
         threads = chain_threads(
             self.n_jobs,
             sampler.target,

@@ -3,22 +3,23 @@
 On the problems where the chains run at their cheapest (tens of rows, a
 few inducing inputs) the compiled trajectory of :mod:`._trajectory_numba`
 is most of a transition but not all of it: the engine's transition around
-it (:func:`skgp_bayes.inference.hmc.hmc_step`: the momentum, the energies,
-the test, the records) is interpreted, 25-40 us against 50-75 us of
-compiled trajectory on 32-48 rows, and holds the interpreter lock, so that
-chains on threads could not run side by side. Here the sampling phase's
-transitions, at a fixed step and mass, run in one loop around the same
-trajectory, without the lock.
+it (:func:`skgp_bayes.inference.hmc_step`: the momentum, the energies,
+the test, the records, warm-up's adaptation) is interpreted, 25-40 us
+against 50-75 us of compiled trajectory on 32-48 rows, and holds the
+interpreter lock, so that chains on threads could not run side by side.
+Here a block of static transitions runs in one loop around the same
+trajectory, without the lock, adapting as warm-up does where asked
+(:meth:`~skgp_bayes.inference.adaptation.WarmupAdaptation.block_plan`:
+dual averaging of the step after every transition, the mass window's
+moments).
 
 The random numbers are drawn from the chain's own
 :class:`numpy.random.Generator`, which compiled code advances as the
 interpreter does, in ``hmc_step``'s order: the number of steps, the
 momentum, the test's uniform, and a second stage's uniform where it gets
-that far. The arithmetic is ``hmc_step``'s, line for line, with
-``math.log`` for the test's log uniform (as the interpreted step takes it),
-so the chain is the interpreted one to the bit. Its acceptance
-probabilities, a diagnostic, are left to the caller, from the energy
-errors recorded here, so that NumPy's exponential gives them as before.
+that far. The arithmetic is the engine's, line for line, with the C
+library's ``exp`` and ``log`` (which the engine's scalar steps take too),
+so the chain is the interpreted one to the bit.
 
 A status :data:`~skgp_bayes._chain_density_numba.GENERAL` stops the block
 at the transition that needs the interpreted target; the caller replays
@@ -74,41 +75,83 @@ def _second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit):
     return min(0.0, h0 - h2 + math.log(ratio))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _dual_update(dual, prob):
+    """``DualAveraging.update`` on its fields ``[mu, target_accept, gamma,
+    t0, kappa, t, h_bar, log_step, log_step_bar]``, in its order."""
+    mu, target, gamma, t0, kappa = dual[0], dual[1], dual[2], dual[3], dual[4]
+    dual[5] += 1.0
+    t = dual[5]
+    w = 1.0 / (t + t0)
+    dual[6] = (1.0 - w) * dual[6] + w * (target - prob)
+    dual[7] = mu - math.sqrt(t) / gamma * dual[6]
+    eta = t ** (-kappa)
+    dual[8] = eta * dual[7] + (1.0 - eta) * dual[8]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _most_steps(step, dual, max_leapfrog, trajectory_length):
+    """``run_hmc``'s bound on a transition's leapfrog steps: from the
+    averaged step while the step adapts (``WarmupAdaptation.bound_step``)."""
+    if dual.size:
+        step = math.exp(dual[8] if dual[5] > 0.0 else dual[7])
+    if trajectory_length <= 0.0:
+        return max_leapfrog + 0  # a new integer: returning an argument breaks Ctrl-C
+    return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_moments(count, mean, m2, x, grad):
+    """``_WindowMoments.add``: Welford's update of ``x`` and ``grad``."""
+    count[0] += 1
+    for row, point in ((0, x), (1, grad)):
+        for j in range(point.size):
+            delta = point[j] - mean[row, j]
+            mean[row, j] += delta / count[0]
+            m2[row, j] += delta * (point[j] - mean[row, j])
+
+
 # The transition of hmc_step and delayed_second_stage, its three trajectories
 # through one call site (each call site inlines the whole density).
 # Long because it is a transition with its delayed-rejection stages in full.
 @njit(cache=True, nogil=True, inline="always")
 def _hmc_block(
-    kind, rng, x, grad, logp, step, inv_mass, bound, retry, limit, chain, n_hyper,
-    arguments, prior, out,
+    kind, rng, x, grad, logp, step, inv_mass, path, retry, limit, adaptation, chain,
+    n_hyper, arguments, prior, out,
 ):  # fmt: skip
     """Static HMC transitions from ``(x, logp, grad)``, one per row of ``out``.
 
-    ``out = (positions, log_densities, errors, accepted, divergent,
-    retried, n_leapfrog, energies)``: row ``i`` holds the chain after
-    transition ``i``, the first stage's energy error (``inf`` for a path
-    that failed) and the statistics of :class:`~skgp_bayes.inference.hmc.
-    HMCInfo`. ``bound`` is the most leapfrog steps, ``retry`` the second
-    stage's step factor (0: none). ``x`` and ``grad`` are updated in place.
+    ``out = (positions, log_densities, accept_prob, accepted, divergent,
+    retried, n_leapfrog, energies, step_sizes)``: row ``i`` holds the chain
+    after transition ``i`` and the statistics of :class:`~skgp_bayes.
+    inference.hmc.HMCInfo` and of the engine's trace. ``path`` is
+    ``(max_leapfrog, trajectory_length)`` (0: no length), ``retry`` the
+    second stage's step factor (0: none), ``adaptation`` ``(dual, count,
+    mean, m2, accumulate)``: the dual averaging's fields (empty: the step
+    stays) and the window's moments, updated in place. ``x`` and ``grad``
+    are updated in place.
 
     Returns ``(status, n_done, logp)``: ``OK`` with every row done, else
     ``GENERAL`` at transition ``n_done``.
     """
-    positions, log_densities, errors, accepted, divergent, retried = out[:6]
-    n_leapfrog, energies = out[6:]
+    positions, log_densities, accept_prob, accepted, divergent, retried = out[:6]
+    n_leapfrog, energies, step_sizes = out[6:]
+    max_leapfrog, trajectory_length = path
+    dual, count, mean, m2, accumulate = adaptation
     d = x.size
     logp_now = logp + 0.0  # a new float: returning an argument breaks Ctrl-C
     root = np.sqrt(inv_mass)
     w_end, p_end, g_end = np.empty(d), np.empty(d), np.empty(d)
     x2, g2 = np.empty(d), np.empty(d)
     for i in range(positions.shape[0]):
+        bound = _most_steps(step, dual, max_leapfrog, trajectory_length)
         n_steps = rng.integers(1, bound + 1)
         p = rng.standard_normal(d) / root
         log_u = math.log(rng.random())
         h0 = -logp_now + kinetic_energy(p, inv_mass)
         stage, start_x, start_p, start_g = _FIRST, x, p, grad
         stage_step, stage_steps = step, n_steps
-        error, value2, h2, h_kept = math.inf, 0.0, 0.0, h0
+        error, value2, h2, h_kept, prob = math.inf, 0.0, 0.0, h0, 0.0
         taken, took, diverged, second = n_steps, False, False, False
         while True:
             status, value = leapfrog_trajectory(
@@ -121,11 +164,13 @@ def _hmc_block(
                 if status == OK:
                     h1 = -value + kinetic_energy(p_end, inv_mass)
                     error = h1 - h0
-                    if not _divergent(error, limit) and log_u < -error:
-                        copy_vector(x, w_end)
-                        copy_vector(grad, g_end)
-                        logp_now, h_kept, took = value, h1, True
-                        break
+                    if not _divergent(error, limit):
+                        prob = math.exp(-error) if error > 0 else 1.0
+                        if log_u < -error:
+                            copy_vector(x, w_end)
+                            copy_vector(grad, g_end)
+                            logp_now, h_kept, took = value, h1, True
+                            break
                 diverged = _divergent(error, limit)
                 if retry == 0 or not error > RETRY_ENERGY_ERROR:
                     break
@@ -160,9 +205,15 @@ def _hmc_block(
                     logp_now, h_kept, took = value2, h2, True
                 break
         copy_vector(positions[i], x)
-        log_densities[i], errors[i], energies[i] = logp_now, error, h_kept
+        log_densities[i], accept_prob[i], energies[i] = logp_now, prob, h_kept
         accepted[i], divergent[i], retried[i] = took, diverged and not took, second
-        n_leapfrog[i] = taken
+        n_leapfrog[i], step_sizes[i] = taken, step
+        # WarmupAdaptation.update's order: the step, then the window
+        if dual.size:
+            _dual_update(dual, prob)
+            step = math.exp(dual[7])
+        if accumulate:
+            _add_moments(count, mean, m2, x, grad)
     return OK, positions.shape[0], logp_now
 
 
@@ -171,20 +222,21 @@ def _entry_point(kind):
 
     @njit(cache=True, nogil=True)
     def hmc_block(
-        rng, x, grad, logp, step, inv_mass, bound, retry, limit, chain, n_hyper,
-        arguments, prior, out,
+        rng, x, grad, logp, step, inv_mass, path, retry, limit, adaptation, chain,
+        n_hyper, arguments, prior, out,
     ):  # fmt: skip
         return _hmc_block(
-            kind, rng, x, grad, logp, step, inv_mass, bound, retry, limit, chain,
-            n_hyper, arguments, prior, out,
+            kind, rng, x, grad, logp, step, inv_mass, path, retry, limit,
+            adaptation, chain, n_hyper, arguments, prior, out,
         )  # fmt: skip
 
     return hmc_block
 
 
 # Indexed by kind (KIND_LOGIT, ... of _chain_density_numba). Each is ``(rng,
-# x, grad, logp, step, inv_mass, bound, retry, limit, chain, n_hyper,
-# arguments, prior, out) -> (status, n_done, logp)``; see ``_hmc_block``.
+# x, grad, logp, step, inv_mass, path, retry, limit, adaptation, chain,
+# n_hyper, arguments, prior, out) -> (status, n_done, logp)``; see
+# ``_hmc_block``.
 # Only the kinds a caller uses compile.
 HMC_BLOCKS = tuple(
     _entry_point(kind)

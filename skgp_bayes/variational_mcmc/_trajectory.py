@@ -263,16 +263,16 @@ class TrajectoryTarget(AffineTarget):
             x, p, grad = ends
 
     def hmc_block(
-        self, x, logp, grad, rng, step, inv_mass, max_leapfrog, max_energy_error,
-        retry, n_iter,
+        self, x, logp, grad, rng, step, inv_mass, path, max_energy_error, retry,
+        n_iter, adaptation,
     ):  # fmt: skip
         """``n_iter`` static HMC transitions in one compiled call.
 
-        The contract of :class:`~skgp_bayes.inference.hmc.HMCBlock`: the
-        transitions of :func:`~skgp_bayes.inference.hmc_step` at a fixed
-        step and mass, the same draws from ``rng``; ``NotImplemented``
-        where the trajectories are not compiled in one call or a transition
-        needs the interpreted target.
+        The contract of :class:`~skgp_bayes.inference.HMCBlock`: the
+        transitions of :func:`~skgp_bayes.inference.hmc_step`, the same
+        draws from ``rng``, adapting as warm-up does where ``adaptation``
+        asks; ``NotImplemented`` where the trajectories are not compiled in
+        one call or a transition needs the interpreted target.
 
         Examples
         --------
@@ -280,9 +280,11 @@ class TrajectoryTarget(AffineTarget):
         >>> from skgp_bayes.variational_mcmc._trajectory import TrajectoryTarget
         >>> density = TrajectoryTarget(lambda x: (-0.5 * x @ x, -x), np.zeros(1),
         ...                            np.eye(1))
+        >>> none = (np.zeros(0), (np.zeros(1, np.int64), np.zeros((2, 1)),
+        ...                       np.zeros((2, 1))), False)
         >>> density.hmc_block(np.zeros(1), 0.0, np.zeros(1),
-        ...                   np.random.default_rng(0), 0.1, np.ones(1), 5,
-        ...                   1000.0, 0, 10)
+        ...                   np.random.default_rng(0), 0.1, np.ones(1), (5, 0.0),
+        ...                   1000.0, 0, 10, none)
         NotImplemented
         """
         if not self.compiled() or steps_per_call(self._plan) is not None:
@@ -290,6 +292,9 @@ class TrajectoryTarget(AffineTarget):
         chain, kind, n_hyper, arguments, prior = self._plan
         x, grad = _floats(x).copy(), _floats(grad).copy()
         d = x.size
+        dual, (count, mean, m2), accumulate = adaptation
+        if not accumulate:  # never read: any arrays of the compiled types
+            count, mean, m2 = np.zeros(1, np.int64), np.zeros((2, d)), np.zeros((2, d))
         out = (
             np.empty((n_iter, d)),
             np.empty(n_iter),
@@ -299,10 +304,12 @@ class TrajectoryTarget(AffineTarget):
             np.zeros(n_iter, dtype=np.bool_),
             np.empty(n_iter, dtype=np.int64),
             np.empty(n_iter),
+            np.empty(n_iter),
         )
         status, _, logp = HMC_BLOCKS[kind](
             rng, x, grad, float(logp), float(step), _floats(inv_mass),
-            int(max_leapfrog), int(retry), float(max_energy_error), chain, n_hyper,
+            (int(path[0]), float(path[1])), int(retry), float(max_energy_error),
+            (_floats(dual), count, mean, m2, bool(accumulate)), chain, n_hyper,
             arguments, prior, out,
         )  # fmt: skip
         if status != OK:

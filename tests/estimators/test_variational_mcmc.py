@@ -387,29 +387,31 @@ def test_predictions_in_row_blocks_are_the_rows_own(monkeypatch, task):
 
 
 def test_chains_stay_on_one_thread_where_a_transition_is_cheap(monkeypatch):
-    """Warm-up's interpreted transitions on one thread where they are cheap;
-    the sampling blocks, which run in compiled blocks, on threads."""
+    """Interpreted transitions (NUTS's) on one thread where they are cheap;
+    static ones, which run in compiled blocks, on threads whatever their
+    size."""
     X, y = _binary(30)
-    threads = {"warm-up": [], "blocks": []}
+    threads = []
     chain_threads = _chains.chain_threads
 
     def recorded(*args):
-        phase = "blocks" if args[5] == _chains.THREADED_BLOCK_SECONDS else "warm-up"
-        threads[phase].append(chain_threads(*args))
-        return threads[phase][-1]
+        threads.append(chain_threads(*args))
+        return threads[-1]
 
     monkeypatch.setattr(_chains, "chain_threads", recorded)
     params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20)
-    quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
     expected = 2 if numba.get_num_threads() >= 2 else 1
-    # 30 rows and 5 inducing inputs: a step of a few microseconds.
-    assert threads["warm-up"] and set(threads["warm-up"]) == {1}
-    assert threads["blocks"] and set(threads["blocks"]) == {expected}
-    monkeypatch.setattr(_chains, "THREADED_TRANSITION_SECONDS", 0.0)
-    threads = {"warm-up": [], "blocks": []}
     quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
-    every = threads["warm-up"] + threads["blocks"]
-    assert len(every) >= 3 and set(every) == {expected}
+    assert len(threads) >= 3 and set(threads) == {expected}
+    # 30 rows and 5 inducing inputs: a step of a few microseconds.
+    threads.clear()
+    nuts = VariationalMCMCClassifier(max_samples=20, sampler="nuts", **params)
+    quiet_fit(nuts, X, y)
+    assert threads and set(threads) == {1}
+    monkeypatch.setattr(_chains, "THREADED_TRANSITION_SECONDS", 0.0)
+    threads.clear()
+    quiet_fit(VariationalMCMCClassifier(max_samples=20, sampler="nuts", **params), X, y)
+    assert threads and set(threads) == {expected}
 
 
 def test_threads_follow_a_transitions_compiled_work(monkeypatch):

@@ -1,7 +1,8 @@
 """The compiled blocks of static HMC transitions of variational MCMC's chains.
 
-:meth:`TrajectoryTarget.hmc_block` runs the sampling phase's transitions
-in one compiled call (:mod:`skgp_bayes.variational_mcmc._hmc_block_numba`).
+:meth:`TrajectoryTarget.hmc_block` runs blocks of static transitions
+(warm-up's with its adaptation) in one compiled call
+(:mod:`skgp_bayes.variational_mcmc._hmc_block_numba`).
 Its chain must be the engine's own steps' chain to the bit, for every
 target kind, with and without sinh maps, through failed first stages and
 their second stages: both integrate each trajectory with the same compiled
@@ -62,7 +63,7 @@ def test_compiled_blocks_give_the_engines_chain(kind, family, with_maps):
     original = TrajectoryTarget.hmc_block
 
     def counting(self, *args):
-        calls.append(args[-1])
+        calls.append(args[-2])  # the block's transitions
         return original(self, *args)
 
     runs = (
@@ -85,7 +86,7 @@ def test_compiled_blocks_give_the_engines_chain(kind, family, with_maps):
         plain = run_hmc(_StepByStep(density), np.zeros(d), **kwargs)
         _assert_same_chain(blocked, plain)
         retried += plain.n_retried
-    assert sum(calls) == 140  # every sampling transition ran in a block
+    assert sum(calls) == 180  # every transition ran in a block, warm-up's too
     assert retried > 0
 
 
@@ -98,8 +99,10 @@ def test_a_transition_needing_the_interpreted_target_hands_the_block_back():
     w = np.zeros(d)
     _, grad = density(w)
     rng = np.random.default_rng(0)
-    block = density.hmc_block(w, density(w)[0], grad, rng, 1e-3, np.ones(d), 2,
-                              1000.0, 4, 5)  # fmt: skip
+    sampling = (np.zeros(0), (np.zeros(1, np.int64), np.zeros((2, d)),
+                              np.zeros((2, d))), False)  # fmt: skip
+    block = density.hmc_block(w, density(w)[0], grad, rng, 1e-3, np.ones(d), (2, 0.0),
+                              1000.0, 4, 5, sampling)  # fmt: skip
     assert block is NotImplemented
     kwargs = dict(n_warmup=0, n_samples=6, step_size=1e-3, max_leapfrog=2,
                   inv_mass=np.ones(d), random_state=1)  # fmt: skip
