@@ -34,6 +34,7 @@ from ._chain_density_numba import (
     OK,
     chain_density,
 )
+from .inference._adaptation_numba import dual_update
 from .inference._ordered_numba import (
     mixture_log_density,
     ordered_dot,
@@ -118,23 +119,6 @@ def _uniform(w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dual_update(dual, prob):
-    """``DualAveraging.update`` on its fields in ``dual``, in its order.
-
-    ``dual`` is ``[mu, target_accept, gamma, t0, kappa, t, h_bar,
-    log_step, log_step_bar]``.
-    """
-    mu, target, gamma, t0, kappa = dual[0], dual[1], dual[2], dual[3], dual[4]
-    dual[5] += 1.0
-    t = dual[5]
-    w = 1.0 / (t + t0)
-    dual[6] = (1.0 - w) * dual[6] + w * (target - prob)
-    dual[7] = mu - math.sqrt(t) / gamma * dual[6]
-    eta = t ** (-kappa)
-    dual[8] = eta * dual[7] + (1.0 - eta) * dual[8]
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _mode_jump(kind, x, logp, draws, lower, upper, jumps, chain, n_hyper, arguments,
                prior, grad_new):  # fmt: skip
     """``mode_jump``'s move from ``x``: ``(status, accepted, proposal, value)``.
@@ -176,7 +160,7 @@ def _mala_block(
     ``jumps`` where ``every > 0`` and the iteration's ``(t + 1) % every ==
     0``. The step is ``step``, or where ``dual`` is not empty the step of
     its dual averaging, fed every transition's acceptance probability
-    (``dual`` is updated in place; see ``_dual_update``). The random
+    (``dual`` is updated in place; see ``dual_update``). The random
     numbers are read from ``stream`` in the order in which ``mala_step``
     and ``mode_jump`` draw them: ``d`` normals and the test's uniform for a
     transition, the component's uniform, ``d`` normals and the test's
@@ -230,7 +214,7 @@ def _mala_block(
             logp_now = value
             drift = drift_back
         if dual.size:
-            _dual_update(dual, prob)
+            dual_update(dual, prob)
         copy_vector(moment_x[i], x)
         copy_vector(moment_grad[i], grad)
         if every and (t + i + 1) % every == 0:

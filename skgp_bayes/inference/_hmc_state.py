@@ -6,7 +6,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HMCBlock", "HMCResult", "HMCState"]
+__all__ = ["HMCBlock", "HMCResult", "HMCState", "TRACE_FIELDS"]
+
+
+# The per-transition arrays of an HMCResult, in order: what a continued
+# chain joins and what two runs of the same chain must agree on.
+TRACE_FIELDS = (
+    "samples",
+    "log_density",
+    "accept_prob",
+    "accepted",
+    "divergent",
+    "n_leapfrog",
+    "energy",
+    "step_sizes",
+)
 
 
 @dataclass

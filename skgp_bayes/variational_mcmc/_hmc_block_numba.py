@@ -39,6 +39,7 @@ from .._chain_density_numba import (
     KIND_SOFTMAX,
     OK,
 )
+from ..inference._adaptation_numba import add_moments, dual_update
 from ..inference._energy_numba import kinetic_energy
 from ..inference.leapfrog import RETRY_ENERGY_ERROR
 from ..linalg._numba_ops import copy_vector
@@ -76,20 +77,6 @@ def _second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dual_update(dual, prob):
-    """``DualAveraging.update`` on its fields ``[mu, target_accept, gamma,
-    t0, kappa, t, h_bar, log_step, log_step_bar]``, in its order."""
-    mu, target, gamma, t0, kappa = dual[0], dual[1], dual[2], dual[3], dual[4]
-    dual[5] += 1.0
-    t = dual[5]
-    w = 1.0 / (t + t0)
-    dual[6] = (1.0 - w) * dual[6] + w * (target - prob)
-    dual[7] = mu - math.sqrt(t) / gamma * dual[6]
-    eta = t ** (-kappa)
-    dual[8] = eta * dual[7] + (1.0 - eta) * dual[8]
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _most_steps(step, dual, max_leapfrog, trajectory_length):
     """``run_hmc``'s bound on a transition's leapfrog steps: from the
     averaged step while the step adapts (``WarmupAdaptation.bound_step``)."""
@@ -98,17 +85,6 @@ def _most_steps(step, dual, max_leapfrog, trajectory_length):
     if trajectory_length <= 0.0:
         return max_leapfrog + 0  # a new integer: returning an argument breaks Ctrl-C
     return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _add_moments(count, mean, m2, x, grad):
-    """``_WindowMoments.add``: Welford's update of ``x`` and ``grad``."""
-    count[0] += 1
-    for row, point in ((0, x), (1, grad)):
-        for j in range(point.size):
-            delta = point[j] - mean[row, j]
-            mean[row, j] += delta / count[0]
-            m2[row, j] += delta * (point[j] - mean[row, j])
 
 
 # The transition of hmc_step and delayed_second_stage, its three trajectories
@@ -210,10 +186,10 @@ def _hmc_block(
         n_leapfrog[i], step_sizes[i] = taken, step
         # WarmupAdaptation.update's order: the step, then the window
         if dual.size:
-            _dual_update(dual, prob)
+            dual_update(dual, prob)
             step = math.exp(dual[7])
         if accumulate:
-            _add_moments(count, mean, m2, x, grad)
+            add_moments(count, mean, m2, x, grad)
     return OK, positions.shape[0], logp_now
 
 

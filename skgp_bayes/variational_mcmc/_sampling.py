@@ -13,6 +13,7 @@ from .._run_length import further_block as _further_block
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
 from ..diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from ..exceptions import NotPSDError
+from ..inference._hmc_state import TRACE_FIELDS
 from ..inference.adaptation import calibrated_step
 from ..inference.affine import (
     coordinates_in,
@@ -437,17 +438,7 @@ class CollapsedSampler(Sampler):
 def merge(first, then):
     """One chain's :class:`HMCResult` followed by its continuation."""
     joined = {
-        f: np.concatenate([getattr(first, f), getattr(then, f)])
-        for f in (
-            "samples",
-            "log_density",
-            "accept_prob",
-            "accepted",
-            "divergent",
-            "n_leapfrog",
-            "energy",
-            "step_sizes",
-        )
+        f: np.concatenate([getattr(first, f), getattr(then, f)]) for f in TRACE_FIELDS
     }
     return dataclasses.replace(
         first,
@@ -546,14 +537,7 @@ def after_warmup(first, then):
     """``then``, with all of ``first``'s iterations counted as its warm-up."""
     joined = {
         f: np.concatenate([getattr(first, f), getattr(then, f)])
-        for f in (
-            "accept_prob",
-            "accepted",
-            "divergent",
-            "n_leapfrog",
-            "energy",
-            "step_sizes",
-        )
+        for f in TRACE_FIELDS[2:]  # the statistics, not the kept draws
     }
     return dataclasses.replace(
         then,

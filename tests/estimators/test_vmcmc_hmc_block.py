@@ -15,19 +15,10 @@ import pytest
 from _vmcmc_trajectory_cases import CASES, case_ids, density_for, exact_needing_jitter
 
 from skgp_bayes.inference import run_hmc
+from skgp_bayes.inference._hmc_state import TRACE_FIELDS
 from skgp_bayes.variational_mcmc._trajectory import TrajectoryTarget
 
-_FIELDS = (
-    "samples",
-    "log_density",
-    "accept_prob",
-    "accepted",
-    "divergent",
-    "n_leapfrog",
-    "energy",
-    "step_sizes",
-    "final_state",
-)
+_FIELDS = (*TRACE_FIELDS, "final_state")
 
 
 class _StepByStep:

@@ -19,18 +19,9 @@ import numpy as np
 import pytest
 
 from skgp_bayes.inference import HMCBlock, HMCState, hmc_step, run_hmc
+from skgp_bayes.inference._hmc_state import TRACE_FIELDS
 
-_FIELDS = (
-    "samples",
-    "log_density",
-    "accept_prob",
-    "accepted",
-    "divergent",
-    "n_leapfrog",
-    "energy",
-    "step_sizes",
-    "final_state",
-)
+_FIELDS = (*TRACE_FIELDS, "final_state")
 
 
 def _logp(x):
