@@ -4,11 +4,13 @@ For each default fit named (``data:seed``, the splits of
 ``bench_fresh_splits.py``), the quickest of ``--repeats`` fits three ways in
 one run: ``n_jobs=1`` (one chain after another), the default ``n_jobs=None``
 (threads where a transition holds enough compiled work,
-``skgp_bayes.variational_mcmc._chains.THREADED_TRANSITION_SECONDS``), and
-threads forced (that threshold set to zero). It prints whether the default
-chose threads, the compiled work of a transition (a step's time times the
-mean number of steps at the chains' pooled step) and the ratios; the draws
-must be the same all three ways.
+``skgp_bayes.variational_mcmc._chains.THREADED_TRANSITION_SECONDS``, or
+whatever its work where the transitions run in compiled blocks,
+``THREADED_BLOCK_SECONDS``), and threads forced (both thresholds set to
+zero). It prints whether the default chose threads for the last sampling
+block and whether that block ran in compiled blocks, the compiled work of a
+transition (a step's time times the mean number of steps at the chains'
+pooled step) and the ratios; the draws must be the same all three ways.
 
     PYTHONPATH=. python benchmarks/bench_chain_threads.py
     PYTHONPATH=. python benchmarks/bench_chain_threads.py \\
@@ -45,19 +47,21 @@ def _transition_work(model_name, X, y):
     """Threads the default chose for the sampling blocks, and a transition's work."""
     seen, choose = [], _chains.chain_threads
 
-    def recorded(n_jobs, target, n_chains, x, mean_steps):
+    def recorded(n_jobs, target, n_chains, x, mean_steps, threshold=None):
         step = getattr(target, "seconds_per_step", lambda x: None)(x)
-        seen.append((choose(n_jobs, target, n_chains, x, mean_steps), step, mean_steps))
-        return seen[-1][0]
+        threads = choose(n_jobs, target, n_chains, x, mean_steps, threshold)
+        blocks = threshold == _chains.THREADED_BLOCK_SECONDS
+        seen.append((threads, blocks, step, mean_steps))
+        return threads
 
     _chains.chain_threads = recorded
     try:
         make_estimator(model_name, X.shape[1]).fit(X, y)
     finally:
         _chains.chain_threads = choose
-    threads, step, mean_steps = seen[-1]  # the last sampling block's decision
+    threads, blocks, step, mean_steps = seen[-1]  # the last sampling block's
     work = np.nan if step is None else step * mean_steps
-    return threads, step, mean_steps, work
+    return threads, blocks, step, mean_steps, work
 
 
 def main():
@@ -67,30 +71,35 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(
-        "| fit | default threads | step (us) | steps a transition | compiled "
-        "work (us) | n_jobs=1 (s) | default (s) | forced threads (s) | "
-        "n_jobs=1 / default | n_jobs=1 / forced |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| fit | default threads | compiled blocks | step (us) | steps a "
+        "transition | compiled work (us) | n_jobs=1 (s) | default (s) | forced "
+        "threads (s) | n_jobs=1 / default | n_jobs=1 / forced |\n"
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
-    threshold = _chains.THREADED_TRANSITION_SECONDS
+    thresholds = (_chains.THREADED_TRANSITION_SECONDS, _chains.THREADED_BLOCK_SECONDS)
     with threadpool_limits(1, user_api="blas"):
         for spec in args.fits.split(","):
             name, seed = spec.split(":")
             X, _, y, _ = split(_ALL[name](), 0.3, 300, int(seed))
             make_estimator(args.model, X.shape[1]).fit(X, y)  # compile, untimed
-            threads, step, mean_steps, work = _transition_work(args.model, X, y)
+            threads, blocks, step, mean_steps, work = _transition_work(args.model, X, y)
             one, a = _quickest_fit(args.model, X, y, 1, args.repeats)
             default, b = _quickest_fit(args.model, X, y, None, args.repeats)
             _chains.THREADED_TRANSITION_SECONDS = 0.0
+            _chains.THREADED_BLOCK_SECONDS = 0.0
             try:
                 forced, c = _quickest_fit(args.model, X, y, None, args.repeats)
             finally:
-                _chains.THREADED_TRANSITION_SECONDS = threshold
+                (
+                    _chains.THREADED_TRANSITION_SECONDS,
+                    _chains.THREADED_BLOCK_SECONDS,
+                ) = thresholds
             same = all(np.array_equal(a.draws_, m.draws_) for m in (b, c))
             if not same:
                 raise AssertionError(f"{spec}: the draws differ between the three ways")
             print(
-                f"| {spec} | {threads} | {1e6 * (step or np.nan):.1f} | "
+                f"| {spec} | {threads} | {'yes' if blocks else 'no'} | "
+                f"{1e6 * (step or np.nan):.1f} | "
                 f"{mean_steps:.1f} | {1e6 * work:.0f} | {one:.3f} | {default:.3f} | "
                 f"{forced:.3f} | {one / default:.2f} | {one / forced:.2f} |",
                 flush=True,

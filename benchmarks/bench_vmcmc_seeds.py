@@ -5,7 +5,8 @@ passage of a noisy statistic (max split R-hat and min bulk ESS), and by
 the restarts that a divergence forces; comparing two versions of the
 sampler by one fit per data set says little. This script fits the default
 estimator (``Estimator(random_state=seed)``, nothing else set) on the
-suite's splits of ``bench_defaults`` for several seeds, one BLAS thread,
+suite's splits of ``bench_defaults`` (or the split ``--split`` of
+``bench_fresh_splits``) for several seeds, one BLAS thread,
 and prints one row per fit and a total per data set: fit time, the seconds
 of the Gaussian (SVGP) stage before any chain, sampling iterations,
 leapfrog steps (warm-up included, a load-free measure of the work),
@@ -23,6 +24,8 @@ with ``PYTHONPATH`` pointing at it):
         --datasets sunspots,macrodata,grunfeld --seeds 1,2,3,4
     PYTHONPATH=. python benchmarks/bench_vmcmc_seeds.py --poisson-coal \\
         --seeds 0,1,2,3,4,5
+    PYTHONPATH=. python benchmarks/bench_vmcmc_seeds.py \\
+        --datasets heart_status,spector --split 22 --seeds 0,1,2,3,4,5 --warm-up
 """
 
 import argparse
@@ -86,11 +89,15 @@ def _row(name, seed, estimator, times, n_warnings, score):
     }
 
 
-def suite_rows(estimator_name, datasets, seeds, params=None):
-    """One row per default fit on the bench_defaults split of each set."""
+def suite_rows(estimator_name, datasets, seeds, params=None, split_seed=0, warm=False):
+    """One row per default fit on split ``split_seed`` of each set (0: the
+    bench_defaults split); ``warm``: an untimed fit of each set first."""
     for name in datasets:
         data = load_all([name])[name]
-        X_tr, X_te, y_tr, y_te = split(data, 0.3, 300, 0)
+        X_tr, X_te, y_tr, y_te = split(data, 0.3, 300, split_seed)
+        if warm:  # the load of compiled code, which the first fit pays
+            estimator = make_estimator(estimator_name, X_tr.shape[1])
+            _fit(estimator.set_params(**(params or {})), X_tr, y_tr)
         for seed in seeds:
             estimator = make_estimator(estimator_name, X_tr.shape[1])
             estimator.set_params(random_state=seed, **(params or {}))
@@ -125,6 +132,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="modechoice,breast_cancer,iris,wine")
     parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--split", type=int, default=0, help="the data's split seed")
+    parser.add_argument(
+        "--warm-up", action="store_true", help="an untimed fit of each set first"
+    )
     parser.add_argument("--regressor", action="store_true")
     parser.add_argument("--poisson-coal", action="store_true")
     parser.add_argument(
@@ -141,7 +152,9 @@ def main():
         rows = coal_rows(seeds, params)
     else:
         name = "VariationalMCMC" + ("Regressor" if args.regressor else "Classifier")
-        rows = suite_rows(name, args.datasets.split(","), seeds, params)
+        rows = suite_rows(
+            name, args.datasets.split(","), seeds, params, args.split, args.warm_up
+        )
     print(
         "| data | seed | fit (s) | Gaussian stage (s) | sampling iterations "
         "| leapfrog steps | restarts | retried | test score | warnings |"
