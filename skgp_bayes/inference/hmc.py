@@ -64,8 +64,10 @@ from .leapfrog import (
     RETRY_ENERGY_ERROR,
     delayed_second_stage,
     energy,
+    first_stage_acceptance,
     is_divergent,
     leapfrog,
+    log_uniform,
 )
 from .mode_jumps import mode_jump
 from .nuts import nuts_step
@@ -114,8 +116,9 @@ def _transition(
     warm-up's step adaptation follows.
     """
     p = rng.standard_normal(x.size) / np.sqrt(inv_mass)
-    # math's log, which a compiled block (HMCBlock) takes too: the same test
-    log_u = math.log(rng.random())
+    # the C library's log and exp, as a compiled block's (HMCBlock): the same
+    # test and the same acceptance probability, to the bit
+    log_u = log_uniform(rng)
     h0 = energy(logp, p, inv_mass)
     end = leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps)
     error, accept_prob = math.inf, 0.0
@@ -123,11 +126,9 @@ def _transition(
         xn, pn, ln, gn = end
         h1 = energy(ln, pn, inv_mass)
         error = h1 - h0
-        if not is_divergent(error, limit):
-            # math's exp, as a compiled block's (HMCBlock): the same bits
-            accept_prob = math.exp(-error) if error > 0 else 1.0
-            if log_u < -error:
-                return xn, ln, gn, accept_prob, True, False, h1, n_steps, False
+        accept_prob = first_stage_acceptance(error, limit)
+        if not is_divergent(error, limit) and log_u < -error:
+            return xn, ln, gn, accept_prob, True, False, h1, n_steps, False
     divergent = is_divergent(error, limit)
     if retry is None or not error > RETRY_ENERGY_ERROR:
         return x, logp, grad, accept_prob, False, divergent, h0, n_steps, False

@@ -36,6 +36,7 @@ step everywhere, costs on every transition.
 import math
 
 import numpy as np
+from numba import njit
 
 from ._energy_numba import kinetic_energy
 
@@ -47,6 +48,7 @@ __all__ = [
     "first_stage_acceptance",
     "is_divergent",
     "leapfrog",
+    "log_uniform",
     "second_stage_log_acceptance",
 ]
 
@@ -62,6 +64,9 @@ __all__ = [
 # 5, a third were rejected and one fit missed the rule, as one had before
 # the retry existed.
 RETRY_ENERGY_ERROR = 5.0
+# The three scalar rules below (divergence, the first stage's acceptance, the
+# second stage's) are compiled: the engine's interpreted steps and the
+# compiled blocks of transitions (HMCBlock's densities) call the same code.
 
 
 def all_finite(a):
@@ -78,6 +83,24 @@ def all_finite(a):
     (True, False)
     """
     return math.isfinite(a.sum())
+
+
+def log_uniform(rng):
+    """The log of a uniform draw from ``rng``, by the C library's ``log``.
+
+    What a Metropolis test compares, as compiled code takes it (NumPy's
+    ``log`` differs from the C library's in the last bit for some
+    arguments); ``-inf`` for the draw 0.0, where ``math.log`` would raise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.leapfrog import log_uniform
+    >>> bool(log_uniform(np.random.default_rng(0)) < 0.0)
+    True
+    """
+    u = rng.random()
+    return math.log(u) if u > 0.0 else -math.inf
 
 
 def leapfrog(logp_and_grad, x, p, grad, step, inv_mass, n_steps):
@@ -161,6 +184,7 @@ def energy(logp, p, inv_mass):
     return -logp + kinetic_energy(p, inv_mass)
 
 
+@njit(cache=True, nogil=True)
 def is_divergent(error, limit):
     """Whether an energy error marks a divergent trajectory.
 
@@ -176,6 +200,7 @@ def is_divergent(error, limit):
     return not math.isfinite(error) or error > limit
 
 
+@njit(cache=True, nogil=True)
 def first_stage_acceptance(error, limit):
     """``a1``: the first stage's acceptance probability given its energy error.
 
@@ -263,11 +288,12 @@ def delayed_second_stage(
     if ghost is not None:
         ghost_error = energy(ghost[2], ghost[1], inv_mass) - h2
     log_accept = second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit)
-    if log_accept > -math.inf and math.log(rng.random()) < log_accept:
+    if log_accept > -math.inf and log_uniform(rng) < log_accept:
         return True, False, (x2, logp2, grad2, h2), n_leapfrog
     return False, False, None, n_leapfrog
 
 
+@njit(cache=True, nogil=True)
 def second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit):
     """Log of the second stage's acceptance probability (module notes).
 

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ._ordered_numba import mixture_log_density, ordered_matvec
+from .leapfrog import log_uniform
 
 __all__ = ["ModeJumps", "jump_record", "laplace_mixture", "mode_jump"]
 
@@ -263,7 +264,7 @@ def mode_jump(x, logp, logp_and_grad, rng, jumps, bounds=None):
     True
     """
     proposal = jumps.propose(rng)
-    log_u = math.log(rng.random())
+    log_u = log_uniform(rng)
     if bounds is not None and (
         np.any(proposal < bounds[:, 0]) or np.any(proposal > bounds[:, 1])
     ):

@@ -41,7 +41,12 @@ from .._chain_density_numba import (
 )
 from ..inference._adaptation_numba import add_moments, dual_update
 from ..inference._energy_numba import kinetic_energy
-from ..inference.leapfrog import RETRY_ENERGY_ERROR
+from ..inference.leapfrog import (
+    RETRY_ENERGY_ERROR,
+    first_stage_acceptance,
+    is_divergent,
+    second_stage_log_acceptance,
+)
 from ..linalg._numba_ops import copy_vector
 from ._trajectory_numba import leapfrog_trajectory
 
@@ -51,29 +56,6 @@ __all__ = ["HMC_BLOCKS"]
 # trajectory, a failed one's second at a shorter step, and the ghost, the
 # first stage from the second's end.
 _FIRST, _SECOND, _GHOST = 0, 1, 2
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _divergent(error, limit):
-    return not math.isfinite(error) or error > limit
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _first_stage_acceptance(error, limit):
-    if _divergent(error, limit):
-        return 0.0
-    return math.exp(-error) if error > 0 else 1.0
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _second_stage_log_acceptance(h0, h2, first_error, ghost_error, limit):
-    """``inference.leapfrog.second_stage_log_acceptance``."""
-    if not ghost_error > RETRY_ENERGY_ERROR:
-        return -math.inf
-    ratio = (1.0 - _first_stage_acceptance(ghost_error, limit)) / (
-        1.0 - _first_stage_acceptance(first_error, limit)
-    )
-    return min(0.0, h0 - h2 + math.log(ratio))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -140,14 +122,13 @@ def _hmc_block(
                 if status == OK:
                     h1 = -value + kinetic_energy(p_end, inv_mass)
                     error = h1 - h0
-                    if not _divergent(error, limit):
-                        prob = math.exp(-error) if error > 0 else 1.0
-                        if log_u < -error:
-                            copy_vector(x, w_end)
-                            copy_vector(grad, g_end)
-                            logp_now, h_kept, took = value, h1, True
-                            break
-                diverged = _divergent(error, limit)
+                    prob = first_stage_acceptance(error, limit)
+                    if not is_divergent(error, limit) and log_u < -error:
+                        copy_vector(x, w_end)
+                        copy_vector(grad, g_end)
+                        logp_now, h_kept, took = value, h1, True
+                        break
+                diverged = is_divergent(error, limit)
                 if retry == 0 or not error > RETRY_ENERGY_ERROR:
                     break
                 second = True
@@ -158,7 +139,7 @@ def _hmc_block(
                     diverged = True
                     break
                 h2 = -value + kinetic_energy(p_end, inv_mass)
-                if _divergent(h2 - h0, limit):
+                if is_divergent(h2 - h0, limit):
                     diverged = True
                     break
                 copy_vector(x2, w_end)
@@ -171,7 +152,7 @@ def _hmc_block(
                 ghost_error = math.inf
                 if status == OK:
                     ghost_error = -value + kinetic_energy(p_end, inv_mass) - h2
-                log_accept = _second_stage_log_acceptance(
+                log_accept = second_stage_log_acceptance(
                     h0, h2, error, ghost_error, limit
                 )
                 diverged = False
