@@ -33,10 +33,7 @@ class ChainTrace:
         self.accept_prob[it], self.accepted[it] = info.accept_prob, info.accepted
         self.divergent[it], self.energy[it] = info.divergent, info.energy
         self.n_leapfrog[it], self.step_sizes[it] = info.n_leapfrog, step
-        j = it - self.n_warmup + 1
-        if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:
-            self.samples[self.kept], self.log_density[self.kept] = state.x, state.logp
-            self.kept += 1
+        self._keep(it, state.x, state.logp)
 
     def record_block(self, it, block):
         """Record an :class:`HMCBlock` of transitions from ``it`` on."""
@@ -49,11 +46,14 @@ class ChainTrace:
         self.n_leapfrog[rows] = block.n_leapfrog
         self.step_sizes[rows] = block.step_sizes
         for i in range(block.positions.shape[0]):
-            j = it + i - self.n_warmup + 1
-            if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:
-                self.samples[self.kept] = block.positions[i]
-                self.log_density[self.kept] = block.log_densities[i]
-                self.kept += 1
+            self._keep(it + i, block.positions[i], block.log_densities[i])
+
+    def _keep(self, it, x, logp):
+        """Keep the state after transition ``it`` where thinning says so."""
+        j = it - self.n_warmup + 1
+        if j > 0 and j % self.thin == 0 and self.kept < self.n_kept:
+            self.samples[self.kept], self.log_density[self.kept] = x, logp
+            self.kept += 1
 
     def until_report(self, it):
         """Transitions from ``it`` to the next report (or the end), at least 1."""

@@ -293,8 +293,6 @@ class TrajectoryTarget(AffineTarget):
         x, grad = _floats(x).copy(), _floats(grad).copy()
         d = x.size
         dual, (count, mean, m2), accumulate = adaptation
-        if not accumulate:  # never read: any arrays of the compiled types
-            count, mean, m2 = np.zeros(1, np.int64), np.zeros((2, d)), np.zeros((2, d))
         out = (
             np.empty((n_iter, d)),
             np.empty(n_iter),
