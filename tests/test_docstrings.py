@@ -28,7 +28,9 @@ def _public_objects():
     for module_name in _public_modules():
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", []):
+            # a Numba-compiled function is checked as its Python function
             obj = getattr(module, name, None)
+            obj = getattr(obj, "py_func", obj)
             if not (inspect.isclass(obj) or inspect.isfunction(obj)):
                 continue
             if not getattr(obj, "__module__", "").startswith("skgp_bayes"):
