@@ -68,6 +68,7 @@ from .leapfrog import (
     is_divergent,
     leapfrog,
     log_uniform,
+    most_leapfrog_steps,
 )
 from .mode_jumps import mode_jump
 from .nuts import nuts_step
@@ -160,13 +161,6 @@ def _initial_step_size(logp_and_grad, x, logp, grad, inv_mass, rng, limit):
         step *= 2.0**direction
         a = accept(step)
     return step
-
-
-def _step_bound(max_leapfrog, trajectory_length, step):
-    """Most leapfrog steps of the next transition."""
-    if trajectory_length is None:
-        return max_leapfrog
-    return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
 
 
 @dataclass
@@ -582,7 +576,7 @@ def run_hmc(
                 max_energy_error=limit,
             )
         else:
-            bound = _step_bound(max_leapfrog, trajectory_length, bound_step)
+            bound = most_leapfrog_steps(*path, bound_step)
             state, info = hmc_step(
                 state,
                 logp_and_grad,

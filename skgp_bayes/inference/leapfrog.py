@@ -49,6 +49,7 @@ __all__ = [
     "is_divergent",
     "leapfrog",
     "log_uniform",
+    "most_leapfrog_steps",
     "second_stage_log_acceptance",
 ]
 
@@ -64,9 +65,10 @@ __all__ = [
 # 5, a third were rejected and one fit missed the rule, as one had before
 # the retry existed.
 RETRY_ENERGY_ERROR = 5.0
-# The three scalar rules below (divergence, the first stage's acceptance, the
-# second stage's) are compiled: the engine's interpreted steps and the
-# compiled blocks of transitions (HMCBlock's densities) call the same code.
+# The scalar rules below (a transition's step bound, divergence, the first
+# stage's acceptance, the second stage's) are compiled: the engine's
+# interpreted steps and the compiled blocks of transitions (HMCBlock's
+# densities) call the same code.
 
 
 def all_finite(a):
@@ -182,6 +184,24 @@ def energy(logp, p, inv_mass):
     2.0
     """
     return -logp + kinetic_energy(p, inv_mass)
+
+
+@njit(cache=True, nogil=True)
+def most_leapfrog_steps(max_leapfrog, trajectory_length, step):
+    """Most leapfrog steps of a transition at ``step``.
+
+    ``max_leapfrog``, or where a ``trajectory_length`` is set (positive;
+    0 for none) ``ceil(trajectory_length / step)`` within ``1..max_leapfrog``.
+
+    Examples
+    --------
+    >>> from skgp_bayes.inference.leapfrog import most_leapfrog_steps
+    >>> most_leapfrog_steps(10, 0.0, 0.1), most_leapfrog_steps(10, 0.35, 0.1)
+    (10, 4)
+    """
+    if trajectory_length <= 0.0:
+        return max_leapfrog + 0  # a new integer: returning an argument breaks Ctrl-C
+    return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
 
 
 @njit(cache=True, nogil=True)

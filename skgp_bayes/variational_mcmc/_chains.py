@@ -637,11 +637,13 @@ sampler, target_accept, n_jobs
         return n_div
 
 
-def chain_threads(n_jobs, target, n_chains, x, mean_steps, threshold=None):
+def chain_threads(
+    n_jobs, target, n_chains, x, mean_steps, threshold=THREADED_TRANSITION_SECONDS
+):
     """Threads for ``n_chains`` chains on ``target`` (see ``HMCStage._workers``).
 
     One unless the trajectories are compiled and ``mean_steps`` leapfrog
-    steps from ``x`` take at least :data:`THREADED_TRANSITION_SECONDS`
+    steps from ``x`` take at least ``threshold`` seconds
     (:func:`~skgp_bayes.inference._chain_threads.default_chain_threads`).
 
     Examples
@@ -658,8 +660,6 @@ def chain_threads(n_jobs, target, n_chains, x, mean_steps, threshold=None):
             step = target.seconds_per_step(x)
         return None if step is None else mean_steps * step  # None: interpreted
 
-    if threshold is None:
-        threshold = THREADED_TRANSITION_SECONDS
     return default_chain_threads(n_jobs, n_chains, transition_seconds, threshold)
 
 

@@ -45,6 +45,7 @@ from ..inference.leapfrog import (
     RETRY_ENERGY_ERROR,
     first_stage_acceptance,
     is_divergent,
+    most_leapfrog_steps,
     second_stage_log_acceptance,
 )
 from ..linalg._numba_ops import copy_vector
@@ -64,9 +65,7 @@ def _most_steps(step, dual, max_leapfrog, trajectory_length):
     averaged step while the step adapts (``WarmupAdaptation.bound_step``)."""
     if dual.size:
         step = math.exp(dual[8] if dual[5] > 0.0 else dual[7])
-    if trajectory_length <= 0.0:
-        return max_leapfrog + 0  # a new integer: returning an argument breaks Ctrl-C
-    return int(min(max_leapfrog, max(1, math.ceil(trajectory_length / step))))
+    return most_leapfrog_steps(max_leapfrog, trajectory_length, step)
 
 
 # The transition of hmc_step and delayed_second_stage, its three trajectories
