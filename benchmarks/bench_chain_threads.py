@@ -47,7 +47,10 @@ def _transition_work(model_name, X, y):
     """Threads the default chose for the sampling blocks, and a transition's work."""
     seen, choose = [], _chains.chain_threads
 
-    def recorded(n_jobs, target, n_chains, x, mean_steps, threshold=None):
+    def recorded(
+        n_jobs, target, n_chains, x, mean_steps,
+        threshold=_chains.THREADED_TRANSITION_SECONDS,
+    ):  # fmt: skip
         step = getattr(target, "seconds_per_step", lambda x: None)(x)
         threads = choose(n_jobs, target, n_chains, x, mean_steps, threshold)
         blocks = threshold == _chains.THREADED_BLOCK_SECONDS
