@@ -384,3 +384,25 @@ def test_average_ranks_are_scipys_with_ties_infinities_and_nan():
         expected = rankdata(x, method="average", axis=0)
         np.testing.assert_array_equal(_average_ranks(x), expected)
     assert _average_ranks(np.zeros((0, 2))).shape == (0, 2)
+
+
+def test_rank_scores_and_median_are_those_of_direct_evaluation():
+    # The normal scores come from a table of every average rank there can
+    # be and the median from the ranks' sort: both must equal, to the bit,
+    # ndtri of each rank and NumPy's median, ties (MALA's repeated states)
+    # and a NaN included.
+    from scipy.special import ndtri
+
+    from skgp_bayes.diagnostics import _ranks_and_median
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 50, 301):
+        values = np.round(rng.standard_normal((n, 4)), 1)
+        values[:, 1] = np.repeat(values[: (n + 1) // 2, 1], 2)[:n]
+        values[n // 2, 3] = np.nan
+        ranks, median = _ranks_and_median(values)
+        np.testing.assert_array_equal(ranks, stats.rankdata(values, axis=0))
+        np.testing.assert_array_equal(median, np.median(values, axis=0))
+        scores = rank_normalize(values[None])[0]
+        direct = ndtri((stats.rankdata(values, axis=0) - 0.375) / (n + 0.25))
+        np.testing.assert_array_equal(scores, direct)
