@@ -78,10 +78,8 @@ from ._sparse_shared import (
     add_jitter_weight,
     batch_indices,
     factor_of_gram,
-    gaussian_with_noise,
     inducing_factor,
     kernel_weights,
-    likelihood_terms,
     project,
     project_cross,
     with_jitter_weight,
@@ -597,33 +595,7 @@ class SharedSubsetBound:
         return X, y, scale
 
     def _empty(self, params, batch):
-        n_kernel = self.full.n_kernel_params
-        theta = params[:n_kernel]
-        X, y, scale = self._rows(batch)
-        kdiag = self.adapter.diag(theta, X)
-        likelihood = self.likelihood
-        if self.learn_noise:
-            likelihood = gaussian_with_noise(likelihood, params[n_kernel])
-        C = self.n_latent
-        elp, _, d_var, d_noise = likelihood_terms(
-            likelihood,
-            y,
-            np.zeros((kdiag.size, C)),
-            np.repeat(kdiag[:, None], C, axis=1),
-            C,
-            self.learn_noise,
-        )
-        grad = np.zeros(self.n_params)
-        # every latent has the same prior variance, so their terms add
-        grad[:n_kernel] = scale * (d_var.sum(axis=1) @ self.adapter.diag_grad(theta, X))
-        if self.learn_noise:
-            grad[n_kernel] = scale * float(np.sum(d_noise))
-        value = scale * float(np.sum(elp))
-        if self.prior_set is not None:
-            prior_value, prior_grad = self.prior_set.log_prob(params[: self.n_hyper])
-            value += prior_value
-            grad[: self.n_hyper] += prior_grad
-        return value, grad
+        return self.full._prior_bound(params, *self._rows(batch))
 
     def values_and_mean_grad(self, params, masks, batch=None):
         """The bounds of several subsets and the mean of their gradients.
@@ -704,16 +676,24 @@ class SharedSubsetBound:
         prior = (0.0, np.zeros(self.n_hyper))
         if self.prior_set is not None:
             prior = self.prior_set.log_prob(params[: self.n_hyper])
-        values = np.empty(masks.shape[0])
-        total = np.zeros(self.n_params)
-        for s, mask in enumerate(masks):
-            idx = np.flatnonzero(mask)
+        values, total = np.empty(masks.shape[0]), np.zeros(self.n_params)
+        compiled = self.full._subsets_in_one_call(params, masks, *shared)
+        s = 0
+        while s < masks.shape[0]:
+            # a compiled run of subsets, then the one it stopped at here
+            stop = s if compiled is None else compiled(s, values, total)
+            for _ in range(s, stop):
+                total[: self.n_hyper] += prior[1]
+            values[s:stop] += prior[0]
+            if stop == masks.shape[0]:
+                break
+            idx, s = np.flatnonzero(masks[stop]), stop + 1
             if idx.size == 0:
-                values[s], grad = self._empty(params, batch)
+                values[stop], grad = self._empty(params, batch)
                 total += grad
                 continue
             value, where, q_grad = self._accumulate(params, idx, *shared)
-            values[s] = value + prior[0]
+            values[stop] = value + prior[0]
             total[where] += q_grad
             total[: self.n_hyper] += prior[1]
         return values, total

@@ -58,6 +58,7 @@ from ..likelihoods import Bernoulli, Gaussian, Softmax
 from ..likelihoods._base import SMALL_VAR
 from ..linalg.triangle import lower_triangle_indices
 from ._likelihood_numba import DONE, logit_rules
+from ._selective_numba import logit_subsets_into
 from ._sparse_compiled import workspace
 from ._sparse_numba import LAPACK
 from ._sparse_shared import (
@@ -623,6 +624,78 @@ class SVGPBound:
         if status != DONE:
             return None
         return value, self._q_gradient(g_m, g_L)
+
+    def _prior_bound(self, params, X, y, scale):
+        """The bound with no inducing inputs (``q(f)`` the prior), and its
+        gradient, the prior of the hyperparameters included.
+
+        A selection of inducing inputs scores the empty subset by it.
+        ``X`` and ``y`` are rows of the data (a minibatch) and ``scale``
+        weights their terms to the whole set; the gradient is zero outside
+        the kernel's (and noise's) entries.
+        """
+        n_kernel = self.n_kernel_params
+        theta = params[:n_kernel]
+        kdiag = self.adapter.diag(theta, X)
+        likelihood = self.likelihood
+        if self.learn_noise:
+            likelihood = gaussian_with_noise(likelihood, params[n_kernel])
+        C = self.n_latent
+        elp, _, d_var, d_noise = likelihood_terms(
+            likelihood,
+            y,
+            np.zeros((kdiag.size, C)),
+            np.repeat(kdiag[:, None], C, axis=1),
+            C,
+            self.learn_noise,
+        )
+        grad = np.zeros(self.n_params)
+        # every latent has the same prior variance, so their terms add
+        grad[:n_kernel] = scale * (d_var.sum(axis=1) @ self.adapter.diag_grad(theta, X))
+        if self.learn_noise:
+            grad[n_kernel] = scale * float(np.sum(d_noise))
+        value = scale * float(np.sum(elp))
+        if self.prior_set is not None:
+            prior_value, prior_grad = self.prior_set.log_prob(params[: self.n_hyper])
+            value += prior_value
+            grad[: self.n_hyper] += prior_grad
+        return value, grad
+
+    def _subsets_in_one_call(self, params, masks, kernels, weights, y, scale):
+        """A runner of subset bounds in compiled calls, or None.
+
+        For a selection among this bound's inducing inputs (``masks``, one
+        row per subset) under the logit link with no offset: ``run(first,
+        values, total)`` scores subsets ``first, first + 1, ...`` of
+        ``masks`` by :func:`~._selective_numba.logit_subsets_into`, each
+        bound's value (no prior) into ``values`` and its gradient added to
+        the ``m`` and ``L`` entries of ``total`` (this bound's vector), as
+        :meth:`_subset_in_one_call` scores one subset, and returns the
+        subset it stopped at (empty, or handed back to NumPy). None where
+        :meth:`_subset_in_one_call` would be.
+        """
+        rules = getattr(self, "_logit_rules", None)
+        if self.offset is not None or rules is None:
+            return None
+        packed = params[self._L_slice]
+        arguments = (
+            np.ascontiguousarray(params[self._m_slice], dtype=np.float64),
+            np.where(self._on_diag, np.exp(packed), packed),
+            np.ascontiguousarray(y, dtype=np.float64),
+            float(scale),
+            *rules,
+            SMALL_VAR,
+            LAPACK,
+            *weights,
+        )
+
+        def run(first, values, total):
+            return logit_subsets_into(
+                *kernels, masks, first, self.jitter, *arguments, values,
+                total[self._m_slice], total[self._L_slice],
+            )  # fmt: skip
+
+        return run
 
     def _compiled_q(self, mean, Ls, y, scale):
         """The compiled likelihood's kind and its ``q(u)`` arguments, or None.

@@ -4,7 +4,8 @@
 candidates from kernel matrices shared by all of them; with a
 Bernoulli-logit or softmax likelihood each subset's factor, projection, terms and
 kernel weights are one call (``targets._svgp_numba.logit_subset_into``,
-``softmax_subset_into``).
+``softmax_subset_into``), and the logit subsets of a step one call for
+all of them (``targets._selective_numba.logit_subsets_into``).
 The reference is the same bound with that call switched off, which runs
 the NumPy factor, projection and reverse pass around the compiled terms.
 The two differ by the order of floating-point operations only (the
@@ -58,7 +59,35 @@ def _masks(n_candidates, n_subsets, size, seed):
 def _without_one_call(monkeypatch, call):
     with monkeypatch.context() as patch:
         patch.setattr(SVGPBound, "_subset_in_one_call", lambda *a, **k: None)
+        patch.setattr(SVGPBound, "_subsets_in_one_call", lambda *a, **k: None)
         return call()
+
+
+def _counting_compiled_subsets(monkeypatch):
+    """How many subsets each compiled path scores, counted as they run."""
+    one, runs = SVGPBound._subset_in_one_call, SVGPBound._subsets_in_one_call
+    taken = {"one": [], "many": 0}
+
+    def counted_one(self, *args):
+        done = one(self, *args)
+        taken["one"].append(done is not None)
+        return done
+
+    def counted_runs(self, params, masks, *shared):
+        run = runs(self, params, masks, *shared)
+        if run is None:
+            return None
+
+        def counted(first, values, total):
+            stop = run(first, values, total)
+            taken["many"] += stop - first
+            return stop
+
+        return counted
+
+    monkeypatch.setattr(SVGPBound, "_subset_in_one_call", counted_one)
+    monkeypatch.setattr(SVGPBound, "_subsets_in_one_call", counted_runs)
+    return taken
 
 
 KERNELS = {
@@ -81,22 +110,39 @@ def test_subset_bounds_match_the_numpy_path(
     params = _params(bound, 1)
     masks = _masks(n_candidates, 4, size, seed=2)
     batch = np.arange(0, n, 3)
-    original, taken = SVGPBound._subset_in_one_call, []
-
-    def counted(self, *args):
-        done = original(self, *args)
-        taken.append(done is not None)
-        return done
-
-    monkeypatch.setattr(SVGPBound, "_subset_in_one_call", counted)
     for b in (None, batch):
-        values, grad = bound.values_and_mean_grad(params, masks, b)
         ref_values, ref_grad = _without_one_call(
             monkeypatch, lambda b=b: bound.values_and_mean_grad(params, masks, b)
         )
+        with monkeypatch.context() as patch:
+            taken = _counting_compiled_subsets(patch)
+            values, grad = bound.values_and_mean_grad(params, masks, b)
         assert_allclose(values, ref_values, rtol=1e-10)
         assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-10 * np.abs(ref_grad).max())
-    assert taken and all(taken)  # every non-empty subset took the one call
+        # every non-empty subset took a compiled path, the logit ones all in one
+        assert all(taken["one"])
+        assert len(taken["one"]) + taken["many"] == masks.any(axis=1).sum()
+        assert taken["many"] == (masks.any(axis=1).sum() if n_classes == 2 else 0)
+
+
+def test_the_logit_subsets_in_one_call_give_the_bits_of_one_call_each(monkeypatch):
+    # The compiled loop over a step's subsets reads the same parameters and
+    # adds the same gradients in the same order as the interpreted loop over
+    # one compiled call per subset: the same bits, with empty subsets (scored
+    # in NumPy) between the compiled runs.
+    bound = _shared(80, 3, 20, KERNELS["rbf + white"](3))
+    params = _params(bound, 2)
+    masks = _masks(20, 6, 7, seed=3)
+    masks[1] = False
+    with monkeypatch.context() as patch:
+        patch.setattr(SVGPBound, "_subsets_in_one_call", lambda *a, **k: None)
+        one_each = bound.values_and_mean_grad(params, masks)
+    with monkeypatch.context() as patch:
+        taken = _counting_compiled_subsets(patch)
+        all_in_one = bound.values_and_mean_grad(params, masks)
+    assert taken["many"] == 4 and not taken["one"]
+    np.testing.assert_array_equal(all_in_one[0], one_each[0])
+    np.testing.assert_array_equal(all_in_one[1], one_each[1])
 
 
 def test_subset_gradient_agrees_with_finite_differences():
