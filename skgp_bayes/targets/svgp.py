@@ -58,7 +58,7 @@ from ..likelihoods import Bernoulli, Gaussian, Softmax
 from ..likelihoods._base import SMALL_VAR
 from ..linalg.triangle import lower_triangle_indices
 from ._likelihood_numba import DONE, logit_rules
-from ._selective_numba import logit_subsets_into
+from ._selective_numba import logit_subsets_into, softmax_subsets_into
 from ._sparse_compiled import workspace
 from ._sparse_numba import LAPACK
 from ._sparse_shared import (
@@ -665,34 +665,32 @@ class SVGPBound:
         """A runner of subset bounds in compiled calls, or None.
 
         For a selection among this bound's inducing inputs (``masks``, one
-        row per subset) under the logit link with no offset: ``run(first,
-        values, total)`` scores subsets ``first, first + 1, ...`` of
-        ``masks`` by :func:`~._selective_numba.logit_subsets_into`, each
-        bound's value (no prior) into ``values`` and its gradient added to
-        the ``m`` and ``L`` entries of ``total`` (this bound's vector), as
-        :meth:`_subset_in_one_call` scores one subset, and returns the
-        subset it stopped at (empty, or handed back to NumPy). None where
-        :meth:`_subset_in_one_call` would be.
+        row per subset): ``run(first, values, total)`` scores subsets
+        ``first, first + 1, ...`` of ``masks``
+        (:mod:`~._selective_numba`), each bound's value (no prior) into
+        ``values`` and its gradient added to the ``m`` and ``L`` entries
+        of ``total`` (this bound's vector), as :meth:`_subset_in_one_call`
+        scores one subset, and returns the subset it stopped at (empty, or
+        handed back to NumPy). None where :meth:`_subset_in_one_call`
+        would be.
         """
-        rules = getattr(self, "_logit_rules", None)
-        if self.offset is not None or rules is None:
+        if self.offset is not None:
             return None
-        packed = params[self._L_slice]
-        arguments = (
-            np.ascontiguousarray(params[self._m_slice], dtype=np.float64),
-            np.where(self._on_diag, np.exp(packed), packed),
-            np.ascontiguousarray(y, dtype=np.float64),
-            float(scale),
-            *rules,
-            SMALL_VAR,
-            LAPACK,
-            *weights,
-        )
+        m, C = self.n_inducing, self.n_latent
+        mean = np.ascontiguousarray(params[self._m_slice].reshape(m, C))
+        compiled = self._compiled_q(mean, np.zeros((C, 0, 0)), y, scale)
+        if compiled is None:
+            return None
+        kind, q = compiled
+        packed = params[self._L_slice].reshape(C, self._n_tri)
+        L_values = np.where(self._on_diag, np.exp(packed), packed).reshape(-1)
+        subsets_into = logit_subsets_into if kind == "logit" else softmax_subsets_into
+        tail = (*q[2:], LAPACK, *weights)
 
         def run(first, values, total):
-            return logit_subsets_into(
-                *kernels, masks, first, self.jitter, *arguments, values,
-                total[self._m_slice], total[self._L_slice],
+            return subsets_into(
+                *kernels, masks, first, self.jitter, mean, L_values, *tail,
+                values, total[self._m_slice], total[self._L_slice],
             )  # fmt: skip
 
         return run
