@@ -53,7 +53,10 @@ limit). Each coordinate's fit therefore maximises the likelihood less
 map, and it costs 0.28 nats at a skew of 3 and 2 at the bound, small
 against the 4.6 nats of likelihood the test below asks of a map, so that
 it decides a tie and not whether a coordinate is mapped (the test reads
-the likelihood alone at the fitted map). A coordinate keeps its map only where the
+the likelihood alone at the fitted map). The likelihood is counted there
+in effective draws, as the test counts it (times ``ESS / n``): a warm-up's
+300 draws of a slow coordinate hold some tens of independent ones, and
+the penalty weighs against what they hold. A coordinate keeps its map only where the
 likelihood-ratio statistic against the normal, counted in effective rather
 than nominal draws (the draws of a chain are correlated), exceeds the 1%
 point of the chi-squared with two degrees of freedom: a symmetric
@@ -355,7 +358,8 @@ def fit_marginal_maps(chains, effective_draws=None):
     found = start.copy()
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for j in np.flatnonzero(usable):
-            found[:, j] = _fitted_map(rows[j : j + 1], start[:, j])
+            weight = min(ess[j], n) / n
+            found[:, j] = _fitted_map(rows[j : j + 1], start[:, j], weight)
         best, _ = _map_log_likelihood(found.ravel(), rows)
     statistic = 2.0 * (best - null) * np.minimum(ess, n) / n
     keep = usable & np.isfinite(statistic) & (statistic > _LR_THRESHOLD)
@@ -370,9 +374,10 @@ def fit_marginal_maps(chains, effective_draws=None):
     )
 
 
-def _fitted_map(row, start):
-    """The maximum-likelihood ``(mu, log sigma, skew, rate)`` of one
-    coordinate's draws ``row`` (1, n), from ``start``.
+def _fitted_map(row, start, weight=1.0):
+    """The penalised maximum-likelihood ``(mu, log sigma, skew, rate)`` of
+    one coordinate's draws ``row`` (1, n), from ``start``, the likelihood
+    times ``weight`` (effective draws per draw; module notes).
 
     The coordinates' likelihoods are separate, so each is maximised alone:
     one L-BFGS run over all of them took three to eight times as long,
@@ -386,8 +391,8 @@ def _fitted_map(row, start):
 
     def penalised(params, batch):
         value, grad = _map_log_likelihood(params, row)
-        grad = grad.ravel()
+        grad = weight * grad.ravel()
         grad[2] -= params[2] / _SKEW_SCALE**2
-        return float(value[0]) - 0.5 * (params[2] / _SKEW_SCALE) ** 2, grad
+        return weight * float(value[0]) - 0.5 * (params[2] / _SKEW_SCALE) ** 2, grad
 
     return maximize(penalised, start, limits, n=row.shape[1]).params
