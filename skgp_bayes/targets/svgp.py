@@ -676,16 +676,16 @@ class SVGPBound:
         """
         if self.offset is not None:
             return None
-        m, C = self.n_inducing, self.n_latent
-        mean = np.ascontiguousarray(params[self._m_slice].reshape(m, C))
-        compiled = self._compiled_q(mean, np.zeros((C, 0, 0)), y, scale)
+        compiled = self._compiled_likelihood(y, scale)
         if compiled is None:
             return None
-        kind, q = compiled
+        kind, likelihood = compiled
+        m, C = self.n_inducing, self.n_latent
+        mean = np.ascontiguousarray(params[self._m_slice].reshape(m, C))
         packed = params[self._L_slice].reshape(C, self._n_tri)
         L_values = np.where(self._on_diag, np.exp(packed), packed).reshape(-1)
         subsets_into = logit_subsets_into if kind == "logit" else softmax_subsets_into
-        tail = (*q[2:], LAPACK, *weights)
+        tail = (*likelihood, LAPACK, *weights)
 
         def run(first, values, total):
             return subsets_into(
@@ -701,18 +701,25 @@ class SVGPBound:
         ``("logit", args)`` or ``("softmax", args)``, ``args`` being what the
         compiled terms (:func:`logit_given_projection`,
         :func:`softmax_given_projection`) and the subset passes take after
-        the projection or the kernels. None where the likelihood has no
-        compiled form, or for labels that are not class indices.
+        the projection or the kernels: ``q(u)``'s mean and factors (one
+        latent's for the logit), then :meth:`_compiled_likelihood`'s.
         """
+        compiled = self._compiled_likelihood(y, scale)
+        if compiled is None:
+            return None
+        kind, likelihood = compiled
+        if kind == "logit":
+            mean, Ls = mean[:, 0], Ls[0]
+        q = (np.ascontiguousarray(a, dtype=np.float64) for a in (mean, Ls))
+        return kind, (*q, *likelihood)
+
+    def _compiled_likelihood(self, y, scale):
+        """``("logit", (y, scale, *rules, small_var))`` or ``("softmax", (labels,
+        scale, draws, small_var))``, the compiled terms' arguments after ``q(u)``;
+        None without a compiled form, or for labels that are not class indices."""
         if getattr(self, "_logit_rules", None) is not None:
-            return "logit", (
-                np.ascontiguousarray(mean[:, 0], dtype=np.float64),
-                np.ascontiguousarray(Ls[0], dtype=np.float64),
-                np.ascontiguousarray(y, dtype=np.float64),
-                float(scale),
-                *self._logit_rules,
-                SMALL_VAR,
-            )
+            y = np.ascontiguousarray(y, dtype=np.float64)
+            return "logit", (y, float(scale), *self._logit_rules, SMALL_VAR)
         if getattr(self, "_softmax_labels", None) is None:
             return None
         if y is self.y:
@@ -722,14 +729,8 @@ class SVGPBound:
             labels = np.ascontiguousarray(y, dtype=np.int64)
         else:
             return None
-        return "softmax", (
-            np.ascontiguousarray(mean, dtype=np.float64),
-            np.ascontiguousarray(Ls, dtype=np.float64),
-            labels,
-            float(scale),
-            np.ascontiguousarray(self.likelihood.default_draws()),
-            SMALL_VAR,
-        )
+        draws = np.ascontiguousarray(self.likelihood.default_draws())
+        return "softmax", (labels, float(scale), draws, SMALL_VAR)
 
     def _q_gradient(self, g_m, g_L):
         """A gradient vector with the ``m`` and ``L`` entries filled, the rest 0."""
