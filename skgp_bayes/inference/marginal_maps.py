@@ -56,11 +56,11 @@ it decides a tie and not whether a coordinate is mapped (the test reads
 the likelihood alone at the fitted map). The likelihood is counted there
 in effective draws, as the test counts it (times ``ESS / n``): a warm-up's
 300 draws of a slow coordinate hold some tens of independent ones, and
-the penalty weighs against what they hold. A coordinate keeps its map only where the
-likelihood-ratio statistic against the normal, counted in effective rather
-than nominal draws (the draws of a chain are correlated), exceeds the 1%
-point of the chi-squared with two degrees of freedom: a symmetric
-coordinate is left alone rather than bent by noise.
+the penalty weighs against what they hold. A coordinate keeps its map
+only where the likelihood-ratio statistic against the normal, counted in
+effective rather than nominal draws (the draws of a chain are correlated),
+exceeds the 1% point of the chi-squared with two degrees of freedom: a
+symmetric coordinate is left alone rather than bent by noise.
 
 Like the samplers, nothing here knows about Gaussian processes.
 """
@@ -354,14 +354,15 @@ def fit_marginal_maps(chains, effective_draws=None):
     # over +-3 sd)
     null = np.sum(-0.5 * ((x - mean) / np.exp(log_sd)) ** 2, axis=0) - n * log_sd
     start = np.stack([mean, log_sd, np.zeros(k), np.full(k, _RATE_LIMITS[0])])
+    # effective draws per draw: the weight of the fit and of the test alike
+    weights = np.minimum(ess, n) / n
     rows = np.ascontiguousarray(x.T)
     found = start.copy()
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for j in np.flatnonzero(usable):
-            weight = min(ess[j], n) / n
-            found[:, j] = _fitted_map(rows[j : j + 1], start[:, j], weight)
+            found[:, j] = _fitted_map(rows[j : j + 1], start[:, j], weights[j])
         best, _ = _map_log_likelihood(found.ravel(), rows)
-    statistic = 2.0 * (best - null) * np.minimum(ess, n) / n
+    statistic = 2.0 * (best - null) * weights
     keep = usable & np.isfinite(statistic) & (statistic > _LR_THRESHOLD)
     if not keep.any():
         return None
