@@ -15,6 +15,8 @@ every function returns one value per trailing parameter index.
   point set against a target known through its score (SVGD particles).
 """
 
+import functools
+
 import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
 from scipy.special import ndtri as _normal_quantile
@@ -105,12 +107,22 @@ def _blom_scores(ranks, size):
     block, and the quantile function of every draw was half the ranking's
     time.
     """
-    halves = np.arange(2 * size - 1) / 2.0 + 1.0
-    table = _normal_quantile((halves - 0.375) / (size + 0.25))
     missing = np.isnan(ranks)
-    scores = table[np.where(missing, 0.0, 2.0 * ranks - 2.0).astype(np.intp)]
+    index = np.where(missing, 0.0, 2.0 * ranks - 2.0).astype(np.intp)
+    scores = _score_table(size)[index]
     scores[missing] = np.nan
     return scores
+
+
+@functools.lru_cache(maxsize=1)
+def _score_table(size):
+    """The normal scores of the average ranks ``1, 1.5, ..., size``; the
+    last size's kept, as the bulk and the folded draws of one R-hat share
+    it."""
+    halves = np.arange(2 * size - 1) / 2.0 + 1.0
+    table = _normal_quantile((halves - 0.375) / (size + 0.25))
+    table.setflags(write=False)
+    return table
 
 
 def rank_normalize(x):
