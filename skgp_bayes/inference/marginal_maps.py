@@ -390,10 +390,17 @@ def _fitted_map(row, start, weight=1.0):
         [(-np.inf, np.inf)] * 2 + [(-_SKEW_LIMIT, _SKEW_LIMIT), _RATE_LIMITS]
     )
 
-    def penalised(params, batch):
-        value, grad = _map_log_likelihood(params, row)
-        grad = weight * grad.ravel()
-        grad[2] -= params[2] / _SKEW_SCALE**2
-        return weight * float(value[0]) - 0.5 * (params[2] / _SKEW_SCALE) ** 2, grad
+    def objective(params, batch):
+        return _penalised_log_likelihood(params, row, weight)
 
-    return maximize(penalised, start, limits, n=row.shape[1]).params
+    return maximize(objective, start, limits, n=row.shape[1]).params
+
+
+def _penalised_log_likelihood(params, row, weight):
+    """The objective of one coordinate's fit, and its gradient: the
+    log-likelihood of ``row`` (1, n) under ``params`` times ``weight``,
+    less ``skew^2 / (2 * 4^2)`` (module notes)."""
+    value, grad = _map_log_likelihood(params, row)
+    grad = weight * grad.ravel()
+    grad[2] -= params[2] / _SKEW_SCALE**2
+    return weight * float(value[0]) - 0.5 * (params[2] / _SKEW_SCALE) ** 2, grad
