@@ -34,12 +34,9 @@ from ._chain_density_numba import (
     OK,
     chain_density,
 )
+from ._mode_jump_numba import all_finite, jump_proposal, jump_test
 from .inference._adaptation_numba import dual_update
-from .inference._ordered_numba import (
-    mixture_log_density,
-    ordered_dot,
-    ordered_matvec,
-)
+from .inference._ordered_numba import ordered_dot, ordered_matvec
 from .linalg._numba_ops import copy_vector
 
 __all__ = [
@@ -88,28 +85,13 @@ def _capped_drift(root_kind, root, grad):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _finite(v):
-    for j in range(v.size):
-        if not math.isfinite(v[j]):
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _inside(x, lower, upper):
-    if not _finite(x):
+    if not all_finite(x):
         return False
     for j in range(lower.size):
         if x[j] < lower[j] or x[j] > upper[j]:
             return False
     return True
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _log_q(x, jumps):
-    """Log density of the mode-jump mixture at ``x`` (``ModeJumps.log_q``)."""
-    stacked_inverse, stacked_shift, log_const = jumps[3], jumps[4], jumps[5]
-    return mixture_log_density(x, stacked_inverse, stacked_shift, log_const)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -127,23 +109,16 @@ def _mode_jump(kind, x, logp, draws, lower, upper, jumps, chain, n_hyper, argume
     proposal's log density is ``value`` and its gradient is in
     ``grad_new``.
     """
-    means, factors, cumulative = jumps[0], jumps[1], jumps[2]
     d = x.size
-    pick = _uniform(draws[0]) * cumulative[-1]
-    c = min(np.searchsorted(cumulative, pick, side="right"), means.shape[0] - 1)
-    proposal = means[c] + ordered_matvec(factors[c], draws[1 : 1 + d])
+    proposal = jump_proposal(jumps, _uniform(draws[0]), draws[1 : 1 + d])
     log_u = math.log(_uniform(draws[1 + d]))
     if not _inside(proposal, lower, upper):
         return OK, False, proposal, -math.inf
-    status, value = chain_density(
-        proposal, chain, kind, n_hyper, arguments, prior, grad_new
-    )
-    if status == GENERAL:
-        return GENERAL, False, proposal, -math.inf
-    if status != OK or not (math.isfinite(value) and _finite(grad_new)):
-        return OK, False, proposal, -math.inf
-    log_ratio = value - logp + _log_q(x, jumps) - _log_q(proposal, jumps)
-    return OK, log_u < log_ratio, proposal, value
+    status, accepted, value = jump_test(
+        kind, x, logp, proposal, log_u, jumps, chain, n_hyper, arguments, prior,
+        grad_new,
+    )  # fmt: skip
+    return status, accepted, proposal, value
 
 
 # The loop repeats mala_step, run_sgld's adaptation and mode_jump line for line.
@@ -198,7 +173,7 @@ def _mala_block(
             )
             if status == GENERAL:
                 return AT_TRANSITION, i, used, logp_now
-            if status == OK and math.isfinite(value) and _finite(grad_new):
+            if status == OK and math.isfinite(value) and all_finite(grad_new):
                 drift_back = _capped_drift(root_kind, root, grad_new)
                 back = z + 0.5 * root_step * (drift + drift_back)
                 squares = ordered_dot(z, z) - ordered_dot(back, back)

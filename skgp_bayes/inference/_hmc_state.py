@@ -56,9 +56,12 @@ class HMCBlock(NamedTuple):
     A density that can run a block of :func:`~skgp_bayes.inference.hmc_step`
     transitions in one call (a compiled one, say) offers ``hmc_block(x,
     logp, grad, rng, step, inv_mass, path, max_energy_error, retry, n_iter,
-    adaptation)``: ``path`` is ``(max_leapfrog, trajectory_length)`` (a
-    length of 0 for none) and ``retry`` the second stage's step factor (0:
-    none). It draws from ``rng`` what ``hmc_step`` draws, in its order, and
+    adaptation, jumps=None)``: ``path`` is ``(max_leapfrog,
+    trajectory_length)`` (a length of 0 for none), ``retry`` the second
+    stage's step factor (0: none) and ``jumps``, where given, ``(ModeJumps,
+    first)``: the block is ``run_hmc``'s iterations from ``first`` on, with
+    their mode jumps. It draws from ``rng`` what ``hmc_step`` and
+    ``mode_jump`` draw, in their order, and
     adapts as :class:`~skgp_bayes.inference.adaptation.WarmupAdaptation`
     does where ``adaptation``, the ``(dual, moments, accumulate)`` of its
     :meth:`~skgp_bayes.inference.adaptation.WarmupAdaptation.block_plan`,
@@ -74,7 +77,7 @@ class HMCBlock(NamedTuple):
     logp : float
     grad : ndarray of shape (n_params,)
     positions : ndarray of shape (n_iter, n_params)
-        The state after each transition.
+        The state after each transition (and its mode jump).
     log_densities : ndarray of shape (n_iter,)
     accept_prob : ndarray of shape (n_iter,)
         Each first stage's acceptance probability (0 where it diverged).
@@ -84,6 +87,8 @@ class HMCBlock(NamedTuple):
         The Hamiltonian of the state kept.
     step_sizes : ndarray of shape (n_iter,)
         The step of each transition.
+    n_jumps, n_jumps_accepted : int, default=0
+        Mode jumps tried and accepted.
 
     Examples
     --------
@@ -109,6 +114,8 @@ class HMCBlock(NamedTuple):
     n_leapfrog: np.ndarray
     energies: np.ndarray
     step_sizes: np.ndarray
+    n_jumps: int = 0
+    n_jumps_accepted: int = 0
 
 
 @dataclass

@@ -368,12 +368,13 @@ def _first_step(logp_and_grad, state, step_size, inv_mass, rng, limit):
     return step
 
 
-def _density_block(logp_and_grad, state, rng, settings, it, n_most):
+def _density_block(logp_and_grad, state, rng, settings, it, n_most, jumps):
     """Static transitions from ``it`` run by the density itself, or None.
 
     ``settings`` is ``(warmup, path, max_energy_error, delayed_rejection)``
     with ``path`` the ``(max_leapfrog, trajectory_length)`` of the
-    transitions; a warm-up block adapts on copies of ``warmup``'s state,
+    transitions, ``jumps`` the run's ``ModeJumps`` or None; a warm-up block
+    adapts on copies of ``warmup``'s state,
     which it takes back after. Returns ``(n, block)`` (:class:`HMCBlock`),
     or None where the density hands the block back; ``rng`` is then where
     it was.
@@ -385,9 +386,12 @@ def _density_block(logp_and_grad, state, rng, settings, it, n_most):
         n, dual, accumulate = n_most, np.zeros(0), False
         moments = (np.zeros(1, dtype=np.int64), np.zeros((2, 0)), np.zeros((2, 0)))
     saved = rng.bit_generator.state
+    # the protocol's jumps only where there are some
+    jumping = {} if jumps is None else {"jumps": (jumps, it)}
     block = logp_and_grad.hmc_block(
         state.x, state.logp, state.grad, rng, warmup.step, warmup.inv_mass, path,
         limit, _retry_factor(delayed_rejection) or 0, n, (dual, moments, accumulate),
+        **jumping,
     )  # fmt: skip
     if block is NotImplemented:
         rng.bit_generator.state = saved
@@ -543,10 +547,9 @@ def run_hmc(
     )
     trace = ChainTrace(n_warmup, n_samples, thin, state.x.size)
     jump_counts = [0, 0]
-    # Static transitions in blocks the density runs itself, where it can
-    # (HMCBlock): the same chain.
-    blocks = algorithm == "static" and jumps is None
-    blocks = blocks and hasattr(logp_and_grad, "hmc_block")
+    # Static transitions (and their mode jumps) in blocks the density runs
+    # itself, where it can (HMCBlock): the same chain.
+    blocks = algorithm == "static" and hasattr(logp_and_grad, "hmc_block")
     path = (max_leapfrog, 0.0 if trajectory_length is None else trajectory_length)
     settings = (warmup, path, limit, delayed_rejection)
     it = 0
@@ -555,11 +558,13 @@ def run_hmc(
         bound_step = warmup.bound_step(it)
         if blocks:
             done = _density_block(
-                logp_and_grad, state, rng, settings, it, trace.until_report(it)
+                logp_and_grad, state, rng, settings, it, trace.until_report(it), jumps
             )
             if done is not None:
                 n, block = done
                 state = HMCState(block.x, block.logp, block.grad)
+                jump_counts[0] += block.n_jumps
+                jump_counts[1] += block.n_jumps_accepted
                 trace.record_block(it, block)
                 it += n
                 trace.report(it - 1, warmup.step, progress, verbose, print_fn)

@@ -79,10 +79,10 @@ _RETRY_FACTOR = 4
 # of 33-45 us, 6.5-7.5 a transition, fell below the former rule (a step of
 # at least 50 us) and ran on one thread.
 THREADED_TRANSITION_SECONDS = 150e-6
-# The same for static transitions without mode jumps, which run in compiled
-# blocks where the trajectories are compiled (inference.HMCBlock), warm-up's
-# too, and hold the GIL only between blocks: any compiled work. Measured
-# (one BLAS thread, 2 cores, the same draws each way, three fits each):
+# The same for static transitions (and their mode jumps), which run in
+# compiled blocks where the trajectories are compiled (inference.HMCBlock),
+# warm-up's too, and hold the GIL only between blocks: any compiled work.
+# Measured (one BLAS thread, 2 cores, the same draws each way, three fits each):
 # coal, mcycle, cpunish and statecrime (11-93 rows) 0.85-1.11 of the time
 # on one thread, spector 0.75, iris (105 rows, three classes) 0.56.
 THREADED_BLOCK_SECONDS = 0.0
@@ -548,10 +548,10 @@ sampler, target_accept, n_jobs
         entered from two threads at once.
         """
         step = None if step_sizes is None else float(np.median(step_sizes))
-        # Static transitions without jumps run in compiled blocks where the
-        # trajectories are compiled (HMCBlock), and hold the GIL only
-        # between them.
-        blocks = self.sampler != "nuts" and sampler.jumps() is None
+        # Static transitions and their mode jumps run in compiled blocks
+        # where the trajectories are compiled (HMCBlock), and hold the GIL
+        # only between them.
+        blocks = self.sampler != "nuts"
         threads = chain_threads(
             self.n_jobs,
             sampler.target,

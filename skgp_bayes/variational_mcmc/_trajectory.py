@@ -55,6 +55,12 @@ _KINDS = dict(
 # long a call can hold off Ctrl-C (``steps_per_call``).
 EXACT_MAX_ROWS = 256
 _MOST_STEPS = 1024
+# A block's mixture where it makes no jumps: the arrays of
+# ModeJumps.as_arrays, of the same types, never read
+_NO_JUMPS = (
+    np.zeros((1, 1)), np.zeros((1, 1, 1)), np.ones(1), np.zeros((1, 1)),
+    np.zeros(1), np.zeros(1),
+)  # fmt: skip
 
 
 def _floats(a):
@@ -264,15 +270,17 @@ class TrajectoryTarget(AffineTarget):
 
     def hmc_block(
         self, x, logp, grad, rng, step, inv_mass, path, max_energy_error, retry,
-        n_iter, adaptation,
+        n_iter, adaptation, jumps=None,
     ):  # fmt: skip
         """``n_iter`` static HMC transitions in one compiled call.
 
         The contract of :class:`~skgp_bayes.inference.HMCBlock`: the
         transitions of :func:`~skgp_bayes.inference.hmc_step`, the same
         draws from ``rng``, adapting as warm-up does where ``adaptation``
-        asks; ``NotImplemented`` where the trajectories are not compiled in
-        one call or a transition needs the interpreted target.
+        asks, and with ``jumps``, ``(ModeJumps, first)``, the mode jumps of
+        ``run_hmc`` from its iteration ``first`` on; ``NotImplemented``
+        where the trajectories are not compiled in one call or a transition
+        or a jump needs the interpreted target.
 
         Examples
         --------
@@ -304,12 +312,17 @@ class TrajectoryTarget(AffineTarget):
             np.empty(n_iter),
             np.empty(n_iter),
         )
+        jumping, mixture = (0, 0), _NO_JUMPS
+        if jumps is not None:
+            jumping = (jumps[0].every, int(jumps[1]))
+            mixture = tuple(_floats(a) for a in jumps[0].as_arrays())
+        counts = np.zeros(2, dtype=np.int64)
         status, _, logp = HMC_BLOCKS[kind](
             rng, x, grad, float(logp), float(step), _floats(inv_mass),
             (int(path[0]), float(path[1])), int(retry), float(max_energy_error),
             (_floats(dual), count, mean, m2, bool(accumulate)), chain, n_hyper,
-            arguments, prior, out,
+            arguments, prior, out, jumping, mixture, counts,
         )  # fmt: skip
         if status != OK:
             return NotImplemented
-        return HMCBlock(x, logp, grad, *out)
+        return HMCBlock(x, logp, grad, *out, int(counts[0]), int(counts[1]))

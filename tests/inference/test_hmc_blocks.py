@@ -1,6 +1,6 @@
 """Blocks of static HMC transitions that a density runs itself (``HMCBlock``).
 
-:func:`run_hmc` hands its static transitions without mode jumps to a
+:func:`run_hmc` hands its static transitions and their mode jumps to a
 density's ``hmc_block`` where it has one, warm-up's with copies of the
 adaptation's state, and records what it returns as if its own steps had
 run. These tests need no compiled density:
@@ -20,6 +20,7 @@ import pytest
 
 from skgp_bayes.inference import HMCBlock, HMCState, hmc_step, run_hmc
 from skgp_bayes.inference._hmc_state import TRACE_FIELDS
+from skgp_bayes.inference.mode_jumps import ModeJumps, mode_jump
 
 _FIELDS = (*TRACE_FIELDS, "final_state")
 
@@ -69,18 +70,23 @@ class _LoopBlock(_Plain):
         self.calls = []
 
     def hmc_block(self, x, logp, grad, rng, step, inv_mass, path, limit, retry, n,
-                  adaptation):  # fmt: skip
+                  adaptation, jumps=None):  # fmt: skip
         self.calls.append(n)
         dual, moments, accumulate = adaptation
         state = HMCState(x, logp, grad)
         rows = {k: [] for k in ("x", "logp", "p", "acc", "div", "ret", "n", "h", "s")}
-        for _ in range(n):
+        counts = [0, 0]
+        for i in range(n):
             used = step
             state, info = hmc_step(
                 state, self, rng, step_size=step, inv_mass=inv_mass,
                 max_leapfrog=_most_steps(step, dual, path), max_energy_error=limit,
                 delayed_rejection=retry or None,
             )  # fmt: skip
+            if jumps is not None and (jumps[1] + i + 1) % jumps[0].every == 0:
+                jumped, *moved = mode_jump(state.x, state.logp, self, rng, jumps[0])
+                counts = [counts[0] + 1, counts[1] + jumped]
+                state = HMCState(*moved) if jumped else state
             _adapt(dual, moments, accumulate, info.accept_prob, state)
             if dual.size:
                 step = math.exp(dual[7])
@@ -95,7 +101,7 @@ class _LoopBlock(_Plain):
             state.x, state.logp, state.grad, np.array(rows["x"]),
             *(np.array(rows[k]) for k in ("logp", "p", "acc", "div", "ret")),
             np.array(rows["n"], dtype=np.int64), np.array(rows["h"]),
-            np.array(rows["s"]),
+            np.array(rows["s"]), *counts,
         )  # fmt: skip
 
 
@@ -130,7 +136,16 @@ RUNS = [
 ]
 
 
-@pytest.mark.parametrize("options", RUNS)
+# two modes of the narrow density's mixture, one far from where it is
+_JUMPS = ModeJumps(
+    np.array([[0.0, 0.0, 0.0], [0.1, 1.0, 2.0]]),
+    np.stack([np.diag([0.06, 1.2, 3.5]), np.diag([0.05, 1.0, 3.0])]),
+    np.log([2.0, 1.0]),
+    every=3,
+)
+
+
+@pytest.mark.parametrize("options", [*RUNS, dict(RUNS[0], jumps=_JUMPS)])
 def test_a_block_of_the_engines_steps_gives_the_engines_chain(options):
     kwargs = dict(trajectory_length=np.pi, random_state=11, **options)
     density = _LoopBlock()
@@ -145,6 +160,12 @@ def test_a_block_of_the_engines_steps_gives_the_engines_chain(options):
         )
     assert blocked.n_retried == plain.n_retried
     assert blocked.n_retried_accepted == plain.n_retried_accepted
+    assert (blocked.n_jumps, blocked.n_jumps_accepted) == (
+        plain.n_jumps,
+        plain.n_jumps_accepted,
+    )
+    if "jumps" in options:  # the jumps' schedule runs across blocks
+        assert plain.n_jumps == total // 3 and plain.n_jumps_accepted > 0
 
 
 def test_second_stages_were_exercised():
@@ -165,7 +186,7 @@ def test_a_block_handed_back_leaves_the_chain_unchanged(after):
         np.testing.assert_array_equal(getattr(handed, field), getattr(plain, field))
 
 
-def test_no_blocks_for_nuts_or_with_mode_jumps():
+def test_no_blocks_for_nuts():
     density = _LoopBlock()
     run_hmc(density, np.zeros(3), n_warmup=10, n_samples=20, algorithm="nuts",
             random_state=0)  # fmt: skip
