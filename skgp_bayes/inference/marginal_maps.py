@@ -90,6 +90,17 @@ MIN_EFFECTIVE_DRAWS = 30.0
 # draws: an SGLD fit on 11 rows spent 0.76 of its 1.2 s fitting maps to the
 # 24,000 draws of two long chains, block after block.
 _MOST_DRAWS = 4096
+# Below that, each coordinate reads this many draws per effective draw
+# (ESS), at least _LEAST_DRAWS: a stride of a quarter of the chains'
+# autocorrelation time ``n / ESS`` keeps nearly all the effective draws
+# (97% for a chain whose correlations fall geometrically, as an AR(1)'s:
+# at an autocorrelation time of 40 a stride of 10 leaves correlations of
+# 0.6 and a time of 4.1 between the kept draws), and the fit and its test
+# count the likelihood in effective draws, so reading more says nothing
+# more. A slow coordinate's draws at the run-length rule's 100-400
+# effective ones are 1,000-1,600 draws of 4,096: its fit costs a quarter.
+_DRAWS_PER_EFFECTIVE = 4.0
+_LEAST_DRAWS = 1024
 
 
 class SinhMaps:
@@ -309,8 +320,10 @@ def fit_marginal_maps(chains, effective_draws=None):
     Parameters
     ----------
     chains : ndarray of shape (n_chains, n_draws, k)
-        Draws of the coordinates to map (``x``); beyond 4,096 in all, every
-        chain thinned by the same stride.
+        Draws of the coordinates to map (``x``). Each coordinate reads at
+        most 4,096 in all, and where ``effective_draws`` is given about
+        four per effective draw (no fewer than about 1,024), every chain
+        thinned by the same stride.
     effective_draws : ndarray of shape (k,), optional
         Effective sample size of each coordinate's draws (the test of the
         module notes counts in them); by default the draws are taken as
@@ -337,33 +350,18 @@ def fit_marginal_maps(chains, effective_draws=None):
     """
     chains = np.asarray(chains, dtype=np.float64)
     n_chains, n_draws, k = chains.shape
-    stride = max(1, -(-n_chains * n_draws // _MOST_DRAWS))
-    x = chains[:, ::stride].reshape(-1, k)
-    n = x.shape[0]
-    mean, sd = x.mean(axis=0), x.std(axis=0)
     if effective_draws is None:
-        ess = np.full(k, float(n))
+        ess = np.full(k, float(n_chains * n_draws))
     else:
         ess = np.asarray(effective_draws, dtype=np.float64).reshape(k)
-    usable = (sd > 0.0) & np.isfinite(ess) & (ess >= MIN_EFFECTIVE_DRAWS)
-    if not usable.any():
-        return None
-    log_sd = np.log(np.where(usable, sd, 1.0))
-    # the normal's maximum likelihood: the null of the test, and the start
-    # (at the smallest rate the map is within 0.002 sd of the identity
-    # over +-3 sd)
-    null = np.sum(-0.5 * ((x - mean) / np.exp(log_sd)) ** 2, axis=0) - n * log_sd
-    start = np.stack([mean, log_sd, np.zeros(k), np.full(k, _RATE_LIMITS[0])])
-    # effective draws per draw: the weight of the fit and of the test alike
-    weights = np.minimum(ess, n) / n
-    rows = np.ascontiguousarray(x.T)
-    found = start.copy()
+    found = np.zeros((4, k))
+    found[3] = _RATE_LIMITS[0]
+    keep = np.zeros(k, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for j in np.flatnonzero(usable):
-            found[:, j] = _fitted_map(rows[j : j + 1], start[:, j], weights[j])
-        best, _ = _map_log_likelihood(found.ravel(), rows)
-    statistic = 2.0 * (best - null) * weights
-    keep = usable & np.isfinite(statistic) & (statistic > _LR_THRESHOLD)
+        for j in range(k):
+            if np.isfinite(ess[j]) and ess[j] >= MIN_EFFECTIVE_DRAWS:
+                row = _thinned_row(chains[:, :, j], ess[j])
+                keep[j] = _fit_one(row, ess[j], found[:, j])
     if not keep.any():
         return None
     mu, log_sigma, skew, rate = found
@@ -373,6 +371,36 @@ def fit_marginal_maps(chains, effective_draws=None):
         np.where(keep, skew, 0.0),
         np.where(keep, rate, 0.0),
     )
+
+
+def _thinned_row(draws, ess):
+    """One coordinate's draws (n_chains, n_draws) as a row (1, n), every
+    chain thinned by the stride that keeps the draws a fit reads (see
+    ``_DRAWS_PER_EFFECTIVE``)."""
+    wanted = min(_MOST_DRAWS, max(_LEAST_DRAWS, _DRAWS_PER_EFFECTIVE * ess))
+    stride = max(1, int(-(-draws.size // wanted)))
+    return np.ascontiguousarray(draws[:, ::stride].reshape(1, -1))
+
+
+def _fit_one(row, ess, fitted):
+    """Fit one coordinate's map to ``row`` (1, n) into ``fitted`` (4,), and
+    whether it passes the likelihood-ratio test (module notes)."""
+    n = row.shape[1]
+    mean, sd = row.mean(), row.std()
+    if not sd > 0.0:
+        return False
+    log_sd = np.log(sd)
+    # the normal's maximum likelihood: the null of the test, and the start
+    # (at the smallest rate the map is within 0.002 sd of the identity
+    # over +-3 sd)
+    null = np.sum(-0.5 * ((row - mean) / sd) ** 2) - n * log_sd
+    start = np.array([mean, log_sd, 0.0, _RATE_LIMITS[0]])
+    # effective draws per draw: the weight of the fit and of the test alike
+    weight = min(ess, n) / n
+    fitted[:] = _fitted_map(row, start, weight)
+    best, _ = _map_log_likelihood(fitted, row)
+    statistic = 2.0 * (float(best[0]) - null) * weight
+    return bool(np.isfinite(statistic) and statistic > _LR_THRESHOLD)
 
 
 def _fitted_map(row, start, weight=1.0):
