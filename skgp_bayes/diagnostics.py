@@ -21,7 +21,7 @@ import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
 from scipy.special import ndtri as _normal_quantile
 
-from ._ranks_numba import tied_average_ranks
+from ._ranks_numba import folded_order, tied_average_ranks
 
 __all__ = [
     "split_rhat",
@@ -82,19 +82,36 @@ def _ranks_and_median(values):
     or the mean of the middle two as NumPy takes it, and NaN in every
     column that holds one.
     """
+    return _ranking(values)[:2]
+
+
+def _ranking(values):
+    """``(ranks, median, rows, order)``: :func:`_ranks_and_median`, and the
+    columns of ``values`` as contiguous rows with the order that sorts
+    them."""
     values = np.asarray(values, dtype=np.float64)
     n = values.shape[0]
     if values.size == 0:
-        return np.empty(values.shape), np.full(values.shape[1:], np.nan)
+        empty = np.empty((0, n))
+        return (np.empty(values.shape), np.full(values.shape[1:], np.nan), empty,
+                empty.astype(np.intp))  # fmt: skip
     rows = np.ascontiguousarray(values.reshape(n, -1).T)
     order = np.argsort(rows, axis=1)
+    ranks = _tied_ranks(rows, order)
+    middle = np.take_along_axis(rows, order[:, [(n - 1) // 2, n // 2]], axis=1)
+    median = np.where(
+        np.isnan(rows).any(axis=1), np.nan, (middle[:, 0] + middle[:, 1]) / 2.0
+    )
+    return ranks.T.reshape(values.shape), median.reshape(values.shape[1:]), rows, order
+
+
+def _tied_ranks(rows, order):
+    """Average ranks of each row sorted by ``order``; NaN through a row
+    that holds one."""
     ranks = np.empty(rows.shape)
     tied_average_ranks(rows, order, ranks)
-    has_nan = np.isnan(rows).any(axis=1)
-    ranks[has_nan] = np.nan
-    middle = np.take_along_axis(rows, order[:, [(n - 1) // 2, n // 2]], axis=1)
-    median = np.where(has_nan, np.nan, (middle[:, 0] + middle[:, 1]) / 2.0)
-    return ranks.T.reshape(values.shape), median.reshape(values.shape[1:])
+    ranks[np.isnan(rows).any(axis=1)] = np.nan
+    return ranks
 
 
 def _blom_scores(ranks, size):
@@ -195,12 +212,21 @@ def _rank_split_rhat(x):
     """Rank-normalised R-hat of split chains ``x``, and their normal scores.
 
     The maximum of the bulk R-hat (normal scores of the pooled ranks) and
-    the tail R-hat (the same on the draws folded about their median).
+    the tail R-hat (the same on the draws folded about their median). The
+    folded draws' order is merged from the draws' own
+    (:func:`~skgp_bayes._ranks_numba.folded_order`), not sorted again.
     """
-    scores, median = _scores_and_median(x)
+    n_chains, n_draws = x.shape[:2]
+    pooled = x.reshape((n_chains * n_draws,) + x.shape[2:])
+    size = pooled.shape[0]
+    ranks, median, rows, order = _ranking(pooled)
+    scores = _blom_scores(ranks, size).reshape(x.shape)
     bulk = _classic_rhat(scores)
-    folded = np.abs(x - median)
-    tail = _classic_rhat(rank_normalize(folded))
+    folded_rows = np.abs(rows - np.reshape(median, (-1, 1)))
+    folded_sort = np.empty_like(order)
+    folded_order(rows, order, np.reshape(median, -1), folded_sort)
+    folded_ranks = _tied_ranks(folded_rows, folded_sort).T.reshape(pooled.shape)
+    tail = _classic_rhat(_blom_scores(folded_ranks, size).reshape(x.shape))
     return np.fmax(bulk, tail), scores
 
 
