@@ -361,6 +361,21 @@ def test_rank_rhat_and_bulk_ess_equal_the_separate_diagnostics(shape):
     assert np.shape(rhat) == np.shape(expected_rhat)
 
 
+def _draws_with_ties(rng, shape, trial):
+    """Rounded normals of ``shape``; by ``trial``, a rejecting sampler's
+    repeated states, a NaN, or both infinities."""
+    n = shape[0]
+    x = np.round(rng.standard_normal(shape), int(rng.integers(0, 3)))
+    if trial % 5 == 0:
+        x = np.repeat(x[: max(1, n // 3)], 3, axis=0)[:n]
+    if trial % 7 == 0:
+        x.flat[rng.integers(x.size)] = np.nan
+    if trial % 11 == 0:
+        x.flat[rng.integers(x.size)] = np.inf
+        x.flat[rng.integers(x.size)] = -np.inf
+    return x
+
+
 def test_average_ranks_are_scipys_with_ties_infinities_and_nan():
     # The compiled tie pass must give scipy.stats.rankdata's average ranks
     # to the bit (the rank R-hat and bulk ESS are built on them), NaN
@@ -373,14 +388,7 @@ def test_average_ranks_are_scipys_with_ties_infinities_and_nan():
     for trial in range(300):
         n = int(rng.integers(1, 200))
         shape = (n, *rng.integers(1, 4, size=rng.integers(0, 3)))
-        x = np.round(rng.standard_normal(shape), int(rng.integers(0, 3)))
-        if trial % 5 == 0:  # a rejecting sampler's repeated states
-            x = np.repeat(x[: max(1, n // 3)], 3, axis=0)[:n]
-        if trial % 7 == 0:
-            x.flat[rng.integers(x.size)] = np.nan
-        if trial % 11 == 0:
-            x.flat[rng.integers(x.size)] = np.inf
-            x.flat[rng.integers(x.size)] = -np.inf
+        x = _draws_with_ties(rng, shape, trial)
         expected = rankdata(x, method="average", axis=0)
         np.testing.assert_array_equal(_average_ranks(x), expected)
     assert _average_ranks(np.zeros((0, 2))).shape == (0, 2)
@@ -420,15 +428,7 @@ def test_the_folded_draws_order_gives_the_ranks_of_the_folded_draws():
 
     rng = np.random.default_rng(5)
     for trial in range(300):
-        n = int(rng.integers(1, 200))
-        x = np.round(rng.standard_normal((n, 3)), int(rng.integers(0, 3)))
-        if trial % 5 == 0:
-            x = np.repeat(x[: max(1, n // 3)], 3, axis=0)[:n]
-        if trial % 7 == 0:
-            x.flat[rng.integers(x.size)] = np.nan
-        if trial % 11 == 0:
-            x.flat[rng.integers(x.size)] = np.inf
-            x.flat[rng.integers(x.size)] = -np.inf
+        x = _draws_with_ties(rng, (int(rng.integers(1, 200)), 3), trial)
         _, median, rows, order = _ranking(x)
         merged = np.empty_like(order)
         folded_order(rows, order, median, merged)
