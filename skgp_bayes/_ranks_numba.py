@@ -20,13 +20,16 @@ __all__ = ["folded_order", "tied_average_ranks"]
 
 
 @njit(cache=True, nogil=True)
-def tied_average_ranks(rows, order, out):
+def tied_average_ranks(rows, order, out, table):
     """Write into ``out`` each entry's rank in its row, ties averaged.
 
     ``order`` sorts each row of ``rows`` (``np.argsort(rows, axis=1)``); a
     tie group at sorted positions ``i..j`` gets ``(i + j) / 2 + 1``, as
     ``scipy.stats.rankdata(method="average")`` gives. A NaN equals nothing,
     so it ranks alone (the caller decides what a row with one means).
+    Where ``table`` is not empty each entry gets ``table[2 rank - 2]``
+    (``table[i + j]``) instead: a function of the rank looked up in the
+    same pass (the rank R-hat's normal scores).
 
     Examples
     --------
@@ -34,11 +37,16 @@ def tied_average_ranks(rows, order, out):
     >>> from skgp_bayes._ranks_numba import tied_average_ranks
     >>> rows = np.array([[3.0, 1.0, 3.0, 2.0]])
     >>> out = np.empty_like(rows)
-    >>> tied_average_ranks(rows, np.argsort(rows, axis=1), out)
+    >>> tied_average_ranks(rows, np.argsort(rows, axis=1), out, np.empty(0))
     >>> out.tolist()
     [[3.5, 1.0, 3.5, 2.0]]
+    >>> halves = np.arange(1.0, 4.5, 0.5)  # the ranks there can be
+    >>> tied_average_ranks(rows, np.argsort(rows, axis=1), out, 10 * halves)
+    >>> out.tolist()
+    [[35.0, 10.0, 35.0, 20.0]]
     """
     n_rows, n = rows.shape
+    plain_ranks = table.size == 0
     for r in range(n_rows):
         i = 0
         while i < n:
@@ -46,7 +54,7 @@ def tied_average_ranks(rows, order, out):
             j = i
             while j + 1 < n and rows[r, order[r, j + 1]] == value:
                 j += 1
-            rank = (i + j) / 2.0 + 1.0
+            rank = (i + j) / 2.0 + 1.0 if plain_ranks else table[i + j]
             for k in range(i, j + 1):
                 out[r, order[r, k]] = rank
             i = j + 1

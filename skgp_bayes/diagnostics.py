@@ -85,10 +85,11 @@ def _ranks_and_median(values):
     return _ranking(values)[:2]
 
 
-def _ranking(values):
+def _ranking(values, scored=False):
     """``(ranks, median, rows, order)``: :func:`_ranks_and_median`, and the
     columns of ``values`` as contiguous rows with the order that sorts
-    them."""
+    them. With ``scored`` the ranks' normal scores (Blom's) instead of the
+    ranks."""
     values = np.asarray(values, dtype=np.float64)
     n = values.shape[0]
     if values.size == 0:
@@ -97,7 +98,7 @@ def _ranking(values):
                 empty.astype(np.intp))  # fmt: skip
     rows = np.ascontiguousarray(values.reshape(n, -1).T)
     order = np.argsort(rows, axis=1)
-    ranks = _tied_ranks(rows, order)
+    ranks = _tied_ranks(rows, order, scored)
     middle = np.take_along_axis(rows, order[:, [(n - 1) // 2, n // 2]], axis=1)
     median = np.where(
         np.isnan(rows).any(axis=1), np.nan, (middle[:, 0] + middle[:, 1]) / 2.0
@@ -105,30 +106,23 @@ def _ranking(values):
     return ranks.T.reshape(values.shape), median.reshape(values.shape[1:]), rows, order
 
 
-def _tied_ranks(rows, order):
-    """Average ranks of each row sorted by ``order``; NaN through a row
-    that holds one."""
+def _tied_ranks(rows, order, scored=False):
+    """Average ranks of each row sorted by ``order``, or with ``scored``
+    their normal scores ``ndtri((rank - 3/8) / (n + 1/4))`` (Blom's); NaN
+    through a row that holds one.
+
+    An average rank of ``n`` draws is one of the ``2 n - 1`` halves ``1,
+    1.5, ..., n``, so the scores are looked up, in the ranking's own pass,
+    in one table of those quantiles, computed from the same arguments and
+    so the same to the bit. A run-length rule ranks every parameter's
+    draws after every block, and the quantile function of every draw was
+    half the ranking's time.
+    """
     ranks = np.empty(rows.shape)
-    tied_average_ranks(rows, order, ranks)
+    table = _score_table(rows.shape[1]) if scored else np.empty(0)
+    tied_average_ranks(rows, order, ranks, table)
     ranks[np.isnan(rows).any(axis=1)] = np.nan
     return ranks
-
-
-def _blom_scores(ranks, size):
-    """Normal scores ``ndtri((rank - 3/8) / (size + 1/4))`` of average ranks.
-
-    An average rank of ``size`` draws is one of the ``2 size - 1`` halves
-    ``1, 1.5, ..., size``, so the scores are looked up in one table of
-    those quantiles, computed from the same arguments and so the same to
-    the bit. A run-length rule ranks every parameter's draws after every
-    block, and the quantile function of every draw was half the ranking's
-    time.
-    """
-    missing = np.isnan(ranks)
-    index = np.where(missing, 0.0, 2.0 * ranks - 2.0).astype(np.intp)
-    scores = _score_table(size)[index]
-    scores[missing] = np.nan
-    return scores
 
 
 @functools.lru_cache(maxsize=1)
@@ -151,8 +145,8 @@ def _scores_and_median(x):
     """:func:`rank_normalize` of ``x`` and the median of its pooled draws."""
     n_chains, n_draws = x.shape[:2]
     pooled = x.reshape((n_chains * n_draws,) + x.shape[2:])
-    ranks, median = _ranks_and_median(pooled)
-    return _blom_scores(ranks, pooled.shape[0]).reshape(x.shape), median
+    scores, median = _ranking(pooled, scored=True)[:2]
+    return scores.reshape(x.shape), median
 
 
 def split_rhat(samples, *, rank_normalized=False):
@@ -218,15 +212,14 @@ def _rank_split_rhat(x):
     """
     n_chains, n_draws = x.shape[:2]
     pooled = x.reshape((n_chains * n_draws,) + x.shape[2:])
-    size = pooled.shape[0]
-    ranks, median, rows, order = _ranking(pooled)
-    scores = _blom_scores(ranks, size).reshape(x.shape)
+    scores, median, rows, order = _ranking(pooled, scored=True)
+    scores = scores.reshape(x.shape)
     bulk = _classic_rhat(scores)
     folded_rows = np.abs(rows - np.reshape(median, (-1, 1)))
     folded_sort = np.empty_like(order)
     folded_order(rows, order, np.reshape(median, -1), folded_sort)
-    folded_ranks = _tied_ranks(folded_rows, folded_sort).T.reshape(pooled.shape)
-    tail = _classic_rhat(_blom_scores(folded_ranks, size).reshape(x.shape))
+    folded = _tied_ranks(folded_rows, folded_sort, scored=True)
+    tail = _classic_rhat(folded.T.reshape(x.shape))
     return np.fmax(bulk, tail), scores
 
 
