@@ -34,7 +34,7 @@ from ._chain_density_numba import (
     OK,
     chain_density,
 )
-from ._mode_jump_numba import all_finite, jump_proposal, jump_test
+from ._mode_jump_numba import all_finite, jump_proposal, jump_taken, jump_test
 from .inference._adaptation_numba import dual_update
 from .inference._ordered_numba import ordered_dot, ordered_matvec
 from .linalg._numba_ops import copy_vector
@@ -199,11 +199,8 @@ def _mala_block(
             )  # fmt: skip
             if status == GENERAL:
                 return AT_JUMP, i, used, logp_now
-            counts[1] += 1
+            jump_taken(jumped, counts, 1, x, grad, proposal, grad_new)
             if jumped:
-                counts[2] += 1
-                copy_vector(x, proposal)
-                copy_vector(grad, grad_new)
                 logp_now = value
                 drift = _capped_drift(root_kind, root, grad)
             used += d + 2

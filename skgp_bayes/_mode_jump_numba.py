@@ -21,8 +21,9 @@ from numba import njit
 
 from ._chain_density_numba import GENERAL, OK, chain_density
 from .inference._ordered_numba import mixture_log_density, ordered_matvec
+from .linalg._numba_ops import copy_vector
 
-__all__ = ["all_finite", "jump_proposal", "jump_test"]
+__all__ = ["all_finite", "jump_proposal", "jump_taken", "jump_test"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -71,3 +72,14 @@ def jump_test(kind, x, logp, proposal, log_u, jumps, chain, n_hyper, arguments,
         return OK, False, -math.inf
     log_ratio = value - logp + _log_q(x, jumps) - _log_q(proposal, jumps)
     return OK, log_u < log_ratio, value
+
+
+@njit(cache=True, nogil=True, inline="always")
+def jump_taken(jumped, counts, at, x, grad, proposal, grad_new):
+    """Count a jump tried in ``counts[at]`` and, where ``jumped``, accepted
+    in ``counts[at + 1]``, moving ``x`` and ``grad`` to the proposal's."""
+    counts[at] += 1
+    if jumped:
+        counts[at + 1] += 1
+        copy_vector(x, proposal)
+        copy_vector(grad, grad_new)

@@ -46,7 +46,7 @@ from .._chain_density_numba import (
     KIND_SOFTMAX,
     OK,
 )
-from .._mode_jump_numba import jump_proposal, jump_test
+from .._mode_jump_numba import jump_proposal, jump_taken, jump_test
 from ..inference._adaptation_numba import add_moments, dual_update
 from ..inference._energy_numba import kinetic_energy
 from ..inference.leapfrog import (
@@ -202,11 +202,8 @@ def _hmc_block(
             )  # fmt: skip
             if status == GENERAL:
                 return GENERAL, i, logp_now
-            counts[0] += 1
+            jump_taken(jumped, counts, 0, x, grad, proposal, g_jump)
             if jumped:
-                counts[1] += 1
-                copy_vector(x, proposal)
-                copy_vector(grad, g_jump)
                 logp_now = value
         copy_vector(positions[i], x)
         log_densities[i], accept_prob[i], energies[i] = logp_now, prob, h_kept
