@@ -72,24 +72,18 @@ def _average_ranks(values):
     and NaN through every column that holds one, in about a fifth of its
     time (:func:`~skgp_bayes._ranks_numba.tied_average_ranks`).
     """
-    return _ranks_and_median(values)[0]
-
-
-def _ranks_and_median(values):
-    """:func:`_average_ranks` and ``np.median(values, axis=0)``, one sort.
-
-    The median is read off the order the ranks come from: the middle value,
-    or the mean of the middle two as NumPy takes it, and NaN in every
-    column that holds one.
-    """
-    return _ranking(values)[:2]
+    return _ranking(values)[0]
 
 
 def _ranking(values, scored=False):
-    """``(ranks, median, rows, order)``: :func:`_ranks_and_median`, and the
-    columns of ``values`` as contiguous rows with the order that sorts
-    them. With ``scored`` the ranks' normal scores (Blom's) instead of the
-    ranks."""
+    """``(ranks, median, rows, order)`` of ``values`` from one sort.
+
+    :func:`_average_ranks` (with ``scored`` their normal scores, Blom's,
+    instead), ``np.median(values, axis=0)`` read off the order the ranks
+    come from (the middle value, or the mean of the middle two as NumPy
+    takes it, and NaN in every column that holds one), and the columns of
+    ``values`` as contiguous rows with the order that sorts them.
+    """
     values = np.asarray(values, dtype=np.float64)
     n = values.shape[0]
     if values.size == 0:

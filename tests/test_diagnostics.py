@@ -401,14 +401,14 @@ def test_rank_scores_and_median_are_those_of_direct_evaluation():
     # and a NaN included.
     from scipy.special import ndtri
 
-    from skgp_bayes.diagnostics import _ranks_and_median
+    from skgp_bayes.diagnostics import _ranking
 
     rng = np.random.default_rng(0)
     for n in (1, 2, 7, 50, 301):
         values = np.round(rng.standard_normal((n, 4)), 1)
         values[:, 1] = np.repeat(values[: (n + 1) // 2, 1], 2)[:n]
         values[n // 2, 3] = np.nan
-        ranks, median = _ranks_and_median(values)
+        ranks, median = _ranking(values)[:2]
         np.testing.assert_array_equal(ranks, stats.rankdata(values, axis=0))
         np.testing.assert_array_equal(median, np.median(values, axis=0))
         scores = rank_normalize(values[None])[0]

@@ -354,8 +354,7 @@ def fit_marginal_maps(chains, effective_draws=None):
         ess = np.full(k, float(n_chains * n_draws))
     else:
         ess = np.asarray(effective_draws, dtype=np.float64).reshape(k)
-    found = np.zeros((4, k))
-    found[3] = _RATE_LIMITS[0]
+    found = np.zeros((4, k))  # read only where kept
     keep = np.zeros(k, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for j in range(k):

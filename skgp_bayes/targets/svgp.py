@@ -278,12 +278,14 @@ class SVGPBound:
             out["Z"] = self._Z_slice
         return out
 
+    def _factor_entries(self, packed):
+        """The C packed triangles' entries (C, n_tri), diagonals exponentiated."""
+        packed = packed.reshape(self.n_latent, self._n_tri)
+        return np.where(self._on_diag, np.exp(packed), packed)
+
     def _unpack_L(self, packed):
-        m, C = self.n_inducing, self.n_latent
-        Ls = np.zeros((C, m, m))
-        packed = packed.reshape(C, self._n_tri)
-        values = np.where(self._on_diag, np.exp(packed), packed)
-        Ls[:, self._rows, self._cols] = values
+        Ls = np.zeros((self.n_latent, self.n_inducing, self.n_inducing))
+        Ls[:, self._rows, self._cols] = self._factor_entries(packed)
         return Ls
 
     def split(self, params):
@@ -682,8 +684,7 @@ class SVGPBound:
         kind, likelihood = compiled
         m, C = self.n_inducing, self.n_latent
         mean = np.ascontiguousarray(params[self._m_slice].reshape(m, C))
-        packed = params[self._L_slice].reshape(C, self._n_tri)
-        L_values = np.where(self._on_diag, np.exp(packed), packed).reshape(-1)
+        L_values = self._factor_entries(params[self._L_slice]).reshape(-1)
         subsets_into = logit_subsets_into if kind == "logit" else softmax_subsets_into
         tail = (*likelihood, LAPACK, *weights)
 
