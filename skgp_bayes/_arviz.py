@@ -144,21 +144,28 @@ def _point_groups(est):
     kernel = est.kernel_
     # The names every sampled estimator's param_names_ uses.
     names = list(KernelAdapter(kernel).param_names)
-    values = [np.atleast_1d(kernel.theta)]
-    noise = getattr(est, "noise_variance_", None)
-    if noise is not None and np.ndim(noise) == 0:
+    if hasattr(est, "draws_"):
+        # the regressor's hyperparameter draws, the noise in the units of y
+        draws = np.array(est.draws_, dtype=np.float64)
+        draws[:, -1] += 2.0 * np.log(est.y_std_)
         names.append("noise_variance")
-        values.append(np.log(np.atleast_1d(noise)))
-    attrs = {
-        "draws": (
+        described = (
+            "draws of the Laplace approximation of the hyperparameters' "
+            "posterior at the point maximising the variational bound (one "
+            "draw, the point itself, with n_hyperparameter_draws=0)"
+        )
+    else:
+        draws = np.atleast_1d(kernel.theta)[None, :]
+        described = (
             "a point estimate (the hyperparameters maximising the variational "
             "bound): one draw"
-        ),
+        )
+    attrs = {
+        "draws": described,
         "expected_n_inducing": float(est.expected_n_inducing_),
     }
-    draws = np.concatenate(values)[None, None, :]
     inclusion = np.asarray(est.inclusion_probabilities_)
-    return _Groups(draws, names, {}, attrs, inclusion=inclusion)
+    return _Groups(draws[None], names, {}, attrs, inclusion=inclusion)
 
 
 # ------------------------------------------------------------- assembly
@@ -211,7 +218,8 @@ def to_inference_data(estimator, y=None):
     if parts.inclusion is not None:
         posterior["inclusion_probability"] = (
             ("chain", "draw", "candidate"),
-            parts.inclusion[None, None, :],
+            # the same for every draw: the draws share the kept set
+            np.tile(parts.inclusion, (n_chains, n_draws, 1)),
         )
     stat_vars = {key: (("chain", "draw"), value) for key, value in parts.stats.items()}
     for key, value in (parts.per_iteration or {}).items():

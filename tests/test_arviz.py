@@ -105,24 +105,29 @@ def test_particles_are_one_chain_of_non_markov_draws():
     ]
 
 
-def test_point_estimate_is_one_draw_with_its_inclusion_probabilities():
+@pytest.mark.parametrize("n_draws", [0, 32])
+def test_selective_draws_with_their_inclusion_probabilities(n_draws):
     X, y = _data()
-    model = SelectiveSVGP(random_state=0).fit(X, y)
+    model = SelectiveSVGP(n_hyperparameter_draws=n_draws, random_state=0).fit(X, y)
     posterior = model.to_inference_data().posterior
     # spread candidates can stop short of n_candidates on 1-D inputs
     n_candidates = model.candidates_.shape[0]
     assert 1 < n_candidates <= 40
     assert dict(posterior.sizes) == {
         "chain": 1,
-        "draw": 1,
+        "draw": max(n_draws, 1),
         "candidate": n_candidates,
     }
-    np.testing.assert_array_equal(
-        posterior["inclusion_probability"][0, 0], model.inclusion_probabilities_
-    )
-    assert np.isclose(
-        float(posterior["noise_variance"][0, 0]), np.log(model.noise_variance_)
-    )
+    for draw in range(max(n_draws, 1)):
+        np.testing.assert_array_equal(
+            posterior["inclusion_probability"][0, draw],
+            model.inclusion_probabilities_,
+        )
+    # the noise in the units of y; without draws, the point estimate itself
+    noise = model.draws_[:, -1] + 2 * np.log(model.y_std_)
+    np.testing.assert_allclose(posterior["noise_variance"][0], noise, rtol=1e-12)
+    if n_draws == 0:
+        assert np.isclose(noise[0], np.log(model.noise_variance_), rtol=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

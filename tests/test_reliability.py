@@ -648,7 +648,7 @@ _ENGINE = {
     "SGLDGPRegressor": "skgp_bayes._sgld_chains._run_chain",
     "VariationalMCMCRegressor": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
     "VariationalMCMCClassifier": "skgp_bayes.variational_mcmc._base.run_hmc_chains",
-    "SelectiveSVGP": "skgp_bayes.selective.regressor.maximise_bound",
+    "SelectiveSVGP": "skgp_bayes.selective._phases.maximise_bound",
     "SelectiveSVGPClassifier": "skgp_bayes.selective.classifier.fit_shared_phases",
 }
 

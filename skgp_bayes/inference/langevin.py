@@ -19,6 +19,7 @@ import numpy as np
 # Products summed in the compiled blocks' order, not BLAS's: the same draws
 # compiled or not, under every BLAS kernel (see _ordered_numba).
 from ._ordered_numba import ordered_dot, ordered_matvec
+from .laplace import reflect_into_box
 
 __all__ = [
     "LangevinMetric",
@@ -142,13 +143,6 @@ def _preconditioner(M, n_params):
     except np.linalg.LinAlgError as err:
         raise ValueError("The preconditioner must be positive definite.") from err
     return (lambda g: M @ g), L
-
-
-def _reflect(x, bounds):
-    lo, hi = bounds[:, 0], bounds[:, 1]
-    x = np.where(x < lo, 2 * lo - x, x)
-    x = np.where(x > hi, 2 * hi - x, x)
-    return np.clip(x, lo, hi)
 
 
 class LangevinMetric:
@@ -347,7 +341,7 @@ def sgld_step(state, logp_and_grad, rng, *, step_size, metric, bounds=None):
         state.x + 0.5 * step_size * metric.apply(grad) + np.sqrt(step_size) * noise
     )
     if bounds is not None and np.all(np.isfinite(proposal)):
-        proposal = _reflect(proposal, bounds)
+        proposal = reflect_into_box(proposal, bounds)
     if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(proposal))):
         return state, SGLDInfo(False, 0.0, True, grad)
     return moved_state(state, proposal, state.logp, state.grad), SGLDInfo(

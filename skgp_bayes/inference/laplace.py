@@ -25,6 +25,7 @@ __all__ = [
     "ON_BOUND",
     "PILED_RATE",
     "piled_on_bounds",
+    "reflect_into_box",
 ]
 
 # Cap on a Laplace standard deviation, in the units of the parameters (log
@@ -361,7 +362,7 @@ def gaussian_factor(cov):
     return np.linalg.cholesky(cov)
 
 
-def gaussian_draws(centre, factor, n_draws, rng):
+def gaussian_draws(centre, factor, n_draws, rng, mirrored=False):
     """``n_draws`` draws of ``N(centre, factor factor')``.
 
     Parameters
@@ -370,6 +371,12 @@ def gaussian_draws(centre, factor, n_draws, rng):
     factor : ndarray of shape (p, p)
     n_draws : int
     rng : numpy.random.RandomState or numpy.random.Generator
+    mirrored : bool, default=False
+        Draw in mirrored pairs: each ``centre + e`` comes with ``centre -
+        e`` (an odd count drops the last mirror). Any odd function of the
+        offset then averages to zero over each pair, so a mixture over the
+        draws has the Monte Carlo error of its even part only (antithetic
+        variates), and with an even count their mean is ``centre``.
 
     Returns
     -------
@@ -382,6 +389,42 @@ def gaussian_draws(centre, factor, n_draws, rng):
     >>> draws = gaussian_draws(np.ones(2), np.eye(2), 3, np.random.default_rng(0))
     >>> draws.shape
     (3, 2)
+    >>> pairs = gaussian_draws(np.ones(2), np.eye(2), 4, np.random.default_rng(0),
+    ...                        mirrored=True)
+    >>> bool(np.allclose(pairs.mean(axis=0), 1.0))
+    True
     """
+    if mirrored:
+        offsets = gaussian_draws(np.zeros_like(centre), factor, (n_draws + 1) // 2, rng)
+        return centre + np.concatenate([offsets, -offsets])[:n_draws]
     noise = rng.standard_normal((n_draws, centre.shape[0]))
     return centre + noise @ factor.T
+
+
+def reflect_into_box(x, bounds):
+    """``x`` reflected back into the box ``bounds`` at the face it crossed.
+
+    One reflection per face, then a clip for what lies beyond twice the
+    box's width. Draws of a density piled on a bound (a half-Gaussian
+    there) stay half-Gaussian, where clipping would heap them on the bound.
+
+    Parameters
+    ----------
+    x : ndarray of shape (..., p)
+    bounds : ndarray of shape (p, 2)
+
+    Returns
+    -------
+    ndarray of the shape of ``x``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.laplace import reflect_into_box
+    >>> reflect_into_box(np.array([-0.5, 1.25]), np.array([[0.0, 1.0], [0.0, 1.0]]))
+    array([0.5 , 0.75])
+    """
+    lo, hi = bounds[:, 0], bounds[:, 1]
+    x = np.where(x < lo, 2 * lo - x, x)
+    x = np.where(x > hi, 2 * hi - x, x)
+    return np.clip(x, lo, hi)

@@ -203,9 +203,10 @@ def sparse_function_samples(
         Kernel hyperparameters of each draw.
     v : ndarray of shape (S, m, C)
         Whitened inducing values of each draw, or the mean of ``q(v)``.
-    v_cov_factors : ndarray of shape (C, m, m) or None
+    v_cov_factors : ndarray of shape (C, m, m) or (S, C, m, m), or None
         Lower factor of the covariance of ``q(v)`` per latent (then
-        ``S == 1``); None for point draws of ``v`` (MCMC).
+        ``S == 1``), or per draw and latent (each draw its own Gaussian
+        ``q(v)``); None for point draws of ``v`` (MCMC).
     n_samples, rng, n_features, offset, scale
         As in :func:`~skgp_bayes.sampling.pathwise_functions`.
 
@@ -233,7 +234,12 @@ def sparse_function_samples(
         for j in used:
             # u = R v: the whitened draw mapped back to inducing values
             u[j] = factors[j] @ v[j, :, c]
-        cov = None if v_cov_factors is None else [factors[0] @ v_cov_factors[c]]
+        if v_cov_factors is None:
+            cov = None
+        elif v_cov_factors.ndim == 4:
+            cov = {j: factors[j] @ v_cov_factors[j, c] for j in used}.__getitem__
+        else:
+            cov = [factors[0] @ v_cov_factors[c]]
         conditioner = with_prior_noise(
             sparse_conditioner(Z, factors.__getitem__, u, cov), extra
         )

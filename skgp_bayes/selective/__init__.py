@@ -39,6 +39,13 @@ closed form (:class:`~skgp_bayes.targets.selective.BernoulliPointProcess`).
    at most ``n_post_iter`` iterations). ``doc/selective_svgp.rst`` gives
    the reasoning.
 
+The regressor then draws ``n_hyperparameter_draws`` hyperparameter
+vectors from their Laplace approximation at the fitted point (the
+curvature of the kept set's bound with the log prior), gives each the kept
+set's optimal ``q(u)``, and predicts with the mixture over them
+(``_hyperparameter_draws``): a point estimate on a few dozen rows
+over-trusts its noise and length scales.
+
 With the Gaussian likelihood the variational ``q(u | Z)`` of every subset
 is the optimal one, in closed form (Titsias' collapsed bound, the seed's
 "collapsed" case; see :class:`~skgp_bayes.targets.selective.SubsetBound`).

@@ -135,7 +135,12 @@ feature_names_in_
             k: v
             for k, v in SelectiveSVGP._parameter_constraints.items()
             if k
-            not in ("noise_variance", "noise_variance_bounds", "hyperparameters_from")
+            not in (
+                "noise_variance",
+                "noise_variance_bounds",
+                "hyperparameters_from",
+                "n_hyperparameter_draws",
+            )
         },
         "link": [StrOptions({"logit", "probit"})],
     }

@@ -26,12 +26,6 @@ from .._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
 )
-from .._starts import (
-    best_of_searches,
-    climbed,
-    exact_climb_point,
-    screened_starts,
-)
 from .._threads import blas_threads_for
 from .._validation import (
     VersionedStateMixin,
@@ -50,14 +44,18 @@ from ..predictive._distributions import (
     GaussianMixturePredictive,
     mixture_prediction,
 )
-from ..predictive.mixture import gaussian_joint_draws
-from ..predictive.sparse import q_moments, sparse_function_samples
-from ..sampling import require_spectral_spec
-from ..targets import ExactMarginalTarget
+from ..predictive.sparse import sparse_function_samples
+from ..sampling import add_white_noise, require_spectral_spec
 from ..targets.selective import (
     BernoulliPointProcess,
     SharedSubsetBound,
     SubsetBound,
+)
+from ._hyperparameter_draws import (
+    hyperparameter_draws,
+    latent_per_draw,
+    mixture_joint_draws,
+    optimal_q_per_draw,
 )
 from ._phases import (
     INITIAL_INCLUSION,
@@ -66,6 +64,7 @@ from ._phases import (
     keep_points,
     kernel_log_bounds,
     maximise_bound,
+    pre_train,
     selection_attributes,
     selection_phase,
     warn_unfinished_selection,
@@ -191,6 +190,17 @@ class SelectiveSVGP(
     noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)
         Box for the noise variance, in the same units; ``"fixed"`` keeps
         it at ``noise_variance``.
+    n_hyperparameter_draws : int, default=32
+        Predictions average over this many draws of the hyperparameters
+        from their Laplace approximation at the fitted point (log
+        coordinates, curvature of the kept set's bound with the log prior),
+        each with the kept set's optimal ``q(u)``; 0 predicts from the
+        point estimate alone, the seed paper's model. On a few dozen rows
+        the point estimate's noise is too small and its intervals too
+        narrow (doc/selective_svgp.rst); where the data pin the
+        hyperparameters down the draws add nothing but their cost, about
+        ``2 p + n_hyperparameter_draws`` passes of ``O(n m^2)`` at the end
+        of the fit and that many times the point estimate's prediction.
     jitter : float, default=1e-6
         Relative diagonal jitter on ``K(Z, Z)``.
     normalize_X : bool, default=True
@@ -231,7 +241,9 @@ class SelectiveSVGP(
         ``expected_n_inducing_trace`` (``E|Z|`` after each selection step),
         ``n_pre_iter`` and ``n_post_iter`` (L-BFGS-B iterations, or Adam
         steps with ``batch_size``), ``expected_n_inducing`` and
-        ``n_inducing``, in one place.
+        ``n_inducing``, and ``n_draws_replaced`` (hyperparameter draws
+        whose ``K(Z, Z)`` could not be factorised, replaced by the fitted
+        point), in one place.
     elbo_history_ : dict of ndarray
         ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
         ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each
@@ -246,7 +258,14 @@ class SelectiveSVGP(
         Names of the point-estimated hyperparameters: the ``kernel_.theta``
         entries, then ``"noise_variance"`` (the classifier has no noise).
     noise_variance_ : float
-        Fitted noise variance, in the units of ``y``.
+        Fitted noise variance (the point estimate), in the units of ``y``.
+    draws_ : ndarray of shape (n_draws, n_params)
+        The hyperparameters predictions average over, log coordinates
+        (standardised targets), columns ``param_names_``: the Laplace
+        draws, or the point estimate as the one row with
+        ``n_hyperparameter_draws=0``.
+    kernels_ : list of sklearn kernels
+        One kernel per row of ``draws_``.
     y_mean_, y_std_ : float
         Standardisation of ``y``.
     fit_time_ : dict
@@ -288,6 +307,7 @@ class SelectiveSVGP(
         "hyperparameters_from": [StrOptions({"candidates", "kept"})],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "noise_variance_bounds": [StrOptions({"fixed"}), tuple, list, np.ndarray],
+        "n_hyperparameter_draws": [Interval(Integral, 0, None, closed="left")],
         "jitter": [Interval(Real, 0, None, closed="left")],
         "normalize_X": ["boolean"],
         "random_state": ["random_state"],
@@ -313,6 +333,7 @@ class SelectiveSVGP(
         hyperparameters_from="candidates",
         noise_variance=1.0,
         noise_variance_bounds=NOISE_VARIANCE_BOUNDS,
+        n_hyperparameter_draws=32,
         jitter=1e-6,
         normalize_X=True,
         random_state=None,
@@ -334,6 +355,7 @@ class SelectiveSVGP(
         self.hyperparameters_from = hyperparameters_from
         self.noise_variance = noise_variance
         self.noise_variance_bounds = noise_variance_bounds
+        self.n_hyperparameter_draws = n_hyperparameter_draws
         self.jitter = jitter
         self.normalize_X = normalize_X
         self.random_state = random_state
@@ -373,7 +395,7 @@ class SelectiveSVGP(
             y_mean, y_std = safe_mean_std(y)
             y_std_units = (y - y_mean) / y_std
             rng = check_random_state(self.random_state)
-            seeds = rng.randint(0, 2**31 - 1, size=3)
+            seeds = rng.randint(0, 2**31 - 1, size=4)
             Zc = candidate_inputs(self, X_model, scaling, y_std_units)
             with blas_threads_for(X.shape[0], Zc.shape[0]):
                 fitted = prior_only(self, X.shape[0])._fit_phases(
@@ -381,10 +403,8 @@ class SelectiveSVGP(
                 )
         fitted["input_scaling_"] = scaling
         fitted["y_mean_"], fitted["y_std_"] = float(y_mean), float(y_std)
-        fitted["_noise_model"] = fitted.pop("_noise_std_units")
-        fitted["noise_variance_"] = float(
-            variance_in_units(fitted["_noise_model"], y_std)
-        )
+        noise = fitted.pop("_noise_std_units")
+        fitted["noise_variance_"] = float(variance_in_units(noise, y_std))
         self._set_fitted(fitted)
         warn_degenerate_fit(self, X, y)
         return self
@@ -415,7 +435,18 @@ class SelectiveSVGP(
         # whatever trained the hyperparameters, q(u) of the kept set is the
         # optimal one, and the bound reported is its collapsed bound
         elbo = bound.value(hyper, kept)
-        q_mean, q_L = bound.optimal_q(hyper, kept)
+        t_draws = time.perf_counter()
+        draws = hyperparameter_draws(
+            bound,
+            hyper,
+            bounds,
+            kept,
+            self.n_hyperparameter_draws,
+            np.random.default_rng(int(seeds[3])),
+        )
+        *q, n_replaced = optimal_q_per_draw(bound, draws, kept, hyper)
+        out["times"]["laplace"] = time.perf_counter() - t_draws
+        out["times"]["total"] += out["times"]["laplace"]
         if self.verbose:
             self._log(
                 f"kept {kept.size} of {Zc.shape[0]} candidates "
@@ -425,6 +456,7 @@ class SelectiveSVGP(
         fitted = selection_attributes(Zc, out)
         # without post-training the kept set's bound is the final one
         fitted["diagnostics_"]["final_elbo"] = float(elbo)
+        fitted["diagnostics_"]["n_draws_replaced"] = n_replaced
         theta = hyper[:-1].copy()
         names = [*adapter.param_names, "noise_variance"]
         warn_at_bounds(hyper, bounds, names, "point estimates")
@@ -435,8 +467,11 @@ class SelectiveSVGP(
                 "param_names_": names,
                 "_noise_std_units": float(np.exp(hyper[-1])),
                 "_adapter": adapter,
-                "_theta": theta,
-                "_q": (q_mean, q_L),
+                "draws_": draws,
+                "kernels_": [kernel.clone_with_theta(t) for t in draws[:, :-1]],
+                "_thetas": draws[:, :-1].copy(),
+                "_noise_draws": np.exp(draws[:, -1]),
+                "_q": tuple(q),
             }
         )
         return fitted
@@ -447,7 +482,7 @@ class SelectiveSVGP(
 
         # 1. pre-training on all candidates, also from the length-scale
         # screen's best point (skgp_bayes._starts) when it beats the start
-        hyper, pre_trace = self._pre_train(bound, hyper, bounds, everything)
+        hyper, pre_trace = pre_train(bound, hyper, bounds, everything, self.n_pre_iter)
         t1 = time.perf_counter()
         if self.verbose:
             self._log(
@@ -503,38 +538,6 @@ class SelectiveSVGP(
             },
         }
 
-    def _pre_train(self, bound, hyper, bounds, everything):
-        def search(start):
-            return maximise_bound(
-                lambda h, _: bound.logp_and_grad(h, everything),
-                start,
-                bounds,
-                self.n_pre_iter,
-                bound.X.shape[0],
-            )[:2]
-
-        def value(h):
-            return bound.value(h, everything)
-
-        if not self.n_pre_iter:  # with nothing optimised the start stands
-            return search(hyper)
-        names = [*bound.adapter.param_names, "noise_variance"]
-        # per input too, as the exact-target regressors: see
-        # skgp_bayes._starts
-        screened = screened_starts(value, names, hyper, bound.X, bounds)
-        reached = lambda found: value(found[0])  # noqa: E731
-        found = best_of_searches(search, reached, hyper, screened)
-        # and once more beside the optimum, whose settled amplitude and
-        # noise can hide a basin the screen's unsettled points did not show
-        # (skgp_bayes._starts). Where to start is judged on the exact
-        # marginal (on at most SCREEN_ROWS rows), which all the candidates'
-        # bound follows: on randhie (300 rows, nine inputs, 165 candidates)
-        # the screen took 0.1-0.2 s so, 2 s on the bound
-        exact = ExactMarginalTarget(bound.adapter, bound.X, bound.y, bound.prior_set)
-        return climbed(
-            search, reached, found, exact_climb_point(exact, found[0], bounds)
-        )
-
     def _post_train(self, bound, hyper, bounds, kept):
         hyper, trace, converged = maximise_bound(
             lambda h, _: bound.logp_and_grad(h, kept),
@@ -573,15 +576,14 @@ class SelectiveSVGP(
 
     # ---------------------------------------------------------- prediction
     def _latent(self, X, full_cov=False):
-        """Latent mean and variance (or covariance) in standardised units."""
-        q_mean, q_L = self._q
-        return q_moments(
+        """Each draw's latent means and variances (or covariances),
+        standardised units."""
+        return latent_per_draw(
             self._adapter,
-            self._theta,
+            self._thetas,
             self.inducing_points_,
             self.jitter,
-            q_mean,
-            q_L,
+            *self._q,
             X,
             full_cov,
         )
@@ -629,10 +631,9 @@ class SelectiveSVGP(
         return mixture_prediction(draws, return_std, return_cov, noise)
 
     def _predictive_draws(self, X, full_cov=False):
-        """``q(f)`` as a one-draw :class:`LatentDraws`, standardised units."""
-        mean, spread = self._latent(X, full_cov=full_cov)
-        noise = np.array([self._noise_model])
-        return LatentDraws(mean[None], spread[None], noise, self.y_mean_, self.y_std_)
+        """Each draw's ``q(f)`` as :class:`LatentDraws`, standardised units."""
+        means, spread = self._latent(X, full_cov=full_cov)
+        return LatentDraws(means, spread, self._noise_draws, self.y_mean_, self.y_std_)
 
     def _observation_predictive(self, X):
         return GaussianMixturePredictive.from_draws(self._predictive_draws(X))
@@ -640,14 +641,14 @@ class SelectiveSVGP(
     def _functions(self, n_samples, random_state, n_features, **kw):
         check_is_fitted(self)
         check_n_samples(n_samples)
-        q_mean, q_L = self._q
+        q_means, q_factors = self._q
         return sparse_function_samples(
             self._adapter,
             self.inducing_points_,
             self.jitter,
-            np.asarray(self._theta)[None, :],
-            np.asarray(q_mean)[None, :, None],
-            np.asarray(q_L)[None],
+            self._thetas,
+            q_means[:, :, None],
+            q_factors[:, None] if len(q_factors) > 1 else q_factors,
             n_samples,
             check_random_state(random_state),
             n_features,
@@ -705,14 +706,20 @@ class SelectiveSVGP(
             (functions,), white = self._functions(
                 n_samples, rng, n_features, offset=self.y_mean_, scale=self.y_std_
             )
-            out = functions(X)
-            if white[0] > 0:
-                # A WhiteKernel adds independent noise at each query point.
-                out += rng.standard_normal(out.shape) * np.sqrt(white[0]) * self.y_std_
-            return out
-        mean, cov = self._latent(X, full_cov=True)
-        draws = gaussian_joint_draws(mean, cov, int(n_samples), rng)
-        return draws * self.y_std_ + self.y_mean_
+            return add_white_noise(
+                functions(X), functions.draws, white, self.y_std_, rng
+            )
+        out = mixture_joint_draws(
+            self._adapter,
+            self._thetas,
+            self.inducing_points_,
+            self.jitter,
+            *self._q,
+            X,
+            n_samples,
+            rng,
+        )
+        return out * self.y_std_ + self.y_mean_
 
     @keyboard_interrupt_passes
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
