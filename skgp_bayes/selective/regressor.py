@@ -435,6 +435,8 @@ class SelectiveSVGP(
         # whatever trained the hyperparameters, q(u) of the kept set is the
         # optimal one, and the bound reported is its collapsed bound
         elbo = bound.value(hyper, kept)
+        # a point estimate on a few dozen rows over-trusts its noise: the
+        # predictions average over the hyperparameters' Laplace posterior
         t_draws = time.perf_counter()
         draws = hyperparameter_draws(
             bound,
