@@ -97,8 +97,9 @@ def hyperparameter_draws(bound, hyper, bounds, kept, n_draws, rng):
 def optimal_q_per_draw(bound, draws, kept, point):
     """The kept set's optimal whitened ``q(v)`` at each row of ``draws``.
 
-    A draw whose ``K(Z, Z)`` cannot be factorised even with the jitter
-    ladder (a length scale drawn far longer than the points' spacing, with
+    A draw that is not finite (a curvature that could not be evaluated) or
+    whose ``K(Z, Z)`` cannot be factorised even with the jitter ladder (a
+    length scale drawn far longer than the points' spacing, with
     ``jitter=0``) is replaced in ``draws``, in place, by the fitted
     ``point``, whose factor the fit has already taken: the mixture loses
     that draw's spread rather than the fit failing.
@@ -127,15 +128,23 @@ def optimal_q_per_draw(bound, draws, kept, point):
     """
     means, factors, n_replaced = [], [], 0
     for s, hyper in enumerate(draws):
-        try:
-            mean, factor = bound.optimal_q(hyper, kept)
-        except NotPSDError:
+        q = _optimal_q_or_none(bound, hyper, kept)
+        if q is None:
             draws[s] = point
-            mean, factor = bound.optimal_q(point, kept)
+            q = bound.optimal_q(point, kept)
             n_replaced += 1
-        means.append(mean)
-        factors.append(factor)
+        means.append(q[0])
+        factors.append(q[1])
     return np.array(means), np.array(factors), n_replaced
+
+
+def _optimal_q_or_none(bound, hyper, kept):
+    if not np.all(np.isfinite(hyper)):
+        return None
+    try:
+        return bound.optimal_q(hyper, kept)
+    except NotPSDError:
+        return None
 
 
 def latent_per_draw(adapter, thetas, Z, jitter, q_means, q_factors, X, full_cov=False):

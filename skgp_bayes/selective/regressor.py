@@ -242,8 +242,8 @@ class SelectiveSVGP(
         ``n_pre_iter`` and ``n_post_iter`` (L-BFGS-B iterations, or Adam
         steps with ``batch_size``), ``expected_n_inducing`` and
         ``n_inducing``, and ``n_draws_replaced`` (hyperparameter draws
-        whose ``K(Z, Z)`` could not be factorised, replaced by the fitted
-        point), in one place.
+        that were not finite or whose ``K(Z, Z)`` could not be factorised,
+        replaced by the fitted point), in one place.
     elbo_history_ : dict of ndarray
         ``"pre"`` and ``"post"``: the bound after each L-BFGS-B iteration;
         ``"select"``: the Monte Carlo estimate of ``E_q[L(Z)] - KL`` at each

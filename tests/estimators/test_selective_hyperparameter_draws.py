@@ -11,7 +11,10 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SelectiveSVGP
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.selective._hyperparameter_draws import hyperparameter_draws
+from skgp_bayes.selective._hyperparameter_draws import (
+    hyperparameter_draws,
+    optimal_q_per_draw,
+)
 from skgp_bayes.targets.selective import SubsetBound
 
 
@@ -149,3 +152,28 @@ def test_draws_are_reproducible_and_widen_the_few_rows_intervals():
     _, wide = fits[0].predict(Xq, return_std=True, noise=True)
     _, narrow = point.predict(Xq, return_std=True, noise=True)
     assert np.mean(wide) > np.mean(narrow)
+
+
+def test_a_curvature_that_cannot_be_evaluated_leaves_the_point():
+    # A gradient that is NaN beside the point (a fault injected into the
+    # bound) makes the Laplace covariance NaN, and NumPy's inverse and
+    # Cholesky pass NaN through without an error: the draws would be NaN
+    # and so would every prediction. They fall back to the point instead.
+    rng = np.random.default_rng(2)
+    X = np.linspace(0, 5, 20)[:, None]
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(20)
+    bound = SubsetBound(KernelAdapter(ConstantKernel() * RBF()), X, y, X[::2])
+    hyper = np.array([0.0, 0.0, np.log(0.01)])
+    box = np.array([[-5.0, 5.0], [-5.0, 5.0], [-9.0, 2.0]])
+    kept = np.arange(10)
+
+    def faulty(h, idx):
+        value, grad = SubsetBound.logp_and_grad(bound, h, idx)
+        return value, np.full_like(grad, np.nan) if h[0] != 0.0 else grad
+
+    bound.logp_and_grad = faulty
+    draws = hyperparameter_draws(bound, hyper, box, kept, 8, rng)
+    means, factors, n_replaced = optimal_q_per_draw(bound, draws, kept, hyper)
+    assert n_replaced == 8
+    np.testing.assert_array_equal(draws, np.tile(hyper, (8, 1)))
+    assert np.all(np.isfinite(means)) and np.all(np.isfinite(factors))
