@@ -452,8 +452,9 @@ class SelectiveSVGP(
         if self.verbose:
             self._log(
                 f"kept {kept.size} of {Zc.shape[0]} candidates "
-                f"(E|Z| = {out['lam'].sum():.1f}); bound {elbo:.4g} "
-                f"({time.perf_counter() - t0:.2f} s)"
+                f"(E|Z| = {out['lam'].sum():.1f}); bound {elbo:.4g}; "
+                f"{len(draws)} hyperparameter draws "
+                f"({out['times']['laplace']:.2f} s; {time.perf_counter() - t0:.2f} s)"
             )
         fitted = selection_attributes(Zc, out)
         # without post-training the kept set's bound is the final one
