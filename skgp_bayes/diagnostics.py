@@ -132,15 +132,16 @@ def _score_table(size):
 
 def rank_normalize(x):
     """Pool all draws, rank them and map ranks to normal scores (Blom offsets)."""
-    return _scores_and_median(x)[0]
+    return _pooled_ranking(x)[0]
 
 
-def _scores_and_median(x):
-    """:func:`rank_normalize` of ``x`` and the median of its pooled draws."""
+def _pooled_ranking(x):
+    """:func:`_ranking` (scored) of the pooled draws of chains ``x``, the
+    scores in the shape of ``x``."""
     n_chains, n_draws = x.shape[:2]
     pooled = x.reshape((n_chains * n_draws,) + x.shape[2:])
-    scores, median = _ranking(pooled, scored=True)[:2]
-    return scores.reshape(x.shape), median
+    scores, median, rows, order = _ranking(pooled, scored=True)
+    return scores.reshape(x.shape), median, rows, order
 
 
 def split_rhat(samples, *, rank_normalized=False):
@@ -204,10 +205,7 @@ def _rank_split_rhat(x):
     folded draws' order is merged from the draws' own
     (:func:`~skgp_bayes._ranks_numba.folded_order`), not sorted again.
     """
-    n_chains, n_draws = x.shape[:2]
-    pooled = x.reshape((n_chains * n_draws,) + x.shape[2:])
-    scores, median, rows, order = _ranking(pooled, scored=True)
-    scores = scores.reshape(x.shape)
+    scores, median, rows, order = _pooled_ranking(x)
     bulk = _classic_rhat(scores)
     folded_rows = np.abs(rows - np.reshape(median, (-1, 1)))
     folded_sort = np.empty_like(order)
