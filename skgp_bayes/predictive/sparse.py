@@ -228,18 +228,18 @@ def sparse_function_samples(
             factors[j] = inducing_factor(adapter, thetas[j], Z, jitter)
             s2, _, white[j] = spectral_parameters(spec, thetas[j], d)
             extra[j] = white[j] + jitter * (s2 + white[j])
+    per_draw_cov = v_cov_factors
+    if v_cov_factors is not None and v_cov_factors.ndim == 3:
+        per_draw_cov = v_cov_factors[None]  # the one draw's (S == 1)
     functions = []
     for c in range(C):
         u = np.zeros((S, m))
         for j in used:
             # u = R v: the whitened draw mapped back to inducing values
             u[j] = factors[j] @ v[j, :, c]
-        if v_cov_factors is None:
-            cov = None
-        elif v_cov_factors.ndim == 4:
-            cov = {j: factors[j] @ v_cov_factors[j, c] for j in used}.__getitem__
-        else:
-            cov = [factors[0] @ v_cov_factors[c]]
+        cov = None
+        if per_draw_cov is not None:
+            cov = {j: factors[j] @ per_draw_cov[j, c] for j in used}.__getitem__
         conditioner = with_prior_noise(
             sparse_conditioner(Z, factors.__getitem__, u, cov), extra
         )

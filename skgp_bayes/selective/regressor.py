@@ -472,8 +472,6 @@ class SelectiveSVGP(
                 "_adapter": adapter,
                 "draws_": draws,
                 "kernels_": [kernel.clone_with_theta(t) for t in draws[:, :-1]],
-                "_thetas": draws[:, :-1].copy(),
-                "_noise_draws": np.exp(draws[:, -1]),
                 "_q": tuple(q),
             }
         )
@@ -578,6 +576,16 @@ class SelectiveSVGP(
         return out
 
     # ---------------------------------------------------------- prediction
+    @property
+    def _thetas(self):
+        """The kernel's log hyperparameters of each draw."""
+        return self.draws_[:, :-1]
+
+    @property
+    def _noise_draws(self):
+        """Each draw's noise variance, standardised units."""
+        return np.exp(self.draws_[:, -1])
+
     def _latent(self, X, full_cov=False):
         """Each draw's latent means and variances (or covariances),
         standardised units."""
@@ -651,7 +659,7 @@ class SelectiveSVGP(
             self.jitter,
             self._thetas,
             q_means[:, :, None],
-            q_factors[:, None] if len(q_factors) > 1 else q_factors,
+            q_factors[:, None],
             n_samples,
             check_random_state(random_state),
             n_features,
