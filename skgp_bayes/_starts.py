@@ -19,11 +19,13 @@ distance from an input to its nearest distinct neighbour) to ten times the
 start, in steps of at least 0.5 in log (at most 16 factors), crossed with
 three noise levels (1%, 10% and 50% of the standardised target's variance)
 where the noise is a hyperparameter, every other hyperparameter at its
-start. The screen's best point starts one more search when it is better
-than the start (the only search, for the classifier's Laplace surrogate,
-whose evaluations are dear). It costs at most ``16 x 3`` evaluations of the
-log posterior, on at most ``SCREEN_ROWS`` training points (evenly spaced
-rows beyond that), a fraction of one L-BFGS search.
+start; the best of them is tried again with its noise half a decade above
+and below, as a basin between two levels can stay hidden. The screen's
+best point starts one more search when it is better than the start (the
+only search, for the classifier's Laplace surrogate, whose evaluations are
+dear). It costs at most ``16 x 3 + 2`` evaluations of the log posterior,
+on at most ``SCREEN_ROWS`` training points (evenly spaced rows beyond
+that), a fraction of one L-BFGS search.
 
 A common factor cannot reach a mode where one input is relevant at a short
 scale and the others are not, which is what one length scale per input is
@@ -69,6 +71,7 @@ import numpy as np
 from ._length_scale_points import (
     SCREEN_ROWS,
     length_scale_grid,
+    noise_neighbours,
     per_input_candidates,
     shortened_length_scales,
     shortest_resolvable_scale,
@@ -90,6 +93,7 @@ __all__ = [
     "finite_value",
     "SCREEN_ROWS",
     "length_scale_grid",
+    "noise_neighbours",
     "per_input_candidates",
     "prior_restarts",
     "screened_exact_start",
@@ -170,12 +174,15 @@ def _best_point(log_density, grid, bounds):
     return grid[top], values[top]
 
 
-def screened_starts(log_density, names, start, X, bounds, per_input=True):
+def screened_starts(
+    log_density, names, start, X, bounds, per_input=True, refine_noise=True
+):
     """The screen's points that beat ``start``: at most two, better each.
 
-    The best point of :func:`length_scale_grid`, when it beats ``start``;
-    then (``per_input``) the best of :func:`per_input_candidates` around it
-    (or around ``start``), when that beats both. Each starts a search of
+    The best point of :func:`length_scale_grid` or of its
+    :func:`noise_neighbours`, when it beats ``start``; then
+    (``per_input``) the best of :func:`per_input_candidates` around it (or
+    around ``start``), when that beats both. Each starts a search of
     its own (:func:`best_of_searches`): a point that shortens one input may
     climb to a lower mode than the common grid's, on data where no single
     input needs it.
@@ -194,6 +201,12 @@ def screened_starts(log_density, names, start, X, bounds, per_input=True):
     per_input : bool, default=True
         Also shorten one ARD length scale at a time (at most
         ``_N_PER_INPUT`` evaluations per input).
+    refine_noise : bool, default=True
+        Also try the grid's best point with its :func:`noise_neighbours`.
+        They move the noise alone, which decides where a search from the
+        point goes; a caller that reads the point's length scales without
+        searching from it (the selective regressor's candidate spread)
+        leaves them out.
 
     Returns
     -------
@@ -218,6 +231,12 @@ def screened_starts(log_density, names, start, X, bounds, per_input=True):
     base_value = finite_value(log_density, start)
     base, found = start, []
     point, value = _best_point(log_density, length_scale_grid(names, start, X), bounds)
+    if point is not None and refine_noise:
+        near, near_value = _best_point(
+            log_density, noise_neighbours(names, point), bounds
+        )
+        if near_value > value:
+            point, value = near, near_value
     if value > base_value:
         found.append(point)
         base, base_value = point, value
@@ -256,7 +275,9 @@ def screened_start(log_density, names, start, X, bounds, per_input=True):
     return found[-1] if found else None
 
 
-def screened_exact_starts(target, start, bounds, cap=None, per_input=True):
+def screened_exact_starts(
+    target, start, bounds, cap=None, per_input=True, refine_noise=True
+):
     """:func:`screened_starts` for an exact marginal target.
 
     The log posterior (marginal likelihood plus log prior, values only) of
@@ -269,7 +290,7 @@ def screened_exact_starts(target, start, bounds, cap=None, per_input=True):
     bounds : ndarray of shape (n_params, 2)
     cap : int, optional
         Most rows, as in :func:`subset_rows`.
-    per_input : bool, default=True
+    per_input, refine_noise : bool, default=True
         As in :func:`screened_starts`.
 
     Returns
@@ -294,11 +315,19 @@ def screened_exact_starts(target, start, bounds, cap=None, per_input=True):
     """
     screen = _screen_target(target, cap)
     return screened_starts(
-        screen.log_prob, screen.param_names, start, screen.X, bounds, per_input
+        screen.log_prob,
+        screen.param_names,
+        start,
+        screen.X,
+        bounds,
+        per_input,
+        refine_noise,
     )
 
 
-def screened_exact_start(target, start, bounds, cap=None, per_input=True):
+def screened_exact_start(
+    target, start, bounds, cap=None, per_input=True, refine_noise=True
+):
     """The best of :func:`screened_exact_starts`, or None.
 
     Examples
@@ -316,7 +345,7 @@ def screened_exact_start(target, start, bounds, cap=None, per_input=True):
     >>> bool(np.exp(best[0]) < 0.2)
     True
     """
-    found = screened_exact_starts(target, start, bounds, cap, per_input)
+    found = screened_exact_starts(target, start, bounds, cap, per_input, refine_noise)
     return found[-1] if found else None
 
 

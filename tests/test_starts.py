@@ -12,6 +12,7 @@ from skgp_bayes._starts import (
     climb_point,
     climbed,
     length_scale_grid,
+    noise_neighbours,
     per_input_candidates,
     screened_exact_start,
     screened_exact_starts,
@@ -22,6 +23,42 @@ from skgp_bayes.inference.laplace import find_map
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.targets import ExactMarginalTarget
 from skgp_bayes.targets.collapsed import CollapsedSparseTarget
+
+
+def test_screen_tries_the_noise_between_two_levels():
+    # a narrow basin at 3.5% noise, between the grid's 1% and 10%: the grid
+    # alone picks 10%, half a decade below it lies inside the basin
+    X = np.linspace(-1.7, 1.7, 35)[:, None]
+    names = ["k2__length_scale", "noise_variance"]
+
+    def log_density(p):
+        return -((p[0] - np.log(0.3)) ** 2) - 4.0 * (p[1] - np.log(0.035)) ** 2
+
+    bounds = np.tile([-11.0, 11.0], (2, 1))
+    grid = length_scale_grid(names, np.zeros(2), X)
+    grid_best = grid[np.argmax([log_density(p) for p in grid])]
+    assert np.exp(grid_best[1]) == pytest.approx(0.1)
+    found = screened_starts(log_density, names, np.zeros(2), X, bounds, False)
+    assert np.exp(found[-1][1]) == pytest.approx(0.1 / np.sqrt(10.0))
+    assert log_density(found[-1]) > log_density(grid_best) + 3.0
+    # without the neighbours (the selective regressor's candidate spread)
+    coarse = screened_starts(
+        log_density, names, np.zeros(2), X, bounds, False, refine_noise=False
+    )
+    np.testing.assert_array_equal(coarse[-1], grid_best)
+
+
+def test_noise_neighbours_stay_inside_the_levels():
+    names = ["k1__constant_value", "k2__length_scale", "noise_variance"]
+    for noise, expected in [(0.01, [0.0316]), (0.1, [0.316, 0.0316]), (0.5, [0.158])]:
+        point = np.log([2.0, 0.7, noise])
+        near = noise_neighbours(names, point)
+        np.testing.assert_allclose(np.exp(near[:, 2]), expected, rtol=1e-2)
+        np.testing.assert_array_equal(
+            near[:, :2], np.tile(point[:2], (len(expected), 1))
+        )
+    # no noise among the hyperparameters (the classifiers): no neighbours
+    assert noise_neighbours(names[:2], np.zeros(2)).shape == (0, 2)
 
 
 def _fast_oscillation(n=150, seed=0):

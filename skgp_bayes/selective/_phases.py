@@ -169,7 +169,11 @@ def _screened_kernel(adapter, theta, X, y):
         [kernel_log_bounds(adapter.kernel, adapter), np.log(NOISE_VARIANCE_BOUNDS)]
     )
     exact = ExactMarginalTarget(adapter, X, y, None)
-    best = screened_exact_start(exact, start, bounds, cap=X.shape[0], per_input=False)
+    # the spread reads the length scales; the noise sets only the pool's
+    # allowance, so the screen's noise neighbours (for searches) are left out
+    best = screened_exact_start(
+        exact, start, bounds, cap=X.shape[0], per_input=False, refine_noise=False
+    )
     best = start if best is None else best
     return best[:-1], float(best[-1])
 
