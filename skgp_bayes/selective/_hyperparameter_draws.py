@@ -194,15 +194,8 @@ def mixture_joint_draws(adapter, thetas, Z, jitter, q_means, q_factors, X, n, rn
     out = np.empty((X.shape[0], n))
     for j in np.unique(which):
         cols = np.flatnonzero(which == j)
-        (mean,), (cov,) = latent_per_draw(
-            adapter,
-            thetas[j : j + 1],
-            Z,
-            jitter,
-            q_means[j : j + 1],
-            q_factors[j : j + 1],
-            X,
-            full_cov=True,
+        mean, cov = q_moments(
+            adapter, thetas[j], Z, jitter, q_means[j], q_factors[j], X, True
         )
         out[:, cols] = gaussian_joint_draws(mean, cov, cols.size, rng)
     return out
