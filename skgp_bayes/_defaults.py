@@ -14,6 +14,26 @@ the same thing on every data set, and multiplying a column by 1e6 changes
 nothing but the units. This is the practice of the Stan and PyMC GP guides
 (length scales relative to the spread of each input) done once for the user.
 
+*The spread is the bulk's where a few rows set the standard deviation*: a
+column's scale is its standard deviation, capped at :data:`BULK_MULTIPLE`
+times the spread of its middle half (the interquartile range over 1.349,
+the standard deviation of a normal distribution). Light and moderate tails
+stay below the cap, and their columns keep their standard deviation: it is
+0.8 times that spread for a uniform column, 1.0 for a normal one, 1.2 for
+an exponential one, 1.5 for a Student t with three degrees of freedom;
+the cap itself is a log-normal's of log-sd 1. Beyond it, a handful of
+extreme rows (an elephant among mammals weighed in kg, a metropolis among
+towns) would set the unit of the length scale, and the prior would call a
+function that varies across the rows where most of the data lie
+improbably wiggly. On the mammals' body weights (43 training species,
+0.005 kg to 6,654 kg) the standard deviation is 46 times the bulk's
+spread; scaled by it, the length scale that fits the small species (3.7
+kg, scikit-learn's) lay 6.7 prior standard deviations below the prior's
+centre (3.5 with the cap), and every regressor predicted the test species
+1.4 nats per point worse than scikit-learn (0.03-0.08 with the cap). The
+cap is continuous in the data and, like the standard deviation, follows
+any rescaling and shift of the column, so the predictions stay scale-free.
+
 *Targets are standardised* for every regressor (``normalize_y=True``), for the
 same reason: the signal variance and the noise variance are then fractions of
 ``Var(y)``.
@@ -64,6 +84,7 @@ from ._validation import check_input_magnitude, safe_mean_std
 from .priors import LogNormal, PriorSet
 
 __all__ = [
+    "BULK_MULTIPLE",
     "NOISE_VARIANCE_BOUNDS",
     "InputScaling",
     "default_kernel",
@@ -78,6 +99,10 @@ __all__ = [
 # which the jitter takes over) to pure noise a hundred times the data's spread.
 NOISE_VARIANCE_BOUNDS = (1e-6, 1e2)
 
+# An input column's scale is at most this multiple of its bulk's spread
+# (the interquartile range over 1.349); why, in the module notes.
+BULK_MULTIPLE = 2.0
+
 _LENGTH_SCALE_BOUNDS = (1e-5, 1e5)
 _CONSTANT_BOUNDS = (1e-5, 1e5)
 
@@ -85,9 +110,12 @@ _CONSTANT_BOUNDS = (1e-5, 1e5)
 class InputScaling:
     """Per-column centring and scaling of inputs, fitted on training data.
 
-    Columns whose spread is negligible against their magnitude get a scale
-    of 1, and a scaling computed from magnitudes up to 1e300 stays finite
-    (see :func:`skgp_bayes._validation.safe_mean_std`).
+    A column's scale is its standard deviation, at most
+    :data:`BULK_MULTIPLE` times the spread of its middle half (so that a
+    few extreme rows do not set it). Columns whose spread is negligible
+    against their magnitude get a scale of 1, and a scaling computed from
+    magnitudes up to 1e300 stays finite (see
+    :func:`skgp_bayes._validation.safe_mean_std`).
 
     Parameters
     ----------
@@ -126,7 +154,10 @@ class InputScaling:
         >>> InputScaling.fit(np.array([[0.0], [2.0]])).scale
         array([1.])
         """
-        stats = [safe_mean_std(column) for column in np.asarray(X).T]
+        stats = [
+            safe_mean_std(column, bulk_multiple=BULK_MULTIPLE)
+            for column in np.asarray(X).T
+        ]
         mean = np.array([m for m, _ in stats], dtype=np.float64)
         scale = np.array([s for _, s in stats], dtype=np.float64)
         return cls(mean, scale)

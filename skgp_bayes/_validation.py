@@ -31,9 +31,11 @@ __all__ = [
 
 # Squared distances of inputs beyond this magnitude overflow float64.
 _MAX_ABS_INPUT = 1e150
+# The interquartile range of a normal distribution, in standard deviations.
+_NORMAL_IQR = 1.3489795003921634
 
 
-def safe_mean_std(values):
+def safe_mean_std(values, bulk_multiple=None):
     """Mean and standard deviation that neither overflow nor divide by zero.
 
     Values are scaled by their largest magnitude before squaring, so inputs
@@ -42,6 +44,11 @@ def safe_mean_std(values):
     Parameters
     ----------
     values : ndarray of shape (n,)
+    bulk_multiple : float or None, default=None
+        When given, the standard deviation is capped at this multiple of the
+        spread of the middle half of the values (the interquartile range
+        over 1.349, which equals the standard deviation of a normal
+        distribution), where that spread is positive.
 
     Returns
     -------
@@ -53,6 +60,9 @@ def safe_mean_std(values):
     >>> from skgp_bayes._validation import safe_mean_std
     >>> safe_mean_std(np.array([2.0, 2.0, 2.0]))
     (2.0, 1.0)
+    >>> values = np.array([1.0, 2.0, 3.0, 4.0, 1000.0])
+    >>> round(safe_mean_std(values)[1], 1), round(safe_mean_std(values, 2.0)[1], 2)
+    (399.0, 2.97)
     """
     scale = float(np.max(np.abs(values))) if values.size else 0.0
     if scale == 0.0:
@@ -60,9 +70,14 @@ def safe_mean_std(values):
     unit = values / scale
     mean = float(np.mean(unit)) * scale
     std = float(np.std(unit)) * scale
-    if not np.isfinite(std) or std <= 10.0 * np.finfo(float).eps * max(
-        abs(mean), np.finfo(float).tiny
-    ):
+    negligible = 10.0 * np.finfo(float).eps * max(abs(mean), np.finfo(float).tiny)
+    if bulk_multiple is not None:
+        lower, upper = np.percentile(unit, [25.0, 75.0])
+        capped = bulk_multiple * (float(upper - lower) / _NORMAL_IQR) * scale
+        # a bulk whose spread is lost in the rounding of its values is no scale
+        if negligible < capped < std:
+            std = capped
+    if not np.isfinite(std) or std <= negligible:
         std = 1.0
     return mean, std
 

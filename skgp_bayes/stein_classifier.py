@@ -182,12 +182,12 @@ class SteinGPClassifier(
         their prior and latents from ``N(0, I)``, as in the seed paper; it
         needs many more iterations.
     normalize_X : bool, default=True
-        Standardise each input column (mean 0, standard deviation 1 on the
-        training data) inside the estimator. The kernel's hyperparameters,
-        their bounds and priors, and inducing inputs stored on the estimator
-        are then in standardised units, so the defaults mean the same thing
-        whatever the inputs' natural units; ``input_scaling_`` maps between
-        the two. Set ``False`` to give a kernel in the inputs' own units.
+        Centre each input column and divide it by its training standard
+        deviation, at most twice its middle half's spread. Hyperparameters,
+        their bounds and priors, and stored inducing inputs are then in these
+        units, so the defaults mean the same thing whatever the inputs'
+        natural units; ``input_scaling_`` maps between the two. Set
+        ``False`` to give a kernel in the inputs' own units.
     random_state : int, RandomState instance or None, default=None
         Seeds the particle initialisation. The same seed gives bit-identical
         particles.

@@ -35,11 +35,13 @@ from skgp_bayes import (
     VariationalMCMCRegressor,
 )
 from skgp_bayes._defaults import (
+    BULK_MULTIPLE,
     InputScaling,
     default_kernel,
     default_priors,
     merged_priors,
 )
+from skgp_bayes._validation import safe_mean_std
 from skgp_bayes.datasets import load_concrete, load_mcycle
 from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.kernels import KernelAdapter
@@ -222,6 +224,49 @@ def test_input_scaling_handles_extreme_and_constant_columns():
     np.testing.assert_allclose(Z[:, 1], 0.0)  # a constant column is centred
     np.testing.assert_allclose(np.std(Z[:, [0, 2]], axis=0), 1.0)
     np.testing.assert_allclose(scaling.inverse_transform(Z), X, rtol=1e-12)
+
+
+def _bulk_spread(column):
+    lower, upper = np.percentile(column, [25.0, 75.0])
+    return (upper - lower) / 1.3489795003921634
+
+
+def test_input_scale_is_the_std_below_the_cap():
+    # Normal, uniform and exponential columns sit well below twice their
+    # bulk's spread (ratios 1.0, 0.8, 1.2): their scale is the standard
+    # deviation itself, to the bit, as it was before the cap.
+    rng = np.random.default_rng(0)
+    X = np.column_stack(
+        [rng.normal(size=300), rng.uniform(size=300), rng.exponential(size=300)]
+    )
+    uncapped = [safe_mean_std(column)[1] for column in X.T]
+    np.testing.assert_array_equal(InputScaling.fit(X).scale, uncapped)
+
+
+def test_input_scale_of_a_heavy_tailed_column_is_twice_its_bulk_spread():
+    # Log-normal with log-sd 2.5: the standard deviation is set by a few
+    # rows, tens of times the spread of the middle half.
+    rng = np.random.default_rng(1)
+    weights = np.exp(rng.normal(0.0, 2.5, size=200))
+    X = np.column_stack([weights, rng.normal(size=200)])
+    scale = InputScaling.fit(X).scale
+    assert weights.std() > 10 * _bulk_spread(weights)
+    np.testing.assert_allclose(scale[0], BULK_MULTIPLE * _bulk_spread(weights))
+    assert scale[1] == safe_mean_std(X[:, 1])[1]
+    # scale-free: the cap follows a rescaling and a shift of the column
+    moved = InputScaling.fit(np.column_stack([-3e5 * weights + 7.0, X[:, 1]]))
+    np.testing.assert_allclose(moved.scale[0], 3e5 * scale[0], rtol=1e-12)
+
+
+def test_input_scale_ignores_a_bulk_of_identical_values():
+    # Over three quarters of the rows equal (a 0/1 indicator, a count that
+    # is mostly zero): the middle half has no spread, and the standard
+    # deviation is the only scale there is.
+    column = np.r_[np.zeros(32), np.arange(1.0, 9.0)]
+    assert InputScaling.fit(column[:, None]).scale[0] == safe_mean_std(column)[1]
+    # nor is a bulk whose spread is lost in the rounding of its magnitude
+    column = np.r_[1e10 + 1e-8 * np.arange(30.0), 2e10]
+    assert InputScaling.fit(column[:, None]).scale[0] == safe_mean_std(column)[1]
 
 
 # ------------------------------------------------------------- the priors
