@@ -278,11 +278,15 @@ class Sampler:
         fitted to the draws taken back through them, and map the density
         they were fitted on.
         """
-        base, shift, transform = (
-            self.target.logp_and_grad,
-            self.target.shift,
-            self.transform,
-        )
+        if self.transform is None:  # the chains move in x itself
+            size = chains.shape[-1]
+            base, shift, transform = self.target, np.zeros(size), np.eye(size)
+        else:
+            base, shift, transform = (
+                self.target.logp_and_grad,
+                self.target.shift,
+                self.transform,
+            )
         if self.maps is not None:
             base = base.logp_and_grad  # the density the earlier maps mapped
         inner, maps = self.unmapped(chains), None
@@ -317,7 +321,7 @@ class Sampler:
         """Points ``w`` in the coordinates the chains move, before any sinh map
         (the free ``(theta, v)``, or ``[theta, log s2]``, in bound coordinates
         where the sampler has them)."""
-        inner = self.target.to_x(w)
+        inner = w if self.transform is None else self.target.to_x(w)
         return inner if self.maps is None else self.maps.to_x(inner)
 
     @property

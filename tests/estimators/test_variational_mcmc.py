@@ -930,3 +930,43 @@ def test_collapsed_fit_reports_the_bound_of_the_set_it_keeps(monkeypatch):
     np.testing.assert_allclose(reg.svgp_elbo_, at_kept, rtol=1e-9)
     assert reg.diagnostics_["svgp_elbo"] == reg.svgp_elbo_
     assert reg.svgp_elbo_ < reached[-1][1]
+
+
+class _Gaussian2d:
+    """log N(x; (1, -2), diag(4, 0.25)), up to a constant."""
+
+    scale = np.array([2.0, 0.5])
+    centre = np.array([1.0, -2.0])
+
+    def logp_and_grad(self, x):
+        z = (x - self.centre) / self.scale
+        return -0.5 * z @ z, -z / self.scale
+
+
+def test_a_sampler_without_a_curvature_transform_unmaps_and_refines():
+    # Where no usable curvature exists at the optimum (a gradient near it
+    # not finite) the chains move in x itself. The mode searches' check of
+    # the draws (unmapped) and their refinement of the coordinates once
+    # assumed a curvature transform, and a default fit on 13 rows of the
+    # vapour pressure of mercury stopped with an AttributeError there.
+    guarded = _GuardedTarget(_Gaussian2d(), np.full(2, -50.0), np.full(2, 50.0))
+    rng = np.random.default_rng(0)
+    inits = rng.standard_normal((4, 2))
+    sampler = _sampling.Sampler(
+        guarded, np.zeros(2), None, rng, 4, inits=inits, inv_mass=np.ones(2)
+    )
+    draws = _Gaussian2d.centre + _Gaussian2d.scale * rng.standard_normal((4, 500, 2))
+    np.testing.assert_array_equal(sampler.unmapped(draws), draws)
+    refined = sampler.refined(draws, draws[:, -1])
+    # the chains continue from where they were, in coordinates in which the
+    # draws are about standard normal, on the same density
+    np.testing.assert_allclose(refined.to_x(refined.inits), draws[:, -1], atol=1e-12)
+    w = np.linalg.solve(refined.transform, (draws - refined.target.shift)[..., None])
+    assert np.all(np.abs(w.reshape(-1, 2).std(axis=0) - 1.0) < 0.1)
+    point = draws[0, 7]
+    w_point = np.linalg.solve(refined.transform, point - refined.target.shift)
+    np.testing.assert_allclose(
+        refined.target(w_point)[0] - refined.target(np.zeros(2))[0],
+        guarded(point)[0] - guarded(refined.target.shift)[0],
+        rtol=1e-10,
+    )
