@@ -250,9 +250,7 @@ class Sampler:
     def to_x(self, w, threads=1):
         """The chains' draws ``w`` in ``(theta, v)`` coordinates (``threads``
         is for :meth:`CollapsedSampler.to_x`)."""
-        x = w if self.transform is None else self.target.to_x(w)
-        if self.maps is not None:
-            x = self.maps.to_x(x)
+        x = self.unmapped(w)
         return x if self.coords is None else self.coords.expand(x)
 
     def jumps(self):
