@@ -127,15 +127,46 @@ QUICK = {
     "max_train": 40,
 }
 DEFAULT_MAX_TRAIN = 300
-# Every data set a name can pick, of the five groups (main, held-out, unseen,
-# fourth, fifth).
+# The groups of data sets beside the main one: flag -> (loaders, what the
+# flag picks).
+DATA_GROUPS = {
+    "holdout": (
+        HOLDOUT_LOADERS,
+        "the held-out data sets instead (benchmarks/_holdout_data.py)",
+    ),
+    "unseen": (
+        UNSEEN_LOADERS,
+        "the sets of benchmarks/_unseen_data.py instead, from packages the "
+        "other groups never use",
+    ),
+    "fourth": (
+        FOURTH_LOADERS,
+        "the sets of benchmarks/_fourth_data.py instead, R data sets no "
+        "other group uses",
+    ),
+    "fifth": (
+        FIFTH_LOADERS,
+        "the sets of benchmarks/_fifth_data.py instead, R data sets no "
+        "other group uses",
+    ),
+}
+# Every data set a name can pick, of the main group and the others.
 ALL_LOADERS = {
     **LOADERS,
-    **HOLDOUT_LOADERS,
-    **UNSEEN_LOADERS,
-    **FOURTH_LOADERS,
-    **FIFTH_LOADERS,
+    **{name: load for group, _ in DATA_GROUPS.values() for name, load in group.items()},
 }
+
+
+def one_group_flag(parser, args, names):
+    """The group flag of ``names`` that ``args`` sets, or None; two or more
+    set are the parser's error."""
+    chosen = [name for name in names if getattr(args, name)]
+    if len(chosen) > 1:
+        flags = [f"--{name}" for name in names]
+        parser.error(f"{', '.join(flags[:-1])} and {flags[-1]} are groups: give one")
+    return chosen[0] if chosen else None
+
+
 # One BLAS thread for every model: the estimators' own thread policy runs
 # BLAS serially at these sizes anyway, and on a shared machine a second
 # OpenBLAS thread that has to wait for a core made the peer's fit up to 13
@@ -645,30 +676,10 @@ def parse_args(argv=None):
     parser.add_argument(
         "--datasets", help=f"comma-separated names (default: all): {list(LOADERS)}"
     )
-    parser.add_argument(
-        "--holdout",
-        action="store_true",
-        help="the held-out data sets instead (benchmarks/_holdout_data.py): "
-        f"{list(HOLDOUT_LOADERS)}",
-    )
-    parser.add_argument(
-        "--unseen",
-        action="store_true",
-        help="the sets of benchmarks/_unseen_data.py instead, from packages the "
-        f"other groups never use: {list(UNSEEN_LOADERS)}",
-    )
-    parser.add_argument(
-        "--fourth",
-        action="store_true",
-        help="the sets of benchmarks/_fourth_data.py instead, R data sets no "
-        f"other group uses: {list(FOURTH_LOADERS)}",
-    )
-    parser.add_argument(
-        "--fifth",
-        action="store_true",
-        help="the sets of benchmarks/_fifth_data.py instead, R data sets no "
-        f"other group uses: {list(FIFTH_LOADERS)}",
-    )
+    for name, (loaders, picks) in DATA_GROUPS.items():
+        parser.add_argument(
+            f"--{name}", action="store_true", help=f"{picks}: {list(loaders)}"
+        )
     parser.add_argument(
         "--max-train",
         type=int,
@@ -702,16 +713,9 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     estimators = _parse_list(args.estimators, REGRESSORS + CLASSIFIERS, "estimators")
     datasets = _parse_list(args.datasets, ALL_LOADERS, "data sets")
-    if args.holdout + args.unseen + args.fourth + args.fifth > 1:
-        parser.error("--holdout, --unseen, --fourth and --fifth are groups: give one")
-    if args.holdout and datasets is None:
-        datasets = list(HOLDOUT_LOADERS)
-    if args.unseen and datasets is None:
-        datasets = list(UNSEEN_LOADERS)
-    if args.fourth and datasets is None:
-        datasets = list(FOURTH_LOADERS)
-    if args.fifth and datasets is None:
-        datasets = list(FIFTH_LOADERS)
+    group = one_group_flag(parser, args, list(DATA_GROUPS))
+    if group is not None and datasets is None:
+        datasets = list(DATA_GROUPS[group][0])
     if args.quick:
         estimators = QUICK["estimators"] if estimators is None else estimators
         datasets = QUICK["datasets"] if datasets is None else datasets

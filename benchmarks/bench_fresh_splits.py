@@ -34,18 +34,17 @@ import time
 import warnings
 
 import numpy as np
-from _fifth_data import FIFTH_LOADERS  # benchmarks/ on sys.path
-from _fourth_data import FOURTH_LOADERS
-from _holdout_data import HOLDOUT_LOADERS
+from _holdout_data import HOLDOUT_LOADERS  # benchmarks/ on sys.path
 from _real_data import LOADERS
-from _unseen_data import UNSEEN_LOADERS
 from _warm_up import warm_up
 from bench_defaults import (
     ALL_LOADERS,
     CLASSIFIERS,
+    DATA_GROUPS,
     PEERS,
     REGRESSORS,
     make_estimator,
+    one_group_flag,
     score_classifier,
     score_regressor,
     split,
@@ -153,31 +152,19 @@ def main():
         help="only these of our estimators (comma-separated; the peer of each "
         "task is always fitted, for the ratios)",
     )
-    parser.add_argument(
-        "--unseen",
-        action="store_true",
-        help="the sets of benchmarks/_unseen_data.py instead of --datasets",
-    )
-    parser.add_argument(
-        "--fourth",
-        action="store_true",
-        help="the sets of benchmarks/_fourth_data.py instead of --datasets",
-    )
-    parser.add_argument(
-        "--fifth",
-        action="store_true",
-        help="the sets of benchmarks/_fifth_data.py instead of --datasets",
-    )
+    # the groups beside the default sets (the held-out group is one of them)
+    groups = [name for name in DATA_GROUPS if name != "holdout"]
+    for name in groups:
+        parser.add_argument(
+            f"--{name}",
+            action="store_true",
+            help=f"the sets of benchmarks/_{name}_data.py instead of --datasets",
+        )
     parser.add_argument("--jsonl", help="also write every fit's record here")
     args = parser.parse_args()
-    if args.unseen + args.fourth + args.fifth > 1:
-        parser.error("--unseen, --fourth and --fifth are groups: give one")
-    if args.unseen:
-        args.datasets = ",".join(UNSEEN_LOADERS)
-    if args.fourth:
-        args.datasets = ",".join(FOURTH_LOADERS)
-    if args.fifth:
-        args.datasets = ",".join(FIFTH_LOADERS)
+    group = one_group_flag(parser, args, groups)
+    if group is not None:
+        args.datasets = ",".join(DATA_GROUPS[group][0])
     unknown_sets = set(args.datasets.split(",")) - set(ALL_LOADERS)
     if unknown_sets:
         parser.error(f"unknown data sets {sorted(unknown_sets)}")
