@@ -49,7 +49,7 @@ PILED_RATE = 1.0
 ON_BOUND = 1e-6
 
 
-def piled_on_bounds(centre, grad, bounds):
+def piled_on_bounds(centre, grad, bounds, min_rate=PILED_RATE):
     """Coordinates piled on their lower and upper bounds (see ``PILED_RATE``).
 
     Parameters
@@ -57,6 +57,10 @@ def piled_on_bounds(centre, grad, bounds):
     centre, grad : ndarray of shape (p,)
         A point and the log density's gradient there.
     bounds : ndarray of shape (p, 2)
+    min_rate : float, default=PILED_RATE
+        The least rate, per unit, at which the log density must fall away
+        from the bound; 0 counts every coordinate on a bound whose
+        gradient does not point away from it.
 
     Returns
     -------
@@ -71,11 +75,14 @@ def piled_on_bounds(centre, grad, bounds):
     >>> piled_on_bounds(np.array([0.0, 0.0, 2.0]), np.array([-50.0, 0.1, -50.0]),
     ...                 bounds)
     (array([ True, False, False]), array([False, False, False]))
+    >>> piled_on_bounds(np.array([0.0, 0.0, 2.0]), np.array([-0.1, 0.1, -50.0]),
+    ...                 bounds, min_rate=0.0)
+    (array([ True, False, False]), array([False, False, False]))
     """
     low, high = bounds[:, 0], bounds[:, 1]
     free = high - low > ON_BOUND
-    lower = free & (centre - low <= ON_BOUND) & (grad <= -PILED_RATE)
-    upper = free & (high - centre <= ON_BOUND) & (grad >= PILED_RATE)
+    lower = free & (centre - low <= ON_BOUND) & (grad <= -min_rate)
+    upper = free & (high - centre <= ON_BOUND) & (grad >= min_rate)
     return lower, upper
 
 

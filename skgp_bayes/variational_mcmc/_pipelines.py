@@ -339,6 +339,22 @@ def _collapsed_sampler(start, hmc, targets, points, data):
     guarded, sampled, draws_v = targets
     hyper = points[1]
     coords = bound_coordinates(guarded, hyper)
+    mode_jumps = None
+    if coords is None:
+        mode_jumps = collapsed_mode_jumps(
+            sampled,
+            points,
+            start.hyper_bounds,
+            (start.adapter, *data, start.prior_set),
+            hmc.log,
+        )
+        # With one mode, a bound within the chains' reach is moved away in
+        # log-distance coordinates too (nearly exact data put the noise
+        # floor there). The mode jumps and searches work in the
+        # hyperparameters' own coordinates, so a posterior with several
+        # modes keeps them and its wall.
+        if mode_jumps is None:
+            coords = bound_coordinates(guarded, hyper, walls=True)
     if coords is None:
         transform = curvature_preconditioner(guarded, hyper)
     else:
@@ -355,13 +371,7 @@ def _collapsed_sampler(start, hmc, targets, points, data):
         coords,
     )
     if coords is None:  # the mixture's modes live in the hyperparameters' coordinates
-        sampler.mode_jumps = collapsed_mode_jumps(
-            sampled,
-            points,
-            start.hyper_bounds,
-            (start.adapter, *data, start.prior_set),
-            hmc.log,
-        )
+        sampler.mode_jumps = mode_jumps
         # searches from the chains' draws, for modes they reach later (on a
         # split of Boston's house values, 300 rows, the searches before
         # sampling found one of the exact posterior's modes and the chains
@@ -382,7 +392,7 @@ def _log_held(log, coords, names):
     if piled:
         log(
             f"HMC samples {piled} as the log distance from the bound its "
-            "optimum lies on"
+            "optimum lies on or near"
         )
     if held_names:
         log(f"HMC holds {held_names} fixed")

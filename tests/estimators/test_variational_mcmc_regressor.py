@@ -1,12 +1,15 @@
 """Variational MCMC regressors: Poisson and Gaussian likelihoods, and the
 exact target where the inducing set reaches the training inputs."""
 
+import warnings
+
 import numpy as np
 import pytest
 from _variational_mcmc_fits import SHORT_CHAINS, quiet_fit, seeded
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import VariationalMCMCRegressor
+from skgp_bayes._defaults import NOISE_VARIANCE_BOUNDS
 from skgp_bayes.datasets import bin_coal_counts
 from skgp_bayes.diagnostics import effective_sample_size
 
@@ -529,3 +532,21 @@ def test_a_kept_set_that_predicts_held_out_rows_worse_gives_way_to_the_exact_tar
     # without the exact mode (no growth compared) the set stays
     kept = CollapsedOptimum(hyper, np.linspace(0, 10, 8)[:, None], False, [], 0)
     assert not stage._grown((adapter, X, y), (-np.inf, None, []), X, kept).exact
+
+
+def test_nearly_exact_data_keep_the_chains_off_the_noise_floor():
+    # 13 rows of an Antoine vapour-pressure curve (pressure over six decades
+    # of a temperature): exact data, whose noise variance's optimum lies 3.4
+    # log units above its floor (a fraction 1e-6 of the standardised
+    # targets' variance) with the density on the floor 1.5 nats lower. The
+    # chains sample it as its log distance from the floor: with the floor
+    # as a wall in their way they diverged 74 times and warned. A default
+    # fit is quiet, and its draws reach within a log unit of the floor.
+    X = np.arange(0.0, 361.0, 30.0)[:, None]
+    y = 10.0 ** (10.0 - 3000.0 / (X[:, 0] + 273.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = VariationalMCMCRegressor(random_state=0).fit(X, y)
+    assert reg.diagnostics_["n_divergences"] == 0
+    log_noise = reg.draws_[:, reg.param_names_.index("noise_variance")]
+    assert log_noise.min() < np.log(NOISE_VARIANCE_BOUNDS[0]) + 1.0

@@ -95,6 +95,33 @@ def test_bound_coordinates_gradient_matches_finite_differences():
         assert x[1] > lower[1] and x[2] < upper[2] and x[3] == 0.5
 
 
+def test_a_shallow_pile_on_a_bound_is_still_a_wall_for_the_chains():
+    # x1's log density falls away from its lower bound at 0.09 per unit,
+    # below PILED_RATE: the Laplace approximation calls it no pile, but
+    # chains that start on the bound hit it at once, so the sampler moves
+    # it as its log distance from the bound, starting a unit away. A
+    # coordinate whose gradient points away from its bound is left alone.
+    from skgp_bayes.inference.laplace import PILED_RATE, piled_on_bounds
+    from skgp_bayes.variational_mcmc._sampling import GuardedTarget, bound_coordinates
+
+    class Shallow:
+        def logp_and_grad(self, x):
+            value = -0.5 * x[0] ** 2 - 0.09 * x[1] + 0.5 * x[2]
+            return value, np.array([-x[0], -0.09, 0.5])
+
+    lower, upper = np.zeros(3) - 5.0, np.full(3, 10.0)
+    lower[1] = 0.0
+    x0 = np.array([0.0, 0.0, -5.0])
+    grad = Shallow().logp_and_grad(x0)[1]
+    bounds = np.column_stack([lower, upper])
+    assert not piled_on_bounds(x0, grad, bounds)[0].any()
+    assert PILED_RATE > 0.09
+    coords = bound_coordinates(GuardedTarget(Shallow(), lower, upper), x0)
+    assert coords is not None
+    assert coords.piled_coordinates().tolist() == [False, True, False]
+    np.testing.assert_allclose(coords.expand(coords.start), [0.0, 1.0, -5.0])
+
+
 class _RowSum:
     """``n`` rows' log density ``-sum_i (x - m_i)^2 / 2`` around ``m = 1``,
     with a record of the points the search evaluates."""
