@@ -325,7 +325,11 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
         check_bounds(bounds, names)
         start = np.clip(start, bounds[:, 0], bounds[:, 1])
         prior_set = estimator_prior_set(
-            adapter, self.priors, n_features, noise=noise_bounds is not None
+            adapter,
+            self.priors,
+            n_features,
+            noise=noise_bounds is not None,
+            regression=True,
         )
         return kernel, adapter, names, bounds, start, prior_set, fixed_log_noise
 

@@ -62,11 +62,25 @@ the same argument for Bayesian optimisation).
   length scale of a fifth of an input's spread (two prior sds below the
   centre in one dimension) and leaves an irrelevant input's length scale
   free to grow tens of times its spread;
-- the signal variance and the noise variance, both fractions of ``Var(y)``
-  for a regressor, ``~ Gamma(1, 2)``: mean 2, so a signal explaining all the
-  variance or a noise at the level of the data are both typical, while a
-  signal or noise ten times the data's variance is a priori unlikely
-  (probability ``exp(-5)``).
+- a regressor's noise variance, a fraction of ``Var(y)``, ``~ Gamma(1, 2)``:
+  mean 2, so noise at the level of the data is typical while noise ten
+  times the data's variance is a priori unlikely (probability ``exp(-5)``);
+- a regressor's signal variance ``~ HalfCauchyVariance(1)``: its square root
+  is half-Cauchy with the standardised targets' unit scale, the weakly
+  informative prior of a scale parameter (Gelman 2006; Polson and Scott
+  2012). The median is the data's variance; the tail is heavy because the
+  signal variance and the length scale trade along a ridge (a smooth curve
+  over the data's range is as well described by a longer length scale with
+  a larger variance; for Matern kernels only the variance over a power of
+  the length scale can be learnt on a bounded region, Zhang 2004). On
+  nearly exact data the likelihood climbs that ridge far beyond ``Var(y)``:
+  13 rows of the vapour pressure of mercury put scikit-learn's variance at
+  475 times it, where ``Gamma(1, 2)``'s exponential tail held every
+  regressor near 7 and 0.7-2.1 nats per point below scikit-learn;
+- a classifier's latent signal variance ``~ Gamma(1, 2)``: there is no
+  target to standardise, and nearly separable classes give the likelihood
+  no maximum along the ridge, so a heavy tail would let it run away (see
+  ``doc/defaults.rst``).
 
 ``tests/test_defaults.py`` checks the prior predictive: draws of the latent
 function at real training inputs, standardised, have a spread on the scale of
@@ -81,7 +95,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_input_magnitude, safe_mean_std
-from .priors import LogNormal, PriorSet
+from .priors import HalfCauchyVariance, LogNormal, PriorSet
 
 __all__ = [
     "BULK_MULTIPLE",
@@ -330,10 +344,12 @@ def default_kernel(n_features):
     )
 
 
-def default_priors(param_names, n_features):
+def default_priors(param_names, n_features, regression=False):
     """Default priors, by hyperparameter name, for names the user left open.
 
-    Length scales get ``LogNormal(log sqrt(d) + 1, 1)``; everything else falls back to
+    Length scales get ``LogNormal(log sqrt(d) + 1, 1)``; with
+    ``regression``, signal variances (``constant_value``) get
+    ``HalfCauchyVariance(1)``; everything else falls back to
     :data:`skgp_bayes.priors.DEFAULT_PRIOR`, ``Gamma(1, 2)``.
 
     Parameters
@@ -342,6 +358,10 @@ def default_priors(param_names, n_features):
         The free hyperparameters' names (``kernel.hyperparameters`` names,
         plus ``"noise_variance"``).
     n_features : int
+    regression : bool, default=False
+        Whether the kernel models standardised targets with a Gaussian
+        likelihood (a regressor's), whose signal variance is a fraction of
+        ``Var(y)``.
 
     Returns
     -------
@@ -352,17 +372,23 @@ def default_priors(param_names, n_features):
     >>> from skgp_bayes._defaults import default_priors
     >>> default_priors(["k1__constant_value", "k2__length_scale"], 4)
     {'k2__length_scale': LogNormal(mu=1.6931471805599454, sigma=1.0)}
+    >>> default_priors(["k1__constant_value"], 4, regression=True)
+    {'k1__constant_value': HalfCauchyVariance(scale=1.0)}
     """
     centre = 0.5 * math.log(max(int(n_features), 1)) + 1.0
-    length_scale_prior = LogNormal(mu=centre, sigma=1.0)
+    by_kind = {"length_scale": LogNormal(mu=centre, sigma=1.0)}
+    if regression:
+        by_kind["constant_value"] = HalfCauchyVariance(1.0)
     return {
-        name: length_scale_prior
+        name: by_kind[name.split("__")[-1]]
         for name in param_names
-        if name.split("__")[-1] == "length_scale"
+        if name.split("__")[-1] in by_kind
     }
 
 
-def estimator_prior_set(adapter, user_priors, n_features, noise=False):
+def estimator_prior_set(
+    adapter, user_priors, n_features, noise=False, regression=False
+):
     """The prior set of an estimator's hyperparameters: the user's priors
     over the defaults, for the kernel's and (``noise``) a noise variance
     after them.
@@ -374,6 +400,9 @@ def estimator_prior_set(adapter, user_priors, n_features, noise=False):
     n_features : int
     noise : bool, default=False
         Whether a log noise variance follows the kernel's hyperparameters.
+    regression : bool, default=False
+        Whether the kernel models standardised targets with a Gaussian
+        likelihood (see :func:`default_priors`).
 
     Returns
     -------
@@ -391,10 +420,11 @@ def estimator_prior_set(adapter, user_priors, n_features, noise=False):
     slices = dict(adapter.hyperparameter_slices)
     if noise:
         slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-    return PriorSet(slices, merged_priors(user_priors, slices, n_features))
+    merged = merged_priors(user_priors, slices, n_features, regression)
+    return PriorSet(slices, merged)
 
 
-def merged_priors(user_priors, param_names, n_features):
+def merged_priors(user_priors, param_names, n_features, regression=False):
     """The user's priors over the defaults of :func:`default_priors`.
 
     A user prior for a whole hyperparameter or one of its entries
@@ -405,6 +435,8 @@ def merged_priors(user_priors, param_names, n_features):
     user_priors : dict or None
     param_names : iterable of str
     n_features : int
+    regression : bool, default=False
+        As in :func:`default_priors`.
 
     Returns
     -------
@@ -421,7 +453,7 @@ def merged_priors(user_priors, param_names, n_features):
     user = {} if user_priors is None else dict(user_priors)
     merged = {
         name: prior
-        for name, prior in default_priors(param_names, n_features).items()
+        for name, prior in default_priors(param_names, n_features, regression).items()
         if name not in user
     }
     merged.update(user)

@@ -10,7 +10,7 @@ import numbers
 
 import numba as nb
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import expit, gammaln
 
 __all__ = [
     "Prior",
@@ -18,6 +18,7 @@ __all__ = [
     "InverseGamma",
     "LogNormal",
     "HalfNormal",
+    "HalfCauchyVariance",
     "ScipyPrior",
     "as_prior",
     "PriorSet",
@@ -27,7 +28,7 @@ __all__ = [
 _LOG_2PI = np.log(2.0 * np.pi)
 
 # Family codes of the entries that PriorSet evaluates in one compiled call.
-_GAMMA, _INVERSE_GAMMA, _LOG_NORMAL, _HALF_NORMAL = 0, 1, 2, 3
+_GAMMA, _INVERSE_GAMMA, _LOG_NORMAL, _HALF_NORMAL, _HALF_CAUCHY_VARIANCE = range(5)
 
 
 class Prior:
@@ -160,8 +161,10 @@ def _check_positive(name, value):
 class Gamma(Prior):
     """Gamma prior with ``shape`` and ``scale`` (mean ``shape * scale``).
 
-    ``Gamma(1, 2)`` is every estimator's default for the signal and noise
-    variances (length scales get a log-normal; see :ref:`defaults`).
+    ``Gamma(1, 2)`` is every estimator's default for the noise variance and
+    a classifier's signal variance (a regressor's signal variance gets
+    :class:`HalfCauchyVariance`, length scales a log-normal; see
+    :ref:`defaults`).
 
     Parameters
     ----------
@@ -303,6 +306,54 @@ class HalfNormal(Prior):
         return np.abs(rng.normal(0.0, self.scale, size=size))
 
 
+class HalfCauchyVariance(Prior):
+    """A variance whose square root is half-Cauchy with the given ``scale``.
+
+    The weakly informative prior of a scale parameter (Gelman 2006; Polson
+    and Scott 2012), stated on the variance that kernels such as
+    ``ConstantKernel`` carry: ``sqrt(x) ~ HalfCauchy(scale)``, so ``x /
+    scale^2`` has the ``F(1, 1)`` distribution and the density
+    ``1 / (pi scale sqrt(x) (1 + x / scale^2))``. Its median is
+    ``scale^2``; a standard deviation ten times ``scale`` keeps probability
+    0.063. The default for a regressor's signal variance with ``scale=1``,
+    the standardised targets' standard deviation (see :ref:`defaults`).
+
+    Parameters
+    ----------
+    scale : float, default=1.0
+        Scale of the half-Cauchy standard deviation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.priors import HalfCauchyVariance
+    >>> value, grad = HalfCauchyVariance(1.0).log_prob_theta(np.array([0.0]))
+    >>> round(float(value[0]), 6), float(grad[0])  # -log(2 pi), the mode in theta
+    (-1.837877, 0.0)
+    """
+
+    def __init__(self, scale=1.0):
+        self.scale = _check_positive("scale", scale)
+
+    def logpdf(self, x):
+        s = self.scale
+        return -np.log(np.pi * s) - 0.5 * np.log(x) - np.log1p(x / (s * s))
+
+    def dlogpdf(self, x):
+        return -0.5 / x - 1.0 / (self.scale**2 + x)
+
+    def log_prob_theta(self, theta):
+        # In theta = log x: theta / 2 - log(1 + e^u) - log(pi s) with
+        # u = theta - 2 log s, without the round trip through x.
+        theta = np.asarray(theta, dtype=np.float64)
+        u = theta - 2.0 * np.log(self.scale)
+        value = 0.5 * theta - np.logaddexp(0.0, u) - np.log(np.pi * self.scale)
+        return value, 0.5 - expit(u)
+
+    def sample(self, rng, size):
+        return (self.scale * np.abs(rng.standard_cauchy(size=size))) ** 2
+
+
 class ScipyPrior(Prior):
     """Any frozen ``scipy.stats`` distribution with support on ``x > 0``.
 
@@ -405,6 +456,9 @@ def _analytic_row(prior):
     if kind is HalfNormal:
         s = prior.scale
         return _HALF_NORMAL, s, 0.0, np.log(2.0) - np.log(s) - 0.5 * _LOG_2PI
+    if kind is HalfCauchyVariance:
+        s = prior.scale
+        return _HALF_CAUCHY_VARIANCE, 2.0 * np.log(s), 0.0, -np.log(np.pi * s)
     return None
 
 
@@ -414,8 +468,9 @@ def _analytic_log_prob(theta, family, constants, grad):
 
     Row ``i`` of ``constants`` holds the ``(c0, c1, c2)`` of
     :func:`_analytic_row`. Each family is its ``log_prob_theta`` written in
-    ``theta = log x`` (the Jacobian term included): the Gamma and
-    log-normal ones as those methods compute them, the inverse gamma's
+    ``theta = log x`` (the Jacobian term included): the Gamma, log-normal
+    and half-Cauchy variance ones as those methods compute them, the
+    inverse gamma's
     ``a log b - log Gamma(a) - a theta - b e^-theta`` and the half-normal's
     ``log 2 - log s - log(2 pi) / 2 + theta - (e^theta / s)^2 / 2`` without
     the round trip through ``x``, so they agree with the methods to
@@ -439,11 +494,34 @@ def _analytic_log_prob(theta, family, constants, grad):
             z = (t - c0) / c1
             value += constants[i, 2] - 0.5 * z * z
             grad[i] = -z / c1
-        else:  # HalfNormal(scale c0)
+        elif kind == 3:  # HalfNormal(scale c0)
             u = np.exp(t) / c0
             value += constants[i, 2] + t - 0.5 * u * u
             grad[i] = 1.0 - u * u
+        else:  # HalfCauchyVariance(scale s), c0 = 2 log s
+            u = t - c0
+            # the order of _sparse_numba.log_prior_theta's sum: the compiled
+            # samplers and this evaluation must agree to the bit
+            value += 0.5 * t - _softplus(u) + constants[i, 2]
+            grad[i] = 0.5 - _logistic(u)
     return value
+
+
+@nb.njit(cache=True, nogil=True)
+def _softplus(u):
+    """``log(1 + e^u)`` without overflow."""
+    if u > 0.0:
+        return u + np.log1p(np.exp(-u))
+    return np.log1p(np.exp(u))
+
+
+@nb.njit(cache=True, nogil=True)
+def _logistic(u):
+    """``1 / (1 + e^-u)`` without overflow."""
+    if u >= 0.0:
+        return 1.0 / (1.0 + np.exp(-u))
+    e = np.exp(u)
+    return e / (1.0 + e)
 
 
 class PriorSet:

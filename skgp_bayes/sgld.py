@@ -101,8 +101,9 @@ class SGLDGPRegressor(
         Hyperparameter name (``"k2__length_scale"``, ``"noise_variance"``...)
         to a prior on the natural scale (:class:`skgp_bayes.priors.Prior` or a
         frozen ``scipy.stats`` distribution). Unnamed length scales get
-        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
-        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
+        ``LogNormal(log sqrt(d) + 1, 1)``, unnamed signal variances
+        (``constant_value``) ``HalfCauchyVariance(1)``, other unnamed
+        parameters ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
     noise_variance : float, default=0.1
         Initial noise variance, on the scale of the (normalised) target.
     noise_variance_bounds : pair of float or "fixed", default=(1e-6, 1e2)

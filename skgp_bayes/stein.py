@@ -108,8 +108,9 @@ class SteinGPRegressor(
         one entry ``"k2__length_scale[0]"``) to a prior on the natural scale:
         a :class:`skgp_bayes.priors.Prior` or a frozen ``scipy.stats``
         distribution. Unnamed length scales get
-        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
-        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
+        ``LogNormal(log sqrt(d) + 1, 1)``, unnamed signal variances
+        (``constant_value``) ``HalfCauchyVariance(1)``, other unnamed
+        parameters ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`).
     noise_variance : float, default=0.1
         Initial observation-noise variance, on the scale of the (normalised)
         target.

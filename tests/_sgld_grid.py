@@ -26,13 +26,18 @@ def strong_maps(kept):
     return SinhMaps(x.mean(axis=0), x.std(axis=0), skew, np.full(k, 0.8))
 
 
-def grid_posterior(X, y, ranges, size=24, length_scale_prior="gamma"):
+def grid_posterior(
+    X, y, ranges, size=24, length_scale_prior="gamma", signal_prior="gamma"
+):
     """Posterior mean and sd of (log c, log ell, log s2) for c RBF(ell) + s2 I
     with Gamma(1, 2) priors, by quadrature on a grid; plain NumPy, batched
     Cholesky factorisations, nothing from the library.
 
     ``length_scale_prior="default"`` puts the estimators' default on ell
-    instead, ``log ell ~ N(1, 1)`` in one dimension (inputs standardised).
+    instead, ``log ell ~ N(1, 1)`` in one dimension (inputs standardised);
+    ``signal_prior="default"`` the regressors' default on c, a half-Cauchy
+    standard deviation of scale 1 (``p(log c)`` proportional to
+    ``sqrt(c) / (1 + c)``).
     """
     axes = [np.linspace(lo, hi, size) for lo, hi in ranges]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
@@ -52,6 +57,8 @@ def grid_posterior(X, y, ranges, size=24, length_scale_prior="gamma"):
         log_prior = -np.exp(P) / 2 + P
         if length_scale_prior == "default":
             log_prior[:, 1] = -0.5 * (P[:, 1] - 1.0) ** 2
+        if signal_prior == "default":
+            log_prior[:, 0] = 0.5 * P[:, 0] - np.logaddexp(0.0, P[:, 0])
         logp[s : s + 2000] = loglik + np.sum(log_prior, 1)
     w = np.exp(logp - logp.max())
     w /= w.sum()
@@ -73,8 +80,10 @@ def assert_draws_match_quadrature(reg, X, y):
     """
     ys = (y - y.mean()) / y.std()
     Xs = (X - X.mean()) / X.std()  # the model's units (normalize_X=True)
-    ranges = [(-2.5, 4.5), (-1.9, 1.1), (-3.2, -0.3)]
-    mean, sd, marginals = grid_posterior(Xs, ys, ranges, length_scale_prior="default")
+    ranges = [(-2.5, 6.5), (-1.9, 1.1), (-3.2, -0.3)]
+    mean, sd, marginals = grid_posterior(
+        Xs, ys, ranges, size=28, length_scale_prior="default", signal_prior="default"
+    )
     draws = reg.samples_.reshape(-1, 3)
     se_mean = 1.0 / np.sqrt(reg.ess_)
     np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean) / sd, 5 * se_mean)

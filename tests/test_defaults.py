@@ -45,7 +45,7 @@ from skgp_bayes._validation import safe_mean_std
 from skgp_bayes.datasets import load_concrete, load_mcycle
 from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.kernels import KernelAdapter
-from skgp_bayes.priors import HalfNormal, PriorSet
+from skgp_bayes.priors import HalfCauchyVariance, HalfNormal, PriorSet
 
 REGRESSORS = [
     "SteinGPRegressor",
@@ -332,30 +332,43 @@ def test_prior_predictive_correlation_neither_collapses_nor_freezes(data, stat_s
 def test_prior_predictive_spread_is_on_the_scale_of_the_data(stat_seed):
     """The prior predictive sd of a standardised target, ``sqrt(s_f^2 + s_n^2)``.
 
-    Under the defaults its median is about 1.6 and the probability that it
-    exceeds 10 (ten times the data's spread) is ``P(s_f^2 + s_n^2 > 100)``,
-    about 1e-20; below 0.1 about 5e-5. With 20,000 draws the sample median's
-    standard error is under 0.01 and the bounds are far from it: a false
-    failure has probability below 1e-9.
+    Under a regressor's defaults (``s_f^2 ~ HalfCauchyVariance(1)``, ``s_n^2
+    ~ Gamma(1, 2)``) its median is 1.89 and, by quadrature over the two
+    laws, the probability that it exceeds 10 (ten times the data's spread)
+    is 0.064, the half-Cauchy's tail that lets a smooth curve's amplitude
+    grow with its length scale; below 0.1 it is 2.1e-4. With 20,000 draws
+    the sample median's standard error is under 0.02 and the fractions'
+    0.0017 and 1e-4: each bound lies more than 7 standard errors from its
+    value, so a false failure has probability below 1e-11. A classifier's
+    latent signal variance keeps ``Gamma(1, 2)``, whose sd above 10 has
+    probability ``exp(-50)``.
     """
     rng = np.random.default_rng(200 + stat_seed)
     adapter = KernelAdapter(default_kernel(3))
     slices = dict(adapter.hyperparameter_slices)
     slices["noise_variance"] = slice(adapter.n_params, adapter.n_params + 1)
-    prior = PriorSet(slices, merged_priors(None, slices, 3))
+    prior = PriorSet(slices, merged_priors(None, slices, 3, regression=True))
     theta = prior.sample(rng, 20000)
     sd = np.sqrt(
         np.exp(theta[:, slices["k1__constant_value"]][:, 0])
         + np.exp(theta[:, slices["noise_variance"]][:, 0])
     )
-    assert 1.0 < np.median(sd) < 2.5
-    assert np.mean(sd > 10.0) < 1e-3
+    assert 1.5 < np.median(sd) < 2.3
+    assert 0.05 < np.mean(sd > 10.0) < 0.08
     assert np.mean(sd < 0.1) < 1e-3
+    latent = PriorSet(slices, merged_priors(None, slices, 3))
+    signal_sd = np.sqrt(
+        np.exp(latent.sample(rng, 20000)[:, slices["k1__constant_value"]])
+    )
+    assert np.mean(signal_sd > 10.0) == 0.0
 
 
-def test_default_priors_name_only_length_scales():
+def test_default_priors_name_length_scales_and_a_regressors_signal_variance():
     names = ["k1__k1__constant_value", "k1__k2__length_scale", "noise_variance"]
     assert list(default_priors(names, 3)) == ["k1__k2__length_scale"]
+    regression = default_priors(names, 3, regression=True)
+    assert regression["k1__k1__constant_value"] == HalfCauchyVariance(1.0)
+    assert sorted(regression) == ["k1__k1__constant_value", "k1__k2__length_scale"]
 
 
 # ------------------------------------------------------- quiet by default

@@ -4,6 +4,7 @@ from scipy import stats
 
 from skgp_bayes.priors import (
     Gamma,
+    HalfCauchyVariance,
     HalfNormal,
     InverseGamma,
     LogNormal,
@@ -18,12 +19,15 @@ ANALYTIC = [
     InverseGamma(3.0, 2.0),
     LogNormal(0.3, 0.7),
     HalfNormal(1.3),
+    HalfCauchyVariance(0.7),
 ]
 SCIPY_TWINS = [
     (Gamma(1.5, 2.0), stats.gamma(a=1.5, scale=2.0)),
     (InverseGamma(3.0, 2.0), stats.invgamma(a=3.0, scale=2.0)),
     (LogNormal(0.3, 0.7), stats.lognorm(s=0.7, scale=np.exp(0.3))),
     (HalfNormal(1.3), stats.halfnorm(scale=1.3)),
+    # a half-Cauchy sd of scale s squared: F(1, 1) scaled by s^2
+    (HalfCauchyVariance(0.7), stats.f(dfn=1, dfd=1, scale=0.49)),
 ]
 
 
@@ -68,8 +72,10 @@ def test_samples_follow_the_density(prior, frozen, stat_seed):
 
 
 def test_theta_density_integrates_to_one():
-    # the Jacobian term makes exp(log_prob_theta) a density over theta
-    theta = np.linspace(-15, 6, 20001)
+    # the Jacobian term makes exp(log_prob_theta) a density over theta; the
+    # half-Cauchy variance's tails in theta fall as exp(-|theta| / 2), so
+    # the range leaves under 1e-8 of its mass outside
+    theta = np.linspace(-40, 40, 160001)
     for prior in ANALYTIC:
         dens = np.exp(prior.log_prob_theta(theta)[0])
         assert np.trapezoid(dens, theta) == pytest.approx(1.0, abs=2e-3)

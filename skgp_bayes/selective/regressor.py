@@ -106,8 +106,9 @@ class SelectiveSVGP(
         or one entry ``"k2__length_scale[0]"``) to a prior on the natural
         scale: a :class:`skgp_bayes.priors.Prior` or a frozen
         ``scipy.stats`` distribution. Unnamed length scales get
-        ``LogNormal(log sqrt(d) + 1, 1)``, other unnamed parameters
-        ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`); the fitted
+        ``LogNormal(log sqrt(d) + 1, 1)``, unnamed signal variances
+        (``constant_value``) ``HalfCauchyVariance(1)``, other unnamed
+        parameters ``Gamma(shape=1, scale=2)`` (see :ref:`defaults`); the fitted
         hyperparameters maximise the bound plus their log prior.
     n_candidates : int, default=80
         Most candidates, chosen among the training inputs when
@@ -423,7 +424,9 @@ class SelectiveSVGP(
         # the default policy's priors, as every other estimator: without them
         # the bound's maximum on a dozen rows interpolates them with a length
         # scale of a thousandth and no noise (doc/selective_svgp.rst)
-        prior_set = estimator_prior_set(adapter, self.priors, X.shape[1], noise=True)
+        prior_set = estimator_prior_set(
+            adapter, self.priors, X.shape[1], noise=True, regression=True
+        )
         bound = SubsetBound(adapter, X, y, Zc, jitter=self.jitter, prior_set=prior_set)
         if self.batch_size is not None and self.batch_size < X.shape[0]:
             out = self._minibatch_phases(

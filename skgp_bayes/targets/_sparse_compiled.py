@@ -22,7 +22,7 @@ from scipy.special import gammaln
 
 from ..exceptions import NotPSDError
 from ..likelihoods._base import SMALL_VAR
-from ..priors import Gamma, LogNormal
+from ..priors import Gamma, HalfCauchyVariance, LogNormal
 from . import _likelihood_numba, _sparse_numba
 from ._sparse_numba import LAPACK
 from ._sparse_shared import (
@@ -142,9 +142,10 @@ def compiled_prior(prior_set):
     """Arrays for :func:`_sparse_numba.log_prior_theta`, or None.
 
     Only when every entry's prior is exactly a
-    :class:`~skgp_bayes.priors.Gamma` or a
-    :class:`~skgp_bayes.priors.LogNormal` (the default policy's); any other
-    prior keeps :meth:`~skgp_bayes.priors.PriorSet.log_prob`.
+    :class:`~skgp_bayes.priors.Gamma`, a
+    :class:`~skgp_bayes.priors.LogNormal` or a
+    :class:`~skgp_bayes.priors.HalfCauchyVariance` (the default policy's);
+    any other prior keeps :meth:`~skgp_bayes.priors.PriorSet.log_prob`.
 
     Parameters
     ----------
@@ -180,6 +181,11 @@ def compiled_prior(prior_set):
             a.append(prior.mu)
             b.append(prior.sigma)
             const.append(-np.log(prior.sigma) - 0.5 * _LOG_2PI)
+        elif type(prior) is HalfCauchyVariance:
+            kind.append(2)
+            a.append(2.0 * np.log(prior.scale))
+            b.append(prior.scale)
+            const.append(-np.log(np.pi * prior.scale))
         else:
             return None
     return (np.array(kind), np.array(a), np.array(b), np.array(const))

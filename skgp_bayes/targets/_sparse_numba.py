@@ -700,7 +700,9 @@ def log_prior_theta(theta, kind, a, b, const):
     priors of the default policy, entry by entry: ``kind`` 0 is
     ``Gamma(shape a, scale b)``, ``a theta - exp(theta) / b + const``;
     ``kind`` 1 is ``LogNormal(mu a, sigma b)``, ``-z^2 / 2 + const`` with
-    ``z = (theta - a) / b``. The same values as
+    ``z = (theta - a) / b``; ``kind`` 2 is ``HalfCauchyVariance(scale s)``
+    with ``a = 2 log s``, ``theta / 2 - log(1 + e^(theta - a)) + const``. The
+    same values as
     :meth:`skgp_bayes.priors.PriorSet.log_prob`, without its per-group NumPy
     calls, which cost as much as the rest of a small target's gradient.
 
@@ -723,6 +725,17 @@ def log_prior_theta(theta, kind, a, b, const):
             e = math.exp(t) / b[j]
             value += a[j] * t - e + const[j]
             grad[j] = a[j] - e
+        elif kind[j] == 2:
+            u = t - a[j]
+            if u > 0.0:
+                logistic = 1.0 / (1.0 + math.exp(-u))
+                softplus = u + math.log1p(math.exp(-u))
+            else:
+                e = math.exp(u)
+                logistic = e / (1.0 + e)
+                softplus = math.log1p(e)
+            value += 0.5 * t - softplus + const[j]
+            grad[j] = 0.5 - logistic
         else:
             z = (t - a[j]) / b[j]
             value += const[j] - 0.5 * z * z

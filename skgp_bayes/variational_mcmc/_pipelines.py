@@ -136,7 +136,11 @@ class FitStart:
             hyper_bounds = np.vstack([kernel_bounds, [noise_box[0]]])
             log_noise0 = noise_box[1]
         prior_set = estimator_prior_set(
-            adapter, user_priors, n_features, noise=noise_box is not None
+            adapter,
+            user_priors,
+            n_features,
+            noise=noise_box is not None,
+            regression=noise_box is not None,  # the Gaussian likelihood's
         )
         return cls(
             t_start,

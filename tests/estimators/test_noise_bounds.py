@@ -43,7 +43,9 @@ def _exact_target(reg, X, y):
     """The exact marginal posterior of ``reg``'s hyperparameters, in its
     coordinates: standardised inputs and targets, the default priors."""
     adapter = KernelAdapter(reg.kernel_)
-    prior_set = estimator_prior_set(adapter, None, X.shape[1], noise=True)
+    prior_set = estimator_prior_set(
+        adapter, None, X.shape[1], noise=True, regression=True
+    )
     Xs = reg.input_scaling_.transform(X)
     y_mean, y_std = safe_mean_std(y)
     return ExactMarginalTarget(adapter, Xs, (y - y_mean) / y_std, prior_set)

@@ -55,7 +55,10 @@ def test_posterior_matches_quadrature(data, stat_seed):
         step_size_end=0.1,
         step_size_gamma=0.0,
         normalize_X=False,
-        priors={"k2__length_scale": Gamma(1.0, 2.0)},
+        priors={
+            "k1__constant_value": Gamma(1.0, 2.0),
+            "k2__length_scale": Gamma(1.0, 2.0),
+        },
         random_state=stat_seed,
     ).fit(X, y)
     draws = reg.samples_.reshape(-1, 3)

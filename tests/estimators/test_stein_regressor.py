@@ -358,7 +358,7 @@ def test_prior_initialisation(data):
 def test_pipeline_grid_search_and_cross_validation(data):
     X, y = data
     pipe = make_pipeline(
-        StandardScaler(), SteinGPRegressor(max_iter=20, random_state=0)
+        StandardScaler(), SteinGPRegressor(max_iter=40, random_state=0)
     )
     grid = GridSearchCV(
         pipe,
@@ -371,8 +371,10 @@ def test_pipeline_grid_search_and_cross_validation(data):
         },
         cv=3,
     )
-    # Every candidate, even with 2 particles, meets the stopping rule well
-    # within 20 iterations: the search is quiet.
+    # Every candidate meets the stopping rule well within 40 iterations (at
+    # most 21 on these folds, where the linear input's length scale and the
+    # signal variance share a ridge the half-Cauchy prior leaves long; 6
+    # under Gamma(1, 2)): the search is quiet.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         grid.fit(X, y)

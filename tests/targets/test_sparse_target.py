@@ -422,18 +422,29 @@ def test_softmax_rule_integrates_degree_five_exactly(n_classes):
 
 
 def test_compiled_prior_matches_the_prior_set():
-    from skgp_bayes.priors import Gamma, HalfNormal
+    from skgp_bayes.priors import Gamma, HalfCauchyVariance, HalfNormal
     from skgp_bayes.targets import _sparse_numba
     from skgp_bayes.targets._sparse_compiled import compiled_prior
 
-    slices = {"a": slice(0, 1), "b": slice(1, 4), "c": slice(4, 5)}
-    named = {"a": Gamma(2.5, 0.7), "b": LogNormal(0.3, 1.7)}
+    slices = {"a": slice(0, 1), "b": slice(1, 4), "c": slice(4, 5), "d": slice(5, 7)}
+    named = {
+        "a": Gamma(2.5, 0.7),
+        "b": LogNormal(0.3, 1.7),
+        "d": HalfCauchyVariance(0.6),
+    }
     prior_set = PriorSet(slices, named)  # "c" gets the default Gamma(1, 2)
-    theta = np.random.default_rng(6).normal(scale=2.0, size=5)
-    got = _sparse_numba.log_prior_theta(theta, *compiled_prior(prior_set))
-    want = prior_set.log_prob(theta)
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
-    np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-14)
+    rng = np.random.default_rng(6)
+    # both branches of the half-Cauchy's overflow-safe forms: theta - 2 log s
+    # of either sign, out to where e^theta would overflow
+    for theta in (
+        *rng.normal(scale=2.0, size=(4, 7)),
+        np.full(7, 750.0),
+        np.full(7, -750.0),
+    ):
+        got = _sparse_numba.log_prior_theta(theta, *compiled_prior(prior_set))
+        want = prior_set.log_prob(theta)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-14)
     # any other prior keeps the PriorSet's own evaluation
     assert compiled_prior(PriorSet(slices, {"c": HalfNormal(1.0)})) is None
 
