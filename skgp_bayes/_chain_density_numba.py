@@ -2,14 +2,16 @@
 
 The density a chain moves on is a stack of layers: affine coordinates
 ``x = shift + transform w``, the sinh maps of skewed hyperparameters
-(:mod:`skgp_bayes.inference.marginal_maps`), a box of bounds, the target's
-compiled value and gradient and its prior. :func:`chain_density` is that
-stack as one function that a compiled sampler inlines: the variational
-MCMC chains' leapfrog trajectories
+(:mod:`skgp_bayes.inference.marginal_maps`), the log distances from their
+bounds of hyperparameters near one
+(:class:`~skgp_bayes.variational_mcmc._sampling.BoundCoordinates`), a box
+of bounds, the target's compiled value and gradient and its prior.
+:func:`chain_density` is that stack as one function that a compiled
+sampler inlines: the variational MCMC chains' leapfrog trajectories
 (:mod:`skgp_bayes.variational_mcmc._trajectory_numba`) and the Langevin
 chains' Metropolis-adjusted blocks (:mod:`skgp_bayes._mala_numba`). A
 caller with no affine coordinates passes a zero shift and the identity,
-with no maps empty arrays, with no bounds empty ones.
+with no maps, no log distances or no bounds empty arrays.
 
 The target is one of four kinds: the Bernoulli-logit or softmax joint
 target of ``(theta, v)`` (:func:`~skgp_bayes.targets._likelihood_numba.logit_joint`,
@@ -125,19 +127,33 @@ def chain_density(w, chain, kind, n_hyper, arguments, prior, grad):
     """``(status, log density)`` of the chains' coordinates ``w``.
 
     ``chain`` is ``(shift, transform, transform', mu, sigma, skew, rate,
-    lower, upper)``: ``x = shift + transform w``, the first ``mu.size``
-    entries through their sinh maps, the first ``lower.size`` checked
-    against their bounds; the gradient in ``w`` goes into ``grad``.
+    lower, upper, held, free, wall, sign)``: ``z = shift + transform w``,
+    the first ``mu.size`` entries through their sinh maps; with ``free``
+    not empty, ``x`` is ``held`` with entry ``free[i]`` set to ``z[i]``, or
+    to ``wall[i] + sign[i] exp(z[i])`` where ``sign[i]`` is not zero (the
+    Jacobian ``z[i]`` added), else ``x = z``; the first ``lower.size``
+    entries of ``x`` are checked against their bounds. The gradient in
+    ``w`` goes into ``grad``. The arithmetic is the interpreted layers',
+    operation for operation, so that both give the same trajectories.
     """
-    shift, transform, transform_t, mu, sigma, skew, rate, lower, upper = chain
-    x = shift + np.dot(transform, w)
+    shift, transform, transform_t, mu, sigma, skew, rate, lower, upper = chain[:9]
+    held, free, wall, sign = chain[9:]
+    z = shift + np.dot(transform, w)
     k = mu.size
     log_jacobian = 0.0
     if k:
         mapped, slope, log_jacobian, d_log = map_forward(
-            x[:k].copy(), mu, sigma, skew, rate
+            z[:k].copy(), mu, sigma, skew, rate
         )
-        copy_vector(x[:k], mapped)
+        copy_vector(z[:k], mapped)
+    x = z
+    if free.size:
+        x = held.copy()
+        for i in range(free.size):
+            if sign[i] != 0.0:
+                x[free[i]] = wall[i] + sign[i] * math.exp(z[i])
+            else:
+                x[free[i]] = z[i]
     for j in range(lower.size):
         if x[j] < lower[j] or x[j] > upper[j]:
             return OUTSIDE, -math.inf
@@ -145,9 +161,19 @@ def chain_density(w, chain, kind, n_hyper, arguments, prior, grad):
     status, value = target_density(kind, x, n_hyper, arguments, prior, grad_x)
     if status != OK:
         return status, value
+    grad_z = grad_x
+    if free.size:
+        grad_z = np.empty(z.size)
+        log_distance = 0.0
+        for i in range(free.size):
+            grad_z[i] = grad_x[free[i]]
+            if sign[i] != 0.0:
+                grad_z[i] = grad_z[i] * sign[i] * math.exp(z[i]) + 1.0
+                log_distance += z[i]
+        value += log_distance
     if k:
         for j in range(k):
-            grad_x[j] = grad_x[j] * slope[j] + d_log[j]
+            grad_z[j] = grad_z[j] * slope[j] + d_log[j]
         value += log_jacobian
-    copy_vector(grad, np.dot(transform_t, grad_x))
+    copy_vector(grad, np.dot(transform_t, grad_z))
     return OK, value

@@ -125,8 +125,12 @@ class CompiledLangevinDensity:
                 _floats(a) for a in (maps.mu, maps.sigma, maps.skew, maps.rate)
             )
         eye = np.eye(d)
-        # no affine coordinates, no bounds inside: the chain checks its own
-        self.chain = (np.zeros(d), eye, eye, *mapping, np.zeros(0), np.zeros(0))
+        # no affine coordinates, no bounds inside (the chain checks its
+        # own), no log distances from bounds
+        self.chain = (
+            np.zeros(d), eye, eye, *mapping, np.zeros(0), np.zeros(0),
+            np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0),
+        )  # fmt: skip
         rows = self.arguments[2].shape[0] if name == "exact" else _ROWS
         self.mala_block_steps = max(1, int(_MOST_STEPS * min(1.0, _ROWS / rows) ** 3))
 

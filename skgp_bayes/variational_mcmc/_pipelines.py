@@ -34,10 +34,10 @@ from ..targets.exact import ExactMarginalTarget
 from ..targets.exact_inducing import ExactInducingConditional
 from ..targets.sparse import SparseWhitenedTarget
 from ..targets.svgp import SVGPBound
+from ._bounds import bound_coordinates
 from ._sampling import (
     CollapsedSampler,
     GuardedTarget,
-    bound_coordinates,
     retried_counts,
     rhat_and_bulk_ess,
 )

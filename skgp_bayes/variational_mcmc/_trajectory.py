@@ -32,6 +32,7 @@ from ..inference._hmc_state import HMCBlock
 from ..inference.affine import AffineTarget
 from ..inference.marginal_maps import MarginalMapTarget
 from ..targets.compiled_forms import FORMS, compiled_form
+from ._bounds import BoundCoordinates
 from ._hmc_block_numba import HMC_BLOCKS
 from ._trajectory_numba import TRAJECTORIES
 
@@ -76,7 +77,9 @@ def compiled_plan(affine):
     ----------
     affine : AffineTarget
         Over a ``GuardedTarget``, directly or through a
-        :class:`~skgp_bayes.inference.marginal_maps.MarginalMapTarget`.
+        :class:`~skgp_bayes.inference.marginal_maps.MarginalMapTarget`,
+        a :class:`~skgp_bayes.variational_mcmc._sampling.BoundCoordinates`
+        or both, in that order.
 
     Returns
     -------
@@ -108,6 +111,10 @@ def compiled_plan(affine):
         base, maps = base.logp_and_grad, base.maps
     from ._sampling import GuardedTarget  # _sampling imports this module
 
+    distances = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
+    if type(base) is BoundCoordinates:
+        distances = base.compiled_layer()
+        base = base.guarded
     if type(base) is not GuardedTarget:
         return None
     target = base.target
@@ -126,6 +133,7 @@ def compiled_plan(affine):
         *mapping,
         _floats(base.lower),
         _floats(base.upper),
+        *distances,
     )
     n_hyper = getattr(target, "n_hyper", target.n_params)  # exact: all of them
     return chain, _KINDS[name], int(n_hyper), arguments, prior

@@ -66,6 +66,49 @@ def test_compiled_trajectory_is_the_interpreted_one(kind, family, with_maps):
     assert np.abs(compiled[0] - w).max() > 1e-2
 
 
+@pytest.mark.parametrize("with_maps", [False, True])
+@pytest.mark.parametrize("kind", ["collapsed", "exact"])
+def test_compiled_trajectory_moves_log_distances_from_bounds_as_interpreted(
+    kind, with_maps
+):
+    # The log-distance layer of BoundCoordinates (the collapsed targets'
+    # chains use it where a bound is within reach) in the compiled density:
+    # [log c, log l1, log l2, log s2] with l1 held, l2 as its log distance
+    # from its upper bound and s2 from its lower one, under sinh maps or
+    # none. The same path as the interpreted layers, to rounding.
+    from skgp_bayes.inference.marginal_maps import MarginalMapTarget, SinhMaps
+    from skgp_bayes.variational_mcmc._bounds import BoundCoordinates
+
+    rng = np.random.default_rng(5)
+    target = _target(kind, Gamma(2.0, 1.0), rng)
+    lower, upper = np.full(4, -6.0), np.full(4, 6.0)
+    guarded = GuardedTarget(target, lower, upper)
+    x0 = np.array([0.2, 0.1, 1.5, -4.0])
+    masks = (
+        np.array([False, True, False, False]),
+        np.array([False, False, False, True]),
+        np.array([False, False, True, False]),
+    )
+    coords = BoundCoordinates(guarded, x0, masks, np.array([1.0, 1.0, 4.5, 2.0]))
+    base = coords
+    if with_maps:
+        maps = SinhMaps(coords.start, np.ones(3), np.array([0.0, 0.6, 0.0]),
+                        np.array([0.0, 0.8, 0.0]))  # fmt: skip
+        base = MarginalMapTarget(coords, maps)
+    A = rng.normal(scale=0.2, size=(3, 3))
+    density = TrajectoryTarget(base, coords.start, 0.3 * np.eye(3) + 0.05 * A @ A.T)
+    assert compiled_plan(density) is not None
+    w = 0.3 * rng.normal(size=3)
+    value, grad = density(w)
+    assert np.isfinite(value)
+    p, inv_mass = rng.normal(size=3), np.exp(rng.normal(scale=0.3, size=3))
+    compiled = density.leapfrog(w, p, grad, 0.05, inv_mass, 10)
+    interpreted = leapfrog(density.__call__, w, p, grad, 0.05, inv_mass, 10)
+    for got, want in zip(compiled, interpreted, strict=True):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL)
+    assert np.abs(compiled[0] - w).max() > 1e-2
+
+
 @pytest.mark.parametrize("kind", ["logit", "softmax", "collapsed", "exact"])
 def test_each_kind_has_its_own_entry_point_and_arguments(kind):
     # One compiled entry point per kind, given only that kind's arguments:

@@ -54,7 +54,8 @@ def test_bound_coordinates_gradient_matches_finite_differences():
     # lower bound (u = log(x1 - lower)), x2 piled on its upper bound
     # (u = log(upper - x2)), x3 fixed; the Jacobian of each log distance
     # is added. Its gradient against central differences of its value.
-    from skgp_bayes.variational_mcmc._sampling import GuardedTarget, bound_coordinates
+    from skgp_bayes.variational_mcmc._bounds import bound_coordinates
+    from skgp_bayes.variational_mcmc._sampling import GuardedTarget
 
     class Target:
         def logp_and_grad(self, x):
@@ -102,7 +103,8 @@ def test_a_shallow_pile_on_a_bound_is_still_a_wall_for_the_chains():
     # it as its log distance from the bound, starting a unit away. A
     # coordinate whose gradient points away from its bound is left alone.
     from skgp_bayes.inference.laplace import PILED_RATE, piled_on_bounds
-    from skgp_bayes.variational_mcmc._sampling import GuardedTarget, bound_coordinates
+    from skgp_bayes.variational_mcmc._bounds import bound_coordinates
+    from skgp_bayes.variational_mcmc._sampling import GuardedTarget
 
     class Shallow:
         def logp_and_grad(self, x):
