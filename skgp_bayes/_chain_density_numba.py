@@ -4,7 +4,7 @@ The density a chain moves on is a stack of layers: affine coordinates
 ``x = shift + transform w``, the sinh maps of skewed hyperparameters
 (:mod:`skgp_bayes.inference.marginal_maps`), the log distances from their
 bounds of hyperparameters near one
-(:class:`~skgp_bayes.variational_mcmc._sampling.BoundCoordinates`), a box
+(:class:`~skgp_bayes.variational_mcmc._bounds.BoundCoordinates`), a box
 of bounds, the target's compiled value and gradient and its prior.
 :func:`chain_density` is that stack as one function that a compiled
 sampler inlines: the variational MCMC chains' leapfrog trajectories
@@ -55,6 +55,7 @@ __all__ = [
     "KIND_EXACT",
     "KIND_LOGIT",
     "KIND_SOFTMAX",
+    "NO_LOG_DISTANCES",
     "OK",
     "OUTSIDE",
     "chain_density",
@@ -62,6 +63,11 @@ __all__ = [
 ]
 
 KIND_LOGIT, KIND_SOFTMAX, KIND_COLLAPSED, KIND_EXACT = 0, 1, 2, 3
+# The chain's ``(held, free, wall, sign)`` where no coordinate is a log
+# distance from a bound (see chain_density).
+NO_LOG_DISTANCES = (
+    np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0),
+)  # fmt: skip
 # OUTSIDE: zero density (beyond the bounds, K(Z, Z) not positive definite,
 # a value or gradient not finite); the trajectory fails as the interpreted
 # leapfrog's does.

@@ -15,6 +15,7 @@ lock (:mod:`skgp_bayes._mala_numba`).
 
 import numpy as np
 
+from ._chain_density_numba import NO_LOG_DISTANCES
 from ._mala_numba import (
     AT_TRANSITION,
     MALA_BLOCKS,
@@ -129,7 +130,7 @@ class CompiledLangevinDensity:
         # own), no log distances from bounds
         self.chain = (
             np.zeros(d), eye, eye, *mapping, np.zeros(0), np.zeros(0),
-            np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0),
+            *NO_LOG_DISTANCES,
         )  # fmt: skip
         rows = self.arguments[2].shape[0] if name == "exact" else _ROWS
         self.mala_block_steps = max(1, int(_MOST_STEPS * min(1.0, _ROWS / rows) ** 3))

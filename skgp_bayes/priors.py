@@ -500,15 +500,17 @@ def _analytic_log_prob(theta, family, constants, grad):
             grad[i] = 1.0 - u * u
         else:  # HalfCauchyVariance(scale s), c0 = 2 log s
             u = t - c0
-            # the order of _sparse_numba.log_prior_theta's sum: the compiled
-            # samplers and this evaluation must agree to the bit
-            value += 0.5 * t - _softplus(u) + constants[i, 2]
-            grad[i] = 0.5 - _logistic(u)
+            # the same helpers and order as _sparse_numba.log_prior_theta's:
+            # the compiled samplers and this evaluation agree to the bit
+            value += 0.5 * t - softplus(u) + constants[i, 2]
+            grad[i] = 0.5 - logistic(u)
     return value
 
 
+# The half-Cauchy variance's arithmetic, which the compiled targets' prior
+# table (targets._sparse_numba.log_prior_theta) shares; not in __all__.
 @nb.njit(cache=True, nogil=True)
-def _softplus(u):
+def softplus(u):
     """``log(1 + e^u)`` without overflow."""
     if u > 0.0:
         return u + np.log1p(np.exp(-u))
@@ -516,7 +518,7 @@ def _softplus(u):
 
 
 @nb.njit(cache=True, nogil=True)
-def _logistic(u):
+def logistic(u):
     """``1 / (1 + e^-u)`` without overflow."""
     if u >= 0.0:
         return 1.0 / (1.0 + np.exp(-u))

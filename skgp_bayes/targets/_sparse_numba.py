@@ -45,6 +45,7 @@ from ..linalg._nogil_lapack import (
     weighted_gram_lower_c,
 )
 from ..linalg._numba_ops import TINY, copy_matrix, copy_vector
+from ..priors import logistic, softplus
 
 __all__ = ["backward", "forward"]
 
@@ -727,15 +728,8 @@ def log_prior_theta(theta, kind, a, b, const):
             grad[j] = a[j] - e
         elif kind[j] == 2:
             u = t - a[j]
-            if u > 0.0:
-                logistic = 1.0 / (1.0 + math.exp(-u))
-                softplus = u + math.log1p(math.exp(-u))
-            else:
-                e = math.exp(u)
-                logistic = e / (1.0 + e)
-                softplus = math.log1p(e)
-            value += 0.5 * t - softplus + const[j]
-            grad[j] = 0.5 - logistic
+            value += 0.5 * t - softplus(u) + const[j]
+            grad[j] = 0.5 - logistic(u)
         else:
             z = (t - a[j]) / b[j]
             value += const[j] - 0.5 * z * z

@@ -20,12 +20,9 @@ __all__ = ["WALL_REACH", "BoundCoordinates", "bound_coordinates", "reachable_wal
 # above the floor and 1.5 nats higher, gave 74 divergent transitions.
 WALL_REACH = 12.5
 
-# A hyperparameter piled on a bound (inference.laplace.piled_on_bounds) is
-# sampled as the log of its distance from the bound (Stan's transform of a
-# bounded parameter, with its Jacobian): the same posterior, without the
-# wall. On the wall every HMC trajectory that reaches it diverges, whatever
-# the step: noise-free data pile the noise variance there, and the default
-# fit of 200 points of sin(6x) ran for over fifteen minutes where the
+# On a wall every HMC trajectory that reaches it diverges, whatever the
+# step: noise-free data pile the noise variance there, and the default fit
+# of 200 points of sin(6x) ran for over fifteen minutes where the
 # transformed one takes seconds.
 
 
@@ -33,9 +30,9 @@ class BoundCoordinates:
     """The guarded target in the coordinates the chains move.
 
     A fixed coordinate (equal bounds) is held; one whose optimum is piled
-    on a bound becomes ``u = log |x - bound|``, with the Jacobian ``u``
-    added to the log density; the others are unchanged. Picklable, for
-    joblib workers.
+    on a bound, or whose bound is within the chains' reach, becomes ``u =
+    log |x - bound|``, with the Jacobian ``u`` added to the log density;
+    the others are unchanged. Picklable, for joblib workers.
 
     Parameters
     ----------
@@ -43,9 +40,9 @@ class BoundCoordinates:
     x0 : ndarray of shape (d,)
         The optimum.
     fixed, lower, upper : ndarray of bool, shape (d,)
-        The held coordinates, and those piled on their lower or upper bound.
+        The held coordinates, and those moved from their lower or upper bound.
     distance : ndarray of shape (d,)
-        The starting distance from the bound of each piled coordinate.
+        The starting distance from the bound of each moved coordinate.
     """
 
     def __init__(self, guarded, x0, masks, distance):

@@ -25,6 +25,7 @@ from .._chain_density_numba import (
     KIND_EXACT,
     KIND_LOGIT,
     KIND_SOFTMAX,
+    NO_LOG_DISTANCES,
     OK,
 )
 from ..inference._chain_threads import quickest_seconds
@@ -78,7 +79,7 @@ def compiled_plan(affine):
     affine : AffineTarget
         Over a ``GuardedTarget``, directly or through a
         :class:`~skgp_bayes.inference.marginal_maps.MarginalMapTarget`,
-        a :class:`~skgp_bayes.variational_mcmc._sampling.BoundCoordinates`
+        a :class:`~skgp_bayes.variational_mcmc._bounds.BoundCoordinates`
         or both, in that order.
 
     Returns
@@ -111,7 +112,7 @@ def compiled_plan(affine):
         base, maps = base.logp_and_grad, base.maps
     from ._sampling import GuardedTarget  # _sampling imports this module
 
-    distances = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
+    distances = NO_LOG_DISTANCES
     if type(base) is BoundCoordinates:
         distances = base.compiled_layer()
         base = base.guarded
