@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._arviz import InferenceDataMixin
 from .._base import EstimatorBase
 from .._defaults import fit_input_scaling
-from .._predictive_contract import per_chain_samples
+from .._predictive_contract import per_chain_samples, sparse_latent_covariances
 from .._sparse import initial_inducing
 from .._threads import blas_threads_for, one_blas_thread
 from .._validation import (
@@ -29,6 +29,11 @@ from ..inference._chain_threads import default_chain_threads, quickest_seconds
 from ..inference.particles import THREADED_PARTICLE_SECONDS
 from ..kernels import KernelAdapter
 from ..likelihoods import Gaussian
+from ..predictive.exact_inducing import (
+    exact_draw_covariances,
+    exact_draw_moments,
+    exact_function_samples,
+)
 from ..predictive.sparse import (
     q_moments_per_latent,
     sparse_draw_moments,
@@ -216,7 +221,15 @@ class VariationalMCMCBase(
         thetas = self.draws_[:, : self._adapter.n_params]
         v = self.draws_[:, self._n_hyper :].reshape(S, -1, C)
 
+        exact = self._exact_data("mcmc")
+
         def moments(rows, threads=1):
+            if exact is not None:
+                noises = self._noise_draws()[rows]
+                means, spread = exact_draw_moments(
+                    exact, thetas[rows], noises, X, threads=threads
+                )
+                return means[:, :, None], spread
             draws = thetas[rows], v[rows]
             return sparse_draw_moments(
                 self._adapter, Z, self._jitter, *draws, X, threads=threads
@@ -251,6 +264,31 @@ class VariationalMCMCBase(
     def _noise_draws(self):
         return np.exp(self.draws_[:, self._adapter.n_params])
 
+    def _exact_data(self, posterior):
+        """``(adapter, X, y)`` of the exact GP the draws predict by, or None.
+
+        A Gaussian-likelihood fit with the training inputs as inducing
+        inputs predicts from its HMC draws by the exact GP's closed forms,
+        ``v`` integrated out (:mod:`skgp_bayes.predictive.exact_inducing`
+        says why); every other fit, and the Gaussian approximation, through
+        ``v``. Models pickled before this have no such data.
+        """
+        data = getattr(self, "_exact_training", None)
+        if data is None or posterior != "mcmc":
+            return None
+        return (self._adapter, *data)
+
+    def _latent_covariances(self, X, posterior):
+        """Means ``(S, k)`` and joint covariances ``(S, k, k)`` of latent 0."""
+        thetas, v, factors = self._posterior_draws(posterior)
+        exact = self._exact_data(posterior)
+        if exact is not None:
+            return exact_draw_covariances(exact, thetas, self._noise_draws(), X)
+        Z, factor = self.inducing_points_, None if factors is None else factors[0]
+        return sparse_latent_covariances(
+            self._adapter, Z, self._jitter, thetas, v, factor, X
+        )
+
     def _posterior_draws(self, posterior):
         """Kernel thetas (S, p), whitened ``v`` (S, m, C), ``q(v)`` factors.
 
@@ -274,6 +312,12 @@ class VariationalMCMCBase(
         check_n_samples(n_samples)
         thetas, v, factors = self._posterior_draws(posterior)
         rng = check_random_state(random_state)
+        exact = self._exact_data(posterior)
+        if exact is not None:
+            functions, white = exact_function_samples(
+                exact, thetas, self._noise_draws(), n_samples, rng, n_features, **kw
+            )
+            return [functions], white
         return sparse_function_samples(
             self._adapter,
             self.inducing_points_,

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..predictive.exact_inducing import exact_joint_draws
 from ..predictive.sparse import sparse_joint_draws
 from ..sampling import add_white_noise
 
@@ -37,14 +38,18 @@ def pathwise_y(reg, X, n_samples, rng, n_features, posterior):
     return add_white_noise(functions(X), functions.draws, white, reg.y_std_, rng)
 
 
-def exact_y(reg, X, n_samples, rng, draws):
+def exact_y(reg, X, n_samples, rng, posterior):
     """``sample_y`` of ``reg`` from each draw's dense conditional, units of ``y``.
 
     Examples
     --------
     See :meth:`skgp_bayes.VariationalMCMCRegressor.sample_y`.
     """
-    thetas, v, factors = draws
+    thetas, v, factors = reg._posterior_draws(posterior)
+    exact = reg._exact_data(posterior)
+    if exact is not None:
+        out = exact_joint_draws(exact, thetas, reg._noise_draws(), X, n_samples, rng)
+        return out * reg.y_std_ + reg.y_mean_
     out = sparse_joint_draws(
         reg._adapter,
         reg.inducing_points_,

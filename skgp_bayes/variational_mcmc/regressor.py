@@ -18,7 +18,6 @@ from .._predictive_contract import (
     check_coverage,
     check_quantiles,
     check_targets,
-    sparse_latent_covariances,
 )
 from .._validation import (
     atomic_feature_state,
@@ -342,6 +341,10 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
 
         Notes
         -----
+        Where the chains sampled the exact target (``Z`` is ``X``) each
+        draw predicts as the exact GP, ``v`` integrated out: through ``v``
+        the jitter on ``K(Z, Z)`` would act as a second noise.
+
         In skgp_bayes 0.1.0 the standard deviation included the
         observation noise; it is now, as for every regressor of the package
         and as in scikit-learn, that of the latent function unless
@@ -392,16 +395,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
     def _predictive_draws(self, X, exposure, method, full_cov=False):
         """Per-draw latent moments as :class:`LatentDraws` (log rate for Poisson)."""
         if full_cov:
-            thetas, v, factors = self._posterior_draws(method)
-            mu, spread = sparse_latent_covariances(
-                self._adapter,
-                self.inducing_points_,
-                self._jitter,
-                thetas,
-                v,
-                None if factors is None else factors[0],
-                X,
-            )
+            mu, spread = self._latent_covariances(X, method)
             mu = self._log_rate(mu, exposure)
         else:
             mu, spread = self._latent(X, exposure, method)
@@ -605,7 +599,9 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X : array-like of shape (n_queries, n_features)
         method : {"mcmc", "gaussian"}, default="mcmc"
             ``"mcmc"``: one draw ``f = A' v + sqrt(gamma) z`` per kept HMC
-            sample (``n_samples`` is ignored); ``"gaussian"``:
+            sample (``n_samples`` is ignored; from the exact GP's moments
+            at the draw where the chains sampled the exact target, see
+            :meth:`predict`); ``"gaussian"``:
             ``n_samples`` draws from the SVGP's ``q(f)``.
         n_samples : int, default=1000
         random_state : int, RandomState instance or None, default=0
@@ -652,7 +648,10 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         GP given the inducing values ``u = R_theta v``: a
         random-Fourier-feature prior draw plus Matheron's update ``k(x, Z)
         K(Z, Z)^-1 (u - f_prior(Z))``. The samples mix over the
-        hyperparameters and the inducing values. The functions are frozen
+        hyperparameters and the inducing values. Where the chains sampled
+        the exact target (``diagnostics_["exact_marginal"]``) the update is
+        the exact GP's, ``k(x, X) (K + s2 I)^-1 (y - f_prior(X) - eps)``,
+        as in :meth:`predict`. The functions are frozen
         (every call returns the same values), have analytic input gradients
         and pickle; evaluation costs ``O(n_points (n_features + m))`` per
         function.
@@ -790,11 +789,11 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = self._validate_query(X)
         check_n_samples(n_samples)
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-        draws = self._posterior_draws(posterior)
+        self._posterior_draws(posterior)  # checks posterior before the spec
         spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
         if spec is None:
-            out = exact_y(self, X, n_samples, rng, draws)
+            out = exact_y(self, X, n_samples, rng, posterior)
         else:
             out = pathwise_y(self, X, n_samples, rng, n_features, posterior)
         return expected_counts(self.likelihood, out, exposure)
