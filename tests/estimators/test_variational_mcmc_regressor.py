@@ -12,6 +12,7 @@ from skgp_bayes import VariationalMCMCRegressor
 from skgp_bayes._defaults import NOISE_VARIANCE_BOUNDS
 from skgp_bayes.datasets import bin_coal_counts
 from skgp_bayes.diagnostics import effective_sample_size
+from skgp_bayes.exceptions import DegenerateFitWarning
 from skgp_bayes.priors import Gamma
 
 
@@ -558,7 +559,8 @@ def test_nearly_exact_data_keep_the_chains_off_the_noise_floor():
     assert log_noise.min() < np.log(NOISE_VARIANCE_BOUNDS[0]) + 1.0
 
 
-def test_draws_on_the_training_inputs_predict_as_the_exact_gp():
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_draws_on_the_training_inputs_predict_as_the_exact_gp(repeats):
     # With the training inputs as inducing inputs the chains sample the
     # exact GP's hyperparameters, and each draw must predict as that exact
     # GP. Through v it predicted with K(Z, Z) + jitter, the jitter (1e-6 of
@@ -567,12 +569,17 @@ def test_draws_on_the_training_inputs_predict_as_the_exact_gp():
     # Var(y)) the predictive sd was 1,290-1,580 where the exact GP's is
     # 100-170. The reference is scikit-learn's GP at each draw's kernel and
     # noise, mixed over the draws: the same arithmetic up to round-off.
+    # With every row twice (repeats=2) Z holds the distinct rows and the
+    # exact GP all of them.
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    X = np.arange(0.0, 361.0, 30.0)[:, None]
+    X = np.repeat(np.arange(0.0, 361.0, 30.0), repeats)[:, None]
     y = 10.0 ** (10.0 - 3000.0 / (X[:, 0] + 273.0))
     X_test = np.array([[15.0], [100.0], [200.0], [345.0]])
-    reg = quiet_fit(VariationalMCMCRegressor(random_state=0), X, y)
+    with warnings.catch_warnings():
+        # repeated exact rows pin the noise to its floor, and say so
+        warnings.simplefilter("ignore", DegenerateFitWarning)
+        reg = quiet_fit(VariationalMCMCRegressor(random_state=0), X, y)
     assert reg.diagnostics_["exact_marginal"]
     X_model, X_test_model = (reg.input_scaling_.transform(a) for a in (X, X_test))
     y_model = (y - reg.y_mean_) / reg.y_std_
@@ -592,6 +599,9 @@ def test_draws_on_the_training_inputs_predict_as_the_exact_gp():
     np.testing.assert_allclose(sd, ref_sd, rtol=1e-5)
     _, cov = reg.predict(X_test, return_cov=True)
     np.testing.assert_allclose(np.sqrt(np.diag(cov)), ref_sd, rtol=1e-5)
+    # the draws on two threads: each draw's arithmetic is its own
+    reg.set_params(n_jobs=2)
+    np.testing.assert_array_equal(reg.predict(X_test, return_std=True)[1], sd)
     # Joint and pathwise draws of the same mixture, 4,000 each: a sample
     # sd's relative standard error is sqrt((kurtosis - 1) / 4n), 1.6% at a
     # kurtosis of 5, so 10% is six of them (false failure below 1e-8); the
