@@ -27,12 +27,12 @@ import numpy as np
 from .._threads import blas_threads_for, on_contiguous_shares
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters
-from ..linalg import cholesky, triangular_solve
-from ..linalg.diagonal import add_to_diagonal
 from ..sampling import DEFAULT_N_FEATURES, exact_conditioner, pathwise_functions
 from ..targets._sparse_numba import LAPACK, MIN_VAR
 from ._exact_inducing_numba import exact_draw_moments as _compiled_moments
+from .exact import ExactGPDraws
 from .mixture import gaussian_joint_draws
+from .sparse import draw_kernel_parameters
 
 __all__ = [
     "exact_draw_covariances",
@@ -42,26 +42,19 @@ __all__ = [
 ]
 
 
-def _factor(data, theta, noise):
-    """Lower Cholesky factor of ``K_theta(X, X) + noise I`` (the exact
-    target's, jitter ladder included)."""
-    adapter, X, _ = data
-    K = adapter.gram(theta, X)
-    add_to_diagonal(K, noise)
-    return cholesky(K, warn=False)[0]
+def _one_draw_gp(data, theta, noise):
+    """Draw ``theta``'s exact GP, as the exact regressors hold it: its factor
+    of ``K + noise I`` (jitter ladder included) kept only as long as it."""
+    return ExactGPDraws(*data, np.asarray(theta)[None], np.array([noise]))
 
 
 def _one_draw(data, theta, noise, X_query, full_cov):
-    """Mean and variance (or covariance) of one draw's exact GP at ``X_query``."""
-    adapter, X, y = data
-    L = _factor(data, theta, noise)
-    A = triangular_solve(L, adapter.cross(theta, X, X_query))
-    mean = A.T @ triangular_solve(L, y)
+    """Mean and variance (or covariance) of one draw's exact GP at ``X_query``;
+    variances floored at the compiled loop's ``MIN_VAR``."""
+    means, spread = _one_draw_gp(data, theta, noise).moments(X_query, full_cov=full_cov)
     if full_cov:
-        cov = adapter.gram(theta, X_query) - A.T @ A
-        return mean, 0.5 * (cov + cov.T)
-    var = adapter.diag(theta, X_query) - np.einsum("ij,ij->j", A, A)
-    return mean, np.maximum(var, MIN_VAR)
+        return means[0], spread[0]
+    return means[0], np.maximum(spread[0], MIN_VAR)
 
 
 def exact_draw_moments(data, thetas, noises, X_query, *, threads=1):
@@ -115,11 +108,9 @@ def exact_draw_moments(data, thetas, noises, X_query, *, threads=1):
                     data, thetas[j], noises[j], X_query, False
                 )
         return means, spread
-    d = X_query.shape[1]
-    params = [adapter._fast_params(theta, d) for theta in thetas]
-    inv_ells = np.array([p[2] for p in params]).reshape(J, d)
-    variances = np.array([p[0] for p in params], dtype=np.float64)
-    whites = np.array([p[1] for p in params], dtype=np.float64)
+    inv_ells, variances, whites = draw_kernel_parameters(
+        adapter, thetas, X_query.shape[1]
+    )
     query = np.ascontiguousarray(X_query, dtype=np.float64)
     train = np.ascontiguousarray(X, dtype=np.float64)
     targets = np.ascontiguousarray(y, dtype=np.float64)
@@ -245,7 +236,7 @@ def exact_function_samples(
     factors, white = {}, np.zeros(J)
     with blas_threads_for(X.shape[0], X.shape[0]):
         for j in (int(j) for j in np.unique(which)):
-            factors[j] = _factor(data, thetas[j], noises[j])
+            factors[j] = _one_draw_gp(data, thetas[j], noises[j]).factor(0)
             white[j] = spectral_parameters(spec, thetas[j], X.shape[1])[2]
     conditioner = exact_conditioner(
         X, y, factors.__getitem__, np.asarray(noises, dtype=np.float64) + white

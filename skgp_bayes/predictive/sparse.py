@@ -311,6 +311,17 @@ def sparse_draw_moments(adapter, Z, jitter, thetas, v, X, *, full_cov=False, thr
     return means, spread
 
 
+def draw_kernel_parameters(adapter, thetas, d):
+    """Each draw's inverse length scales ``(J, d)``, signal and WhiteKernel
+    variances ``(J,)``: the arguments of the compiled per-draw loops, for a
+    fast-path kernel on ``d`` inputs."""
+    params = [adapter._fast_params(theta, d) for theta in thetas]
+    inv_ells = np.array([p[2] for p in params]).reshape(len(params), d)
+    variances = np.array([p[0] for p in params], dtype=np.float64)
+    whites = np.array([p[1] for p in params], dtype=np.float64)
+    return inv_ells, variances, whites
+
+
 def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X, threads=1):
     """:func:`sparse_draw_moments` for fast-path kernels, in compiled loops.
 
@@ -322,11 +333,7 @@ def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X, threads=1):
     query rows, 2 cores): 3.3 s on one thread, 3.8 s with BLAS's own two
     threads, 1.6 s on two threads, the same moments to the bit.
     """
-    d = X.shape[1]
-    params = [adapter._fast_params(theta, d) for theta in thetas]
-    inv_ells = np.array([p[2] for p in params]).reshape(len(params), d)
-    variances = np.array([p[0] for p in params], dtype=np.float64)
-    noises = np.array([p[1] for p in params], dtype=np.float64)
+    inv_ells, variances, noises = draw_kernel_parameters(adapter, thetas, X.shape[1])
     X = np.ascontiguousarray(X, dtype=np.float64)
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     v = np.ascontiguousarray(v, dtype=np.float64)
@@ -344,7 +351,7 @@ def _compiled_draw_moments(adapter, Z, jitter, thetas, v, X, threads=1):
             LAPACK,
         )
 
-    parts = on_contiguous_shares(share, len(params), threads)
+    parts = on_contiguous_shares(share, len(thetas), threads)
     if not all(part[0] for part in parts):
         raise NotPSDError(
             "The jittered K(Z, Z) of a posterior draw is not positive definite."

@@ -222,12 +222,12 @@ class VariationalMCMCBase(
         v = self.draws_[:, self._n_hyper :].reshape(S, -1, C)
 
         exact = self._exact_data("mcmc")
+        noises = None if exact is None else self._noise_draws()
 
         def moments(rows, threads=1):
             if exact is not None:
-                noises = self._noise_draws()[rows]
                 means, spread = exact_draw_moments(
-                    exact, thetas[rows], noises, X, threads=threads
+                    exact, thetas[rows], noises[rows], X, threads=threads
                 )
                 return means[:, :, None], spread
             draws = thetas[rows], v[rows]

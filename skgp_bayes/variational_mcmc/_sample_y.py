@@ -38,15 +38,17 @@ def pathwise_y(reg, X, n_samples, rng, n_features, posterior):
     return add_white_noise(functions(X), functions.draws, white, reg.y_std_, rng)
 
 
-def exact_y(reg, X, n_samples, rng, posterior):
+def exact_y(reg, X, n_samples, rng, draws, exact=None):
     """``sample_y`` of ``reg`` from each draw's dense conditional, units of ``y``.
+
+    ``draws`` are ``reg._posterior_draws``'; ``exact`` is
+    ``reg._exact_data``', where the draws predict as the exact GP.
 
     Examples
     --------
     See :meth:`skgp_bayes.VariationalMCMCRegressor.sample_y`.
     """
-    thetas, v, factors = reg._posterior_draws(posterior)
-    exact = reg._exact_data(posterior)
+    thetas, v, factors = draws
     if exact is not None:
         out = exact_joint_draws(exact, thetas, reg._noise_draws(), X, n_samples, rng)
         return out * reg.y_std_ + reg.y_mean_

@@ -789,11 +789,11 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         X = self._validate_query(X)
         check_n_samples(n_samples)
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
-        self._posterior_draws(posterior)  # checks posterior before the spec
+        draws = self._posterior_draws(posterior)
         spec = sample_y_spec(self._adapter.kernel, method, X.shape[0])
         rng = check_random_state(random_state)
         if spec is None:
-            out = exact_y(self, X, n_samples, rng, posterior)
+            out = exact_y(self, X, n_samples, rng, draws, self._exact_data(posterior))
         else:
             out = pathwise_y(self, X, n_samples, rng, n_features, posterior)
         return expected_counts(self.likelihood, out, exposure)
