@@ -54,7 +54,6 @@ from .predictive._distributions import (
 )
 from .predictive.mixture import gaussian_joint_draws
 from .sampling import (
-    DEFAULT_N_FEATURES,
     add_white_noise,
     exact_conditioner,
     pathwise_functions,
@@ -537,7 +536,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
             draws.kernel_thetas,
             n_samples,
             conditioner,
-            n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+            n_features=n_features,
             random_state=random_state,
             offset=self._y_mean,
             scale=self._y_std,

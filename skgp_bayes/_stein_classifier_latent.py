@@ -11,7 +11,6 @@ from .kernels.spectral import spectral_parameters
 from .predictive.latent import SparseLatentDraws
 from .predictive.sparse import sparse_function_samples
 from .sampling import (
-    DEFAULT_N_FEATURES,
     latent_conditioner,
     pathwise_functions,
     require_spectral_spec,
@@ -98,7 +97,7 @@ class SteinClassifierLatentMixin:
                     thetas,
                     n_samples,
                     conditioner,
-                    n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+                    n_features=n_features,
                     random_state=rng,
                     draws=which,
                 )

@@ -29,7 +29,6 @@ from ._validation import (
     target_shape,
 )
 from .predictive.sparse import SparseGPDraws
-from .sampling import DEFAULT_N_FEATURES
 
 __all__ = ["SteinGPRegressor"]
 
@@ -546,7 +545,7 @@ class SteinGPRegressor(
             return self._draws.function_samples(
                 n_samples,
                 random_state,
-                DEFAULT_N_FEATURES if n_features is None else n_features,
+                n_features,
                 offset=self._y_mean,
                 scale=self._y_std,
             )

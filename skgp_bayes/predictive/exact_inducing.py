@@ -27,7 +27,7 @@ import numpy as np
 from .._threads import blas_threads_for, on_contiguous_shares
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters
-from ..sampling import DEFAULT_N_FEATURES, exact_conditioner, pathwise_functions
+from ..sampling import exact_conditioner, pathwise_functions
 from ..targets._sparse_numba import LAPACK, MIN_VAR
 from ._exact_inducing_numba import exact_draw_moments as _compiled_moments
 from .exact import ExactGPDraws
@@ -246,7 +246,7 @@ def exact_function_samples(
         thetas,
         n_samples,
         conditioner,
-        n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+        n_features=n_features,
         random_state=rng,
         offset=offset,
         scale=scale,

@@ -17,7 +17,6 @@ from ..exceptions import NotPSDError
 from ..kernels import lower_kernel
 from ..kernels.spectral import spectral_parameters
 from ..sampling import (
-    DEFAULT_N_FEATURES,
     pathwise_functions,
     sparse_conditioner,
     with_prior_noise,
@@ -249,7 +248,7 @@ def sparse_function_samples(
                 thetas,
                 n_samples,
                 conditioner,
-                n_features=DEFAULT_N_FEATURES if n_features is None else n_features,
+                n_features=n_features,
                 random_state=rng,
                 offset=offset,
                 scale=scale,

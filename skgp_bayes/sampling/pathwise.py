@@ -470,7 +470,7 @@ def pathwise_functions(
     n_samples,
     conditioner,
     *,
-    n_features=DEFAULT_N_FEATURES,
+    n_features=None,
     random_state=None,
     offset=0.0,
     scale=1.0,
@@ -498,8 +498,9 @@ def pathwise_functions(
         for instance conjugate gradients) and ``targets`` of shape (m, n). See
         :func:`exact_conditioner`, :func:`latent_conditioner` and
         :func:`sparse_conditioner`.
-    n_features : int, default=1024
-        Fourier features per draw.
+    n_features : int or None, default=None
+        Fourier features per draw; None takes ``DEFAULT_N_FEATURES``
+        (1024), the estimators' ``sample_functions`` default.
     random_state : int, RandomState instance or None, default=None
     offset, scale : float, default=0.0 and 1.0
         Returned functions are ``offset + scale * f``.
@@ -530,7 +531,7 @@ def pathwise_functions(
     rng = check_random_state(random_state)
     kernel_thetas = np.atleast_2d(np.asarray(kernel_thetas, dtype=np.float64))
     n_samples = _positive_int("n_samples", n_samples)
-    n_features = _positive_int("n_features", n_features)
+    n_features = _positive_int("n_features", n_features, DEFAULT_N_FEATURES)
     which = _draw_indices(draws, kernel_thetas.shape[0], n_samples, rng)
     built = []
     n_dims = None
@@ -544,8 +545,8 @@ def pathwise_functions(
     return FunctionSamples(built, n_samples, n_dims, which, offset, scale)
 
 
-def _positive_int(name, value):
-    value = int(value)
+def _positive_int(name, value, default=None):
+    value = int(default if value is None else value)
     if value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value}.")
     return value

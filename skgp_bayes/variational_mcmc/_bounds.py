@@ -8,9 +8,17 @@ posterior, without a wall in the chains' way.
 
 import numpy as np
 
-from ..inference.laplace import ON_BOUND, PILED_RATE, piled_on_bounds
+from ..inference.laplace import ON_BOUND, PILED_RATE, find_map, piled_on_bounds
+from ..inference.mode_jumps import laplace_mixture
 
-__all__ = ["WALL_REACH", "BoundCoordinates", "bound_coordinates", "reachable_walls"]
+__all__ = [
+    "RIDGE_LOOK",
+    "WALL_REACH",
+    "BoundCoordinates",
+    "bound_coordinates",
+    "jumps_in_bound_coordinates",
+    "reachable_walls",
+]
 
 # A bound the chains can reach from an interior optimum: the log density on
 # it, along its coordinate, within this many nats of the optimum's, which
@@ -19,6 +27,17 @@ __all__ = ["WALL_REACH", "BoundCoordinates", "bound_coordinates", "reachable_wal
 # reach: 13 rows of an Antoine vapour-pressure curve, optimum 3.4 log units
 # above the floor and 1.5 nats higher, gave 74 divergent transitions.
 WALL_REACH = 12.5
+# A wall further down than WALL_REACH along its own coordinate can still be
+# within reach along a ridge, where the other hyperparameters move with it:
+# the signal variance with a length scale (a long, large function looks
+# like a short, small one). On the vapour pressure of mercury (split 2 of
+# the fresh splits) the signal variance's upper bound lay 18.5 nats down
+# along its coordinate and 4.3 along the ridge (splits 0 and 1: 26.1 and
+# 22.6 against 6.2 and 5.7), and the chains diverged against it. Where the
+# drop along the coordinate is below RIDGE_LOOK, the highest density on the
+# wall (the others climbed by L-BFGS-B from the point on the wall) decides;
+# a climb costs a MAP search, so walls further down are left alone.
+RIDGE_LOOK = 4 * WALL_REACH
 
 # On a wall every HMC trajectory that reaches it diverges, whatever the
 # step: noise-free data pile the noise variance there, and the default fit
@@ -58,10 +77,11 @@ class BoundCoordinates:
         start = self.x0[self.free].copy()
         start[self._piled] = np.log(distance[self.free][self._piled])
         self.start = start
-        # a log distance runs up to the far bound's (for clipping starts;
-        # the guarded target rejects beyond it)
+        # a log distance runs up to the far bound's (for clipping starts and
+        # searches; the guarded target rejects beyond it), a hair inside:
+        # exp(log(9)) is 9 + 2e-15, beyond a far bound at 9
         span = (guarded.upper - guarded.lower)[self.free]
-        far = np.log(np.maximum(span, np.finfo(float).tiny))
+        far = np.log(np.maximum(span, np.finfo(float).tiny)) + np.log1p(-1e-9)
         self.lower = np.where(self._piled, -np.inf, guarded.lower[self.free])
         self.upper = np.where(self._piled, far, guarded.upper[self.free])
 
@@ -91,6 +111,20 @@ class BoundCoordinates:
         out[..., self.free] = free
         return out
 
+    def to_chain(self, x):
+        """Hyperparameters ``(..., d)`` as chain coordinates ``(..., n_free)``:
+        :meth:`expand`'s inverse (``-inf`` for a point on a wall)."""
+        free = np.asarray(x, dtype=np.float64)[..., self.free].copy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            piled = self._piled
+            distance = self._sign[piled] * (free[..., piled] - self._wall[piled])
+            free[..., piled] = np.log(distance)
+        return free
+
+    def bounds(self):
+        """The chain coordinates' bounds, ``(n_free, 2)``."""
+        return np.column_stack([self.lower, self.upper])
+
     def __call__(self, z):
         value, grad = self.guarded(self.expand(z))
         if not np.isfinite(value):
@@ -100,8 +134,13 @@ class BoundCoordinates:
         grad[self._piled] = grad[self._piled] * self._sign[self._piled] * dist + 1.0
         return value + float(np.sum(z[self._piled])), grad
 
+    # the interface of the searches and Laplace approximations
+    # (skgp_bayes.inference.laplace), which climb and measure this density
+    # when the chains jump between modes in these coordinates
+    logp_and_grad = __call__
 
-def bound_coordinates(guarded, x0, walls=False):
+
+def bound_coordinates(guarded, x0, walls=False, modes=()):
     """A :class:`BoundCoordinates` for ``x0``, or None where none is needed.
 
     A coordinate is held when its bounds are equal (a fixed one); it is
@@ -113,7 +152,9 @@ def bound_coordinates(guarded, x0, walls=False):
     unit from the bound where the pile is shallow). With ``walls``, a
     coordinate whose optimum lies inside its bounds but whose bound the
     chains can reach (:func:`reachable_walls`) is sampled as its log
-    distance from that bound too, starting at ``x0``.
+    distance from that bound too, starting at ``x0``; the bounds reachable
+    from any of ``modes`` (points inside the bounds, the other modes the
+    chains jump to) count too.
 
     Examples
     --------
@@ -149,6 +190,16 @@ def bound_coordinates(guarded, x0, walls=False):
     if walls:
         inside = ~(fixed | lower | upper)
         near_lower, near_upper = reachable_walls(guarded, x0, value, inside)
+        for mode in modes:
+            if np.array_equal(mode, x0):
+                continue
+            mode_value = guarded(mode)[0]
+            if np.isfinite(mode_value):
+                more = reachable_walls(guarded, mode, mode_value, inside)
+                near_lower, near_upper = near_lower | more[0], near_upper | more[1]
+        # a log distance is measured from one bound: the lower where the
+        # modes reach both
+        near_upper &= ~near_lower
         lower, upper = lower | near_lower, upper | near_upper
         distance = np.where(near_lower, x0 - guarded.lower, distance)
         distance = np.where(near_upper, guarded.upper - x0, distance)
@@ -161,9 +212,10 @@ def reachable_walls(guarded, x0, value, candidates):
     """The bounds that chains started at the optimum ``x0`` can reach.
 
     A bound is reachable when the log density on it, moving only that
-    coordinate from ``x0``, lies less than :data:`WALL_REACH` below the
-    optimum's ``value``; of a coordinate's two bounds, the one with the
-    higher density counts.
+    coordinate from ``x0`` or, where that falls less than
+    :data:`RIDGE_LOOK`, the highest on it with the other coordinates free,
+    lies less than :data:`WALL_REACH` below the optimum's ``value``; of a
+    coordinate's two bounds, the one with the higher density counts.
 
     Parameters
     ----------
@@ -198,8 +250,69 @@ def reachable_walls(guarded, x0, value, candidates):
         for wall in (guarded.lower[i], guarded.upper[i]):
             on_wall = x0.copy()
             on_wall[i] = wall
-            wall_value = guarded(on_wall)[0]
-            drops.append(value - wall_value if np.isfinite(wall_value) else np.inf)
+            drop = value - _finite_or_minus_inf(guarded(on_wall)[0])
+            if WALL_REACH <= drop < RIDGE_LOOK:
+                drop = min(drop, value - _ridge_value(guarded, on_wall, i))
+            drops.append(drop)
         if min(drops) < WALL_REACH:
             (lower if drops[0] <= drops[1] else upper)[i] = True
     return lower, upper
+
+
+def _finite_or_minus_inf(value):
+    return value if np.isfinite(value) else -np.inf
+
+
+def _ridge_value(guarded, on_wall, i):
+    """The highest log density on coordinate ``i``'s wall, the others free
+    within their bounds, climbed from ``on_wall``."""
+    bounds = np.column_stack([guarded.lower, guarded.upper])
+    bounds[i] = on_wall[i]
+    top = find_map(guarded.target, on_wall, bounds).params
+    return _finite_or_minus_inf(guarded(top)[0])
+
+
+def jumps_in_bound_coordinates(coords, jumps):
+    """The mode jumps ``jumps`` over hyperparameters, in ``coords``' chain
+    coordinates, or None.
+
+    Each mode is mapped by :meth:`BoundCoordinates.to_chain` and climbed
+    again there (the log distance's Jacobian moves a mode a little), and
+    the mixture is the Laplace approximations at the climbed modes
+    (:func:`~skgp_bayes.inference.mode_jumps.laplace_mixture`). None where
+    a mode lies on a wall, or where fewer than two modes remain: the
+    chains then keep the hyperparameters' own coordinates.
+
+    A mode's proposals are Gaussian in the coordinates the chains move in,
+    whichever those are; the Metropolis test of a jump uses the density in
+    the same coordinates, its Jacobian included, so the chains sample the
+    same posterior.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skgp_bayes.inference.mode_jumps import ModeJumps
+    >>> from skgp_bayes.variational_mcmc._bounds import (
+    ...     BoundCoordinates, jumps_in_bound_coordinates)
+    >>> from skgp_bayes.variational_mcmc._sampling import GuardedTarget
+    >>> class TwoBumps:  # modes at x = 1 and x = 4, a wall at 0
+    ...     def logp_and_grad(self, x):
+    ...         a, b = np.exp(-2 * (x - 1) ** 2), np.exp(-2 * (x - 4) ** 2)
+    ...         grad = (-4 * (x - 1) * a - 4 * (x - 4) * b) / (a + b)
+    ...         return float(np.log(a + b)[0]), grad
+    >>> guarded = GuardedTarget(TwoBumps(), np.array([0.0]), np.array([9.0]))
+    >>> coords = BoundCoordinates(guarded, np.array([1.0]),
+    ...     (np.array([False]), np.array([True]), np.array([False])), np.ones(1))
+    >>> jumps = ModeJumps(np.array([[1.0], [4.0]]), np.full((2, 1, 1), 0.5),
+    ...                   np.zeros(2))
+    >>> mapped = jumps_in_bound_coordinates(coords, jumps)
+    >>> # the modes of the density of log x, where x^2 - x = 1/4 and x^2 - 4x = 1/4
+    >>> np.round(coords.expand(mapped.means), 2).ravel()
+    array([1.21, 4.06])
+    """
+    bounds = coords.bounds()
+    starts = coords.to_chain(jumps.means)
+    if not np.all(np.isfinite(starts)):
+        return None
+    optima = [find_map(coords, start, bounds).params for start in starts]
+    return laplace_mixture(coords, optima, bounds, every=jumps.every)

@@ -34,7 +34,7 @@ from ..targets.exact import ExactMarginalTarget
 from ..targets.exact_inducing import ExactInducingConditional
 from ..targets.sparse import SparseWhitenedTarget
 from ..targets.svgp import SVGPBound
-from ._bounds import bound_coordinates
+from ._bounds import bound_coordinates, jumps_in_bound_coordinates
 from ._sampling import (
     CollapsedSampler,
     GuardedTarget,
@@ -358,9 +358,8 @@ def _collapsed_sampler(start, hmc, targets, points, data):
     """
     guarded, sampled, draws_v = targets
     hyper = points[1]
-    coords = bound_coordinates(guarded, hyper)
     mode_jumps = None
-    if coords is None:
+    if bound_coordinates(guarded, hyper) is None:  # no optimum on a bound
         mode_jumps = collapsed_mode_jumps(
             sampled,
             points,
@@ -368,13 +367,11 @@ def _collapsed_sampler(start, hmc, targets, points, data):
             (start.adapter, *data, start.prior_set),
             hmc.log,
         )
-        # With one mode, a bound within the chains' reach is moved away in
-        # log-distance coordinates too (nearly exact data put the noise
-        # floor there). The mode jumps and searches work in the
-        # hyperparameters' own coordinates, so a posterior with several
-        # modes keeps them and its wall.
-        if mode_jumps is None:
-            coords = bound_coordinates(guarded, hyper, walls=True)
+    # A bound within the chains' reach is moved away in log-distance
+    # coordinates too (nearly exact data put the noise floor there), and so
+    # is one within reach of another mode, with the jumps and the searches
+    # in the same coordinates.
+    coords, mode_jumps = _walls_away(guarded, hyper, mode_jumps)
     if coords is None:
         transform = curvature_preconditioner(guarded, hyper)
     else:
@@ -390,17 +387,44 @@ def _collapsed_sampler(start, hmc, targets, points, data):
         int(start.seeds[1]),
         coords,
     )
-    if coords is None:  # the mixture's modes live in the hyperparameters' coordinates
+    if mode_jumps is not None:  # in the coordinates the chains move in
         sampler.mode_jumps = mode_jumps
-        # searches from the chains' draws, for modes they reach later (on a
-        # split of Boston's house values, 300 rows, the searches before
-        # sampling found one of the exact posterior's modes and the chains
-        # ran their whole budget; see variational_mcmc._chains.DrawSearches)
-        if data[0].shape[0] <= _MODE_SEARCH_MAX_N:
-            sampler.mode_search = DrawModeSearch(
-                sampled, hyper, start.hyper_bounds, _MODE_JUMP_EVERY
-            )
+    # searches from the chains' draws, for modes they reach later (on a
+    # split of Boston's house values, 300 rows, the searches before
+    # sampling found one of the exact posterior's modes and the chains ran
+    # their whole budget; see variational_mcmc._chains.DrawSearches)
+    if data[0].shape[0] <= _MODE_SEARCH_MAX_N:
+        searched = (sampled, hyper, start.hyper_bounds)
+        if coords is not None:
+            searched = (coords, coords.start, coords.bounds())
+        sampler.mode_search = DrawModeSearch(*searched, _MODE_JUMP_EVERY)
     return sampler
+
+
+def _walls_away(guarded, hyper, mode_jumps):
+    """``(coords, mode_jumps)``: the bounds within the chains' reach of the
+    optimum ``hyper`` or of another mode of ``mode_jumps`` as log distances
+    (:func:`bound_coordinates`), with the jumps in those coordinates; the
+    coordinates None (and the jumps as they were) where no bound is in
+    reach, or where the jumps cannot be carried over.
+
+    On a wall every trajectory that reaches it is rejected as divergent,
+    whatever the step. Posteriors with a mode of little signal reach the
+    signal variance's floor: on fresh splits of credit-card spending,
+    strikes and Freedman's city crime rates the chains jumped between two
+    modes, one within reach of that floor, and every fit ended with a
+    divergent transition after two step back-offs (benchmarks/RESULTS.md,
+    "Mode jumps in log-distance coordinates").
+    """
+    if mode_jumps is None:
+        return bound_coordinates(guarded, hyper, walls=True), None
+    coords = bound_coordinates(guarded, hyper, walls=True, modes=mode_jumps.means)
+    if coords is None:
+        return None, mode_jumps
+    mapped = jumps_in_bound_coordinates(coords, mode_jumps)
+    if mapped is None:
+        return None, mode_jumps
+    return coords, mapped
 
 
 def _log_held(log, coords, names):
