@@ -67,6 +67,9 @@ class BoundCoordinates:
     def __init__(self, guarded, x0, masks, distance):
         fixed, lower, upper = (np.asarray(m, dtype=bool) for m in masks)
         self.guarded = guarded
+        # the rows the log density sums, by which the MAP searches on it
+        # scale it (find_map), as they do the target's own
+        self.n = getattr(guarded.target, "n", 1)
         self.x0 = np.array(x0, dtype=np.float64)
         self.fixed, self.free = fixed, ~fixed
         # on the free coordinates: the bound each piled one is measured from
