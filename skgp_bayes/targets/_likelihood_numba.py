@@ -74,7 +74,7 @@ def softmax_expectation(labels, mu, sd, eps, weights):
     d_mu = np.zeros((n, C))
     d_var = np.zeros((n, C))
     # In blocks of points: one block of all n (n C S doubles per array:
-    # 2.4 MB at 300 points, 10 classes and the 100 draws used beyond five
+    # 2.4 MB at 300 points, 10 classes and the 100 draws used beyond eight
     # classes) left the cache and took 16-22 ns a node value, the blocks 5-7.
     # Each point's arithmetic, and the order of every sum, is the same.
     width = max(1, _SOFTMAX_BLOCK_VALUES // (C * S))

@@ -188,10 +188,11 @@ class SparseWhitenedTarget:
         Its ``expected_log_prob(y, mu, var, grad=True)`` is used, with
         latent arrays of shape ``(b,)`` when ``likelihood.n_latent == 1``
         and ``(b, C)`` otherwise. A :class:`~skgp_bayes.likelihoods.Softmax`
-        of up to five classes is the exception: its expectation is taken
+        of up to eight classes is the exception: its expectation is taken
         with the degree-5 rule of :func:`softmax_rule` rather than the
-        likelihood's Monte Carlo draws (more accurate with a tenth of the
-        nodes); the likelihood's ``n_samples`` then plays no part.
+        likelihood's Monte Carlo draws (more accurate with a tenth to a
+        half of the nodes); the likelihood's ``n_samples`` then plays no
+        part.
     prior_set : PriorSet or None, default=None
         Prior over the hyperparameter vector ``[theta, (log noise)]``;
         ``None`` leaves it flat.

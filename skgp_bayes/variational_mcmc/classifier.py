@@ -68,7 +68,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         Link of the Bernoulli likelihood for two classes.
     multiclass : {"robustmax", "softmax"}, default="softmax"
         Likelihood for more than two classes: softmax, whose expectation
-        the sampled target takes with a degree-5 cubature rule up to five
+        the sampled target takes with a degree-5 cubature rule up to eight
         classes (:func:`~skgp_bayes.targets.sparse.softmax_rule`; the
         Gaussian approximation and more classes use fixed Monte Carlo
         draws) and ``predict_proba`` with each kept draw's own nodes

@@ -33,6 +33,8 @@ CASES = {
     "probit": (Bernoulli("probit"), Matern(0.9, nu=1.5) * ConstantKernel(0.7)),
     "robustmax": (RobustMax(3), ConstantKernel(1.0) * RBF(1.0)),
     "softmax": (Softmax(3, n_samples=50), ConstantKernel(1.0) * Matern(1.0, nu=2.5)),
+    # beyond five classes the expectation takes the simplex rule's nodes
+    "softmax-7": (Softmax(7), ConstantKernel(1.0) * RBF([0.9, 1.1])),
     "poisson": (Poisson(), ConstantKernel(0.8) * RBF(1.1) + WhiteKernel(0.05)),
     "gaussian": (Gaussian(0.2), ConstantKernel(1.0) * RBF([1.0, 0.7])),
 }
@@ -396,7 +398,7 @@ def test_softmax_rule_proba_is_biased_where_the_latent_spread_is_large():
     assert np.abs(mixture - reference).max() < 0.04
 
 
-@pytest.mark.parametrize("n_classes", [2, 3, 4, 5])
+@pytest.mark.parametrize("n_classes", [2, 3, 4, 5, 6, 7, 8])
 def test_softmax_rule_integrates_degree_five_exactly(n_classes):
     from itertools import combinations_with_replacement
 
@@ -419,6 +421,23 @@ def test_softmax_rule_integrates_degree_five_exactly(n_classes):
                 a, b, c, d = idx
                 want = P[a, b] * P[c, d] + P[a, c] * P[b, d] + P[a, d] * P[b, c]
             assert np.isclose(got, want, atol=1e-12), (idx, got, want)
+
+
+def test_the_target_takes_the_rule_up_to_eight_classes_and_draws_beyond():
+    from skgp_bayes.targets._softmax_rule import softmax_nodes, softmax_rule
+
+    for n_classes, n_nodes in ((5, 25), (6, 43), (7, 57), (8, 57)):
+        nodes, weights = softmax_nodes(Softmax(n_classes))
+        want_nodes, want_weights = softmax_rule(n_classes)
+        assert nodes.shape == (n_nodes, n_classes)
+        np.testing.assert_array_equal(nodes, want_nodes)
+        np.testing.assert_array_equal(weights, want_weights)
+    # nine classes: the simplex rule's vertex weight n (7 - n) would be < 0
+    with pytest.raises(ValueError, match="n_classes must lie in"):
+        softmax_rule(9)
+    nodes, weights = softmax_nodes(Softmax(9))
+    np.testing.assert_array_equal(nodes, Softmax(9).default_draws())
+    np.testing.assert_array_equal(weights, np.full(100, 0.01))
 
 
 def test_compiled_prior_matches_the_prior_set():
