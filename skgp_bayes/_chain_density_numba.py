@@ -105,12 +105,12 @@ def target_density(kind, x, n_hyper, arguments, prior, grad):
             )  # fmt: skip
         else:
             X, Z, defaults, index, base, jitter, labels, scale = arguments[:8]
-            eps, weights, lapack, work = arguments[8:]
+            eps, weights, on_simplex, lapack, work = arguments[8:]
             m = Z.shape[0]
             v = x[n_hyper:].copy().reshape((m, (x.size - n_hyper) // m))
             status, value, g_theta, g_v = softmax_joint(
                 X, Z, theta, defaults, index, base, jitter, v, labels, scale,
-                eps, weights, lapack, work,
+                eps, weights, on_simplex, lapack, work,
             )  # fmt: skip
         if status == NOT_PSD:
             return OUTSIDE, -math.inf

@@ -28,6 +28,7 @@ __all__ = [
     "softmax_expectation",
     "softmax_joint",
     "softmax_mean_proba",
+    "simplex_softmax_expectation",
 ]
 
 
@@ -35,6 +36,13 @@ __all__ = [
 # its two arrays of that size take 128 KB each, which the second-level
 # cache holds.
 _SOFTMAX_BLOCK_VALUES = 16384
+# Largest shift of a latent at a node of simplex_softmax_expectation whose
+# exponential it takes (e^700 < 1.8e308 / 8, so sums of eight stay finite);
+# beyond, the point takes the general form.
+_BOOST_LIMIT = 700.0
+# simplex_softmax_expectation's bound on what the short form of the class
+# probabilities' sum may lose: 16 times the sum's rounding, about 2e-15.
+_CANCEL_BOUND = 16.0
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -134,6 +142,231 @@ def _softmax_block(labels, mu, sd, eps_t, weights, elp, d_mu, d_var):
                 moment += g * eps_t[c, s]
             d_mu[i, c] = slope
             d_var[i, c] = moment / (2.0 * sd[i])
+
+
+# Long because the docstring derives the closed form; the body is 58 lines.
+@njit(cache=True, nogil=True, error_model="numpy")
+def simplex_softmax_expectation(labels, mu, sd, eps, weights):
+    """:func:`softmax_expectation` for the simplex rule, with few logarithms.
+
+    ``eps, weights`` are :func:`~skgp_bayes.targets.sparse.softmax_rule`'s
+    nodes for six to eight classes: the centre, the simplex vertices ``a_j
+    ~ e_j - 1/C`` and the pair midpoints ``b_jk ~ e_j + e_k - 2/C``, each
+    with its mirror image, at radius ``sqrt(C + 1)``. ``log softmax`` does
+    not change when a constant is added to every latent, so at a vertex
+    node ``F = mu + sd eps`` acts as ``mu`` with ``alpha = sd sqrt(C + 1) /
+    |e_j - 1/C|`` added to ``mu_j`` (or taken away), and its log-sum-exp is
+    ``log(S_-j + E_j e^(+-alpha))`` with ``E_c = exp(mu_c - max mu)`` and
+    ``S_-j`` the sum of the others; likewise at a midpoint with
+    ``beta`` added to ``mu_j`` and ``mu_k``. A point then takes ``C + 2``
+    exponentials and one logarithm a node, where the general form takes
+    ``C`` exponentials and a logarithm a node. The class probabilities at
+    every node, and so both gradients, follow from those sums by
+    arithmetic. Points whose sd would overflow ``exp(alpha)`` (beyond
+    about 240) take the general form.
+
+    Parameters
+    ----------
+    labels : ndarray of int of shape (n,)
+    mu : ndarray of shape (n, C)
+    sd : ndarray of shape (n,)
+        Positive.
+    eps : ndarray of shape (S, C)
+        The rule's nodes, for the general form's points only.
+    weights : ndarray of shape (S,)
+        The rule's weights, in its order (the centre's first, a midpoint's
+        last).
+
+    Returns
+    -------
+    elp : ndarray of shape (n,)
+        Expected log probability of each point's label.
+    d_mu : ndarray of shape (n, C)
+        Derivative in ``mu``.
+    d_var : ndarray of shape (n,)
+        Derivative in the variance ``sd ** 2`` that the classes share (the
+        row sums of :func:`softmax_expectation`'s).
+    """
+    n, C = mu.shape
+    S = weights.size
+    n_pairs = C * (C - 1) // 2
+    has_vertices = S > 1 + 2 * n_pairs  # eight classes give them weight 0
+    n_vertex_nodes = 2 * C if has_vertices else 0
+    radius = math.sqrt(C + 1.0)
+    a_scale = radius / math.sqrt((C - 1.0) / C)
+    b_scale = radius / math.sqrt(2.0 - 4.0 / C)
+    E, up = _simplex_exponentials(mu, sd, a_scale, b_scale)
+    T = _simplex_node_sums(E, up, S, has_vertices)
+    log_T = _logs(T.reshape(n * S))
+    elp = np.empty(n)
+    d_mu = np.empty((n, C))
+    d_var = np.empty(n)
+    share = np.empty(S)  # weight / T of every node
+    boosted = np.empty(C)
+    eps_t = np.ascontiguousarray(eps.T)
+    for i in range(n):
+        alpha, beta = a_scale * sd[i], b_scale * sd[i]
+        if max(alpha, beta) > _BOOST_LIMIT:
+            d_var_c = np.empty((1, C))
+            _softmax_block(
+                labels[i : i + 1], mu[i : i + 1], sd[i : i + 1], eps_t, weights,
+                elp[i : i + 1], d_mu[i : i + 1], d_var_c,
+            )  # fmt: skip
+            d_var[i] = np.sum(d_var_c)
+            continue
+        yi = labels[i]
+        boost_a, boost_b = up[i, 0], up[i, 1]
+        value = 0.0
+        for t in range(S):
+            share[t] = weights[t] / T[i, t]
+            value -= weights[t] * log_T[i * S + t]
+        slope = 0.0  # d/d sd of the weighted sum
+        for j in range(C if has_vertices else 0):
+            up_q, down_q = share[1 + j], share[1 + C + j]
+            slope -= a_scale * E[i, j] * (up_q * boost_a - down_q / boost_a)
+        node = 1 + n_vertex_nodes
+        for j in range(C):
+            for k in range(j + 1, C):
+                up_q, down_q = share[node], share[node + n_pairs]
+                slope -= (
+                    b_scale * (E[i, j] + E[i, k]) * (up_q * boost_b - down_q / boost_b)
+                )
+                node += 1
+        # The label's own boost, +-alpha at its vertex nodes and +-beta at
+        # the pair nodes that hold it, cancels between each node and its
+        # mirror image (equal weights), in the value and in the slope alike.
+        top = mu[i, 0]
+        for c in range(1, C):
+            top = max(top, mu[i, c])
+        elp[i] = value + (mu[i, yi] - top)
+        _simplex_class_slopes(
+            E[i], share, boost_a, boost_b, has_vertices, boosted, d_mu[i]
+        )
+        d_mu[i, yi] += 1.0
+        d_var[i] = slope / (2.0 * sd[i])
+    return elp, d_mu, d_var
+
+
+@njit(cache=True, nogil=True)
+def _simplex_exponentials(mu, sd, a_scale, b_scale):
+    """``exp(mu - max mu)`` by point, and each point's ``e^alpha, e^beta``."""
+    n, C = mu.shape
+    E = np.empty((n, C))
+    for i in range(n):
+        top = mu[i, 0]
+        for c in range(1, C):
+            top = max(top, mu[i, c])
+        for c in range(C):
+            E[i, c] = vector_exp(mu[i, c] - top)
+    up = np.empty((n, 2))
+    for i in range(n):
+        up[i, 0] = vector_exp(min(a_scale * sd[i], _BOOST_LIMIT))
+        up[i, 1] = vector_exp(min(b_scale * sd[i], _BOOST_LIMIT))
+    return E, up
+
+
+@njit(cache=True, nogil=True)
+def _logs(values):
+    """``log`` of positive ``values``, vectorised where that keeps every digit."""
+    out = np.empty(values.size)
+    for t in range(values.size):
+        out[t] = vector_log1p(values[t] - 1.0)
+    for t in range(values.size):
+        if values[t] < 0.5:  # 1 + (value - 1) would lose the value's low digits
+            out[t] = math.log(values[t])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _simplex_node_sums(E, up, S, has_vertices):
+    """Every node's sum of exponentials, ``(n, S)`` in the rule's order."""
+    n, C = E.shape
+    n_pairs = C * (C - 1) // 2
+    T = np.empty((n, S))
+    for i in range(n):
+        total = 0.0
+        for c in range(C):
+            total += E[i, c]
+        T[i, 0] = total
+        boost_a, boost_b = up[i, 0], up[i, 1]
+        for j in range(C if has_vertices else 0):
+            others = 0.0
+            for c in range(C):
+                if c != j:
+                    others += E[i, c]
+            T[i, 1 + j] = others + E[i, j] * boost_a
+            T[i, 1 + C + j] = others + E[i, j] / boost_a
+        node = 1 + (2 * C if has_vertices else 0)
+        for j in range(C):
+            for k in range(j + 1, C):
+                others = 0.0
+                for c in range(C):
+                    if c != j and c != k:
+                        others += E[i, c]
+                pair = E[i, j] + E[i, k]
+                T[i, node] = others + pair * boost_b
+                T[i, node + n_pairs] = others + pair / boost_b
+                node += 1
+    return T
+
+
+@njit(cache=True, nogil=True)
+def _simplex_class_slopes(E, share, boost_a, boost_b, has_vertices, boosted, d_mu):
+    """``d_mu`` of one point, less the label's 1, into ``d_mu``."""
+    C = E.size
+    n_pairs = C * (C - 1) // 2
+    n_vertex_nodes = 2 * C if has_vertices else 0
+    # d_mu_c = -E_c sum_k share_k e^(boost of c at k): the sum of every
+    # share plus each boosted node's share times (e^boost - 1). Where one
+    # node's T is tiny (the top class pushed down, the rest far below) its
+    # share is huge and the two parts cancel; E_c times the sum of shares
+    # bounds what is lost, and past _CANCEL_BOUND the sum takes its terms
+    # one class at a time, all of them positive.
+    shares = 0.0
+    for t in range(share.size):
+        shares += share[t]
+    boosted[:] = 0.0
+    grow_a, shrink_a = boost_a - 1.0, 1.0 / boost_a - 1.0
+    grow_b, shrink_b = boost_b - 1.0, 1.0 / boost_b - 1.0
+    for j in range(C if has_vertices else 0):
+        boosted[j] += share[1 + j] * grow_a + share[1 + C + j] * shrink_a
+    node = 1 + n_vertex_nodes
+    for j in range(C):
+        for k in range(j + 1, C):
+            moved = share[node] * grow_b + share[node + n_pairs] * shrink_b
+            boosted[j] += moved
+            boosted[k] += moved
+            node += 1
+    for c in range(C):
+        if E[c] * shares <= _CANCEL_BOUND:
+            d_mu[c] = -E[c] * (shares + boosted[c])
+        else:
+            d_mu[c] = -E[c] * _positive_share_sum(
+                share, c, C, n_pairs, has_vertices, boost_a, boost_b
+            )
+
+
+@njit(cache=True, nogil=True)
+def _positive_share_sum(share, c, C, n_pairs, has_vertices, boost_a, boost_b):
+    """``sum_k share_k e^(boost of class c at node k)``, term by term."""
+    total = share[0]
+    n_vertex_nodes = 2 * C if has_vertices else 0
+    for j in range(C if has_vertices else 0):
+        up_q, down_q = share[1 + j], share[1 + C + j]
+        if j == c:
+            total += up_q * boost_a + down_q / boost_a
+        else:
+            total += up_q + down_q
+    node = 1 + n_vertex_nodes
+    for j in range(C):
+        for k in range(j + 1, C):
+            up_q, down_q = share[node], share[node + n_pairs]
+            if j == c or k == c:
+                total += up_q * boost_b + down_q / boost_b
+            else:
+                total += up_q + down_q
+            node += 1
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -367,12 +600,14 @@ def logit_joint(
 @njit(cache=True, nogil=True)
 def softmax_joint(
     X, Z, theta, phi_defaults, theta_index, base, jitter, v, labels, scale,
-    eps, weights, lapack, work,
+    eps, weights, on_simplex, lapack, work,
 ):  # fmt: skip
     """:func:`logit_joint` for the softmax likelihood (``v`` of shape (m, C)).
 
     The expectation is :func:`softmax_expectation` with the nodes and
-    weights ``eps``, ``weights``; ``labels`` are class indices. There is no
+    weights ``eps``, ``weights``, or :func:`simplex_softmax_expectation`
+    where ``on_simplex`` says they are the simplex rule's; ``labels`` are
+    class indices. There is no
     small-variance hand-over (the softmax rule has none). Returns
     ``(status, value, g_theta, g_v)`` with ``g_v`` of shape ``(m * C,)``
     (row-major, as ``v.ravel()``); ``status`` is :data:`DONE` or
@@ -391,11 +626,14 @@ def softmax_joint(
     sd = np.empty(n)
     for i in range(n):
         sd[i] = math.sqrt(gamma[i])
-    elp, d_mu, d_var = softmax_expectation(labels, mu, sd, eps, weights)
-    d_var_sum = np.zeros(n)
-    for i in range(n):
-        for c in range(C):
-            d_var_sum[i] += d_var[i, c]
+    if on_simplex:
+        elp, d_mu, d_var_sum = simplex_softmax_expectation(labels, mu, sd, eps, weights)
+    else:
+        elp, d_mu, d_var = softmax_expectation(labels, mu, sd, eps, weights)
+        d_var_sum = np.zeros(n)
+        for i in range(n):
+            for c in range(C):
+                d_var_sum[i] += d_var[i, c]
     value, g_phi, g_v = _whitened_gradients(
         X, Z, inv_ell, variance, noise, base, ard, jitter, v, lapack, work,
         R, A, Kuu, Kuf, free, scale, elp, d_mu, d_var_sum,

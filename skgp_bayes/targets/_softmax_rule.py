@@ -280,13 +280,17 @@ def softmax_mixture_proba(means, variances, random_state=0):
 
 
 def softmax_nodes(likelihood):
-    """Nodes and weights of the target's softmax expectation.
+    """Nodes, weights and the form of the target's softmax expectation.
 
     :func:`softmax_rule` up to eight classes; beyond, where the rule has
-    negative weights, the likelihood's own Monte Carlo draws.
+    negative weights, the likelihood's own Monte Carlo draws. The third
+    entry says whether the nodes are the simplex rule's (six to eight
+    classes), which
+    :func:`~skgp_bayes.targets._likelihood_numba.simplex_softmax_expectation`
+    takes with a logarithm a node instead of ``C`` exponentials.
     """
     C = likelihood.n_classes
     if C - 1 <= _MAX_RULE_DIM:
-        return softmax_rule(C)
+        return (*softmax_rule(C), C - 1 > _MAX_SYMMETRIC_DIM)
     draws = np.ascontiguousarray(likelihood.default_draws())
-    return draws, np.full(draws.shape[0], 1.0 / draws.shape[0])
+    return draws, np.full(draws.shape[0], 1.0 / draws.shape[0]), False

@@ -88,10 +88,10 @@ def _sparse(target):
             _floats(rules[3]), SMALL_VAR, LAPACK, np.zeros(0),
         )  # fmt: skip
         return "logit", arguments
-    eps, weights = target._softmax_nodes
+    eps, weights, on_simplex = target._softmax_nodes
     arguments = (
         *_kernel(target), _indices(target._softmax_labels), scale, _floats(eps),
-        _floats(weights), LAPACK, np.zeros(0),
+        _floats(weights), on_simplex, LAPACK, np.zeros(0),
     )  # fmt: skip
     return "softmax", arguments
 

@@ -590,7 +590,9 @@ class SparseWhitenedTarget:
 
     def _softmax_terms(self, y, mu, gamma):
         """Softmax ``elp``, ``d_mu``, ``d_var`` by :func:`_softmax_nodes`."""
-        nodes, weights = self._softmax_nodes
+        # the nodes themselves, in any rule: the general form is the
+        # reference the compiled simplex form is tested against
+        nodes, weights, _ = self._softmax_nodes
         labels = self._softmax_labels if y is self.y else self.likelihood._labels(y)
         return _likelihood_numba.softmax_expectation(
             labels,

@@ -427,7 +427,8 @@ def test_the_target_takes_the_rule_up_to_eight_classes_and_draws_beyond():
     from skgp_bayes.targets._softmax_rule import softmax_nodes, softmax_rule
 
     for n_classes, n_nodes in ((5, 25), (6, 43), (7, 57), (8, 57)):
-        nodes, weights = softmax_nodes(Softmax(n_classes))
+        nodes, weights, on_simplex = softmax_nodes(Softmax(n_classes))
+        assert on_simplex == (n_classes >= 6)
         want_nodes, want_weights = softmax_rule(n_classes)
         assert nodes.shape == (n_nodes, n_classes)
         np.testing.assert_array_equal(nodes, want_nodes)
@@ -435,9 +436,43 @@ def test_the_target_takes_the_rule_up_to_eight_classes_and_draws_beyond():
     # nine classes: the simplex rule's vertex weight n (7 - n) would be < 0
     with pytest.raises(ValueError, match="n_classes must lie in"):
         softmax_rule(9)
-    nodes, weights = softmax_nodes(Softmax(9))
+    nodes, weights, on_simplex = softmax_nodes(Softmax(9))
     np.testing.assert_array_equal(nodes, Softmax(9).default_draws())
     np.testing.assert_array_equal(weights, np.full(100, 0.01))
+    assert not on_simplex
+
+
+@pytest.mark.parametrize("n_classes", [6, 7, 8])
+def test_simplex_softmax_expectation_equals_the_general_form(n_classes):
+    from skgp_bayes.targets import _likelihood_numba
+    from skgp_bayes.targets.sparse import softmax_rule
+
+    # The closed form over the simplex rule's nodes against the node-by-node
+    # sum over the same nodes: the same quantity, so equal to rounding.
+    # Besides random points: a confident point whose top class the spread
+    # pushes far down at its nodes (one node's sum of exponentials near
+    # 1e-15, where the short form of the class sums would cancel), a
+    # point with an sd past the closed form's range (the general form's),
+    # and tiny sds.
+    eps, weights = softmax_rule(n_classes)
+    rng = np.random.default_rng(n_classes)
+    mu = rng.normal(scale=3.0, size=(60, n_classes))
+    sd = rng.uniform(1e-3, 4.0, 60)
+    labels = rng.integers(0, n_classes, 60)
+    mu[0], sd[0], labels[0] = np.eye(n_classes)[0] * 40.0, 12.0, 1
+    mu[1], sd[1] = -5.0 * np.eye(n_classes)[0], 300.0
+    sd[2:4] = [1e-8, 1e-12]
+    got = _likelihood_numba.simplex_softmax_expectation(labels, mu, sd, eps, weights)
+    elp, d_mu, d_var = _likelihood_numba.softmax_expectation(
+        labels, mu, sd, eps, weights
+    )
+    np.testing.assert_allclose(got[0], elp, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got[1], d_mu, rtol=0, atol=1e-13)
+    # The general form's d_var is sum(g * eps) / (2 sd), g rounded to about
+    # 64 eps over the nodes and classes: that over 2 sd bounds the two
+    # forms' difference (at sd 1e-12 it is 3.5e-3; 0.8-2.5e-6 measured).
+    bound = 1e-13 + 64 * np.finfo(float).eps / (2 * sd)
+    assert np.all(np.abs(got[2] - d_var.sum(axis=1)) <= bound)
 
 
 def test_compiled_prior_matches_the_prior_set():
@@ -601,3 +636,18 @@ def test_logit_target_falls_back_where_a_variance_is_below_the_likelihoods_floor
     ref_value, ref_grad = numpy_path.logp_and_grad(params)
     np.testing.assert_allclose(value, ref_value, rtol=1e-9)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-10)
+
+
+def test_the_compiled_simplex_form_equals_the_interpreted_target():
+    # Seven classes: the one compiled call takes the simplex rule's closed
+    # form, the interpreted target the same nodes one by one.
+    target = _target("softmax-7")
+    assert target._compiled and target._softmax_nodes[2]
+    params = _params(target)
+    value, grad = target.logp_and_grad(params)
+    target._compiled = False
+    want_value, want_grad = target.logp_and_grad(params)
+    assert value == pytest.approx(want_value, rel=1e-12)
+    np.testing.assert_allclose(
+        grad, want_grad, rtol=0, atol=1e-10 * np.abs(want_grad).max()
+    )
