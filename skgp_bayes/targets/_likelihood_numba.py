@@ -162,8 +162,8 @@ def simplex_softmax_expectation(labels, mu, sd, eps, weights):
     exponentials and one logarithm a node, where the general form takes
     ``C`` exponentials and a logarithm a node. The class probabilities at
     every node, and so both gradients, follow from those sums by
-    arithmetic. Points whose sd would overflow ``exp(alpha)`` (beyond
-    about 240) take the general form.
+    arithmetic. Points whose ``alpha`` or ``beta`` passes 700 (an sd beyond
+    218-241, by ``C``), near where ``exp`` overflows, take the general form.
 
     Parameters
     ----------
