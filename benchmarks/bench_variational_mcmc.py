@@ -21,6 +21,10 @@
 5. ``--sections trajectory``: a leapfrog step of the exact target's chain
    density in one compiled call against the engine's interpreted loop,
    over n (beyond ``_trajectory.EXACT_MAX_ROWS`` rows in calls of fewer steps).
+6. ``--sections softmax``: the sampled target's softmax expectation and its
+   gradients at six to eight classes, one thread: the likelihood's 100
+   draws and the simplex rule's nodes summed node by node, against the
+   rule's closed form (``simplex_softmax_expectation``).
 
     python benchmarks/bench_variational_mcmc.py            # everything
     python benchmarks/bench_variational_mcmc.py --quick    # smaller sizes
@@ -382,6 +386,50 @@ def bench_trajectory(sizes=(16, 32, 64, 128, 256, 384), dims=(1, 5), n_steps=10)
                 )
 
 
+def bench_softmax(sizes=(65, 300), class_counts=(6, 7, 8), repeats=200):
+    """The softmax expectation by node and in the simplex rule's closed form."""
+    from threadpoolctl import threadpool_limits
+
+    from skgp_bayes.likelihoods import Softmax
+    from skgp_bayes.targets import _likelihood_numba
+    from skgp_bayes.targets.sparse import softmax_rule
+
+    by_node = _likelihood_numba.softmax_expectation
+    closed = _likelihood_numba.simplex_softmax_expectation
+    print(
+        "\n| points | classes | 100 draws, by node (us) | rule, by node (us) "
+        "| rule, closed form (us) | closed / rule by node | closed / draws |",
+        flush=True,
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rng = np.random.default_rng(0)
+    with threadpool_limits(1):
+        for n in sizes:
+            for C in class_counts:
+                mu = rng.normal(scale=3.0, size=(n, C))
+                sd = rng.uniform(0.05, 2.0, n)
+                labels = rng.integers(0, C, n)
+                draws = np.ascontiguousarray(Softmax(C).default_draws())
+                flat = np.full(draws.shape[0], 1.0 / draws.shape[0])
+                nodes, weights = softmax_rule(C)
+                times = [
+                    _mean_of_best_round(
+                        functools.partial(f, labels, mu, sd, e, w), repeats
+                    )
+                    for f, e, w in (
+                        (by_node, draws, flat),
+                        (by_node, nodes, weights),
+                        (closed, nodes, weights),
+                    )
+                ]
+                print(
+                    f"| {n} | {C} | {times[0] * 1e6:.1f} | {times[1] * 1e6:.1f} | "
+                    f"{times[2] * 1e6:.1f} | {times[2] / times[1]:.2f} | "
+                    f"{times[2] / times[0]:.2f} |",
+                    flush=True,
+                )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -395,7 +443,7 @@ def main():
         "--sections",
         default="coal,cancer,large",
         help="comma-separated subset of coal, cancer, large, crossover, "
-        "trajectory (the last two only when named)",
+        "trajectory, softmax (the last three only when named)",
     )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
@@ -415,6 +463,8 @@ def main():
         bench_crossover_fraction()
     if "trajectory" in sections:
         bench_trajectory()
+    if "softmax" in sections:
+        bench_softmax()
     if "large" in sections:
         if args.quick:
             bench_large(5000, 50, 10, 10, 10, 200)
