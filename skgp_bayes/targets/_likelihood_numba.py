@@ -144,7 +144,7 @@ def _softmax_block(labels, mu, sd, eps_t, weights, elp, d_mu, d_var):
             d_var[i, c] = moment / (2.0 * sd[i])
 
 
-# Long because the docstring derives the closed form; the body is 58 lines.
+# Long because the docstring derives the closed form; the body is 55 lines.
 @njit(cache=True, nogil=True, error_model="numpy")
 def simplex_softmax_expectation(labels, mu, sd, eps, weights):
     """:func:`softmax_expectation` for the simplex rule, with few logarithms.
@@ -195,7 +195,7 @@ def simplex_softmax_expectation(labels, mu, sd, eps, weights):
     radius = math.sqrt(C + 1.0)
     a_scale = radius / math.sqrt((C - 1.0) / C)
     b_scale = radius / math.sqrt(2.0 - 4.0 / C)
-    E, up = _simplex_exponentials(mu, sd, a_scale, b_scale)
+    E, top, up = _simplex_exponentials(mu, sd, a_scale, b_scale)
     T = _simplex_node_sums(E, up, S, has_vertices)
     log_T = _logs(T.reshape(n * S))
     elp = np.empty(n)
@@ -235,10 +235,7 @@ def simplex_softmax_expectation(labels, mu, sd, eps, weights):
         # The label's own boost, +-alpha at its vertex nodes and +-beta at
         # the pair nodes that hold it, cancels between each node and its
         # mirror image (equal weights), in the value and in the slope alike.
-        top = mu[i, 0]
-        for c in range(1, C):
-            top = max(top, mu[i, c])
-        elp[i] = value + (mu[i, yi] - top)
+        elp[i] = value + (mu[i, yi] - top[i])
         _simplex_class_slopes(
             E[i], share, boost_a, boost_b, has_vertices, boosted, d_mu[i]
         )
@@ -249,20 +246,21 @@ def simplex_softmax_expectation(labels, mu, sd, eps, weights):
 
 @njit(cache=True, nogil=True)
 def _simplex_exponentials(mu, sd, a_scale, b_scale):
-    """``exp(mu - max mu)`` by point, and each point's ``e^alpha, e^beta``."""
+    """``exp(mu - max mu)``, each point's ``max mu`` and its ``e^alpha, e^beta``."""
     n, C = mu.shape
     E = np.empty((n, C))
+    top = np.empty(n)
     for i in range(n):
-        top = mu[i, 0]
+        top[i] = mu[i, 0]
         for c in range(1, C):
-            top = max(top, mu[i, c])
+            top[i] = max(top[i], mu[i, c])
         for c in range(C):
-            E[i, c] = vector_exp(mu[i, c] - top)
+            E[i, c] = vector_exp(mu[i, c] - top[i])
     up = np.empty((n, 2))
     for i in range(n):
         up[i, 0] = vector_exp(min(a_scale * sd[i], _BOOST_LIMIT))
         up[i, 1] = vector_exp(min(b_scale * sd[i], _BOOST_LIMIT))
-    return E, up
+    return E, top, up
 
 
 @njit(cache=True, nogil=True)
