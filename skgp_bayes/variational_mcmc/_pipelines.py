@@ -387,8 +387,7 @@ def _collapsed_sampler(start, hmc, targets, points, data):
         int(start.seeds[1]),
         coords,
     )
-    if mode_jumps is not None:  # in the coordinates the chains move in
-        sampler.mode_jumps = mode_jumps
+    sampler.mode_jumps = mode_jumps  # in the coordinates the chains move in
     # searches from the chains' draws, for modes they reach later (on a
     # split of Boston's house values, 300 rows, the searches before
     # sampling found one of the exact posterior's modes and the chains ran
