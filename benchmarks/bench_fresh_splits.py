@@ -5,8 +5,9 @@ set, the split every default was checked on as it was built. A user's data is
 another draw: this script repeats the suite's split at other seeds
 (``--seeds``, default 1-4) for every data set of the suite and of the held-out
 sets (``--datasets``; digits, the slowest, is left out unless named; the sets
-of ``_unseen_data.py``, ``_fourth_data.py`` and ``_fifth_data.py`` only when
-named or with ``--unseen``, ``--fourth`` or ``--fifth``), fits every estimator
+of ``_unseen_data.py``, ``_fourth_data.py``, ``_fifth_data.py`` and
+``_sixth_data.py`` only when named or with ``--unseen``, ``--fourth``,
+``--fifth`` or ``--sixth``), fits every estimator
 of the task with its defaults next to the suite's peer (one BLAS thread, after
 ``_warm_up.py``'s untimed first fits), and records for each fit the time, the
 test score, the interval coverage, every warning and any exception. It prints
@@ -26,6 +27,7 @@ plus 0.01). Coverage is recorded (``--jsonl``) but not listed: on test sets of
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --unseen
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --fourth
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --fifth
+    PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --sixth
 """
 
 import argparse
