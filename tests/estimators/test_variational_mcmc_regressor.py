@@ -145,6 +145,41 @@ def test_a_bound_at_a_mode_the_exact_posterior_gives_no_mass_grows(monkeypatch):
     _assert_the_exact_gp(reg, X, y, X_test, y_test)
 
 
+def test_beyond_the_exact_check_the_set_grows_to_the_larger_cap(monkeypatch):
+    # Scaled down: the exact reference only up to 100 rows, a cap of 13
+    # inducing inputs there (the default start at 160 rows) and of 26
+    # beyond. A period of 12 over 60 with 13 inducing inputs leaves a gap
+    # to Titsias' upper bound of 0.48 nats per point, and doubling them
+    # raises the bound by 0.16 nats per point (gap 0.03), so beyond the
+    # check the growth must go on to 26, and with the larger cap at 13 it
+    # must stay at 13.
+    from skgp_bayes.variational_mcmc import _approximation
+
+    monkeypatch.setattr(_approximation, "_EXACT_REFERENCE_MAX_N", 100)
+    monkeypatch.setattr(_approximation, "_MAX_COLLAPSED_INDUCING", 13)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 60, (160, 1))
+    y = 3 * np.sin(2 * np.pi * X[:, 0] / 12) + 10 + 0.3 * rng.standard_normal(160)
+    sizes = {}
+    for larger_cap in (26, 13):
+        monkeypatch.setattr(_approximation, "_MAX_LARGE_N_INDUCING", larger_cap)
+        reg = VariationalMCMCRegressor(random_state=0, **SHORT_CHAINS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # short chains need not converge
+            reg.fit(X, y)
+        assert not reg.diagnostics_["exact_marginal"]
+        sizes[larger_cap] = reg.inducing_points_.shape[0]
+    assert sizes == {26: 26, 13: 13}
+
+
+def test_a_step_the_cap_cuts_short_is_held_to_its_share_of_a_doubling():
+    from skgp_bayes.variational_mcmc._approximation import _doublings
+
+    assert _doublings(36, np.zeros((18, 1))) == 1.0
+    assert _doublings(64, np.zeros((38, 1))) == pytest.approx(np.log2(64 / 38))
+    assert _doublings(64, np.zeros((60, 1))) < 0.1
+
+
 def test_few_training_rows_make_the_inducing_inputs_from_the_start():
     # With at most 64 training rows (the default set's growth cap) the
     # distinct inputs are the inducing inputs at once, the chains sample the
