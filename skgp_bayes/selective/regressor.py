@@ -122,10 +122,11 @@ class SelectiveSVGP(
         nats below the exact log marginal likelihood, that of 80 spread
         ones 0.1 (doc/selective_svgp.rst). The choice stops early, with
         fewer candidates, once the remaining inputs add no variance under
-        that kernel (to round-off). Up to 1,000 points the kernel is the
-        length-scale screen's best on the exact marginal likelihood, and
-        the pool grows past ``n_candidates`` (to 400 at most) while its
-        Nystrom residual costs the bound over 0.05 nats per point.
+        that kernel (to round-off). Up to 5,000 points the kernel is the
+        length-scale screen's best on the exact marginal likelihood (of
+        1,000 evenly spaced rows at most), and the pool grows past
+        ``n_candidates`` (to 400 at most) while its Nystrom residual costs
+        the bound over 0.05 nats per point.
     candidates : array-like of shape (K, n_features), default=None
         Explicit candidate inducing inputs; overrides ``n_candidates``.
     alpha : float, default=0.01

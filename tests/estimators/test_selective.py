@@ -556,6 +556,29 @@ def test_candidate_pool_follows_the_datas_length_scale():
     assert smooth.candidates_.shape[0] <= 10
 
 
+def test_candidate_pool_grows_beyond_the_exact_screens_rows(monkeypatch):
+    # Scaled down: the screen on at most 100 of the 160 rows. The period of
+    # 4 over 60 needs far more than 10 candidates; up to POOL_GROWTH_MAX_N
+    # rows the pool must grow past n_candidates as it does when the screen
+    # sees every row, and beyond it stay at n_candidates.
+    from skgp_bayes.selective import _phases
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 60, (160, 1))
+    y = 3 * np.sin(2 * np.pi * X[:, 0] / 4.0) + 10 + 0.3 * rng.standard_normal(160)
+    monkeypatch.setattr(_phases, "EXACT_SCREEN_MAX_N", 100)
+    pools = {}
+    for most_rows in (5000, 100):
+        monkeypatch.setattr(_phases, "POOL_GROWTH_MAX_N", most_rows)
+        reg = SelectiveSVGP(n_candidates=10, n_select_iter=50, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            reg.fit(X, y)
+        pools[most_rows] = reg.candidates_.shape[0]
+    assert pools[5000] > 30
+    assert pools[100] <= 10
+
+
 @pytest.mark.parametrize("seed", [4, 6])
 def test_candidate_pool_holds_a_short_length_scale_of_one_input(seed):
     # Repeated measures with the subject's number as an input (as in the
