@@ -149,6 +149,14 @@ def _bound_reached(found):
     return trace[-1] if trace else -np.inf
 
 
+def _inducing_cap(n, n_distinct):
+    """Most inducing inputs the default set grows to on ``n`` rows."""
+    most = _MAX_COLLAPSED_INDUCING
+    if n > _EXACT_REFERENCE_MAX_N:
+        most = _MAX_LARGE_N_INDUCING
+    return min(most, n_distinct)
+
+
 def _doublings(m, previous_Z):
     """How many doublings growing ``previous_Z`` to ``m`` inducing inputs
     makes (1 for a doubling, less for a step the cap cut short).
@@ -435,10 +443,7 @@ class ApproximationStage:
             if exact is not None:
                 return exact
         tol = _GAP_TOL * X.shape[0]
-        most = _MAX_COLLAPSED_INDUCING
-        if X.shape[0] > _EXACT_REFERENCE_MAX_N:
-            most = _MAX_LARGE_N_INDUCING
-        cap = min(most, distinct.shape[0])
+        cap = _inducing_cap(X.shape[0], distinct.shape[0])
         traces, searches, previous = [], [], None
 
         def search(start_hyper):

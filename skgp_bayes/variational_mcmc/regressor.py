@@ -91,9 +91,8 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         the collapsed bound's optimum, its gap to Titsias' upper bound on the
         log marginal likelihood exceeds 0.05 nats per point, up to 64 (128
         beyond 1,000 rows, where no exact model is checked against); a doubling
-        that raises the bound by less than 0.05 nats per point keeps the smaller
-        set (a step the cap cuts short, by less than its share of a doubling,
-        ``0.05 log2(m_new / m_old)``). The gap bounds the divergence of the
+        (a capped step: its share of one) that raises the bound by less than
+        0.05 nats per point keeps the smaller set. The gap bounds the divergence of the
         sparse posterior from the exact one (Burt, Rasmussen and van der Wilk,
         2020); 0.05 nats per point is the smallest difference in mean log
         predictive density that matters. More inducing inputs make each gradient
