@@ -94,8 +94,8 @@ MAX_CANDIDATES = 400
 # grows, up to this many rows. With the pool held at n_candidates there, the Forbes
 # 2000 companies (1,396 rows, market value from sales, profits and assets
 # over five decades) kept 70 of 80 candidates and predicted 0.19 nats per
-# point below scikit-learn's exact GP (7.9 s); grown to 249, 217 were kept,
-# 0.08 above it (36 s, against its 126 s with 9 restarts). A grown pool
+# point below scikit-learn's exact GP (6.4 s); grown to 249, 217 were kept,
+# 0.08 above it (28.6 s, against its 120.8 s with 9 restarts). A grown pool
 # makes each full-batch evaluation up to (MAX_CANDIDATES / 80)^2 = 25 times
 # dearer, O(n K^2); beyond this many rows that passes minutes a fit, where
 # a user sets batch_size, and the pool stays at n_candidates.
