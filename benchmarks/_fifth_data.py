@@ -18,7 +18,7 @@ Rows with a missing value in the columns used are dropped; binary factors
 become 0/1 columns; a 0/1 class column keeps its codes as labels.
 """
 
-from _fourth_data import binary_column, r_set_loader
+from _fourth_data import binary_columns, r_set_loader
 
 # name: (R data set, target, inputs, task, description, source, preparer)
 _SETS = {
@@ -49,7 +49,7 @@ _SETS = {
         "Reaction rate (counts/min/min, 47-207) of an enzyme from the "
         "substrate concentration (ppm, 0.02-1.1, a saturating curve) and "
         "whether the cells were treated with puromycin; n = 23.",
-        "datasets Puromycin (Treloar 1974)", binary_column("state", "treated"),
+        "datasets Puromycin (Treloar 1974)", binary_columns(state="treated"),
     ),
     "pressure": (
         "pressure", "pressure", ["temperature"], "regression",
@@ -131,7 +131,7 @@ _SETS = {
         "(percent), crime (per 1,000), housing, and whether the area is a "
         "city.",
         "carData Ericksen (Ericksen, Kadane and Tukey 1989)",
-        binary_column("city", "city"),
+        binary_columns(city="city"),
     ),
     "mtcars_am": (
         "mtcars", "am", ["mpg", "hp", "wt"], "classification",

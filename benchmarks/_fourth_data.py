@@ -24,11 +24,17 @@ main suite (``_real_data.MAX_ROWS``).
 from _unseen_data import _frame_set, _r_data
 
 
-def binary_column(column, level):
-    """A frame preparer that adds ``column_is_level`` as a 0/1 column."""
+def binary_columns(**levels):
+    """A frame preparer adding ``column_is_level`` 0/1 columns, for each
+    ``column=level`` given."""
 
     def prepare(frame):
-        return frame.assign(**{f"{column}_is_{level}": (frame[column] == level) * 1.0})
+        return frame.assign(
+            **{
+                f"{column}_is_{level}": (frame[column] == level) * 1.0
+                for column, level in levels.items()
+            }
+        )
 
     return prepare
 
@@ -62,7 +68,7 @@ _SETS = {
         "whiteside", "Gas", ["Temp", "Insul_is_After"], "regression",
         "Weekly gas use (1,000 cubic feet) of a house from the outside "
         "temperature (C) and whether the walls were insulated yet; n = 56.",
-        "MASS whiteside (Hand et al. 1994)", binary_column("Insul", "After"),
+        "MASS whiteside (Hand et al. 1994)", binary_columns(Insul="After"),
     ),
     "cats_heart": (
         "cats", "Hwt", ["Bwt"], "regression",
@@ -108,7 +114,7 @@ _SETS = {
         "SLID", "wages", ["education", "age", "sex_is_Male"], "regression",
         "Hourly wage (C$, about 2-50) of Ontario workers in 1994 from education "
         "(years), age (years) and sex.",
-        "carData SLID (Statistics Canada)", binary_column("sex", "Male"),
+        "carData SLID (Statistics Canada)", binary_columns(sex="Male"),
     ),
     "salaries": (
         "Salaries", "salary", ["yrs.since.phd", "yrs.service"], "regression",
@@ -157,7 +163,7 @@ _SETS = {
         "Womenlf", "partic", ["hincome", "children_is_present"], "classification",
         "Work of 263 married Canadian women in 1977 ('not.work', 'parttime', "
         "'fulltime') from husband's income (C$1,000s) and children at home.",
-        "carData Womenlf (Fox 1984)", binary_column("children", "present"),
+        "carData Womenlf (Fox 1984)", binary_columns(children="present"),
     ),
     "chile": (
         "Chile", "vote", ["population", "age", "income", "statusquo"],

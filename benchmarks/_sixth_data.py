@@ -21,23 +21,7 @@ two-level factors become 0/1 columns; a 0/1 class column keeps its codes as
 labels. Sets of more than 2,000 rows are subsampled as in the main suite.
 """
 
-from _fourth_data import r_set_loader
-
-
-def binary_columns(**levels):
-    """A frame preparer adding ``column_is_level`` 0/1 columns, for each
-    ``column=level`` given."""
-
-    def prepare(frame):
-        return frame.assign(
-            **{
-                f"{column}_is_{level}": (frame[column] == level) * 1.0
-                for column, level in levels.items()
-            }
-        )
-
-    return prepare
-
+from _fourth_data import binary_columns, r_set_loader
 
 # name: (R data set, target, inputs, task, description, source, preparer)
 _SETS = {
