@@ -157,15 +157,15 @@ def _inducing_cap(n, n_distinct):
     return min(most, n_distinct)
 
 
-def _doublings(m, previous_Z):
-    """How many doublings growing ``previous_Z`` to ``m`` inducing inputs
+def _doublings(m, m_before):
+    """How many doublings growing ``m_before`` inducing inputs to ``m``
     makes (1 for a doubling, less for a step the cap cut short).
 
     A step is judged by the bound's gain per doubling: a capped step adds
     fewer inputs, so the same gain says more of it (38 -> 64 on the Forbes
     2000 companies raised the bound 0.048 nats per point, 0.063 a doubling).
     """
-    return min(1.0, float(np.log2(m / previous_Z.shape[0])))
+    return min(1.0, float(np.log2(m / m_before)))
 
 
 @dataclasses.dataclass
@@ -487,7 +487,8 @@ class ApproximationStage:
                 previous is not None
                 and trace
                 and previous[3]
-                and trace[-1] - previous[3][-1] < tol * _doublings(m, previous[1])
+                and trace[-1] - previous[3][-1]
+                < tol * _doublings(m, previous[1].shape[0])
             )
             if doubling_dropped or not self.grow_inducing or slack <= tol or m >= cap:
                 source = previous if doubling_dropped else found

@@ -175,9 +175,9 @@ def test_beyond_the_exact_check_the_set_grows_to_the_larger_cap(monkeypatch):
 def test_a_step_the_cap_cuts_short_is_held_to_its_share_of_a_doubling():
     from skgp_bayes.variational_mcmc._approximation import _doublings
 
-    assert _doublings(36, np.zeros((18, 1))) == 1.0
-    assert _doublings(64, np.zeros((38, 1))) == pytest.approx(np.log2(64 / 38))
-    assert _doublings(64, np.zeros((60, 1))) < 0.1
+    assert _doublings(36, 18) == 1.0
+    assert _doublings(64, 38) == pytest.approx(np.log2(64 / 38))
+    assert _doublings(64, 60) < 0.1
 
 
 def test_few_training_rows_make_the_inducing_inputs_from_the_start():
