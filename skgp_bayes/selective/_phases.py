@@ -14,6 +14,7 @@ from .._starts import (
     best_of_searches,
     climbed,
     exact_climb_point,
+    exact_noise_alone,
     screened_exact_start,
     screened_starts,
 )
@@ -192,6 +193,12 @@ def _screened_kernel(adapter, theta, X, y):
         exact, start, bounds, cap=EXACT_SCREEN_MAX_N, refine_noise=False
     )
     best = start if best is None else best
+    # The allowance scales with the noise, and the screen's lowest level is
+    # 1% of the variance: on a smooth vector field measured to 0.03% (seals'
+    # movements, 808 rows) the pool stopped at 158 candidates and predicted
+    # 1.14 nats per point below the exact GP; at the noise searched alone
+    # (nine evaluations) it grew to 232 and came 0.56 below.
+    best = exact_noise_alone(exact, best, bounds, cap=EXACT_SCREEN_MAX_N)
     return best[:-1], float(best[-1])
 
 

@@ -579,6 +579,30 @@ def test_candidate_pool_grows_beyond_the_exact_screens_rows(monkeypatch):
     assert pools[100] <= 10
 
 
+def test_candidate_pool_allowance_reads_the_datas_noise():
+    # The pool grows until the Nystrom residual costs the bound at most
+    # TRACE_NATS per point at the noise the pool's screen finds; the
+    # screen's noise levels stop at 1% of the variance. A smooth surface
+    # measured to 1e-5 of its variance must be sized at a noise within a
+    # decade of that (the one-dimensional search's tolerance is a tenth of
+    # a nat in log noise; the marginal likelihood's curvature in log noise
+    # at n = 200 is about n / 2), not at 1%, which left a vector field of
+    # 808 rows (seals) 1.14 nats per point below the exact GP.
+    from skgp_bayes.kernels import KernelAdapter
+    from skgp_bayes.selective import _phases
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (200, 2))
+    f = np.sin(X[:, 0]) * np.cos(0.7 * X[:, 1])
+    y = f + np.sqrt(1e-5 * f.var()) * rng.standard_normal(200)
+    y = (y - y.mean()) / y.std()
+    kernel = SelectiveSVGP()._new_kernel(2)
+    adapter = KernelAdapter(kernel)
+    theta = _phases._kernel_start(kernel, adapter)
+    _, log_noise = _phases._screened_kernel(adapter, theta, X, y)
+    assert 1e-6 < np.exp(log_noise) < 1e-4
+
+
 @pytest.mark.parametrize("seed", [4, 6])
 def test_candidate_pool_holds_a_short_length_scale_of_one_input(seed):
     # Repeated measures with the subject's number as an input (as in the
