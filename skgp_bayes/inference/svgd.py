@@ -770,22 +770,16 @@ def _adapt_rates(rates, last_sign, field, cap):
 def _check_stability(history, hit_cap, stochastic, shape, converged=False):
     """SamplerWarning when steps kept hitting the cap or the density fell.
 
-    Both count only in a run that did not meet its stopping rule, which
-    asks for a small field twice in a row: there the particles stand at a
-    fixed point of the update, which the step size does not move, so
-    neither says the learning rate was too large. Steps capped on the way
-    were its approach (modechoice, a seed-7 split: 22 capped iterations as
-    the log density rose and settled, the rule met at the 24th); a fall on
-    the way says the fixed point lies lower than the starts (the Laplace
-    draws of a near-separable four-class problem, 3,312 coordinates a
-    particle, fell 40 nats in 11 smoothly shrinking steps to the rule, and
-    predicted with a log loss of 0.04 against scikit-learn's 1.01). A fall
-    counts when it exceeds both one nat and ``_FALL_SDS`` standard
-    deviations of the mean log density of ``J`` exact draws from a
-    ``P``-dimensional near-Gaussian target, ``sqrt(P / (2 J))`` (the log
-    density of one draw is ``-chi2_P / 2`` plus a constant). Particles that
-    start near the mode and spread to the posterior's typical set lose
-    about that much, which says nothing about the step.
+    Both count only in a run that did not meet its stopping rule (a small
+    field twice in a row): a run that met it stands at a fixed point of
+    the update, which the step does not move. Capped steps there were its
+    approach (modechoice, seed 7: 22 capped iterations, the rule met at the
+    24th); a fall, a fixed point below the starts (a near-separable
+    four-class problem: 40 nats over 3,312 coordinates a particle in 11
+    shrinking steps, test log loss 0.04). A fall counts when it exceeds one
+    nat and ``_FALL_SDS`` standard deviations of the mean log density of
+    ``J`` exact draws from a ``P``-dimensional near-Gaussian target,
+    ``sqrt(P / (2 J))`` (one draw's is ``-chi2_P / 2`` plus a constant).
     """
     if len(hit_cap) < 10 or converged:
         return
