@@ -401,3 +401,29 @@ def test_map_searches_on_threads_give_the_one_thread_map_and_mixture(
     np.testing.assert_array_equal(one[2].means, two[2].means)
     np.testing.assert_array_equal(one[2].log_weights, two[2].log_weights)
     np.testing.assert_array_equal(one[2].factors, two[2].factors)
+
+
+def test_default_map_search_sees_every_row_up_to_a_thousand(monkeypatch):
+    # The chains' modes and their Laplace masses come from this search. On
+    # 966 rows of US states' cigarette sales a random half held only the
+    # long-length-scale mode; the full data hold a second with 0.56 of the
+    # Laplace mass (the Stein regressor's search on them), which the chains
+    # never visited: test MLPD 0.093 below scikit-learn's, and 0.006 below
+    # with the search on every row. Up to 1,000 rows it sees them all, as
+    # the Stein regressor's and the variational MCMC regressor's do.
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def spy(data, *args, **kwargs):
+        seen["rows"] = data[1].shape[0]
+        seen["subset"] = args[3]
+        raise Stop
+
+    monkeypatch.setattr(sgld, "map_and_preconditioner", spy)
+    X = np.linspace(0, 10, 800)[:, None]
+    with pytest.raises(Stop):
+        SGLDGPRegressor(random_state=0).fit(X, np.sin(X[:, 0]))
+    assert seen["rows"] == 800
+    assert seen["subset"] >= 800
