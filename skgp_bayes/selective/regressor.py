@@ -384,8 +384,12 @@ class SelectiveSVGP(
         >>> X = np.linspace(0, 10, 60)[:, None]
         >>> reg = SelectiveSVGP(n_candidates=10, random_state=0)
         >>> reg = reg.fit(X, np.cos(X[:, 0]))
-        >>> reg.inclusion_probabilities_.shape
-        (10,)
+        >>> # one probability per candidate; noiseless targets grow the pool
+        >>> # past n_candidates
+        >>> reg.inclusion_probabilities_.shape == (len(reg.candidates_),)
+        True
+        >>> len(reg.candidates_) >= 10
+        True
         """
         with atomic_feature_state(self):
             check_single_target(y, type(self).__name__, _SINGLE_TARGET)
