@@ -713,9 +713,8 @@ def exact_noise_alone(target, point, bounds, cap=None):
     screen = _screen_target(target, cap)
     point = np.asarray(point, dtype=np.float64)
 
-    def negative(log_noise):
-        value = finite_value(screen.log_prob, np.append(point[:-1], log_noise))
-        return -value if np.isfinite(value) else np.inf
+    def negative(log_noise):  # finite_value gives -inf where it fails
+        return -finite_value(screen.log_prob, np.append(point[:-1], log_noise))
 
     low, high = bounds[-1]
     found = minimize_scalar(

@@ -92,9 +92,9 @@ class VariationalMCMCRegressor(RegressorMixin, VariationalMCMCBase):
         log marginal likelihood exceeds 0.05 nats per point, up to 64 (128
         beyond 1,000 rows, where no exact model is checked against); a doubling
         (a capped step: its share of one) that raises the bound by less than
-        0.05 nats per point keeps the smaller set. The gap bounds the divergence of the
-        sparse posterior from the exact one (Burt, Rasmussen and van der Wilk,
-        2020); 0.05 nats per point is the smallest difference in mean log
+        0.05 nats per point keeps the smaller set. The gap bounds the divergence
+        of the sparse posterior from the exact one (Burt, Rasmussen and van der
+        Wilk, 2020); 0.05 nats per point is the smallest difference in mean log
         predictive density that matters. More inducing inputs make each gradient
         dearer (``O(n m^2)``) but, ``v`` integrated out, not the chains longer.
         A set short of the exact mode, or without a mode the exact posterior
