@@ -29,13 +29,13 @@ from ._defaults import (
     in_natural_units,
     query_inputs,
 )
-from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
     fit_time_from_diagnostics,
 )
 from ._progress import CallbackMixin, fit_callbacks
+from ._public import public_method
 from ._validation import (
     check_bounds,
     check_finite_theta,
@@ -119,7 +119,7 @@ def fit_method(method):
     >>> Mean().fit([[0], [1]], [1.0, 3.0]).mean_
     2.0
     """
-    guarded = keyboard_interrupt_passes(fit_warnings()(method))
+    guarded = public_method(fit_warnings()(method))
     return _fit_context(prefer_skip_nested_validation=True)(fit_callbacks(guarded))
 
 
@@ -335,7 +335,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
     fit_time_ = fit_time_from_diagnostics()
 
     # -------------------------------------------------------------- predict
-    @keyboard_interrupt_passes
+    @public_method
     def predict(self, X, return_std=False, return_cov=False, *, noise=False):
         """Mean (and spread) of the predictive mixture over the draws.
 
@@ -419,7 +419,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
     def _to_y(self, values):
         return values * self._y_std + self._y_mean
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
         """Draw functions from the predictive mixture at ``X``.
 
@@ -548,7 +548,7 @@ class ExactGPRegressorMixin(EstimatorBase, RegressorContractMixin):
         functions, white = self._pathwise(spec, n_samples, rng, n_features)
         return add_white_noise(functions(X), functions.draws, white, self._y_std, rng)
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Posterior function samples that can be evaluated anywhere.
 

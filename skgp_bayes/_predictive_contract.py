@@ -29,7 +29,7 @@ from collections import namedtuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ._interrupt import keyboard_interrupt_passes
+from ._public import public_method
 from ._warnings import warn_user
 from .targets._sparse_shared import inducing_factor, project
 
@@ -152,7 +152,7 @@ class RegressorContractMixin:
     :class:`PoissonMixturePredictive`).
     """
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_quantiles(self, X, quantiles=DEFAULT_QUANTILES):
         """Quantiles of the posterior predictive of a noisy observation ``y``.
 
@@ -191,7 +191,7 @@ class RegressorContractMixin:
         levels = check_quantiles(quantiles)
         return self._observation_predictive(self._validate_query(X)).quantiles(levels)
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_interval(self, X, coverage=0.9):
         """Central predictive interval of a noisy observation ``y``.
 
@@ -226,7 +226,7 @@ class RegressorContractMixin:
         bounds = self._observation_predictive(self._validate_query(X)).quantiles(levels)
         return bounds[..., 0], bounds[..., 1]
 
-    @keyboard_interrupt_passes
+    @public_method
     def log_predictive_density(self, X, y):
         """Log posterior predictive density of each noisy observation.
 

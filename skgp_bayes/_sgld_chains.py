@@ -19,6 +19,7 @@ from ._sgld_setup import (
     not_mixed_message,
     worst,
 )
+from ._subnormals import call_flushed
 from ._warnings import collect_warnings, report, warn_user
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld
@@ -213,8 +214,8 @@ class SGLDChainsMixin:
                     threads,
                     progress.engine,
                 )
-            jobs = (
-                delayed(_run_chain)(*arguments(c), progress.engine)
+            jobs = (  # on processes: the caller's flush modes set there too
+                delayed(call_flushed)(_run_chain, *arguments(c), progress.engine)
                 for c in range(self.n_chains)
             )
             return Parallel(n_jobs=self.n_jobs)(jobs)

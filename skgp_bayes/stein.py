@@ -13,8 +13,8 @@ from ._arviz import InferenceDataMixin
 from ._base import ExactGPRegressorMixin, fit_method
 from ._defaults import NOISE_VARIANCE_BOUNDS, fit_input_scaling
 from ._fit_checks import warn_degenerate_fit
-from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import draws_alias
+from ._public import public_method
 from ._stein_base import check_same_model, check_sparse_options, is_sparse_config
 from ._stein_models import (
     ExactCGModel,
@@ -554,7 +554,7 @@ class SteinGPRegressor(
     draws_ = draws_alias("particles_")
 
     @available_if(_is_exact)
-    @keyboard_interrupt_passes
+    @public_method
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """Log marginal likelihood of the (normalised) training targets.
 

@@ -52,11 +52,11 @@ from ._arviz import InferenceDataMixin
 from ._base import EstimatorBase, fit_method
 from ._defaults import fit_input_scaling, in_natural_units
 from ._fit_checks import warn_degenerate_fit
-from ._interrupt import keyboard_interrupt_passes
 from ._predictive_contract import (
     draws_alias,
     fit_time_from_diagnostics,
 )
+from ._public import public_method
 from ._stein_base import check_same_model, check_sparse_options, is_sparse_config
 from ._stein_classifier_latent import SteinClassifierLatentMixin
 from ._stein_models import LatentModel, SparseClassifierModel
@@ -539,7 +539,7 @@ class SteinGPClassifier(
         return LatentModel(self, X, y, continuing=continuing)
 
     # -------------------------------------------------------------- predict
-    @keyboard_interrupt_passes
+    @public_method
     def predict_proba(self, X):
         """Class probabilities averaged over particles and latent functions.
 
@@ -573,7 +573,7 @@ class SteinGPClassifier(
         """
         return self._proba(self._validate_query(X))
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, exact in the tails for two classes.
 
@@ -601,7 +601,7 @@ class SteinGPClassifier(
         with np.errstate(divide="ignore"):
             return np.log(self._proba(X))
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict(self, X):
         """Most probable class under :meth:`predict_proba`.
 
@@ -627,7 +627,7 @@ class SteinGPClassifier(
         return self.classes_[np.argmax(proba, axis=1)]
 
     @available_if(_has_binary_decision)
-    @keyboard_interrupt_passes
+    @public_method
     def decision_function(self, X):
         """Log predictive odds of ``classes_[1]`` (two classes only).
 
@@ -660,7 +660,7 @@ class SteinGPClassifier(
     draws_ = draws_alias("particles_")
     fit_time_ = fit_time_from_diagnostics(init="init_time")
 
-    @keyboard_interrupt_passes
+    @public_method
     def latent_mean_and_variance(self, X):
         """Mean and variance of each latent function under the particle mixture.
 
@@ -694,7 +694,7 @@ class SteinGPClassifier(
             return mean[:, 0], var[:, 0]
         return mean, var
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_latent(self, X, n_samples=1, random_state=0):
         """Draw latent functions at ``X`` from the particle mixture.
 
@@ -737,7 +737,7 @@ class SteinGPClassifier(
                 )
         return out[:, 0, :] if C == 1 else out
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Latent function samples from the posterior, callable anywhere.
 

@@ -20,7 +20,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "skgp_bayes"
 # likelihoods and targets all inline; it imports nothing from the package.
 # _backend picks the array module (NumPy or CuPy); it imports only exceptions.
 # _ranks_numba is the compiled tie pass of the diagnostics' ranks; it imports
-# nothing from the package.
+# nothing from the package. _subnormals sets the processor's flush-to-zero
+# mode for the public methods; it imports nothing from the package.
 FOUNDATION = {
     "_backend",
     "_config",
@@ -31,6 +32,7 @@ FOUNDATION = {
     "_version",
     "_vector_exp",
     "_ranks_numba",
+    "_subnormals",
 }
 # Each lower unit (a subpackage or a foundation module) and what it may import
 # from the package besides the foundation.
@@ -40,6 +42,7 @@ ALLOWED = {
     "_version": set(),
     "_vector_exp": set(),
     "_ranks_numba": set(),
+    "_subnormals": set(),
     "exceptions": set(),
     "_warnings": set(),
     "_threads": set(),

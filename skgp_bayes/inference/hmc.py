@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from .._subnormals import call_flushed
 from ._chain_threads import run_on_threads
 from ._hmc_state import HMCBlock, HMCResult, HMCState
 from ._hmc_trace import ChainTrace
@@ -613,6 +614,11 @@ def run_hmc(
     )
 
 
+def _run_hmc_flushed(*args, **kwargs):
+    """:func:`run_hmc` on another process, under the caller's flush modes."""
+    return call_flushed(run_hmc, *args, **kwargs)
+
+
 def run_hmc_chains(
     logp_and_grad, inits, *, random_state=None, n_jobs=None, threads=1, **kwargs
 ):
@@ -689,7 +695,7 @@ def run_hmc_chains(
             shared,
         )
     jobs = (
-        delayed(run_hmc)(logp_and_grad, inits[c], **per_chain[c], **kwargs)
+        delayed(_run_hmc_flushed)(logp_and_grad, inits[c], **per_chain[c], **kwargs)
         for c in range(n_chains)
     )
     return Parallel(n_jobs=n_jobs)(jobs)

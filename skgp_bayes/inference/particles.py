@@ -15,6 +15,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from joblib.parallel import BACKENDS, DEFAULT_BACKEND, get_active_backend
 
+from .._subnormals import subnormals_flushed
 from .._threads import one_blas_thread
 from .._warnings import bound_to_fit
 from ..exceptions import NotPSDError
@@ -138,9 +139,10 @@ def evaluation_seconds(target, at):
 
 
 def _evaluate_remote_block(target, block, batch):
-    # Another process: one BLAS thread, as the threads path has, so that the
-    # arithmetic (and each particle's result) is the same wherever it runs.
-    with one_blas_thread():
+    # Another process: one BLAS thread and subnormals flushed, as the threads
+    # path has, so that the arithmetic (and each particle's result) is the
+    # same wherever it runs.
+    with one_blas_thread(), subnormals_flushed():
         return _evaluate_block(target, block, batch, True)
 
 

@@ -16,13 +16,13 @@ from .._defaults import (
     in_natural_units,
 )
 from .._fit_checks import warn_at_bounds, warn_degenerate_fit
-from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
     binary_log_odds,
     has_two_classes,
     log_of_proba,
     proba_from_log_odds,
 )
+from .._public import public_method
 from .._threads import blas_threads_for
 from .._validation import (
     VersionedStateMixin,
@@ -293,7 +293,7 @@ feature_names_in_
             np.stack([v for _, v in moments], axis=1),
         )
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_proba(self, X):
         """Class probabilities, ``E[p(y | f)]`` under ``q(f)``.
 
@@ -333,7 +333,7 @@ feature_names_in_
         mu, var = self._latent(X)
         return binary_log_odds(self._likelihood, mu[None, :, 0], var[None, :, 0])
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, finite in the tails.
 
@@ -365,7 +365,7 @@ feature_names_in_
         return proba_from_log_odds(self._log_odds(X), log=True)
 
     @available_if(has_two_classes)
-    @keyboard_interrupt_passes
+    @public_method
     def decision_function(self, X):
         """Log predictive odds of ``classes_[1]`` (two classes only).
 
@@ -392,7 +392,7 @@ feature_names_in_
         """
         return self._log_odds(X)
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict(self, X):
         """The more probable class.
 
@@ -420,7 +420,7 @@ feature_names_in_
         scores = self._log_odds(X)  # checks that the model is fitted
         return self.classes_[(scores > 0).astype(int)]
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Latent function samples from ``q(f)``, callable anywhere.
 

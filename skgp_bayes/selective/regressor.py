@@ -21,11 +21,11 @@ from .._defaults import (
     in_natural_units,
 )
 from .._fit_checks import prior_only, warn_at_bounds, warn_degenerate_fit
-from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
     LatentDraws,
     RegressorContractMixin,
 )
+from .._public import public_method
 from .._threads import blas_threads_for
 from .._validation import (
     VersionedStateMixin,
@@ -607,7 +607,7 @@ class SelectiveSVGP(
             full_cov,
         )
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict(self, X, return_std=False, return_cov=False, *, noise=False):
         """Predictive mean (and spread) of the latent function.
 
@@ -674,7 +674,7 @@ class SelectiveSVGP(
             **kw,
         )
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_y(self, X, n_samples=1, random_state=0, method="auto", n_features=None):
         """Joint draws of the latent function at ``X``.
 
@@ -740,7 +740,7 @@ class SelectiveSVGP(
         )
         return out * self.y_std_ + self.y_mean_
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_functions(self, n_samples=1, random_state=0, n_features=None):
         """Posterior function samples that can be evaluated anywhere.
 

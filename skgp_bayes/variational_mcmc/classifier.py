@@ -10,13 +10,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import fit_method
 from .._defaults import in_natural_units
 from .._fit_checks import warn_degenerate_fit
-from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
     binary_log_odds,
     has_two_classes,
     log_of_proba,
     proba_from_log_odds,
 )
+from .._public import public_method
 from .._validation import atomic_feature_state
 from ..likelihoods import Bernoulli, RobustMax, Softmax
 from ..sampling import require_spectral_spec
@@ -416,7 +416,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         proba = lik.predictive(mu.reshape(-1, shape[-1]), var.reshape(-1, shape[-1]))
         return proba.reshape(shape)
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_proba(self, X, method="mcmc"):
         """Class probabilities.
 
@@ -504,7 +504,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         )
         return binary_log_odds(likelihood, means, var, threads=threads)
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_log_proba(self, X, method="mcmc"):
         """Logarithm of :meth:`predict_proba`, finite in the tails for two classes.
 
@@ -543,7 +543,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         return log_of_proba(self._proba(X, method))
 
     @available_if(has_two_classes)
-    @keyboard_interrupt_passes
+    @public_method
     def decision_function(self, X, method="mcmc"):
         """Log predictive odds of ``classes_[1]`` (two classes only).
 
@@ -582,7 +582,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         """Log odds of ``classes_[1]`` at one block of rows."""
         return self._log_odds(*self._latent_draws(X, method))
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict(self, X, method="mcmc"):
         """Most probable class.
 
@@ -614,7 +614,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         proba = self.predict_proba(X, method=method)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_functions(
         self, n_samples=1, random_state=0, n_features=None, posterior="mcmc"
     ):

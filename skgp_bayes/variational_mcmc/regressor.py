@@ -11,7 +11,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import fit_method, sample_y_spec
 from .._defaults import NOISE_VARIANCE_BOUNDS, in_natural_units
 from .._fit_checks import warn_degenerate_fit
-from .._interrupt import keyboard_interrupt_passes
 from .._predictive_contract import (
     DEFAULT_QUANTILES,
     LatentDraws,
@@ -19,6 +18,7 @@ from .._predictive_contract import (
     check_quantiles,
     check_targets,
 )
+from .._public import public_method
 from .._validation import (
     atomic_feature_state,
     check_exposure,
@@ -304,7 +304,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         f = f + self.y_mean_
         return f if exposure is None else f + np.log(exposure)
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict(
         self,
         X,
@@ -434,7 +434,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             return np.array([np.exp(self._q[1])])
         return self._noise_draws()[:n_draws]
 
-    @keyboard_interrupt_passes
+    @public_method
     def log_predictive_density(self, X, y, exposure=None, method="mcmc"):
         """Log posterior predictive density (or probability) of each ``y``.
 
@@ -479,7 +479,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
         return self._observed(X, exposure, method, lambda p, y: p.logpdf(y), y)
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_quantiles(
         self, X, quantiles=DEFAULT_QUANTILES, *, exposure=None, method="mcmc"
     ):
@@ -525,7 +525,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         exposure = check_exposure(exposure, X.shape[0], self.likelihood)
         return self._observed(X, exposure, method, lambda p: p.quantiles(levels))
 
-    @keyboard_interrupt_passes
+    @public_method
     def predict_interval(self, X, coverage=0.9, *, exposure=None, method="mcmc"):
         """Central predictive interval of a noisy observation ``y``.
 
@@ -591,7 +591,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             )
         return variance_in_units(self._noise_draws(), self.y_std_)
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_latent(self, X, method="mcmc", n_samples=1000, random_state=0):
         """Draws of the latent function at ``X`` (marginally per point).
 
@@ -638,7 +638,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
             return mu + np.sqrt(var) * z
         return mu + np.sqrt(var) * rng.standard_normal(mu.shape)
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_functions(
         self, n_samples=1, random_state=0, n_features=None, posterior="mcmc"
     ):
@@ -717,7 +717,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         )
         return functions[0], white
 
-    @keyboard_interrupt_passes
+    @public_method
     def sample_y(
         self,
         X,
