@@ -26,7 +26,7 @@ from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
 from skgp_bayes.variational_mcmc import _base as vm_base
-from skgp_bayes.variational_mcmc import _chains, _pipelines, _sampling
+from skgp_bayes.variational_mcmc import _chains, _pipelines, _sampling, _trajectory
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
@@ -399,6 +399,18 @@ def test_chains_stay_on_one_thread_where_a_transition_is_cheap(monkeypatch):
         return threads[-1]
 
     monkeypatch.setattr(_chains, "chain_threads", recorded)
+    # The step's time as measured on an idle machine (30 rows, 5 inducing
+    # inputs: a few microseconds), fixed so that the rule, not the load of
+    # the machine running the tests, decides: under a parallel test run a
+    # step once timed above the threshold and took threads.
+    measured = _trajectory.TrajectoryTarget.seconds_per_step
+
+    def idle_step_seconds(self, x):
+        return None if measured(self, x) is None else 3e-6
+
+    monkeypatch.setattr(
+        _trajectory.TrajectoryTarget, "seconds_per_step", idle_step_seconds
+    )
     params = dict(n_inducing=5, n_chains=2, n_warmup=30, n_samples=20)
     expected = 2 if numba.get_num_threads() >= 2 else 1
     quiet_fit(VariationalMCMCClassifier(max_samples=20, **params), X, y)
