@@ -28,12 +28,14 @@ take the creating thread's floating-point environment), which covers the
 chains and particles run on threads. BLAS's own worker threads, started
 when the library was loaded, keep the modes they have: a problem large
 enough for multi-threaded BLAS is sped up only in the calling thread's
-share. The modes are set through the C library's ``fegetenv`` and
-``fesetenv`` on x86-64 Linux, whose ``fenv_t`` keeps MXCSR in its eighth
-32-bit word; elsewhere the context does nothing and the arithmetic keeps
-its subnormals (correct, only slower). The flush is checked once: where
-``tiny / 2`` does not become zero under the modes, they are restored and
-never set again.
+share. Numba's parallel worker threads, where a fit starts them, keep the
+modes after it (they persist for the process), which touches only
+arithmetic on numbers below 2.2e-308. The modes are set through the C
+library's ``fegetenv`` and ``fesetenv`` on x86-64 Linux, whose ``fenv_t``
+keeps MXCSR in its eighth 32-bit word; elsewhere the context does nothing
+and the arithmetic keeps its subnormals (correct, only slower). The flush
+is checked once: where ``tiny / 2`` does not become zero under the modes,
+they are restored and never set again.
 """
 
 import contextlib
