@@ -177,8 +177,7 @@ def flushes_subnormals(method):
 
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
-        with subnormals_flushed():
-            return method(*args, **kwargs)
+        return call_flushed(method, *args, **kwargs)
 
     # Outer wrappers (functools.wraps) copy this, so a test can find it.
     wrapper.flushes_subnormals = True
