@@ -11,7 +11,9 @@ timed signals (the last on 2026-12-02, one refit of fifteen in one run of
 the whole suite). So here the signals that Python turns into
 ``KeyboardInterrupt`` are held off while the main thread is inside those
 calls, and the interrupt is raised as soon as they return, outside the
-locks. Other threads never run Python's signal handlers and need no guard.
+locks (:func:`skgp_bayes._thread_pool.interrupts_held`, which the thread
+pools the package drives rest on too). Other threads never run Python's
+signal handlers and need no guard.
 
 Once the threading layer is launched, the count is read and set through
 the layer's own two C functions, which Numba's public calls reach after
@@ -25,63 +27,12 @@ public calls serve.
 """
 
 import contextlib
-import signal
-import threading
 
 import numba
 
-__all__ = ["interrupts_held", "numba_threads", "serial_numba", "set_numba_threads"]
+from ._thread_pool import interrupts_held
 
-# SIGINT is Ctrl-C; SIGALRM is how a timed interrupt arrives (the test suite's,
-# or a user's alarm-driven timeout with ``signal.default_int_handler``).
-_HELD_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGALRM") if hasattr(signal, name)
-)
-
-
-@contextlib.contextmanager
-def interrupts_held():
-    """Hold off the Python handlers of SIGINT and SIGALRM inside the block.
-
-    A signal that arrives inside is recorded, and its handler runs (raising
-    ``KeyboardInterrupt``, for the default one) when the block ends. A no-op
-    outside the main thread, where Python runs no signal handler.
-
-    Examples
-    --------
-    >>> import os, signal
-    >>> from skgp_bayes._numba_threads import interrupts_held
-    >>> previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
-    >>> try:
-    ...     with interrupts_held():
-    ...         os.kill(os.getpid(), signal.SIGALRM)
-    ...         print("the block finishes")
-    ... except KeyboardInterrupt:
-    ...     print("then the interrupt")
-    the block finishes
-    then the interrupt
-    >>> _ = signal.signal(signal.SIGALRM, previous)
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught, held = [], {}
-
-    def record(signum, frame):
-        caught.append((signum, frame))
-
-    for signum in _HELD_SIGNALS:
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            held[signum] = handler
-            signal.signal(signum, record)
-    try:
-        yield
-    finally:
-        for signum, handler in held.items():
-            signal.signal(signum, handler)
-        for signum, frame in caught[:1]:
-            held[signum](signum, frame)
+__all__ = ["numba_threads", "serial_numba", "set_numba_threads"]
 
 
 def _lock_free_calls():

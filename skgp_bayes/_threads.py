@@ -1,12 +1,12 @@
 """Thread-count policy for BLAS and LAPACK calls on small matrices."""
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from . import _config
+from ._thread_pool import ThreadPool
 
 # Scanning the loaded libraries costs milliseconds (threadpool_limits does it
 # on every entry); one controller, created at first use, makes entering the
@@ -125,5 +125,5 @@ def on_contiguous_shares(compute, n_items, threads):
         return [compute(slice(None))]
     ends = np.linspace(0, n_items, n_shares + 1).astype(int)
     shares = [slice(lo, hi) for lo, hi in zip(ends[:-1], ends[1:], strict=True)]
-    with one_blas_thread(), ThreadPoolExecutor(n_shares) as pool:
+    with one_blas_thread(), ThreadPool(n_shares) as pool:
         return list(pool.map(compute, shares))

@@ -407,9 +407,12 @@ def test_timed_signal_arrives_as_keyboard_interrupt(index):
     # later tests, with worker threads waiting in numba's _launch_threads,
     # and a third in this child (the Stein regressor's, 2026-12-02): the
     # package now holds interrupts off inside those calls
-    # (skgp_bayes._numba_threads; test below).
+    # (skgp_bayes._numba_threads; test below). A fourth hang, on 2026-12-05,
+    # was in the thread pool's own locks (skgp_bayes._thread_pool).
     code = (
-        "import json, sys; "
+        # A hang prints every thread's stack before the timeout below.
+        "import faulthandler, json, sys; "
+        "faulthandler.dump_traceback_later(240, exit=True); "
         f"sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r}); "
         "import test_interrupt; "
         f"print(json.dumps(test_interrupt._interrupt_refits({index})))"

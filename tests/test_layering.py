@@ -33,6 +33,7 @@ FOUNDATION = {
     "_vector_exp",
     "_ranks_numba",
     "_subnormals",
+    "_thread_pool",
 }
 # Each lower unit (a subpackage or a foundation module) and what it may import
 # from the package besides the foundation.
@@ -43,6 +44,7 @@ ALLOWED = {
     "_vector_exp": set(),
     "_ranks_numba": set(),
     "_subnormals": set(),
+    "_thread_pool": set(),
     "exceptions": set(),
     "_warnings": set(),
     "_threads": set(),

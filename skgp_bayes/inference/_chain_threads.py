@@ -15,6 +15,8 @@ Two things a thread pool does not give by itself are added here:
   thread cannot be killed, so every chain checks a shared flag once an
   iteration (through its progress callable) and ends at the next one,
   before the ``KeyboardInterrupt`` goes on to the caller.
+- Interrupts that strand a lock: the pool is
+  :class:`~skgp_bayes._thread_pool.ThreadPool`.
 - Progress. The engine reports each chain's own count, and a shared
   reporter that expects runs one after another would take the interleaved
   counts for new runs; the chains' counts are summed under a lock instead.
@@ -23,10 +25,11 @@ Two things a thread pool does not give by itself are added here:
 import contextlib
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION
 
 from joblib import effective_n_jobs
 
+from .._thread_pool import ThreadPool, interrupts_held, wait_for
 from .._threads import one_blas_thread
 from .._warnings import bound_to_fit
 
@@ -106,24 +109,25 @@ def run_on_threads(run_chain, n_chains, n_threads, progress=None):
     [0, 1, 4, 9]
     """
     shared = _SharedProgress(progress, n_chains)
-    with one_blas_thread():
-        with ThreadPoolExecutor(max_workers=n_threads) as pool:
-            futures = [
-                pool.submit(bound_to_fit(run_chain), c, shared.for_chain(c))
-                for c in range(n_chains)
-            ]
-            try:
-                # Waits in the main thread: Ctrl-C lands here.
-                wait(futures, return_when=FIRST_EXCEPTION)
-            finally:
-                # On a failure or Ctrl-C the other chains end at their next
-                # iteration, and leaving the pool waits for them.
+    with one_blas_thread(), ThreadPool(n_threads) as pool:
+        futures = [
+            pool.submit(bound_to_fit(run_chain), c, shared.for_chain(c))
+            for c in range(n_chains)
+        ]
+        try:
+            # Waits in the main thread: Ctrl-C lands here.
+            wait_for(futures, return_when=FIRST_EXCEPTION)
+        finally:
+            # On a failure or Ctrl-C the other chains end at their next
+            # iteration, and leaving the pool waits for them.
+            with interrupts_held():
                 if not all(f.done() and f.exception() is None for f in futures):
                     shared.stop.set()
-    errors = [f.exception() for f in futures if f.exception() is not None]
-    if errors:
-        raise next(e for e in errors if not isinstance(e, _Stopped))
-    return [future.result() for future in futures]
+    with interrupts_held():
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise next(e for e in errors if not isinstance(e, _Stopped))
+        return [future.result() for future in futures]
 
 
 def numba_threads_are_safe():
@@ -143,8 +147,6 @@ def numba_threads_are_safe():
     True
     """
     import numba
-
-    from .._numba_threads import interrupts_held
 
     try:
         layer = numba.threading_layer()
@@ -250,7 +252,7 @@ def mapped_on_threads(n_threads):
     if n_threads <= 1:
         yield map
         return
-    with one_blas_thread(), ThreadPoolExecutor(max_workers=n_threads) as pool:
+    with one_blas_thread(), ThreadPool(n_threads) as pool:
 
         def map_fn(function, items):
             return pool.map(bound_to_fit(function), items)

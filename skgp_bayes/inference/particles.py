@@ -9,13 +9,13 @@ particle's work is large enough to pay for the round trip.
 """
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from joblib.parallel import BACKENDS, DEFAULT_BACKEND, get_active_backend
 
 from .._subnormals import subnormals_flushed
+from .._thread_pool import ThreadPool
 from .._threads import one_blas_thread
 from .._warnings import bound_to_fit
 from ..exceptions import NotPSDError
@@ -434,27 +434,26 @@ class ParticleEvaluator:
             blocks = np.array_split(particles, n_threads)
             run_block = bound_to_fit(_evaluate_block)
             with one_blas_thread():
+                pool = self._threads_pool(n_threads)
                 futures = [
-                    self._threads_pool(n_threads).submit(
-                        run_block, self.target, block, batch, True
-                    )
+                    pool.submit(run_block, self.target, block, batch, True)
                     for block in blocks
                 ]
-                parts = [future.result() for future in futures]
+                parts = pool.results(futures)
             values, grads, error = _merge(parts)
         return self._keep_error(values, grads, error)
 
     def _threads_pool(self, n_threads):
         if self._pool is None or self._pool_size < n_threads:
             self.close()
-            self._pool = ThreadPoolExecutor(max_workers=n_threads)
+            self._pool = ThreadPool(n_threads)
             self._pool_size = n_threads
         return self._pool
 
     def close(self):
         """End the evaluator's threads (a later threaded call starts new ones)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown()
             self._pool = None
 
     def __getstate__(self):

@@ -4,13 +4,13 @@ coordinates and starts, and the run-length rule.
 
 import copy
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .._run_length import BULK_ESS_MIN, RHAT_MAX, iterations_still_needed
 from .._run_length import further_block as _further_block
 from .._sparse import SVGP_WINDOW as _SVGP_WINDOW
+from .._thread_pool import ThreadPool
 from ..diagnostics import effective_sample_size, rank_rhat_and_bulk_ess
 from ..exceptions import NotPSDError
 from ..inference._hmc_state import TRACE_FIELDS
@@ -314,7 +314,7 @@ class CollapsedSampler(Sampler):
 
         chains = range(len(kept))
         if threads > 1 and len(kept) > 1:
-            with ThreadPoolExecutor(min(threads, len(kept))) as pool:
+            with ThreadPool(min(threads, len(kept))) as pool:
                 self._completed = list(pool.map(completed, chains))
         else:
             self._completed = [completed(c) for c in chains]
