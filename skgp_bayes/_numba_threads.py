@@ -101,4 +101,8 @@ def serial_numba():
         set_numba_threads(1)
         yield
     finally:
-        set_numba_threads(previous)
+        try:
+            set_numba_threads(previous)
+        except KeyboardInterrupt:  # pending as the call began: restore after it
+            set_numba_threads(previous)
+            raise

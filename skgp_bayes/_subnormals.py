@@ -48,6 +48,8 @@ import threading
 
 import numpy as np
 
+from ._thread_pool import interrupts_held
+
 __all__ = ["call_flushed", "flushes_subnormals", "subnormals_flushed"]
 
 # MXCSR: flush-to-zero (results) and denormals-are-zero (operands).
@@ -105,7 +107,10 @@ def subnormals_flushed():
     """Context in which this thread's float arithmetic flushes subnormals to zero.
 
     Re-entrant: an inner context leaves the modes to the outermost one. A
-    no-op where the modes cannot be set (see the module notes).
+    no-op where the modes cannot be set (see the module notes). Ctrl-C
+    cannot leave the modes set: they change with interrupts held
+    (:func:`~skgp_bayes._thread_pool.interrupts_held`), and the restore
+    runs again after an interrupt that was pending as it began.
 
     Yields
     ------
@@ -127,14 +132,30 @@ def subnormals_flushed():
     if getattr(_state, "active", None) is not None:  # an outer context holds them
         yield _state.active
         return
-    before = _enter()
-    _state.active = before is not None
+    before = None
     try:
+        # Ctrl-C held off while the modes change: an interrupt landing
+        # between setting them and recording it left them set for the rest
+        # of the process.
+        with interrupts_held():
+            before = _enter()
+            _state.active = before is not None
         yield _state.active
     finally:
-        _state.active = None
-        if before is not None:
-            _set_mode_bits(before)
+        try:
+            with interrupts_held():
+                _leave(before)
+        except BaseException:
+            # An interrupt already pending is raised as the guard is
+            # entered, before the block runs; the restore follows it.
+            _leave(before)
+            raise
+
+
+def _leave(before):
+    _state.active = None
+    if before is not None:
+        _set_mode_bits(before)
 
 
 def _enter():

@@ -18,6 +18,12 @@ So the main thread touches a pool and its futures only while
 ``_WAIT_SLICE_SECONDS`` so that Ctrl-C still ends a long wait, raised
 between two slices, where no lock is held. Worker threads never run
 Python's signal handlers and need no guard.
+
+An interrupt that arrived just before a guard is raised as the guard is
+entered (Python checks for pending signals on every call), before its
+block runs. Clean-up that must happen (a shutdown, a restore) therefore
+runs again in an ``except KeyboardInterrupt`` branch, where the pending
+interrupt is spent.
 """
 
 # _signal is the C module under signal: the same calls without the
@@ -175,7 +181,15 @@ class ThreadPool:
         return self
 
     def __exit__(self, exc_type, exc, traceback):
-        self.shutdown(cancel_pending=exc_type is not None)
+        try:
+            self.shutdown(cancel_pending=exc_type is not None)
+        except KeyboardInterrupt:
+            # Raised as the shutdown began (an interrupt already pending)
+            # or by a second Ctrl-C during its wait: the threads end after
+            # their running tasks, and the interrupt goes on.
+            with interrupts_held():
+                self._executor.shutdown(wait=False, cancel_futures=True)
+            raise
         return False
 
     def submit(self, function, *args, **kwargs):
@@ -236,9 +250,17 @@ class ThreadPool:
                     result = future.result()
                 yield result
         finally:
-            with interrupts_held():
-                for future in futures:
-                    future.cancel()
+            try:
+                self._cancel(futures)
+            except KeyboardInterrupt:  # pending as the cancel began
+                self._cancel(futures)
+                raise
+
+    @staticmethod
+    def _cancel(futures):
+        with interrupts_held():
+            for future in futures:
+                future.cancel()
 
     def shutdown(self, cancel_pending=False):
         """End the pool's threads, after the tasks already running.

@@ -120,14 +120,22 @@ def run_on_threads(run_chain, n_chains, n_threads, progress=None):
         finally:
             # On a failure or Ctrl-C the other chains end at their next
             # iteration, and leaving the pool waits for them.
-            with interrupts_held():
-                if not all(f.done() and f.exception() is None for f in futures):
-                    shared.stop.set()
+            try:
+                _stop_unless_all_succeeded(futures, shared.stop)
+            except KeyboardInterrupt:  # pending as the guard was entered
+                _stop_unless_all_succeeded(futures, shared.stop)
+                raise
     with interrupts_held():
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise next(e for e in errors if not isinstance(e, _Stopped))
         return [future.result() for future in futures]
+
+
+def _stop_unless_all_succeeded(futures, stop):
+    with interrupts_held():
+        if not all(f.done() and f.exception() is None for f in futures):
+            stop.set()
 
 
 def numba_threads_are_safe():
