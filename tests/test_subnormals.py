@@ -55,7 +55,7 @@ def test_the_mode_is_restored_when_the_body_raises():
 
 
 _INTERRUPTED_CALLS = """
-import random, signal, sys
+import random, signal, sys, time
 import numpy as np
 from skgp_bayes._subnormals import _state, flushes_subnormals
 
@@ -64,9 +64,11 @@ rng = random.Random(0)
 tiny = np.finfo(np.float64).tiny
 work = flushes_subnormals(lambda: None)
 for i in range({n}):
+    # Bounded: CPython swallows an interrupt raised inside a finaliser.
+    deadline = time.perf_counter() + 2.0
     try:
         signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-5, 3e-4))
-        while True:
+        while time.perf_counter() < deadline:
             work()
     except KeyboardInterrupt:
         pass
