@@ -22,6 +22,7 @@ import numba
 import numpy as np
 import pytest
 from _estimators import ESTIMATOR_CLASSES
+from _timed_interrupts import run_interrupted_loop
 from sklearn.base import clone, is_classifier
 
 import skgp_bayes
@@ -433,57 +434,33 @@ def test_timed_signal_arrives_as_keyboard_interrupt(index):
     assert outcomes.count("interrupt") >= 3, outcomes
 
 
-_HELD_LOOP = """
-import random, signal, sys, threading
-import numba
-from skgp_bayes._numba_threads import numba_threads, set_numba_threads
-
-signal.signal(signal.SIGALRM, signal.default_int_handler)
-rng = random.Random(0)
-
-
-def lock_free():
-    done = []
-    probe = threading.Thread(target=lambda: done.append(numba.get_num_threads()))
-    probe.daemon = True
-    probe.start()
-    probe.join(5)
-    return bool(done)
-
-
-for i in range({n}):
-    try:
-        # armed inside the try: on a loaded machine a 0.1 ms timer can fire
-        # before the next statement starts
-        signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, 2e-3))
-        while True:
-            previous = numba_threads()
-            set_numba_threads(1)
-            set_numba_threads(previous)
-    except KeyboardInterrupt:
-        pass
-    if not lock_free():
-        print("held after interrupt", i)
-        sys.exit(1)
-print("ok")
-"""
-
-
 def test_interrupts_inside_numba_thread_calls_leave_its_locks_free():
     # Timed interrupts landing inside loops of the guarded thread-count
     # calls: after each, another thread must still get Numba's thread count
     # (it waits on the launch locks). Measured with numba's own calls in the
     # same loop: a lock was left held after the 18th interrupt; through the
-    # guard, none in 2,000 (skgp_bayes._numba_threads). In a child process,
-    # so that a held lock cannot hang this one.
-    child = subprocess.run(
-        [sys.executable, "-c", _HELD_LOOP.format(n=500)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert child.returncode == 0, child.stdout[-500:] + child.stderr[-2000:]
-    assert child.stdout.strip().endswith("ok")
+    # guard, none in 2,000 (skgp_bayes._numba_threads).
+    setup = """
+        import threading
+        import numba
+        from skgp_bayes._numba_threads import numba_threads, set_numba_threads
+
+        def left_behind():
+            done = []
+            probe = threading.Thread(
+                target=lambda: done.append(numba.get_num_threads()), daemon=True
+            )
+            probe.start()
+            probe.join(5)
+            return "" if done else "Numba's launch lock held"
+    """
+    body = """
+        while time.perf_counter() < deadline:
+            previous = numba_threads()
+            set_numba_threads(1)
+            set_numba_threads(previous)
+    """
+    run_interrupted_loop(setup, body, n=500, shortest=1e-4, longest=2e-3)
 
 
 def test_numba_thread_counts_go_through_the_guard():

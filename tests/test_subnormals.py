@@ -11,13 +11,12 @@ marginal posterior at a length scale short enough to fill its kernel
 matrix with them).
 """
 
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
 from _estimators import ESTIMATOR_CLASSES
+from _timed_interrupts import run_interrupted_loop
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SteinGPRegressor, stein
@@ -54,34 +53,6 @@ def test_the_mode_is_restored_when_the_body_raises():
     assert not _flushing()
 
 
-_INTERRUPTED_CALLS = """
-import random, signal, sys, time
-import numpy as np
-from skgp_bayes._subnormals import _state, flushes_subnormals
-
-signal.signal(signal.SIGALRM, signal.default_int_handler)
-rng = random.Random(0)
-tiny = np.finfo(np.float64).tiny
-work = flushes_subnormals(lambda: None)
-for i in range({n}):
-    # Bounded: CPython swallows an interrupt raised inside a finaliser.
-    deadline = time.perf_counter() + 2.0
-    try:
-        signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-5, 3e-4))
-        while time.perf_counter() < deadline:
-            work()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    if float(np.multiply(np.float64(tiny), 0.5)) == 0.0:
-        sys.exit(f"the mode left set after interrupt {{i}}")
-    if getattr(_state, "active", None) is not None:
-        sys.exit(f"the context left marked active after interrupt {{i}}")
-print("ok")
-"""
-
-
 @needs_the_mode
 def test_an_interrupt_never_leaves_the_mode_set():
     # 3,000 timed interrupts landing anywhere in flushed calls (about 2 s).
@@ -89,15 +60,26 @@ def test_an_interrupt_never_leaves_the_mode_set():
     # after 2-8 interrupts in three runs of this loop; with the guard on the
     # changes of mode but no restore in an except branch, after 4-16 (the
     # interrupt, pending as the restore's guard was entered, was raised
-    # there). In a child process, so that a mode left set stays there.
-    child = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_CALLS.format(n=3000)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert child.returncode == 0, child.stdout[-500:] + child.stderr[-2000:]
-    assert child.stdout.strip().endswith("ok")
+    # there).
+    setup = """
+        import numpy as np
+        from skgp_bayes._subnormals import _state, flushes_subnormals
+
+        work = flushes_subnormals(lambda: None)
+        tiny = np.finfo(np.float64).tiny
+
+        def left_behind():
+            if float(np.multiply(np.float64(tiny), 0.5)) == 0.0:
+                return "the mode left set"
+            if getattr(_state, "active", None) is not None:
+                return "the context left marked active"
+            return ""
+    """
+    body = """
+        while time.perf_counter() < deadline:
+            work()
+    """
+    run_interrupted_loop(setup, body, n=3000, shortest=1e-5, longest=3e-4)
 
 
 @needs_the_mode

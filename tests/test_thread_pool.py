@@ -4,13 +4,12 @@ import ast
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION
 
 import pytest
+from _timed_interrupts import run_interrupted_loop
 
 import skgp_bayes
 from skgp_bayes._thread_pool import ThreadPool, interrupts_held, wait_for
@@ -130,51 +129,27 @@ def test_ctrl_c_ends_a_long_wait_within_a_slice():
         signal.signal(signal.SIGALRM, previous)
 
 
-_INTERRUPTED_POOLS = """
-import faulthandler, random, signal, sys, time
-from skgp_bayes._thread_pool import ThreadPool
-
-faulthandler.dump_traceback_later(90, exit=True)
-signal.signal(signal.SIGALRM, signal.default_int_handler)
-rng = random.Random({seed})
-for i in range({n}):
-    # Bounded: CPython swallows an interrupt raised inside a weakref callback
-    # or a finaliser ("Exception ignored in ..."), and the discarded pools'
-    # threads have both, so now and then a signal never arrives.
-    deadline = time.perf_counter() + 2.0
-    try:
-        # armed inside the try: on a loaded machine a 0.1 ms timer can fire
-        # before the next statement starts
-        signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-4, 2e-3))
-        with ThreadPool(2) as pool:
-            while time.perf_counter() < deadline:
-                futures = [pool.submit(abs, -k) for k in range(4)]
-                pool.results(futures)
-                list(pool.map(abs, range(4)))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-print("ok")
-"""
-
-
 def test_interrupts_during_pool_use_leave_no_lock_held():
     # 2,000 timed interrupts landing in submits, waits, reads and
     # shutdowns, in about 3 s. A lock left held hangs the next shutdown (the
     # child then dumps its threads and exits) or corrupts a condition
     # (RuntimeError). With interrupts_held made a no-op, this loop failed
     # in 5 runs of 5 (RuntimeError: release unlocked lock), and on
-    # concurrent.futures.ThreadPoolExecutor directly in 4 of 4. In a child
-    # process, so that a held lock cannot hang this one.
-    child = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_POOLS.format(n=2000, seed=0)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert child.returncode == 0, child.stdout[-500:] + child.stderr[-3000:]
-    assert child.stdout.strip().endswith("ok")
+    # concurrent.futures.ThreadPoolExecutor directly in 4 of 4.
+    setup = """
+        from skgp_bayes._thread_pool import ThreadPool
+
+        def left_behind():
+            return ""  # a lock left held hangs or raises in the next loop
+    """
+    body = """
+        with ThreadPool(2) as pool:
+            while time.perf_counter() < deadline:
+                futures = [pool.submit(abs, -k) for k in range(4)]
+                pool.results(futures)
+                list(pool.map(abs, range(4)))
+    """
+    run_interrupted_loop(setup, body, n=2000, shortest=1e-4, longest=2e-3)
 
 
 def test_the_package_drives_threads_only_through_its_pool():

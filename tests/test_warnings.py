@@ -12,6 +12,7 @@ from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+import skgp_bayes._warnings as warnings_module
 from skgp_bayes import (
     SelectiveSVGP,
     SelectiveSVGPClassifier,
@@ -464,3 +465,74 @@ def test_svgp_starts_warn_only_for_the_start_they_keep(monkeypatch):
     assert model.diagnostics_["svgp_elbo"] > -1e5  # a converged start was kept
     _, messages = fit(which={0, 1, 2})
     assert len(messages) == 1
+
+
+class _GuardRaising:
+    """A stand-in for ``interrupts_held`` raising ``KeyboardInterrupt`` where
+    a pending interrupt is raised: as the guard is entered (before its
+    block) or as it ends (after its block), on the calls listed."""
+
+    def __init__(self, raise_on):
+        self.raise_on, self.calls = raise_on, 0
+
+    def __call__(self):
+        self.calls += 1
+        return _RaisingGuard(self.raise_on.get(self.calls))
+
+
+class _RaisingGuard:
+    def __init__(self, where):
+        self.where = where
+
+    def __enter__(self):
+        if self.where == "enter":
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc_info):
+        if self.where == "exit" and exc_info[0] is None:
+            raise KeyboardInterrupt
+        return False
+
+
+def _nothing_left_installed():
+    return (
+        warnings_module._current.get() is None
+        and warnings_module._hook_users == 0
+        and warnings.showwarning is not warnings_module._showwarning
+    )
+
+
+@pytest.fixture
+def restored_log_state():
+    # A failure here leaves a log installed; later tests must not inherit it.
+    shown = warnings.showwarning
+    yield
+    if not _nothing_left_installed():
+        warnings_module._current.set(None)
+        warnings_module._hook_users = 0
+        warnings.showwarning = shown
+
+
+@pytest.mark.parametrize(
+    "raise_on",
+    [
+        {1: "enter"},  # pending as the log is set: nothing set
+        {1: "exit"},  # recorded while it was set: undone, no block runs
+        {2: "enter"},  # pending as the undo began: undone again after it
+        {2: "exit"},  # recorded during the undo: the undo is complete
+    ],
+    ids=["set-enter", "set-exit", "undo-enter", "undo-exit"],
+)
+@pytest.mark.parametrize("context", ["collect_warnings", "fit_warnings"])
+def test_an_interrupt_at_either_guard_leaves_no_log_installed(
+    monkeypatch, restored_log_state, raise_on, context
+):
+    # A log left current takes every later fit's warnings, and the user's
+    # own, unseen; the hook left counted stays installed.
+    monkeypatch.setattr(warnings_module, "interrupts_held", _GuardRaising(raise_on))
+    body_ran = []
+    with pytest.raises(KeyboardInterrupt):
+        with getattr(warnings_module, context)():
+            body_ran.append(True)
+    assert _nothing_left_installed()
+    assert body_ran == ([] if 1 in raise_on else [True])
