@@ -31,7 +31,13 @@ interrupt is spent.
 import _signal
 import signal
 import threading
-from concurrent.futures import ALL_COMPLETED, FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    ALL_COMPLETED,
+    FIRST_EXCEPTION,
+    ThreadPoolExecutor,
+    wait,
+)
+from concurrent.futures import TimeoutError as FuturesTimeoutError
 
 __all__ = ["ThreadPool", "interrupts_held", "wait_for"]
 
@@ -151,6 +157,16 @@ def wait_for(futures, return_when=ALL_COMPLETED):
                 return
 
 
+def _result(future):
+    """``future.result()``, waited for in slices with interrupts held."""
+    while True:
+        with interrupts_held():
+            try:
+                return future.result(timeout=_WAIT_SLICE_SECONDS)
+            except FuturesTimeoutError:
+                pass
+
+
 class ThreadPool:
     """:class:`~concurrent.futures.ThreadPoolExecutor`, driven Ctrl-C safe.
 
@@ -210,9 +226,10 @@ class ThreadPool:
             return future
 
     def results(self, futures):
-        """The results of ``futures`` in order, once all are done.
+        """The results of ``futures``, read in order.
 
-        Raises the error of the first (in order) that raised one.
+        Raises the error of the first (in order) that raised one, as soon as
+        it is reached; the others run on.
 
         Examples
         --------
@@ -221,9 +238,7 @@ class ThreadPool:
         ...     print(pool.results([pool.submit(len, "ab"), pool.submit(len, "")]))
         [2, 0]
         """
-        wait_for(futures)
-        with interrupts_held():
-            return [future.result() for future in futures]
+        return [_result(future) for future in futures]
 
     def map(self, function, items):
         """``function`` over ``items`` on the pool; results in order, lazily.
@@ -245,10 +260,7 @@ class ThreadPool:
     def _in_order(self, futures):
         try:
             for future in futures:
-                wait_for([future])
-                with interrupts_held():
-                    result = future.result()
-                yield result
+                yield _result(future)
         finally:
             try:
                 self._cancel(futures)
