@@ -77,17 +77,29 @@ def test_a_wait_for_the_first_exception_ends_before_the_slow_tasks():
 
 
 def test_a_shutdown_waits_for_running_tasks_and_cancels_pending_on_an_error():
-    done = []
-    gate = threading.Event()
+    done, futures = [], []
+    gate, first_running = threading.Event(), threading.Event()
 
     def task(x):
-        gate.wait(5)
+        first_running.set()
+        gate.wait(10)
         done.append(x)
+
+    def release_once_cancelled():
+        # The running task ends only after the others were cancelled, so
+        # however loaded the machine, none of them can start first.
+        deadline = time.perf_counter() + 10
+        while time.perf_counter() < deadline:
+            if len(futures) == 4 and all(f.cancelled() for f in futures[1:]):
+                break
+            time.sleep(0.001)
+        gate.set()
 
     with pytest.raises(KeyError):
         with ThreadPool(1) as pool:
-            futures = [pool.submit(task, x) for x in range(4)]
-            threading.Timer(0.1, gate.set).start()
+            futures.extend(pool.submit(task, x) for x in range(4))
+            threading.Thread(target=release_once_cancelled, daemon=True).start()
+            assert first_running.wait(10)
             raise KeyError("the caller failed")
     assert done == [0], done  # the running task ended; the rest never started
     assert all(f.cancelled() for f in futures[1:])
