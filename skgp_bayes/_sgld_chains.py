@@ -5,7 +5,7 @@ check. Where the gradient comes from is the solver's business
 in :mod:`skgp_bayes._sgld_setup`."""
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, effective_n_jobs
 
 from ._backend import get_array_module
 from ._base import Printer
@@ -19,7 +19,7 @@ from ._sgld_setup import (
     not_mixed_message,
     worst,
 )
-from ._subnormals import call_flushed
+from ._subnormals import delayed_flushed
 from ._warnings import collect_warnings, report, warn_user
 from .exceptions import SamplerWarning, SolverConvergenceWarning
 from .inference import run_sgld
@@ -215,7 +215,7 @@ class SGLDChainsMixin:
                     progress.engine,
                 )
             jobs = (  # on processes: the caller's flush modes set there too
-                delayed(call_flushed)(_run_chain, *arguments(c), progress.engine)
+                delayed_flushed(_run_chain)(*arguments(c), progress.engine)
                 for c in range(self.n_chains)
             )
             return Parallel(n_jobs=self.n_jobs)(jobs)

@@ -47,10 +47,16 @@ import sys
 import threading
 
 import numpy as np
+from joblib import delayed
 
 from ._thread_pool import interrupts_held
 
-__all__ = ["call_flushed", "flushes_subnormals", "subnormals_flushed"]
+__all__ = [
+    "call_flushed",
+    "delayed_flushed",
+    "flushes_subnormals",
+    "subnormals_flushed",
+]
 
 # MXCSR: flush-to-zero (results) and denormals-are-zero (operands).
 _FLUSH_BITS = (1 << 15) | (1 << 6)
@@ -220,3 +226,20 @@ def call_flushed(function, *args, **kwargs):
     """
     with subnormals_flushed():
         return function(*args, **kwargs)
+
+
+def delayed_flushed(function):
+    """:func:`joblib.delayed` for ``function``, run under :func:`call_flushed`.
+
+    The job a process backend (loky, Dask) runs then sets the caller's flush
+    modes there: its arithmetic, and so each chain's result, is the same as
+    on this process.
+
+    Examples
+    --------
+    >>> from joblib import Parallel
+    >>> from skgp_bayes._subnormals import delayed_flushed
+    >>> Parallel(n_jobs=1)(delayed_flushed(pow)(2, k) for k in range(3))
+    [1, 2, 4]
+    """
+    return functools.partial(delayed(call_flushed), function)

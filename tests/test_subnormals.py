@@ -20,7 +20,7 @@ from _timed_interrupts import run_interrupted_loop
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skgp_bayes import SteinGPRegressor, stein
-from skgp_bayes._subnormals import _LIBM, call_flushed, subnormals_flushed
+from skgp_bayes._subnormals import _LIBM, delayed_flushed, subnormals_flushed
 from skgp_bayes.inference import run_hmc_chains
 from skgp_bayes.kernels import KernelAdapter
 from skgp_bayes.targets import ExactMarginalTarget
@@ -148,7 +148,7 @@ def test_jobs_on_other_processes_run_flushed():
     from joblib import Parallel, delayed
 
     halves = Parallel(n_jobs=2)(
-        delayed(call_flushed)(np.multiply, np.float64(TINY), 0.5) for _ in range(2)
+        delayed_flushed(np.multiply)(np.float64(TINY), 0.5) for _ in range(2)
     )
     plain = Parallel(n_jobs=2)(
         delayed(np.multiply)(np.float64(TINY), 0.5) for _ in range(2)

@@ -49,9 +49,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel
 
-from .._subnormals import call_flushed
+from .._subnormals import delayed_flushed
 from ._chain_threads import run_on_threads
 from ._hmc_state import HMCBlock, HMCResult, HMCState
 from ._hmc_trace import ChainTrace
@@ -614,11 +614,6 @@ def run_hmc(
     )
 
 
-def _run_hmc_flushed(*args, **kwargs):
-    """:func:`run_hmc` on another process, under the caller's flush modes."""
-    return call_flushed(run_hmc, *args, **kwargs)
-
-
 def run_hmc_chains(
     logp_and_grad, inits, *, random_state=None, n_jobs=None, threads=1, **kwargs
 ):
@@ -695,7 +690,7 @@ def run_hmc_chains(
             shared,
         )
     jobs = (
-        delayed(_run_hmc_flushed)(logp_and_grad, inits[c], **per_chain[c], **kwargs)
+        delayed_flushed(run_hmc)(logp_and_grad, inits[c], **per_chain[c], **kwargs)
         for c in range(n_chains)
     )
     return Parallel(n_jobs=n_jobs)(jobs)
