@@ -103,6 +103,6 @@ def serial_numba():
     finally:
         try:
             set_numba_threads(previous)
-        except KeyboardInterrupt:  # pending as the call began: restore after it
+        except BaseException:  # pending as the call began: restore after it
             set_numba_threads(previous)
             raise

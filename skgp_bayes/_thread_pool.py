@@ -22,8 +22,9 @@ Python's signal handlers and need no guard.
 An interrupt that arrived just before a guard is raised as the guard is
 entered (Python checks for pending signals on every call), before its
 block runs. Clean-up that must happen (a shutdown, a restore) therefore
-runs again in an ``except KeyboardInterrupt`` branch, where the pending
-interrupt is spent.
+runs again in an ``except BaseException`` branch, where the pending
+interrupt is spent (``BaseException``: a user's handler of SIGALRM may
+raise something else, a ``TimeoutError`` for instance).
 """
 
 # _signal is the C module under signal: the same calls without the
@@ -199,7 +200,7 @@ class ThreadPool:
     def __exit__(self, exc_type, exc, traceback):
         try:
             self.shutdown(cancel_pending=exc_type is not None)
-        except KeyboardInterrupt:
+        except BaseException:
             # Raised as the shutdown began (an interrupt already pending)
             # or by a second Ctrl-C during its wait: the threads end after
             # their running tasks, and the interrupt goes on.
@@ -264,7 +265,7 @@ class ThreadPool:
         finally:
             try:
                 self._cancel(futures)
-            except KeyboardInterrupt:  # pending as the cancel began
+            except BaseException:  # pending as the cancel began
                 self._cancel(futures)
                 raise
 

@@ -311,7 +311,7 @@ class _LogInstalled:
                 self._token = _current.set(self.log)
                 _install_hook()
                 self._hooked = True
-        except KeyboardInterrupt:  # raised as the guard ended: no block runs
+        except BaseException:  # raised as the guard ended: no block runs
             self._undo()
             raise
         return self.log
@@ -319,7 +319,7 @@ class _LogInstalled:
     def __exit__(self, exc_type, exc, traceback):
         try:
             self._undo()
-        except KeyboardInterrupt:  # pending as the undo began
+        except BaseException:  # pending as the undo began
             self._undo()
             raise
         return False

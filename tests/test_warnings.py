@@ -468,29 +468,29 @@ def test_svgp_starts_warn_only_for_the_start_they_keep(monkeypatch):
 
 
 class _GuardRaising:
-    """A stand-in for ``interrupts_held`` raising ``KeyboardInterrupt`` where
-    a pending interrupt is raised: as the guard is entered (before its
-    block) or as it ends (after its block), on the calls listed."""
+    """A stand-in for ``interrupts_held`` raising ``error`` where a pending
+    interrupt is raised: as the guard is entered (before its block) or as
+    it ends (after its block), on the calls listed."""
 
-    def __init__(self, raise_on):
-        self.raise_on, self.calls = raise_on, 0
+    def __init__(self, raise_on, error=KeyboardInterrupt):
+        self.raise_on, self.error, self.calls = raise_on, error, 0
 
     def __call__(self):
         self.calls += 1
-        return _RaisingGuard(self.raise_on.get(self.calls))
+        return _RaisingGuard(self.raise_on.get(self.calls), self.error)
 
 
 class _RaisingGuard:
-    def __init__(self, where):
-        self.where = where
+    def __init__(self, where, error):
+        self.where, self.error = where, error
 
     def __enter__(self):
         if self.where == "enter":
-            raise KeyboardInterrupt
+            raise self.error
 
     def __exit__(self, *exc_info):
         if self.where == "exit" and exc_info[0] is None:
-            raise KeyboardInterrupt
+            raise self.error
         return False
 
 
@@ -536,3 +536,18 @@ def test_an_interrupt_at_either_guard_leaves_no_log_installed(
             body_ran.append(True)
     assert _nothing_left_installed()
     assert body_ran == ([] if 1 in raise_on else [True])
+
+
+@pytest.mark.parametrize("where", ["enter", "exit"])
+def test_a_user_alarm_handler_s_error_at_the_undo_leaves_no_log_installed(
+    monkeypatch, restored_log_state, where
+):
+    # SIGALRM is held too, and a user's handler for it may raise something
+    # other than KeyboardInterrupt (a timeout): the undo is retried for it.
+    monkeypatch.setattr(
+        warnings_module, "interrupts_held", _GuardRaising({2: where}, TimeoutError)
+    )
+    with pytest.raises(TimeoutError):
+        with warnings_module.fit_warnings():
+            pass
+    assert _nothing_left_installed()

@@ -122,7 +122,7 @@ def run_on_threads(run_chain, n_chains, n_threads, progress=None):
             # iteration, and leaving the pool waits for them.
             try:
                 _stop_unless_all_succeeded(futures, shared.stop)
-            except KeyboardInterrupt:  # pending as the guard was entered
+            except BaseException:  # pending as the guard was entered
                 _stop_unless_all_succeeded(futures, shared.stop)
                 raise
     with interrupts_held():
