@@ -155,7 +155,12 @@ def _lbfgs(fn, start, bounds, max_iter, n, stop):
             stopped[0] = True
             raise StopIteration
 
-    options = {} if max_iter is None else {"options": {"maxiter": int(max_iter)}}
+    options = {}
+    if max_iter is not None:
+        # SciPy also stops at 15,000 evaluations; a larger iteration budget
+        # keeps two evaluations an iteration (most line searches take one).
+        evaluations = max(15_000, 2 * int(max_iter))
+        options = {"options": {"maxiter": int(max_iter), "maxfun": evaluations}}
     result = minimize(
         objective,
         start,
@@ -166,7 +171,9 @@ def _lbfgs(fn, start, bounds, max_iter, n, stop):
         **options,
     )
     params = np.clip(result.x, bounds[:, 0], bounds[:, 1])
-    budget_left = max_iter is None or result.nit < max_iter
+    # Status 1 is a budget run out, of iterations or of evaluations; a line
+    # search that cannot go on (status 2) stands at the point it reached.
+    budget_left = max_iter is None or (result.nit < max_iter and result.status != 1)
     converged = stopped[0] or bool(result.success) or budget_left
     return MaximizeResult(params, trace, converged, int(result.nit))
 

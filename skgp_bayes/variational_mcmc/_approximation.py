@@ -42,6 +42,7 @@ from ..linalg.rows import unique_rows
 from ..targets.collapsed import CollapsedSparseTarget
 from ..targets.exact import ExactMarginalTarget
 from ..targets.loo import collapsed_loo_densities, exact_loo_densities
+from ._optima import CollapsedOptimum, SVGPFit, at_exact_mode
 from ._sampling import svgp_recent_gain
 
 # Above this many training points the SVGP is fitted by minibatch Adam
@@ -49,6 +50,21 @@ from ._sampling import svgp_recent_gain
 # in far fewer passes over the data.
 _LBFGS_MAX_N = 5000
 _DEFAULT_BATCH = 512
+# The iteration budgets when svgp_max_iter is None. L-BFGS-B stops by the
+# rule below, so its budget is only a guard against a run that never meets
+# it, set to SciPy's own guard for L-BFGS-B (15,000 iterations, which
+# scikit-learn's GP optimiser inherits). A run that reaches it has gained
+# at least 1,500 x SVGP_TOL = 0.15 nats per point, three times the
+# differences that matter. A budget of 1,000 cut such runs short: on the
+# fishing-mode choices (827 rows, four classes, 29 inducing inputs, 1,947
+# bound parameters) the three starts met the rule after 434, 1,683 and
+# 2,835 iterations, and the start cut at 1,000 was kept 31 nats lower,
+# warned, and left the chains a run that missed the R-hat rule at 5,000
+# draws (with the rule met: no warning, and the fit 118 -> 86 s). Minibatch
+# Adam has no stopping rule, its budget is its run (1,000 steps, about 100
+# passes at the 5,000 rows where it starts).
+_LBFGS_MAX_ITER = 15_000
+_ADAM_STEPS = 1_000
 # Stopping rule of the Gaussian approximation, in nats per data point over
 # the last _SVGP_WINDOW iterations. The approximation only places the
 # inducing inputs and starts the chains (HMC then samples the sparse
@@ -169,70 +185,6 @@ def _doublings(m, m_before):
 
 
 @dataclasses.dataclass
-class SVGPFit:
-    """The maximised bound: parameters, trace, iterations, optimiser.
-
-    Attributes
-    ----------
-    params : ndarray
-        The bound's parameters at the end.
-    trace : list of float
-        The bound per iteration.
-    n_iter : int
-    use_adam : bool
-        Minibatch Adam rather than full-batch L-BFGS-B.
-    converged : bool
-        The stopping rule was met within the iteration budget.
-    """
-
-    params: np.ndarray
-    trace: list
-    n_iter: int
-    use_adam: bool
-    converged: bool = True
-
-
-@dataclasses.dataclass
-class CollapsedOptimum:
-    """The collapsed bound's maximum over the inducing-set sizes tried.
-
-    Attributes
-    ----------
-    hyper : ndarray
-        ``[theta, log s2]`` at the optimum.
-    Z : ndarray of shape (m, n_features)
-        The inducing inputs.
-    learn_Z : bool
-        Whether they were optimised.
-    trace : list of float
-        The optimiser's trace, all sizes in turn.
-    n_iter : int
-        Its iterations, all sizes together.
-    exact : bool
-        The inducing inputs are the distinct training inputs, chosen because
-        the training rows are few (at most ``_EXACT_FROM_START_MAX_N``) or
-        because no smaller set came within ``_GAP_TOL`` nats per point of
-        the exact marginal posterior's mode; ``hyper`` is that mode, and the
-        chains sample the exact target.
-    """
-
-    hyper: np.ndarray
-    Z: np.ndarray
-    learn_Z: bool
-    trace: list
-    n_iter: int
-    exact: bool = False
-
-
-def _at_exact_mode(optimum, reference, distinct):
-    """``optimum`` with the distinct training inputs as inducing inputs, at
-    the exact marginal posterior's mode ``reference``: the exact target."""
-    return dataclasses.replace(
-        optimum, hyper=reference[1], Z=distinct, learn_Z=False, exact=True
-    )
-
-
-@dataclasses.dataclass
 class ApproximationStage:
     """The Gaussian approximation's settings and how it reports.
 
@@ -240,7 +192,8 @@ class ApproximationStage:
     ----------
     max_iter, batch_size, learning_rate, optimize_inducing
         The estimator's ``svgp_max_iter``, ``batch_size``,
-        ``learning_rate`` and ``optimize_inducing``.
+        ``learning_rate`` and ``optimize_inducing`` (``max_iter`` None: see
+        :meth:`budget`).
     grow_inducing : bool
         Whether the collapsed fit may grow the default inducing set (no
         ``n_inducing`` and no ``inducing_points`` given).
@@ -270,7 +223,7 @@ class ApproximationStage:
     (True, False)
     """
 
-    max_iter: int
+    max_iter: int | None
     batch_size: int | None
     learning_rate: float
     optimize_inducing: bool
@@ -320,7 +273,7 @@ class ApproximationStage:
         where the fit keeps BLAS to one thread too. So the result does not
         depend on it.
         """
-        if n_starts < 2 or not self.quiet or not self.max_iter or self.uses_adam(n):
+        if n_starts < 2 or not self.quiet or not self.optimises or self.uses_adam(n):
             return 1
         if not serial_blas(n, m):
             return 1
@@ -328,25 +281,44 @@ class ApproximationStage:
             bound, n_starts, lambda: evaluation_seconds(bound, params), self.n_jobs
         )
 
+    @property
+    def optimises(self):
+        """Whether the bound is maximised at all (``svgp_max_iter`` not 0)."""
+        return self.max_iter != 0
+
+    @property
+    def lbfgs_budget(self):
+        """Most L-BFGS-B iterations of one maximisation."""
+        return _LBFGS_MAX_ITER if self.max_iter is None else self.max_iter
+
+    def budget(self, n):
+        """Most iterations of one maximisation on ``n`` training points:
+        Adam's steps or :attr:`lbfgs_budget`."""
+        if self.max_iter is None:
+            return _ADAM_STEPS if self.uses_adam(n) else _LBFGS_MAX_ITER
+        return self.max_iter
+
     def uses_adam(self, n):
         """Minibatch Adam for ``n`` training points, or full-batch L-BFGS-B."""
         batch = self.batch_size
         return (batch is not None and batch < n) or (batch is None and n > _LBFGS_MAX_N)
 
-    def reporter(self, t_start):
-        """The optimiser's ``report(n_iter, elbo)``, or None if nothing listens."""
-        every = max(1, self.max_iter // 10)
-        progress = self.progress("Gaussian approximation", self.max_iter)
+    def reporter(self, t_start, budget):
+        """The optimiser's ``report(n_iter, elbo)`` for a run of at most
+        ``budget`` iterations, or None if nothing listens."""
+        # a line every 100 iterations at most, whatever the guard
+        every = max(1, min(budget, _ADAM_STEPS) // 10)
+        progress = self.progress("Gaussian approximation", budget)
         if progress.engine is None and self.verbose < 2:
             return None
 
         def report(n_iter, elbo):
             if progress.engine is not None:
-                progress(n_iter, self.max_iter, {"ELBO": float(elbo)})
+                progress(n_iter, budget, {"ELBO": float(elbo)})
             if self.verbose >= 2 and n_iter % every == 0:
                 self.log(
                     f"Gaussian approximation: iteration {n_iter}/"
-                    f"{self.max_iter}, ELBO {elbo:.6g} "
+                    f"{budget}, ELBO {elbo:.6g} "
                     f"({time.perf_counter() - t_start:.1f} s)"
                 )
 
@@ -361,7 +333,7 @@ class ApproximationStage:
         not simply every distinct training input; otherwise none.
         """
         m, n = Z0.shape[0], X.shape[0]
-        if not (self.kmeans_inducing and self.max_iter) or self.uses_adam(n):
+        if not (self.kmeans_inducing and self.optimises) or self.uses_adam(n):
             return []
         if m >= unique_rows(X).shape[0]:
             return []
@@ -375,7 +347,8 @@ class ApproximationStage:
         keeps, not for those it leaves (they run side by side on threads).
         """
         use_adam = self.uses_adam(n)
-        report = self.reporter(t_start)
+        budget = self.budget(n)
+        report = self.reporter(t_start, budget)
         if self.max_iter == 0:
             params, trace, converged, n_iter = start, [], True, 0
         elif use_adam:
@@ -383,7 +356,7 @@ class ApproximationStage:
                 bound,
                 start,
                 opt_bounds,
-                self.max_iter,
+                budget,
                 self.batch_size or _DEFAULT_BATCH,
                 self.learning_rate,
                 np.random.default_rng(seed),
@@ -391,7 +364,7 @@ class ApproximationStage:
             )
         else:
             params, trace, converged, n_iter = fit_svgp_lbfgs(
-                bound, start, opt_bounds, self.max_iter, tol=SVGP_TOL, report=report
+                bound, start, opt_bounds, budget, tol=SVGP_TOL, report=report
             )
         if report is not None:
             report.close()
@@ -412,7 +385,7 @@ class ApproximationStage:
         )
         warn_user(
             f"The Gaussian approximation did not converge in "
-            f"{self.max_iter} L-BFGS iterations ({why}); increase "
+            f"{self.budget(n)} L-BFGS iterations ({why}); increase "
             "svgp_max_iter.",
             ConvergenceWarning,
         )
@@ -436,7 +409,7 @@ class ApproximationStage:
         distinct = unique_rows(X)
         if (
             self.grow_inducing
-            and self.max_iter
+            and self.optimises
             and X.shape[0] <= _EXACT_FROM_START_MAX_N
         ):
             exact = self._exact_from_the_start(problem, distinct, hyper)
@@ -459,7 +432,7 @@ class ApproximationStage:
         reference = (-np.inf, None, [])
         if (
             self.grow_inducing
-            and self.max_iter
+            and self.optimises
             and X.shape[0] <= _EXACT_REFERENCE_MAX_N
         ):
             reference = self.exact_reference(problem, hyper)
@@ -539,7 +512,7 @@ class ApproximationStage:
                 f"Collapsed bound kept {m} inducing inputs of {n_distinct} "
                 f"distinct training inputs: {why}, and the chains sample it"
             )
-        return _at_exact_mode(optimum, reference, distinct)
+        return at_exact_mode(optimum, reference, distinct)
 
     def _exact_from_the_start(self, problem, distinct, hyper):
         """The exact target's optimum when the training rows are few.
@@ -576,7 +549,7 @@ class ApproximationStage:
                 f"{short:.3g} nats per point below the exact marginal "
                 "posterior's mode; the chains sample the exact target"
             )
-        return _at_exact_mode(largest, reference, distinct)
+        return at_exact_mode(largest, reference, distinct)
 
     def exact_reference(self, problem, hyper):
         """The exact marginal posterior's mode and its other modes that hold mass.
@@ -739,9 +712,10 @@ class ApproximationStage:
         if self.max_iter == 0:
             params, trace, converged, n_iter = start, [], True, 0
         else:
-            report = self.reporter(t_start)
+            budget = self.lbfgs_budget
+            report = self.reporter(t_start, budget)
             params, trace, converged, n_iter = fit_svgp_lbfgs(
-                bound, start, opt_bounds, self.max_iter, tol=SVGP_TOL, report=report
+                bound, start, opt_bounds, budget, tol=SVGP_TOL, report=report
             )
             if report is not None:
                 report.close()
@@ -771,7 +745,8 @@ class ApproximationStage:
         if not kept.exact and not search[6]:
             warn_user(
                 f"The collapsed bound's maximisation did not converge in "
-                f"{self.max_iter} L-BFGS iterations; increase svgp_max_iter.",
+                f"{self.lbfgs_budget} L-BFGS iterations; increase "
+                "svgp_max_iter.",
                 ConvergenceWarning,
             )
         return kept

@@ -83,7 +83,7 @@ class VariationalMCMCBase(
         "target_accept": [Interval(Real, 0, 1, closed="neither")],
         "priors": [None, dict],
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
-        "svgp_max_iter": [Interval(Integral, 0, None, closed="left")],
+        "svgp_max_iter": [None, Interval(Integral, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "normalize_X": ["boolean"],
         "random_state": ["random_state"],

@@ -160,16 +160,20 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         Minibatch size of the Adam fit of the Gaussian approximation. None
         uses full-batch L-BFGS-B up to 5000 points and minibatches of 512
         beyond; a ``batch_size`` below ``n_samples`` selects Adam.
-    svgp_max_iter : int, default=1000
+    svgp_max_iter : int, default=None
         Most L-BFGS-B iterations, or the Adam steps, of the Gaussian
         approximation. L-BFGS-B stops earlier, as converged, once the bound
         has risen by less than ``1e-4`` nats per training point over the
         last 10 iterations; a gain in nats does not depend on the units of
-        ``X`` or ``y``. Where k-means places the inducing inputs and
-        L-BFGS-B fits, the bound is maximised from three placements (the
-        optimised inducing inputs have local optima: on modechoice half of
-        single starts ended 4 nats lower, and predicted worse), each with
-        this budget, and the highest ELBO is kept.
+        ``X`` or ``y``. None gives L-BFGS-B SciPy's own guard of 15,000
+        iterations, so that the rule, not the budget, ends a run (a run that
+        reaches it has gained at least 0.15 nats per point), and minibatch
+        Adam, which has no stopping rule, 1,000 steps. Where k-means places
+        the inducing inputs and L-BFGS-B fits, the bound is maximised from
+        three placements (the optimised inducing inputs have local optima:
+        on modechoice half of single starts ended 4 nats lower, and
+        predicted worse), each with this budget, and the highest ELBO is
+        kept.
     learning_rate : float, default=0.01
         Adam's learning rate (minibatch fits only).
     normalize_X : bool, default=True
@@ -197,7 +201,8 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         place on a terminal (the Gaussian approximation's bound, then the
         chains' acceptance rate and divergences, with the time left), and
         R-hat and ESS after every block; 2 prints instead the detailed
-        lines: the bound every tenth of ``svgp_max_iter``, about ten lines
+        lines: the bound every tenth of ``svgp_max_iter`` (every 100
+        iterations with larger budgets), about ten lines
         per chain through warm-up and the first sampling block; 3 also
         prints the chains' progress through the further blocks.
 
@@ -319,7 +324,7 @@ class VariationalMCMCClassifier(ClassifierMixin, VariationalMCMCBase):
         target_accept=0.9,
         priors=None,
         batch_size=None,
-        svgp_max_iter=1000,
+        svgp_max_iter=None,
         learning_rate=0.01,
         normalize_X=True,
         random_state=None,

@@ -185,7 +185,7 @@ svgp_elbo_, trace_, fit_time_, diagnostics_, n_features_in_, feature_names_in_
         target_accept=0.9,
         priors=None,
         batch_size=None,
-        svgp_max_iter=1000,
+        svgp_max_iter=None,
         learning_rate=0.01,
         normalize_X=True,
         random_state=None,

@@ -27,6 +27,7 @@ from skgp_bayes.likelihoods import Gaussian
 from skgp_bayes.targets.sparse import SparseWhitenedTarget
 from skgp_bayes.variational_mcmc import _base as vm_base
 from skgp_bayes.variational_mcmc import _chains, _pipelines, _sampling, _trajectory
+from skgp_bayes.variational_mcmc._approximation import ApproximationStage
 from skgp_bayes.variational_mcmc._sampling import GuardedTarget as _GuardedTarget
 from skgp_bayes.variational_mcmc._sampling import run_length_met as _run_length_met
 
@@ -609,9 +610,10 @@ def test_gaussian_approximation_stops_on_its_rule(capsys):
     clf = quiet_fit(VariationalMCMCClassifier(n_inducing=6, verbose=2, **SMALL), X, y)
     n_iter = clf.diagnostics_["svgp_iterations"]
     trace = clf.trace_["svgp_elbo"]
-    # the kept start's trace, which stopped before its budget; the
-    # iterations count every start's
-    assert len(trace) < clf.svgp_max_iter
+    # the kept start's trace, which stopped far inside its default guard
+    # (15,000 L-BFGS-B iterations); the iterations count every start's
+    assert clf.svgp_max_iter is None
+    assert len(trace) < 1000
     assert len(trace) <= n_iter
     # stopped because the bound rose by less than 1e-4 nats per point over
     # the last 10 iterations
@@ -620,6 +622,19 @@ def test_gaussian_approximation_stops_on_its_rule(capsys):
     assert "Gaussian approximation" in out
     assert "(warm-up)" in out and "(sampling)" in out
     assert "sampling iterations per chain, max R-hat" in out
+
+
+def test_the_default_budget_is_scipys_guard_for_lbfgs_and_1000_adam_steps():
+    stage = ApproximationStage.of(VariationalMCMCClassifier(batch_size=64))
+    assert stage.budget(50) == 15_000  # full batch: L-BFGS-B
+    assert stage.budget(100) == 1_000  # minibatches: Adam
+    assert stage.lbfgs_budget == 15_000
+    given = ApproximationStage.of(VariationalMCMCClassifier(svgp_max_iter=7))
+    assert given.budget(50) == given.budget(10**6) == given.lbfgs_budget == 7
+    assert given.optimises
+    assert not ApproximationStage.of(
+        VariationalMCMCClassifier(svgp_max_iter=0)
+    ).optimises
 
 
 @pytest.mark.statistical

@@ -3,7 +3,7 @@ ordinary ones do not."""
 
 import numpy as np
 
-from skgp_bayes.inference import adam_init, adam_update
+from skgp_bayes.inference import adam_init, adam_update, maximize
 
 
 def _run(directions, clip):
@@ -52,3 +52,21 @@ def test_the_cut_waits_for_the_first_moments_memory():
     state = adam_init(np.zeros(2))
     step = adam_update(state, np.array([1e6, -1.0]), 0.1, clip=1.0)
     np.testing.assert_allclose(step, [0.1, -0.1])
+
+
+def test_lbfgs_reports_a_budget_run_out_as_not_converged():
+    # Rosenbrock's valley takes L-BFGS-B dozens of iterations from (-1.2, 1)
+    def fn(x, _):
+        a, b = x
+        value = -(100.0 * (b - a * a) ** 2 + (1.0 - a) ** 2)
+        grad = np.array(
+            [400.0 * a * (b - a * a) - 2.0 * (a - 1.0), -200.0 * (b - a * a)]
+        )
+        return value, grad
+
+    start, box = np.array([-1.2, 1.0]), np.tile([-np.inf, np.inf], (2, 1))
+    cut = maximize(fn, start, box, max_iter=5)
+    assert cut.n_iter == 5 and not cut.converged
+    ample = maximize(fn, start, box, max_iter=20_000)
+    assert ample.converged and ample.n_iter < 20_000
+    np.testing.assert_allclose(ample.params, [1.0, 1.0], atol=1e-3)
