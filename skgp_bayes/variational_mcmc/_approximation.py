@@ -306,8 +306,9 @@ class ApproximationStage:
     def reporter(self, t_start, budget):
         """The optimiser's ``report(n_iter, elbo)`` for a run of at most
         ``budget`` iterations, or None if nothing listens."""
-        # a line every 100 iterations at most, whatever the guard
-        every = max(1, min(budget, _ADAM_STEPS) // 10)
+        # a tenth of the budget a line, but a line every 100 iterations at
+        # least, whatever the guard
+        every = max(1, min(budget, 1000) // 10)
         progress = self.progress("Gaussian approximation", budget)
         if progress.engine is None and self.verbose < 2:
             return None
