@@ -182,6 +182,10 @@ class FitProgress:
         The fit's root context: the stage becomes a subtask of it.
     estimator : estimator, optional
         Passed to the callbacks.
+    stops_early : bool, default=False
+        The stage ends by its own rule, usually long before ``total``, which
+        is only a guard: the line then counts the iterations against it,
+        without a share done or a time left, which the guard would set.
 
     Examples
     --------
@@ -207,8 +211,10 @@ class FitProgress:
         stream=None,
         context=None,
         estimator=None,
+        stops_early=False,
     ):
         self.name, self.stage = name, stage
+        self.stops_early = bool(stops_early)
         self.total, self.n_runs = max(int(total), 0), max(int(n_runs), 1)
         self.show, self._stream = show, stream
         self.estimator = estimator
@@ -267,11 +273,15 @@ class FitProgress:
         percent = 100.0 * self.done / planned if planned else 100.0
         elapsed = time.perf_counter() - self.start
         text = f"[{self.name}] {self.stage} {self.done}/{planned} ({percent:.0f}%)"
+        if self.stops_early:
+            text = (
+                f"[{self.name}] {self.stage} iteration {self.done} (at most {planned})"
+            )
         figures = _format_stats(self._stats)
         if figures:
             text += ", " + figures
         text += f", {_format_seconds(elapsed)} elapsed"
-        if 0 < self.done < planned:
+        if 0 < self.done < planned and not self.stops_early:
             left = elapsed / self.done * (planned - self.done)
             text += f", about {_format_seconds(left)} left"
         return text
@@ -360,7 +370,9 @@ class _Silent:
         return False
 
 
-def fit_progress(estimator, stage, total, *, n_runs=1, in_process=True):
+def fit_progress(
+    estimator, stage, total, *, n_runs=1, in_process=True, stops_early=False
+):
     """The ``progress`` callable of one stage of ``estimator``'s fit.
 
     Parameters
@@ -375,6 +387,9 @@ def fit_progress(estimator, stage, total, *, n_runs=1, in_process=True):
     in_process : bool, default=True
         False when the runs happen in other processes: the engines then get
         no callable (``None``), and the stage is reported when it ends.
+    stops_early : bool, default=False
+        ``total`` is a guard that the stage's own rule usually beats (see
+        :class:`FitProgress`).
 
     Returns
     -------
@@ -406,6 +421,7 @@ def fit_progress(estimator, stage, total, *, n_runs=1, in_process=True):
         show=show,
         context=context,
         estimator=estimator,
+        stops_early=stops_early,
     )
     reporter.in_process = in_process
     reporter.engine = reporter if in_process else None

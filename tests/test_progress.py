@@ -127,6 +127,35 @@ def test_the_time_left_is_the_mean_pace_times_the_iterations_left(monkeypatch):
     assert bar.line().endswith("10.0 s elapsed, about 30.0 s left")
 
 
+def test_a_stage_that_stops_by_its_rule_shows_no_share_of_its_guard(monkeypatch):
+    clock = iter([0.0, 10.0])
+    monkeypatch.setattr("skgp_bayes._progress.time.perf_counter", lambda: next(clock))
+    bar = FitProgress("Model", "Fit", 15_000, show=False, stops_early=True)
+    bar(25, 15_000, {"ELBO": -3.5})
+    # the guard would give 1% done and an hour and a half left
+    assert (
+        bar.line()
+        == "[Model] Fit iteration 25 (at most 15000), ELBO -3.5, 10.0 s elapsed"
+    )
+
+
+def test_the_variational_approximation_reports_against_its_guard(capsys):
+    from skgp_bayes import VariationalMCMCClassifier
+
+    clf = VariationalMCMCClassifier(
+        n_inducing=4, n_chains=1, n_warmup=20, n_samples=20, max_samples=20,
+        verbose=1, random_state=0,
+    )  # fmt: skip
+    X, y = _data(clf)
+    clf.fit(X, y)
+    lines = [
+        line for line in capsys.readouterr().err.splitlines()
+        if "Gaussian approximation" in line
+    ]  # fmt: skip
+    assert lines and all("(at most 15000)" in line for line in lines)
+    assert not any(" left" in line for line in lines)
+
+
 # ------------------------------------------------------------- estimators
 @pytest.mark.parametrize("name", sorted(CHEAP))
 def test_verbose_one_writes_a_progress_line_per_stage(name, capsys):
@@ -134,7 +163,9 @@ def test_verbose_one_writes_a_progress_line_per_stage(name, capsys):
     estimator.fit(*_data(estimator))
     err = capsys.readouterr().err
     for stage in STAGES[name]:
-        pattern = rf"^\[{name}\] {stage} \d+/\d+ \(\d+%\), .* elapsed"
+        # a stage ended by its own rule counts against its guard instead
+        done = r"(\d+/\d+ \(\d+%\)|iteration \d+ \(at most \d+\))"
+        pattern = rf"^\[{name}\] {stage} {done}, .* elapsed"
         assert re.search(pattern, err, flags=re.MULTILINE), (stage, err)
 
 
