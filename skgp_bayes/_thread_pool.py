@@ -24,7 +24,10 @@ entered (Python checks for pending signals on every call), before its
 block runs. Clean-up that must happen (a shutdown, a restore) therefore
 runs again in an ``except BaseException`` branch, where the pending
 interrupt is spent (``BaseException``: a user's handler of SIGALRM may
-raise something else, a ``TimeoutError`` for instance).
+raise something else, a ``TimeoutError`` for instance). That ``try`` is
+written out in each frame that cleans up rather than put in a helper: a
+helper's own entry is one more point where Python checks for signals, and
+an interrupt raised there would escape before the helper's ``try`` began.
 """
 
 # _signal is the C module under signal: the same calls without the
