@@ -303,15 +303,17 @@ class ApproximationStage:
         batch = self.batch_size
         return (batch is not None and batch < n) or (batch is None and n > _LBFGS_MAX_N)
 
-    def reporter(self, t_start, budget, by_rule=True):
+    def reporter(self, t_start, budget, stops_early=True):
         """The optimiser's ``report(n_iter, elbo)`` for a run of at most
-        ``budget`` iterations, or None if nothing listens. ``by_rule``: the
+        ``budget`` iterations, or None if nothing listens. ``stops_early``: the
         stopping rule usually ends the run first (L-BFGS-B), so the progress
         line shows no share of the budget done and no time left."""
         # a tenth of the budget a line, but a line every 100 iterations at
         # least, whatever the guard
         every = max(1, min(budget, 1000) // 10)
-        progress = self.progress("Gaussian approximation", budget, stops_early=by_rule)
+        progress = self.progress(
+            "Gaussian approximation", budget, stops_early=stops_early
+        )
         if progress.engine is None and self.verbose < 2:
             return None
 
@@ -351,7 +353,7 @@ class ApproximationStage:
         """
         use_adam = self.uses_adam(n)
         budget = self.budget(n)
-        report = self.reporter(t_start, budget, by_rule=not use_adam)
+        report = self.reporter(t_start, budget, stops_early=not use_adam)
         if self.max_iter == 0:
             params, trace, converged, n_iter = start, [], True, 0
         elif use_adam:
