@@ -231,13 +231,19 @@ def run_stein_svgd(
     ``options`` go to :func:`~skgp_bayes.inference.run_svgd` as they are
     (the SVGD kernel and step control of the classifier's latent model).
     """
-    with fit_progress(estimator, "SVGD", estimator.max_iter) as progress:
+    tol = svgd_tol(estimator)
+    # A stochastic field never settles under tol, so only the exact run's
+    # max_iter is a guard rather than its length.
+    stops_early = tol > 0 and not stochastic
+    with fit_progress(
+        estimator, "SVGD", estimator.max_iter, stops_early=stops_early
+    ) as progress:
         return run_svgd(
             evaluator,
             particles,
             max_iter=estimator.max_iter,
             learning_rate=svgd_learning_rate(estimator, preconditioner is not None),
-            tol=svgd_tol(estimator),
+            tol=tol,
             preconditioner=preconditioner,
             bounds=bounds,
             state=state,

@@ -156,6 +156,43 @@ def test_the_variational_approximation_reports_against_its_guard(capsys):
     assert not any(" left" in line for line in lines)
 
 
+@pytest.mark.parametrize(
+    "name, stage, guard",
+    [
+        ("SteinGPRegressor", "SVGD", 5),
+        ("SteinGPClassifier", "SVGD", 5),
+        ("SelectiveSVGP", "selection", 5),
+    ],
+)
+def test_stages_ended_by_their_rule_count_against_their_guard(
+    name, stage, guard, capsys
+):
+    # SVGD on the full data and the selection stop on their own rules long
+    # before the guard, so a share of it or a time left would mislead.
+    estimator = CHEAP[name]().set_params(verbose=1)
+    estimator.fit(*_data(estimator))
+    lines = [
+        line for line in capsys.readouterr().err.splitlines()
+        if line.startswith(f"[{name}] {stage} ")
+    ]  # fmt: skip
+    assert lines and all(f"(at most {guard})" in line for line in lines)
+    assert not any(" left" in line or "%)" in line for line in lines)
+
+
+def test_minibatch_svgd_keeps_its_share_and_time_left(capsys):
+    from skgp_bayes import SteinGPRegressor
+
+    # The minibatch field's noise keeps it above tol: max_iter is the run.
+    reg = SteinGPRegressor(
+        n_particles=2, max_iter=20, inducing_points=6, batch_size=10,
+        verbose=1, random_state=0,
+    )  # fmt: skip
+    reg.fit(*_data(reg))
+    err = capsys.readouterr().err
+    assert re.search(r"^\[SteinGPRegressor\] SVGD 20/20 \(100%\)", err, re.M), err
+    assert " left" in err and "at most" not in err
+
+
 # ------------------------------------------------------------- estimators
 @pytest.mark.parametrize("name", sorted(CHEAP))
 def test_verbose_one_writes_a_progress_line_per_stage(name, capsys):

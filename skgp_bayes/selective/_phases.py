@@ -256,7 +256,7 @@ def selection_phase(
     rule = StationarityRule(_SELECT_WINDOW, _SELECT_BATCHES, _SELECT_Z)
     trace, counts = [], []
     n_iter = int(est.n_select_iter)
-    progress = fit_progress(est, "selection", n_iter)
+    progress = fit_progress(est, "selection", n_iter, stops_early=True)
     for it in range(n_iter):
         rows = None
         if batch is not None and batch < n:
