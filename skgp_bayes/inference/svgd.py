@@ -30,9 +30,10 @@ their kernels are in :mod:`.stein_kernel`.
 Step control. ``step_control="per_coordinate"`` (whitened runs) gives every
 particle and coordinate its own fraction of the field, at most
 ``learning_rate``: halved where the field's sign flips between two
-iterations (the step overshot a stiff direction), down to 1/64 of it, and
-grown by a fifth where it keeps its sign, as in Rprop (Riedmiller and
-Braun, 1993). A stiff coordinate then slows alone, where the global rule
+iterations (the step overshot a stiff direction), down to 1/64 of it (to
+1/4096 where the field, above ``tol``, flips without shrinking: a step
+that diverges), and grown by a fifth where it keeps its sign, as in Rprop
+(Riedmiller and Braun, 1993). A stiff coordinate then slows alone, where the global rule
 (``"global"``: halve the whole step once the field grows 20% past its
 smallest value) slows every coordinate for it and never speeds up again.
 
@@ -49,6 +50,7 @@ import numpy as np
 
 from .._warnings import warn_user
 from ..exceptions import SamplerWarning
+from ._svgd_steps import adapt_rates, plain_step
 from .adam import AdamState, adam_init, adam_update
 from .stein_kernel import (
     SteinCoordinates,
@@ -80,14 +82,6 @@ _PATIENCE = 2
 # flow (its Jacobian is not symmetric), so small rises happen without
 # overshooting; a 20% rise is taken for oscillation.
 _REGROWTH = 1.2
-# Per-coordinate step control: shrink on a sign flip of the field, grow
-# while it keeps its sign, never below a floor (Rprop's factors and minimum
-# step, Riedmiller and Braun 1993). A settled coordinate's field flips as
-# the others move: unfloored, rates fell to 1e-10 and could not follow a
-# ridge later (macrodata 16, bench_fresh_splits.py: 422 iterations, 249
-# with it). cap / 64 damps curvatures up to 256 times the metric's and
-# regains the cap in 23 growths (with cap / 4 that run never settled).
-_SHRINK, _GROW, _MIN_RATE_FRACTION = 0.5, 1.2, 1.0 / 64.0
 # Standard deviations of the mean log density of J exact draws that a fall
 # must exceed to count as instability (see _check_stability).
 _FALL_SDS = 3.0
@@ -142,13 +136,6 @@ def _finite(values, grads, stochastic=False):
     return bool(np.all(np.isfinite(values)) and np.all(np.isfinite(grads)))
 
 
-def _plain_step(field, learning_rate, max_step):
-    """Whitened step ``learning_rate * field``, each coordinate capped."""
-    step = learning_rate * field
-    capped = bool(np.any(np.abs(step) >= max_step))
-    return np.clip(step, -max_step, max_step), capped
-
-
 @dataclass
 class SVGDState:
     """Particles of an SVGD run with everything the next step needs.
@@ -168,8 +155,8 @@ class SVGDState:
     iterations : int
         Accepted steps, counted across continued runs (the clock of
         ``decay``).
-    rates, last_sign : ndarray of shape (J, P) or None
-        Per-coordinate step fractions and the field's last signs
+    rates, last_field : ndarray of shape (J, P) or None
+        Per-coordinate step fractions and the last normalised field
         (``step_control="per_coordinate"``).
     metric : SteinCoordinates
         Working coordinates of the run (whitened by the preconditioner or
@@ -205,7 +192,7 @@ class SVGDState:
     learning_rate: float
     iterations: int
     rates: np.ndarray
-    last_sign: np.ndarray
+    last_field: np.ndarray
     metric: SteinCoordinates
     kernel: str
     per_coordinate: bool
@@ -221,7 +208,7 @@ class SVGDState:
         -------
         dict
             ``adam``, ``learning_rate``, ``iterations``, ``rates`` and
-            ``last_sign``: the ``resume`` of :func:`svgd_init` and the
+            ``last_field``: the ``resume`` of :func:`svgd_init` and the
             ``state`` of :func:`run_svgd`.
 
         Examples
@@ -231,14 +218,14 @@ class SVGDState:
         >>> def logp(x):
         ...     return -0.5 * np.sum(x**2, axis=1), -x
         >>> sorted(svgd_init(logp, np.zeros((2, 1)), learning_rate=0.1).checkpoint())
-        ['adam', 'iterations', 'last_sign', 'learning_rate', 'rates']
+        ['adam', 'iterations', 'last_field', 'learning_rate', 'rates']
         """
         return {
             "adam": self.adam,
             "learning_rate": self.learning_rate,
             "iterations": self.iterations,
             "rates": self.rates,
-            "last_sign": self.last_sign,
+            "last_field": self.last_field,
         }
 
 
@@ -339,14 +326,14 @@ def svgd_init(
     per_coordinate = _check_options(kernel, step_control, metric)
     if resume is None:
         adam, lr, done = adam_init(particles), float(learning_rate), 0
-        rates = last_sign = None
+        rates = last_field = None
     else:
         adam = resume["adam"].copy()
         lr = float(resume["learning_rate"])
         done = int(resume.get("iterations", 0))
-        rates, last_sign = resume.get("rates"), resume.get("last_sign")
+        rates, last_field = resume.get("rates"), resume.get("last_field")
     if per_coordinate and (rates is None or rates.shape != particles.shape):
-        rates, last_sign = np.full(particles.shape, lr), None
+        rates, last_field = np.full(particles.shape, lr), None
     values, grads = logp_and_grad(particles)
     if not _finite(values, grads, stochastic):
         raise FloatingPointError(
@@ -360,7 +347,7 @@ def svgd_init(
         learning_rate=lr,
         iterations=done,
         rates=rates,
-        last_sign=last_sign,
+        last_field=last_field,
         metric=metric,
         kernel=kernel,
         per_coordinate=per_coordinate,
@@ -380,14 +367,15 @@ def _normalised_field(state, bounds):
 
 def _count_and_adapt(state, normalised, residual, tol):
     """The stopping counter and Rprop's rates, once per set of particles."""
-    quiet, rates, last_sign = state.quiet_iters, state.rates, state.last_sign
+    quiet, rates, last_field = state.quiet_iters, state.rates, state.last_field
     if state.fresh:
         quiet = quiet + 1 if residual <= tol and not state.stochastic else 0
         if state.per_coordinate:
-            rates, last_sign = _adapt_rates(
-                rates, last_sign, normalised, state.learning_rate
+            unsettled = np.inf if state.stochastic else tol
+            rates, last_field = adapt_rates(
+                rates, last_field, normalised, state.learning_rate, unsettled
             )
-    return quiet, rates, last_sign
+    return quiet, rates, last_field
 
 
 def _propose(state, work, phi, normalised, rates, lr, step_lr, max_step, bounds):
@@ -395,7 +383,7 @@ def _propose(state, work, phi, normalised, rates, lr, step_lr, max_step, bounds)
     metric, adam = state.metric, state.adam
     if metric.whitened:
         scale = step_lr if rates is None else rates * (step_lr / lr)
-        step, capped = _plain_step(normalised, scale, max_step)
+        step, capped = plain_step(normalised, scale, max_step)
         proposal = metric.to_params(work + step)
     else:
         adam = adam.copy()
@@ -441,9 +429,9 @@ def svgd_step(state, logp_and_grad, *, tol=1e-2, bounds=None, max_step=1.0, deca
     True
     """
     work, phi, normalised, bandwidth, residual = _normalised_field(state, bounds)
-    quiet, rates, last_sign = _count_and_adapt(state, normalised, residual, tol)
+    quiet, rates, last_field = _count_and_adapt(state, normalised, residual, tol)
     state = replace(
-        state, quiet_iters=quiet, fresh=False, rates=rates, last_sign=last_sign
+        state, quiet_iters=quiet, fresh=False, rates=rates, last_field=last_field
     )
     if quiet >= _PATIENCE:
         return state, SVGDInfo(True, False, residual, float(bandwidth))
@@ -755,16 +743,6 @@ def _check_options(kernel, step_control, metric):
             "whitened coordinates."
         )
     return step_control == "per_coordinate"
-
-
-def _adapt_rates(rates, last_sign, field, cap):
-    """Rprop's rule on each particle's coordinates (module notes)."""
-    sign = np.sign(field)
-    if last_sign is not None:
-        flipped = sign * last_sign < 0
-        shrunk = np.maximum(rates * _SHRINK, cap * _MIN_RATE_FRACTION)
-        rates = np.where(flipped, shrunk, np.minimum(rates * _GROW, cap))
-    return rates, sign
 
 
 def _check_stability(history, hit_cap, stochastic, shape, converged=False):

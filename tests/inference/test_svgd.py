@@ -465,29 +465,83 @@ def test_per_coordinate_steps_slow_only_the_stiff_coordinate(seed):
 
 
 def test_rprop_rule_halves_on_a_sign_flip_and_grows_otherwise():
-    from skgp_bayes.inference.svgd import _adapt_rates
+    from skgp_bayes.inference._svgd_steps import adapt_rates
 
     rates = np.array([[0.4, 0.4, 0.5]])
     last = np.array([[1.0, -1.0, 1.0]])
-    new, sign = _adapt_rates(rates, last, np.array([[-2.0, -3.0, 4.0]]), 0.5)
+    new, kept = adapt_rates(rates, last, np.array([[-2.0, -3.0, 4.0]]), 0.5)
     np.testing.assert_allclose(new, [[0.2, 0.48, 0.5]])  # flip; grow; cap
-    np.testing.assert_array_equal(sign, [[-1.0, -1.0, 1.0]])
+    np.testing.assert_array_equal(kept, [[-2.0, -3.0, 4.0]])  # the next "last"
 
 
 def test_rprop_rates_stop_at_their_floor_and_regain_the_cap():
     # A settled coordinate's field flips sign as the other particles move:
     # forty flips would leave 0.5 * 2**-40 without the floor, and the
     # coordinate could not move again for some 150 growths.
-    from skgp_bayes.inference.svgd import _MIN_RATE_FRACTION, _adapt_rates
+    from skgp_bayes.inference._svgd_steps import _MIN_RATE_FRACTION, adapt_rates
 
     cap = 0.5
-    rates, sign = np.full((1, 1), cap), np.ones((1, 1))
+    rates, field = np.full((1, 1), cap), np.ones((1, 1))
     for _ in range(40):
-        rates, sign = _adapt_rates(rates, sign, -sign, cap)
+        rates, field = adapt_rates(rates, field, -field, cap)
     np.testing.assert_allclose(rates, cap * _MIN_RATE_FRACTION)
     for _ in range(23):
-        rates, sign = _adapt_rates(rates, sign, sign, cap)
+        rates, field = adapt_rates(rates, field, field, cap)
     np.testing.assert_allclose(rates, cap)
+
+
+def test_rprop_rates_fall_below_the_floor_only_where_a_step_diverges():
+    # Fields above tol that flip without shrinking: the step is more than
+    # twice the coordinate's stiffness, and only a smaller rate mends it.
+    from skgp_bayes.inference._svgd_steps import (
+        _DEEP_RATE_FRACTION,
+        _MIN_RATE_FRACTION,
+        adapt_rates,
+    )
+
+    cap, tol = 0.5, 0.03
+    rates, field = np.full((1, 3), cap), np.array([[2.0, 0.01, 2.0]])
+    for _ in range(40):
+        # diverging; settled (below tol); above tol but contracting
+        flipped = -field * np.array([[1.0, 1.0, 0.9]])
+        rates, field = adapt_rates(rates, field, flipped, cap, tol)
+    np.testing.assert_allclose(
+        rates,
+        [
+            [
+                cap * _DEEP_RATE_FRACTION,
+                cap * _MIN_RATE_FRACTION,
+                cap * _MIN_RATE_FRACTION,
+            ]
+        ],
+    )
+    # a contracting flip keeps a rate already below the floor where it is
+    rates, field = adapt_rates(rates, field, -0.5 * field, cap, tol)
+    assert rates[0, 0] == cap * _DEEP_RATE_FRACTION
+
+
+def test_per_coordinate_svgd_settles_a_direction_far_stiffer_than_its_metric():
+    # Curvature 2,000 times the metric's: at the usual floor (cap / 64) the
+    # step is still 7.8 times past stable, and the particles oscillated to
+    # max_iter; the deep floor damps it.
+    curvature = np.array([1.0, 2000.0])
+
+    def logp(x):
+        return -0.5 * np.sum(curvature * x**2, axis=1), -curvature * x
+
+    x0 = np.random.default_rng(0).normal(size=(8, 2)) * 0.5
+    result = run_svgd(
+        logp,
+        x0,
+        max_iter=400,
+        learning_rate=0.5,
+        tol=0.03,
+        preconditioner=np.eye(2),
+        step_control="per_coordinate",
+    )
+    assert result.converged
+    # the stiff coordinate's sd is 0.022; the oscillation left 0.4
+    assert result.particles[:, 1].std() < 0.05
 
 
 def test_per_coordinate_continuation_equals_one_long_run():
