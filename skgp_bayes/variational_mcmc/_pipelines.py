@@ -371,7 +371,8 @@ def _collapsed_sampler(start, hmc, targets, points, data):
     # coordinates too (nearly exact data put the noise floor there), and so
     # is one within reach of another mode, with the jumps and the searches
     # in the same coordinates.
-    coords, mode_jumps = _walls_away(guarded, hyper, mode_jumps)
+    noise = np.array([name == "noise_variance" for name in sampled.param_names])
+    coords, mode_jumps = _walls_away(guarded, hyper, mode_jumps, noise[: hyper.size])
     if coords is None:
         transform = curvature_preconditioner(guarded, hyper)
     else:
@@ -400,10 +401,11 @@ def _collapsed_sampler(start, hmc, targets, points, data):
     return sampler
 
 
-def _walls_away(guarded, hyper, mode_jumps):
+def _walls_away(guarded, hyper, mode_jumps, ridges=None):
     """``(coords, mode_jumps)``: the bounds within the chains' reach of the
     optimum ``hyper`` or of another mode of ``mode_jumps`` as log distances
-    (:func:`bound_coordinates`), with the jumps in those coordinates; the
+    (:func:`bound_coordinates`; ``ridges``, the noise variance, is looked
+    for along its ridge), with the jumps in those coordinates; the
     coordinates None (and the jumps as they were) where no bound is in
     reach, or where the jumps cannot be carried over.
 
@@ -416,8 +418,10 @@ def _walls_away(guarded, hyper, mode_jumps):
     "Mode jumps in log-distance coordinates").
     """
     if mode_jumps is None:
-        return bound_coordinates(guarded, hyper, walls=True), None
-    coords = bound_coordinates(guarded, hyper, walls=True, modes=mode_jumps.means)
+        return bound_coordinates(guarded, hyper, walls=True, ridges=ridges), None
+    coords = bound_coordinates(
+        guarded, hyper, walls=True, modes=mode_jumps.means, ridges=ridges
+    )
     if coords is None:
         return None, mode_jumps
     mapped = jumps_in_bound_coordinates(coords, mode_jumps)

@@ -158,3 +158,53 @@ def test_a_wall_in_reach_along_a_ridge_is_reachable():
     # as a log distance, with the jumps' coordinates unchanged (none)
     coords, jumps = _walls_away(guarded, x0, None)
     assert coords.piled_coordinates().tolist() == [True, False] and jumps is None
+
+
+class _SteepRidge:
+    """Correlation 0.9999: x alone falls 5,000 times faster than the ridge."""
+
+    precision = np.linalg.inv(np.array([[1.0, 0.9999], [0.9999, 1.0]]))
+
+    def logp_and_grad(self, x):
+        g = -self.precision @ x
+        return float(0.5 * x @ g), g
+
+
+def test_a_floor_marked_as_a_ridge_is_looked_for_however_far_its_axis_falls():
+    # x's floor at -1.5: 0.5 * 5000.25 * 1.5^2 = 5,625 nats down moving x
+    # alone, far past RIDGE_LOOK, and 1.1 along the ridge. Unmarked, no
+    # search is spent on it; marked (the noise variance's floor, which
+    # nearly exact data reach along such a ridge), it is found.
+    guarded = GuardedTarget(_SteepRidge(), np.array([-1.5, -9.0]), np.array([9.0, 9.0]))
+    x0, every = np.zeros(2), np.array([True, True])
+    assert -guarded(np.array([-1.5, 0.0]))[0] > RIDGE_LOOK
+    lower, _ = reachable_walls(guarded, x0, 0.0, every)
+    assert not lower.any()
+    marked = np.array([True, False])
+    lower, upper = reachable_walls(guarded, x0, 0.0, every, ridges=marked)
+    assert lower.tolist() == [True, False] and not upper.any()
+    coords, _ = _walls_away(guarded, x0, None, marked)
+    assert coords.piled_coordinates().tolist() == [True, False]
+
+
+def test_the_regressor_marks_its_noise_variance_as_a_ridge(monkeypatch):
+    from skgp_bayes import VariationalMCMCRegressor
+    from skgp_bayes.variational_mcmc import _pipelines
+
+    seen = []
+    real = _pipelines._walls_away
+
+    def spy(guarded, hyper, mode_jumps, ridges=None):
+        seen.append(ridges)
+        return real(guarded, hyper, mode_jumps, ridges)
+
+    monkeypatch.setattr(_pipelines, "_walls_away", spy)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (80, 2))
+    y = np.sin(4 * X[:, 0]) + 0.1 * rng.standard_normal(80)
+    reg = VariationalMCMCRegressor(
+        n_chains=2, n_warmup=30, n_samples=30, max_samples=30, random_state=0
+    ).fit(X, y)
+    names = reg.param_names_[: seen[0].size]
+    assert seen and seen[0].tolist() == [n == "noise_variance" for n in names]
+    assert seen[0].sum() == 1
