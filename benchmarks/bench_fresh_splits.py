@@ -6,9 +6,9 @@ another draw: this script repeats the suite's split at other seeds
 (``--seeds``, default 1-4) for every data set of the suite and of the held-out
 sets (``--datasets``; digits, the slowest, is left out unless named; the sets
 of ``_unseen_data.py``, ``_fourth_data.py``, ``_fifth_data.py`` and
-``_sixth_data.py``, ``_seventh_data.py`` and ``_eighth_data.py`` only
-when named or with ``--unseen``, ``--fourth``, ``--fifth``, ``--sixth``,
-``--seventh`` or ``--eighth``; at
+``_sixth_data.py``, ``_seventh_data.py``, ``_eighth_data.py`` and
+``_ninth_data.py`` only when named or with ``--unseen``, ``--fourth``,
+``--fifth``, ``--sixth``, ``--seventh``, ``--eighth`` or ``--ninth``; at
 most 300 training rows unless ``--max-train`` says), fits every estimator
 of the task with its defaults next to the suite's peer (one BLAS thread, after
 ``_warm_up.py``'s untimed first fits), and records for each fit the time, the
@@ -33,6 +33,7 @@ plus 0.01). Coverage is recorded (``--jsonl``) but not listed: on test sets of
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 1 --seventh \
         --max-train 1400
     PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --eighth
+    PYTHONPATH=. python benchmarks/bench_fresh_splits.py --seeds 0,1,2 --ninth
 """
 
 import argparse
