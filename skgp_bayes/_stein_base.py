@@ -501,7 +501,11 @@ class SteinModel:
             result = self.run(start)
             h = self.n_hyper
             warn_at_bounds(
-                result.particles[:, :h], self.bounds[:h], self.names[:h], "particles"
+                result.particles[:, :h],
+                self.bounds[:h],
+                self.names[:h],
+                "particles",
+                y=self.y,
             )
             fitted = self.fitted(result, start)
         fitted["diagnostics_"] = self.diagnostics(

@@ -619,7 +619,7 @@ class SGLDGPRegressor(
         )
         self._report_warnings(runs, names, X.shape[0], ran)
         pooled = runs["kept"].reshape(-1, len(names))
-        warn_at_bounds(pooled, bounds, names, "SGLD draws", tol="spread")
+        warn_at_bounds(pooled, bounds, names, "SGLD draws", tol="spread", y=y)
         fitted = self._fitted_draws(kernel, data, pooled, setup["y_std"])
         fitted.update(self._fitted_chains(runs, solver, options, setup))
         fitted["diagnostics_"]["fit_time"] = seconds_since(t_start)

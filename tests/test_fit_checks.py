@@ -107,6 +107,35 @@ def test_warn_at_bounds_counts_pinned_rows():
     assert len(check(np.hstack([pinned, np.zeros((4, 3))]))) == 2
 
 
+def test_a_collapsed_noise_over_tied_targets_says_so():
+    # A fifth or more of y at one value: the fit reproduces those rows
+    # exactly and the shared noise collapses; the advice names the ties.
+    def noise_message(y):
+        return _degenerate(
+            lambda: warn_at_bounds(
+                np.log([[1e-6]]),
+                np.log([[1e-6, 1e3]]),
+                ["noise_variance"],
+                "fits",
+                y=y,
+            )
+        )[0]
+
+    rng = np.random.default_rng(0)
+    zero_inflated = np.where(rng.uniform(size=100) < 0.55, 0.0, rng.poisson(9, 100))
+    tied = noise_message(zero_inflated)
+    share = np.mean(zero_inflated == np.bincount(zero_inflated.astype(int)).argmax())
+    assert f"{share:.0%} of the training targets share one value" in tied
+    assert "likelihood='poisson'" in tied and "='fixed'" not in tied
+    assert "Lower that bound" not in tied  # a lower floor would not help
+    # distinct targets keep the exact-data advice
+    assert "noise_variance_bounds='fixed'" in noise_message(rng.normal(size=100))
+    # the share is exact: 19 of 100 stay below it, 20 reach it
+    nineteen = np.r_[np.zeros(19), np.arange(1.0, 82.0)]
+    assert "share one value" not in noise_message(nineteen)
+    assert "20% of" in noise_message(np.r_[np.zeros(20), np.arange(1.0, 81.0)])
+
+
 def test_prior_only_sets_every_iteration_count_to_zero():
     est = SelectiveSVGP(n_pre_iter=7)
     prior = prior_only(est, 1)

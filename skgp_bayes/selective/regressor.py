@@ -470,7 +470,7 @@ class SelectiveSVGP(
         fitted["diagnostics_"]["n_draws_replaced"] = n_replaced
         theta = hyper[:-1].copy()
         names = [*adapter.param_names, "noise_variance"]
-        warn_at_bounds(hyper, bounds, names, "point estimates")
+        warn_at_bounds(hyper, bounds, names, "point estimates", y=y)
         fitted.update(
             {
                 "elbo_": float(elbo),

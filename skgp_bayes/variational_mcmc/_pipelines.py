@@ -514,7 +514,14 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
     final = sampler if run.sampler is None else run.sampler
     retried, retried_accepted = retried_counts(results)
     samples = chains.reshape(-1, chains.shape[2])
-    warn_at_bounds(samples, start.hyper_bounds, names, "HMC draws", "spread")
+    warn_at_bounds(
+        samples,
+        start.hyper_bounds,
+        names,
+        "HMC draws",
+        "spread",
+        y=getattr(target, "y", None),
+    )
     computed = run.rhat_and_ess
     rhat, ess = rhat_and_bulk_ess(chains) if computed is None else computed
     n_div = hmc.report(run, names, rhat, ess, label)
