@@ -136,9 +136,11 @@ def test_in_the_hyperparameters_own_coordinates_the_wall_diverges():
 
 
 class _Ridge:
-    """N(0, [[1, 0.98], [0.98, 1]]): x and y move together."""
+    """N(0, [[1, c], [c, 1]]): x and y move together (c = 0.98 by default)."""
 
-    precision = np.linalg.inv(np.array([[1.0, 0.98], [0.98, 1.0]]))
+    def __init__(self, correlation=0.98):
+        c = correlation
+        self.precision = np.linalg.inv(np.array([[1.0, c], [c, 1.0]]))
 
     def logp_and_grad(self, x):
         g = -self.precision @ x
@@ -160,22 +162,15 @@ def test_a_wall_in_reach_along_a_ridge_is_reachable():
     assert coords.piled_coordinates().tolist() == [True, False] and jumps is None
 
 
-class _SteepRidge:
-    """Correlation 0.9999: x alone falls 5,000 times faster than the ridge."""
-
-    precision = np.linalg.inv(np.array([[1.0, 0.9999], [0.9999, 1.0]]))
-
-    def logp_and_grad(self, x):
-        g = -self.precision @ x
-        return float(0.5 * x @ g), g
-
-
 def test_a_floor_marked_as_a_ridge_is_looked_for_however_far_its_axis_falls():
     # x's floor at -1.5: 0.5 * 5000.25 * 1.5^2 = 5,625 nats down moving x
     # alone, far past RIDGE_LOOK, and 1.1 along the ridge. Unmarked, no
     # search is spent on it; marked (the noise variance's floor, which
     # nearly exact data reach along such a ridge), it is found.
-    guarded = GuardedTarget(_SteepRidge(), np.array([-1.5, -9.0]), np.array([9.0, 9.0]))
+    # correlation 0.9999: x alone falls 5,000 times faster than the ridge
+    guarded = GuardedTarget(
+        _Ridge(0.9999), np.array([-1.5, -9.0]), np.array([9.0, 9.0])
+    )
     x0, every = np.zeros(2), np.array([True, True])
     assert -guarded(np.array([-1.5, 0.0]))[0] > RIDGE_LOOK
     lower, _ = reachable_walls(guarded, x0, 0.0, every)
