@@ -337,7 +337,7 @@ def _largest_tie(y):
 
 
 def _warn_pinned(name, label, bound, pinned, what, y=None):
-    hint = ""
+    hint, tied = "", 0.0
     if label == "lower" and "constant_value" in name:
         hint = (
             " A signal variance at its lower bound means the fit found no signal in X."
@@ -365,7 +365,7 @@ def _warn_pinned(name, label, bound, pinned, what, y=None):
         f" {verb} that bound ({_bound_setting(name)}) and fit again if such "
         "values are plausible."
     )
-    if "share one value" in hint:  # lowering the floor would not help
+    if tied >= _TIED_SHARE:  # lowering the floor would not help
         advice = ""
     warn_user(
         f"The parameter {name} is at its {label} bound {bound:.3g} for "

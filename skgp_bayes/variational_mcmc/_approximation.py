@@ -310,7 +310,7 @@ class ApproximationStage:
         line shows no share of the budget done and no time left."""
         # a tenth of the budget a line, but a line every 100 iterations at
         # least, whatever the guard
-        every = max(1, min(budget, 1000) // 10)
+        every = max(1, min(budget // 10, 100))
         progress = self.progress(
             "Gaussian approximation", budget, stops_early=stops_early
         )

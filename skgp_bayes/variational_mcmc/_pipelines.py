@@ -520,7 +520,7 @@ def chain_attributes(start, hmc, run, sampler, target, names, label="HMC"):
         names,
         "HMC draws",
         "spread",
-        y=getattr(target, "y", None),
+        y=target.y,
     )
     computed = run.rhat_and_ess
     rhat, ess = rhat_and_bulk_ess(chains) if computed is None else computed
